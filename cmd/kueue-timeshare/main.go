@@ -1,0 +1,83 @@
+// Command kueue-timeshare is a drop-in replacement for Kueue's kueue-controller-manager that adds
+// runtime-aware preemption. It reads the same configuration file and accepts the same flags.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"sigs.k8s.io/kueue/pkg/config"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/version"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+
+	// Client auth plugins (exec, OIDC, ...) for kubeconfigs that use them.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		configFile   string
+		featureGates string
+		opts         manager.Options
+	)
+	flag.StringVar(&configFile, "config", "", "Path to a Kueue Configuration (config.kueue.x-k8s.io/v1beta2). Defaults apply when empty.")
+	flag.StringVar(&featureGates, "feature-gates", "", "Comma-separated key=value pairs that turn feature gates on or off; they override the configuration file.")
+	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", manager.DefaultMetricsCertDir, "Directory with tls.crt and tls.key for the metrics endpoint when internalCertManagement is disabled.")
+	flag.BoolVar(&opts.InsecureMetrics, "metrics-insecure", false, "Serve metrics over plain HTTP without authentication. For local development only.")
+	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	setupLog := logger.WithName("setup")
+	opts.Log = setupLog
+
+	scheme, err := manager.NewScheme()
+	if err != nil {
+		setupLog.Error(err, "Unable to build the API scheme")
+		return 1
+	}
+	ctrlOpts, cfg, err := manager.LoadConfig(scheme, configFile, featureGates)
+	if err != nil {
+		setupLog.Error(err, "Unable to start: bad configuration")
+		fmt.Fprintf(os.Stderr, "kueue-timeshare: %v\n", err)
+		return 1
+	}
+	if encoded, err := config.Encode(scheme, &cfg); err == nil {
+		setupLog.V(2).Info("Configuration loaded", "config", encoded)
+	}
+	setupLog.Info("Starting kueue-timeshare", "kueueVersion", version.GitVersion, "gitCommit", version.GitCommit)
+	features.LogFeatureGates(setupLog)
+
+	kubeConfig, err := ctrl.GetConfig()
+	if err != nil {
+		setupLog.Error(err, "Unable to find a kubeconfig")
+		return 1
+	}
+	ctx := ctrl.SetupSignalHandler()
+	m, err := manager.New(ctx, kubeConfig, ctrlOpts, cfg, opts)
+	if err != nil {
+		setupLog.Error(err, "Unable to set up the manager")
+		return 1
+	}
+	setupLog.Info("Starting manager")
+	if err := m.Start(ctx); err != nil {
+		setupLog.Error(err, "Manager stopped with an error")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The test binary doubles as the manager binary: feature gates and flags are process-wide, so
+// each case runs in a process of its own.
+func TestMain(m *testing.M) {
+	if os.Getenv("KUEUE_TIMESHARE_TEST_RUN_MAIN") == "1" {
+		os.Args = append([]string{"kueue-timeshare"}, strings.Fields(os.Getenv("KUEUE_TIMESHARE_TEST_ARGS"))...)
+		os.Exit(run())
+	}
+	os.Exit(m.Run())
+}
+
+func TestBadConfigurationStopsTheManager(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withGates := write("gates.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  VisibilityOnDemand: false\n")
+	badField := write("bad-field.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  timeout: -1s\n")
+	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
+
+	cases := map[string]struct {
+		args     string
+		wantText []string
+	}{
+		"unknown feature gate": {
+			args:     "--feature-gates=NoSuchGate=true",
+			wantText: []string{"invalid feature gates", "unrecognized feature gate: NoSuchGate"},
+		},
+		"gates both in the file and on the command line": {
+			args:     "--config=" + withGates + " --feature-gates=VisibilityOnDemand=false",
+			wantText: []string{"feature gates for CLI and configuration cannot both specified"},
+		},
+		"missing configuration file": {
+			args:     "--config=" + filepath.Join(dir, "absent.yaml"),
+			wantText: []string{"loading configuration file", "absent.yaml", "no such file or directory"},
+		},
+		"invalid field value": {
+			args:     "--config=" + badField,
+			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
+		},
+		"wrong kind": {
+			args:     "--config=" + unknownKind,
+			wantText: []string{"loading configuration file", "NotAConfiguration"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), "KUEUE_TIMESHARE_TEST_RUN_MAIN=1", "KUEUE_TIMESHARE_TEST_ARGS="+tc.args)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("want exit code 1, got %v; output:\n%s", err, out)
+			}
+			for _, s := range tc.wantText {
+				if !strings.Contains(string(out), s) {
+					t.Errorf("output does not mention %q:\n%s", s, out)
+				}
+			}
+		})
+	}
+}

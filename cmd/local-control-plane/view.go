@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// applyDir creates every object in the YAML files of dir, in file-name order.
+func applyDir(ctx context.Context, c client.Client, dir string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return 0, err
+	}
+	if len(files) == 0 {
+		return 0, fmt.Errorf("no *.yaml files in %s", dir)
+	}
+	sort.Strings(files)
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return n, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return n, fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, &u); err != nil {
+				return n, fmt.Errorf("%s: creating %s %s: %w", filepath.Base(f), u.GetKind(), u.GetName(), err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// watch redraws the live view until ctx ends or the manager exits.
+func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, header string, mgr *managerProcess) error {
+	var last string
+	for {
+		if mgr.exited() {
+			return fmt.Errorf("manager exited: %v", mgr.err)
+		}
+		view, err := render(ctx, c)
+		if err != nil && ctx.Err() == nil {
+			view = "error reading state: " + err.Error() + "\n"
+		}
+		switch {
+		case ctx.Err() != nil:
+		case tty:
+			// Home the cursor and clear, so the view refreshes in place.
+			fmt.Print("\033[H\033[2J" + header + "\n" + time.Now().Format(time.TimeOnly) + "\n" + view)
+		case view != last:
+			fmt.Print("\n" + time.Now().Format(time.TimeOnly) + "\n" + view)
+		}
+		last = view
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+type row struct {
+	state, name, detail string
+}
+
+func render(ctx context.Context, c client.Client) (string, error) {
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return "", err
+	}
+	var lqs kueue.LocalQueueList
+	if err := c.List(ctx, &lqs); err != nil {
+		return "", err
+	}
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return "", err
+	}
+	cqOfLQ := map[string]string{}
+	for _, lq := range lqs.Items {
+		cqOfLQ[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
+	}
+	rows := map[string][]row{}
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		cq := cqOfLQ[wl.Namespace+"/"+string(wl.Spec.QueueName)]
+		if wl.Status.Admission != nil {
+			cq = string(wl.Status.Admission.ClusterQueue)
+		}
+		if cq == "" {
+			cq = "(no ClusterQueue)"
+		}
+		rows[cq] = append(rows[cq], describe(wl))
+	}
+
+	var b strings.Builder
+	names := make([]string, 0, len(cqs.Items))
+	for _, cq := range cqs.Items {
+		names = append(names, cq.Name)
+	}
+	for cq := range rows {
+		if !slices.Contains(names, cq) {
+			names = append(names, cq)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		b.WriteString("no ClusterQueues yet\n")
+	}
+	for _, name := range names {
+		rs := rows[name]
+		sort.SliceStable(rs, func(i, j int) bool {
+			if rs[i].state != rs[j].state {
+				return stateOrder(rs[i].state) < stateOrder(rs[j].state)
+			}
+			return rs[i].name < rs[j].name
+		})
+		fmt.Fprintf(&b, "\nClusterQueue %s: %d admitted, %d pending\n", name, count(rs, "ADMITTED"), count(rs, "PENDING"))
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, r := range rs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.state, r.name, r.detail)
+		}
+		tw.Flush()
+	}
+	return b.String(), nil
+}
+
+func describe(wl *kueue.Workload) row {
+	r := row{name: wl.Namespace + "/" + wl.Name}
+	switch {
+	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished):
+		r.state = "FINISHED"
+	case workload.IsAdmitted(wl):
+		r.state = "ADMITTED"
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
+			r.detail = "for " + time.Since(c.LastTransitionTime.Time).Truncate(time.Second).String()
+		}
+	case workload.HasQuotaReservation(wl):
+		r.state = "RESERVED"
+		r.detail = "quota reserved, waiting for admission checks"
+	default:
+		r.state = "PENDING"
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
+			r.detail = c.Message
+		}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == "True" {
+			r.detail = "evicted (" + c.Reason + "): " + r.detail
+		}
+	}
+	return r
+}
+
+func stateOrder(s string) int {
+	return slices.Index([]string{"ADMITTED", "RESERVED", "PENDING", "FINISHED"}, s)
+}
+
+func count(rs []row, state string) int {
+	n := 0
+	for _, r := range rs {
+		if r.state == state {
+			n++
+		}
+	}
+	return n
+}
+
+func splitArgs(s string) []string {
+	return strings.Fields(s)
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}

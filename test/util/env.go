@@ -1,0 +1,123 @@
+// Package util starts the pieces integration suites share: a local control plane and the
+// kueue-timeshare manager running in the test process against it.
+package util
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+)
+
+// Env is a control plane with a manager attached.
+type Env struct {
+	ControlPlane *controlplane.ControlPlane
+	Manager      *manager.Manager
+	Client       client.Client
+	Scheme       *runtime.Scheme
+
+	cancel  context.CancelFunc
+	stopped chan error
+}
+
+// Settings tune the manager a suite runs.
+type Settings struct {
+	// FeatureGates are added to the ones a local control plane needs.
+	FeatureGates map[string]bool
+	// ConfigExtra is appended to the Kueue Configuration (top-level YAML keys).
+	ConfigExtra string
+	Log         logr.Logger
+}
+
+// Start brings up the control plane and runs the manager until Stop. The manager is built from a
+// configuration file, exactly as the binary builds it.
+func Start(s Settings) (*Env, error) {
+	root, err := controlplane.FindRoot()
+	if err != nil {
+		return nil, err
+	}
+	cp, err := controlplane.Start(root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{ControlPlane: cp}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = cp.Stop()
+		}
+	}()
+
+	gates := controlplane.LocalFeatureGates()
+	for k, v := range s.FeatureGates {
+		gates[k] = v
+	}
+	cfgFile := filepath.Join(cp.Env.WebhookInstallOptions.LocalServingCertDir, "kueue-config.yaml")
+	cfgText := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0", FeatureGates: gates, Extra: s.ConfigExtra})
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		return nil, err
+	}
+	if e.Scheme, err = manager.NewScheme(); err != nil {
+		return nil, err
+	}
+	ctrlOpts, cfg, err := manager.LoadConfig(e.Scheme, cfgFile, "")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	e.Manager = m
+	e.stopped = make(chan error, 1)
+	go func() { e.stopped <- m.Start(ctx) }()
+
+	if err := waitForWebhooks(ctx, m, e.stopped); err != nil {
+		cancel()
+		return nil, err
+	}
+	if e.Client, err = client.New(cp.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		cancel()
+		return nil, err
+	}
+	ok = true
+	return e, nil
+}
+
+func waitForWebhooks(ctx context.Context, m *manager.Manager, stopped <-chan error) error {
+	checker := m.GetWebhookServer().StartedChecker()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-stopped:
+			return fmt.Errorf("manager stopped while starting: %w", err)
+		default:
+		}
+		if checker(nil) == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("webhook server not serving after a minute")
+}
+
+// Stop ends the manager, then the control plane.
+func (e *Env) Stop() error {
+	e.cancel()
+	select {
+	case <-e.stopped:
+	case <-time.After(30 * time.Second):
+	}
+	return e.ControlPlane.Stop()
+}
