@@ -68,7 +68,7 @@ func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, 
 		if mgr.exited() {
 			return fmt.Errorf("manager exited: %v", mgr.err)
 		}
-		view, err := render(ctx, c)
+		view, key, err := render(ctx, c)
 		if err != nil && ctx.Err() == nil {
 			view = "error reading state: " + err.Error() + "\n"
 		}
@@ -77,10 +77,11 @@ func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, 
 		case tty:
 			// Home the cursor and clear, so the view refreshes in place.
 			fmt.Print("\033[H\033[2J" + header + "\n" + time.Now().Format(time.TimeOnly) + "\n" + view)
-		case view != last:
+		case key != last:
+			// Without a terminal, print only when a workload changes state.
 			fmt.Print("\n" + time.Now().Format(time.TimeOnly) + "\n" + view)
 		}
-		last = view
+		last = key
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -93,18 +94,19 @@ type row struct {
 	state, name, detail string
 }
 
-func render(ctx context.Context, c client.Client) (string, error) {
+// render returns the view and a key that changes only when some workload changes state.
+func render(ctx context.Context, c client.Client) (view, key string, err error) {
 	var cqs kueue.ClusterQueueList
 	if err := c.List(ctx, &cqs); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var lqs kueue.LocalQueueList
 	if err := c.List(ctx, &lqs); err != nil {
-		return "", err
+		return "", "", err
 	}
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
-		return "", err
+		return "", "", err
 	}
 	cqOfLQ := map[string]string{}
 	for _, lq := range lqs.Items {
@@ -123,7 +125,7 @@ func render(ctx context.Context, c client.Client) (string, error) {
 		rows[cq] = append(rows[cq], describe(wl))
 	}
 
-	var b strings.Builder
+	var b, k strings.Builder
 	names := make([]string, 0, len(cqs.Items))
 	for _, cq := range cqs.Items {
 		names = append(names, cq.Name)
@@ -149,10 +151,11 @@ func render(ctx context.Context, c client.Client) (string, error) {
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, r := range rs {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.state, r.name, r.detail)
+			fmt.Fprintf(&k, "%s %s %s\n", name, r.state, r.name)
 		}
 		tw.Flush()
 	}
-	return b.String(), nil
+	return b.String(), k.String(), nil
 }
 
 func describe(wl *kueue.Workload) row {
@@ -170,7 +173,8 @@ func describe(wl *kueue.Workload) row {
 		r.detail = "quota reserved, waiting for admission checks"
 	default:
 		r.state = "PENDING"
-		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
+		r.detail = "waiting; the scheduler has not tried it yet"
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil && c.Message != "" {
 			r.detail = c.Message
 		}
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == "True" {

@@ -150,6 +150,6 @@ func workloadOf(g gomega.Gomega, ctx context.Context, j *batchv1.Job) *kueue.Wor
 			}
 		}
 	}
-	g.Expect("workload for job " + j.Name).To(gomega.BeEmpty(), "no Workload yet")
+	g.Expect("workload for job "+j.Name).To(gomega.BeEmpty(), "no Workload yet")
 	return nil
 }
