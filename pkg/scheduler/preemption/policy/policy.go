@@ -1,0 +1,246 @@
+// Package policy is the victim policy: for a preemptor and one admitted candidate it decides
+// whether the candidate may be preempted and why, and it orders the eligible candidates.
+//
+// Everything here is pure: inputs are plain facts read off workloads once, outputs are
+// decisions that carry the name of the rule that made them and a sentence a person can read.
+// Features plug in by adding rules (see Option), never by editing the preemptor.
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/util/priority"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
+)
+
+// Scope says where a candidate runs relative to the preemptor.
+type Scope int
+
+const (
+	// SameClusterQueue: the candidate is admitted in the preemptor's ClusterQueue;
+	// spec.preemption.withinClusterQueue applies.
+	SameClusterQueue Scope = iota
+	// OtherClusterQueue: the candidate is admitted elsewhere in the cohort tree;
+	// spec.preemption.reclaimWithinCohort applies.
+	OtherClusterQueue
+)
+
+func (s Scope) String() string {
+	if s == SameClusterQueue {
+		return "withinClusterQueue"
+	}
+	return "reclaimWithinCohort"
+}
+
+// Preemptor holds the facts the rules read about the pending workload.
+type Preemptor struct {
+	Obj          *kueue.Workload
+	ClusterQueue kueue.ClusterQueueReference
+	// Priority is the effective priority (base plus any boost).
+	Priority int64
+	// QueuedAt is the queue-order timestamp (creation time, or a later one after some evictions).
+	QueuedAt time.Time
+}
+
+// Candidate holds the facts the rules read about an admitted workload.
+type Candidate struct {
+	Info     *workload.Info
+	Priority int64
+	QueuedAt time.Time
+	// QuotaReservedAt is when the QuotaReserved condition last became true; zero if it is not true.
+	QuotaReservedAt time.Time
+	// Evicted candidates are already on their way out.
+	Evicted bool
+}
+
+// Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?
+type Input struct {
+	Preemptor *Preemptor
+	Candidate *Candidate
+	Scope     Scope
+	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
+	Policy kueue.PreemptionPolicy
+	Now    time.Time
+}
+
+// Decision is the policy's answer, with the rule that gave it.
+type Decision struct {
+	Eligible bool
+	// Rule names the rule that decided, for logs and tests.
+	Rule string
+	// Message explains the decision in a sentence.
+	Message string
+}
+
+// Rule is one row of the policy table. Rules are tried in order; the first whose When holds decides.
+type Rule struct {
+	Name string
+	// Eligible is the verdict this rule gives when it applies.
+	Eligible bool
+	When     func(*Input) bool
+	// Why renders Decision.Message.
+	Why func(*Input) string
+}
+
+// Options are settings that upstream keeps behind feature gates or configuration.
+type Options struct {
+	// TimestampBuffer: under LowerOrNewerEqualPriority a same-priority candidate counts as newer only
+	// if it was queued more than this after the preemptor (upstream's SchedulerTimestampPreemptionBuffer).
+	TimestampBuffer time.Duration
+	// LocalQueueFairSharing orders candidates of one ClusterQueue by their LocalQueue's usage
+	// (admission fair sharing).
+	LocalQueueFairSharing bool
+}
+
+// Policy decides eligibility with a rule table and orders candidates with a key table.
+type Policy struct {
+	opts  Options
+	rules []Rule
+	keys  []OrderKey
+}
+
+// Option adds a feature's rules or keys to a Policy.
+type Option func(*Policy)
+
+// WithRulesFirst puts rules ahead of the standard table: for protections, which must veto
+// preemption that the standard rules would allow.
+func WithRulesFirst(rules ...Rule) Option {
+	return func(p *Policy) { p.rules = append(append([]Rule{}, rules...), p.rules...) }
+}
+
+// WithRulesBefore inserts rules just before the standard rule named name: for new ways of
+// becoming eligible that must not override the earlier rows.
+func WithRulesBefore(name string, rules ...Rule) Option {
+	return func(p *Policy) {
+		for i, r := range p.rules {
+			if r.Name == name {
+				p.rules = append(p.rules[:i], append(append([]Rule{}, rules...), p.rules[i:]...)...)
+				return
+			}
+		}
+		panic(fmt.Sprintf("policy: no rule named %q", name))
+	}
+}
+
+// WithKeysBefore inserts ordering keys just before the standard key named name.
+func WithKeysBefore(name string, keys ...OrderKey) Option {
+	return func(p *Policy) {
+		for i, k := range p.keys {
+			if k.Name == name {
+				p.keys = append(p.keys[:i], append(append([]OrderKey{}, keys...), p.keys[i:]...)...)
+				return
+			}
+		}
+		panic(fmt.Sprintf("policy: no ordering key named %q", name))
+	}
+}
+
+// New returns the standard policy, identical to upstream Kueue's, extended by opts.
+func New(o Options, opts ...Option) *Policy {
+	p := &Policy{opts: o, rules: standardRules(o), keys: standardKeys(o)}
+	for _, opt := range opts {
+		opt(p)
+	}
+	return p
+}
+
+// Decide runs the rule table for one candidate.
+func (p *Policy) Decide(in *Input) Decision {
+	for _, r := range p.rules {
+		if r.When(in) {
+			return Decision{Eligible: r.Eligible, Rule: r.Name, Message: r.Why(in)}
+		}
+	}
+	// The standard table ends with a catch-all, so this is only reached by a broken table.
+	return Decision{Rule: "NoRule", Message: "no policy rule applied"}
+}
+
+// Rule names of the standard table, for WithRulesBefore.
+const (
+	RuleNever              = "PolicyNever"
+	RuleAny                = "PolicyAny"
+	RuleLowerPriority      = "LowerPriority"
+	RuleNewerEqualPriority = "NewerEqualPriority"
+	RuleNotLower           = "PriorityNotLower"
+)
+
+// standardRules is upstream Kueue's eligibility, one row per case.
+func standardRules(o Options) []Rule {
+	return []Rule{
+		{
+			Name: RuleNever, Eligible: false,
+			When: func(in *Input) bool {
+				return in.Policy != kueue.PreemptionPolicyAny && in.Policy != kueue.PreemptionPolicyLowerPriority &&
+					in.Policy != kueue.PreemptionPolicyLowerOrNewerEqualPriority
+			},
+			Why: func(in *Input) string { return fmt.Sprintf("%s is Never", in.Scope) },
+		},
+		{
+			Name: RuleAny, Eligible: true,
+			When: func(in *Input) bool { return in.Policy == kueue.PreemptionPolicyAny },
+			Why:  func(in *Input) string { return fmt.Sprintf("%s is Any", in.Scope) },
+		},
+		{
+			Name: RuleLowerPriority, Eligible: true,
+			When: func(in *Input) bool { return in.Candidate.Priority < in.Preemptor.Priority },
+			Why: func(in *Input) string {
+				return fmt.Sprintf("priority %d is lower than the preemptor's %d", in.Candidate.Priority, in.Preemptor.Priority)
+			},
+		},
+		{
+			Name: RuleNewerEqualPriority, Eligible: true,
+			When: func(in *Input) bool {
+				return in.Policy == kueue.PreemptionPolicyLowerOrNewerEqualPriority && newerWithSamePriority(in, o.TimestampBuffer)
+			},
+			Why: func(in *Input) string {
+				return fmt.Sprintf("same priority %d and queued after the preemptor", in.Candidate.Priority)
+			},
+		},
+		{
+			Name: RuleNotLower, Eligible: false,
+			When: func(*Input) bool { return true },
+			Why: func(in *Input) string {
+				return fmt.Sprintf("priority %d is not lower than the preemptor's %d and %s is %s",
+					in.Candidate.Priority, in.Preemptor.Priority, in.Scope, in.Policy)
+			},
+		},
+	}
+}
+
+func newerWithSamePriority(in *Input, buffer time.Duration) bool {
+	if in.Candidate.Priority != in.Preemptor.Priority || !in.Preemptor.QueuedAt.Before(in.Candidate.QueuedAt) {
+		return false
+	}
+	return buffer <= 0 || in.Candidate.QueuedAt.Sub(in.Preemptor.QueuedAt) > buffer
+}
+
+// NewPreemptor reads the facts the rules need off a pending workload.
+func NewPreemptor(log logr.Logger, info *workload.Info, ordering workload.Ordering) *Preemptor {
+	return &Preemptor{
+		Obj:          info.Obj,
+		ClusterQueue: info.ClusterQueue,
+		Priority:     priority.EffectivePriority(log, info.Obj),
+		QueuedAt:     ordering.GetQueueOrderTimestamp(info.Obj).Time,
+	}
+}
+
+// NewCandidate reads the facts the rules need off an admitted workload.
+func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Ordering) *Candidate {
+	c := &Candidate{
+		Info:     info,
+		Priority: priority.EffectivePriority(log, info.Obj),
+		QueuedAt: ordering.GetQueueOrderTimestamp(info.Obj).Time,
+		Evicted:  workloadevict.IsEvicted(info.Obj),
+	}
+	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.QuotaReservedAt = cond.LastTransitionTime.Time
+	}
+	return c
+}
