@@ -77,6 +77,9 @@ type Decision struct {
 	Rule string
 	// Message explains the decision in a sentence.
 	Message string
+	// Reason, when set, is the preemption reason to record instead of the scope's default
+	// (the Preempted condition's reason and the reason label of kueue_preempted_workloads_total).
+	Reason string
 }
 
 // Rule is one row of the policy table. Rules are tried in order; the first whose When holds decides.
@@ -87,6 +90,8 @@ type Rule struct {
 	When     func(*Input) bool
 	// Why renders Decision.Message.
 	Why func(*Input) string
+	// Reason overrides the preemption reason of candidates this rule makes eligible.
+	Reason string
 }
 
 // Options are settings that upstream keeps behind feature gates or configuration.
@@ -155,7 +160,7 @@ func New(o Options, opts ...Option) *Policy {
 func (p *Policy) Decide(in *Input) Decision {
 	for _, r := range p.rules {
 		if r.When(in) {
-			return Decision{Eligible: r.Eligible, Rule: r.Name, Message: r.Why(in)}
+			return Decision{Eligible: r.Eligible, Rule: r.Name, Message: r.Why(in), Reason: r.Reason}
 		}
 	}
 	// The standard table ends with a catch-all, so this is only reached by a broken table.

@@ -1,0 +1,227 @@
+package preemption
+
+import (
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// variant is how a candidate may be preempted, which decides when it is valid and its reason.
+type variant int
+
+const (
+	// inQueue: the candidate is in the preemptor's ClusterQueue.
+	inQueue variant = iota
+	// hierarchical: the preemptor's side of the tree has unused nominal quota the candidate borrows,
+	// so it is reclaimed whatever its priority.
+	hierarchical
+	// reclaimNoBorrow: reclaim allowed only if the preemptor then fits without borrowing.
+	reclaimNoBorrow
+	// reclaimBorrowing: reclaim allowed even if the preemptor borrows afterwards (borrowWithinCohort).
+	reclaimBorrowing
+)
+
+func (v variant) reason() string {
+	switch v {
+	case inQueue:
+		return kueue.InClusterQueueReason
+	case reclaimBorrowing:
+		return kueue.InCohortReclaimWhileBorrowingReason
+	default:
+		return kueue.InCohortReclamationReason
+	}
+}
+
+// candidateSet is the classical search's input: eligible candidates in the order they are tried,
+// and what the choice between borrowing and not borrowing depends on.
+type candidateSet struct {
+	ordered           []*candidate
+	noneOutsideQueue  bool
+	noneHierarchical  bool
+	borrowingForbids  bool
+	preemptorUnderNom bool
+}
+
+// classicalTargets removes candidates in order until the workload fits, then puts back the ones
+// it does not need. Whether the workload may borrow after preempting is tried in the order that
+// keeps upstream's results.
+func (p *Preemptor) classicalTargets(s *search) []*Target {
+	set := p.classicalCandidates(s)
+	var attempts []bool // allowBorrowing per attempt
+	switch {
+	case set.noneOutsideQueue || (set.borrowingForbids && !set.preemptorUnderNom):
+		attempts = []bool{true}
+	case set.borrowingForbids && set.noneHierarchical:
+		attempts = []bool{false, true}
+	default:
+		attempts = []bool{true, false}
+	}
+	for _, borrow := range attempts {
+		var targets []*Target
+		for _, c := range set.ordered {
+			if !s.stillValid(c, borrow) {
+				continue
+			}
+			s.snapshot.RemoveWorkload(c.Info)
+			targets = append(targets, &Target{WorkloadInfo: c.Info, Reason: c.preemptionReason(), WorkloadCq: s.snapshot.ClusterQueue(c.Info.ClusterQueue)})
+			if s.fits(borrow) {
+				targets = s.minimize(targets, func() bool { return s.fits(borrow) })
+				s.restore(targets)
+				return targets
+			}
+		}
+		s.restore(targets)
+	}
+	return nil
+}
+
+// stillValid rechecks a candidate from another ClusterQueue against the snapshot as the search
+// has changed it: once its queue (or a cohort on the way to the common ancestor) is back within
+// nominal quota, there is nothing left to reclaim from it.
+func (s *search) stillValid(c *candidate, borrow bool) bool {
+	if c.Info.ClusterQueue == s.cq.Name {
+		return true
+	}
+	if borrow && c.variant == reclaimNoBorrow {
+		return false
+	}
+	cq := s.snapshot.ClusterQueue(c.Info.ClusterQueue)
+	if schdcache.IsWithinNominalInResources(cq, s.contested) {
+		return false
+	}
+	for node := range cq.PathParentToRoot() {
+		if node == c.lca {
+			break
+		}
+		if schdcache.IsWithinNominalInResources(node, s.contested) {
+			return false
+		}
+	}
+	return true
+}
+
+// classicalCandidates collects eligible candidates from the preemptor's queue and from the
+// cohort tree, each group ordered by the policy, evicted ones of every group first.
+func (p *Preemptor) classicalCandidates(s *search) candidateSet {
+	forbidden, _ := classical.IsBorrowingWithinCohortForbidden(s.cq)
+	set := candidateSet{borrowingForbids: forbidden, preemptorUnderNom: s.underNominal()}
+
+	var sameQueue []*candidate
+	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
+		sameQueue = p.collectFromQueue(s, s.cq, nil, false)
+	}
+	hierarchy, byPriority := p.collectFromCohorts(s)
+	set.noneOutsideQueue = len(hierarchy) == 0 && len(byPriority) == 0
+	set.noneHierarchical = len(hierarchy) == 0
+
+	groups := [][]*candidate{hierarchy, byPriority, sameQueue}
+	for _, g := range groups {
+		p.sortCandidates(s, g)
+	}
+	for _, evicted := range []bool{true, false} {
+		for _, g := range groups {
+			for _, c := range g {
+				if c.Evicted == evicted {
+					set.ordered = append(set.ordered, c)
+				}
+			}
+		}
+	}
+	return set
+}
+
+// collectFromCohorts walks from the preemptor's parent to the root. At each level it looks at the
+// subtrees not yet visited; candidates there are hierarchical once the preemptor's requests fit
+// in the quota of the levels walked so far.
+func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*candidate) {
+	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
+		return nil, nil
+	}
+	advantage, remaining := schdcache.QuantitiesFitInQuota(s.cq, s.usage.Quota)
+	var visited *schdcache.CohortSnapshot
+	for root := range s.cq.PathParentToRoot() {
+		found := p.collectFromSubtree(s, root, root, visited, advantage)
+		if advantage {
+			hierarchy = append(hierarchy, found...)
+		} else {
+			byPriority = append(byPriority, found...)
+		}
+		var fits bool
+		fits, remaining = schdcache.QuantitiesFitInQuota(root, remaining)
+		advantage = advantage || fits
+		visited = root
+	}
+	return hierarchy, byPriority
+}
+
+// collectFromSubtree gathers candidates under node, skipping the subtree already visited and any
+// cohort or ClusterQueue within its nominal quota (it borrows nothing that could be reclaimed).
+func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool) []*candidate {
+	var out []*candidate
+	for _, child := range node.ChildCohorts() {
+		if child == skip || schdcache.IsWithinNominalInResources(child, s.contested) {
+			continue
+		}
+		out = append(out, p.collectFromSubtree(s, child, lca, skip, advantage)...)
+	}
+	for _, cq := range node.ChildCQs() {
+		if cq == s.cq || schdcache.IsWithinNominalInResources(cq, s.contested) {
+			continue
+		}
+		out = append(out, p.collectFromQueue(s, cq, lca, advantage)...)
+	}
+	return out
+}
+
+// collectFromQueue asks the policy about every workload of cq that holds contested quota.
+func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool) []*candidate {
+	var out []*candidate
+	for _, info := range cq.Workloads {
+		if !usesContested(info, s.contested) {
+			continue
+		}
+		c := &candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering), lca: lca}
+		scope, pol := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue
+		if info.ClusterQueue != s.cq.Name {
+			scope, pol = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort
+		}
+		d := p.decide(s, c.Candidate, scope, pol)
+		if !d.Eligible {
+			continue
+		}
+		c.reason = d.Reason
+		c.variant = s.classify(c, advantage)
+		out = append(out, c)
+	}
+	return out
+}
+
+// classify says how an eligible candidate may be preempted.
+func (s *search) classify(c *candidate, advantage bool) variant {
+	switch {
+	case c.Info.ClusterQueue == s.cq.Name:
+		return inQueue
+	case advantage:
+		return hierarchical
+	}
+	forbidden, threshold := classical.IsBorrowingWithinCohortForbidden(s.cq)
+	// A candidate of equal or higher priority, or above maxPriorityThreshold, may only be reclaimed
+	// if the preemptor does not borrow afterwards.
+	if forbidden || c.Priority >= s.preemptor.Priority || (threshold != nil && c.Priority > int64(*threshold)) {
+		return reclaimNoBorrow
+	}
+	return reclaimBorrowing
+}
+
+// underNominal reports whether the preemptor's queue uses strictly less than its nominal quota
+// of every contested flavor/resource.
+func (s *search) underNominal() bool {
+	for fr := range s.contested {
+		if s.cq.QuotaFor(fr).Nominal.Cmp(s.cq.ResourceNode.Usage[fr]) <= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,203 @@
+package preemption
+
+import (
+	"math"
+
+	"k8s.io/klog/v2"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// fairTargets preempts from the ClusterQueues with the highest dominant resource share first,
+// as long as the configured strategy says the preemption makes shares fairer.
+func (p *Preemptor) fairTargets(s *search) []*Target {
+	cands := p.fairCandidates(s)
+	if len(cands) == 0 {
+		return nil
+	}
+	p.sortCandidates(s, cands)
+	infos := make([]*workload.Info, len(cands))
+	reasons := make(map[*workload.Info]string, len(cands))
+	for i, c := range cands {
+		infos[i] = c.Info
+		reasons[c.Info] = c.reason
+	}
+	if logV := s.log.V(5); logV.Enabled() {
+		logV.Info("Simulating fair preemption", "candidates", workload.References(infos),
+			"resourcesRequiringPreemption", s.contested.UnsortedList(), "preemptingWorkload", klog.KObj(s.info.Obj))
+	}
+
+	// Shares are computed as if the pending workload were already admitted.
+	revert := s.cq.SimulateUsageAddition(s.usage)
+	fits, targets, retry := p.firstStrategy(s, infos, reasons, p.fsStrategies[0])
+	if !fits && len(p.fsStrategies) > 1 {
+		fits, targets = p.secondStrategy(s, retry, reasons, targets)
+	}
+	revert()
+	if !fits {
+		s.restore(targets)
+		return nil
+	}
+	targets = s.minimize(targets, func() bool { return s.fits(true) })
+	s.restore(targets)
+	return targets
+}
+
+// fitsWithoutSelf checks the fit with the pending workload's simulated usage taken out again.
+func (s *search) fitsWithoutSelf() bool {
+	revert := s.cq.SimulateUsageRemoval(s.usage)
+	defer revert()
+	return s.fits(true)
+}
+
+func reasonOr(reasons map[*workload.Info]string, info *workload.Info, def string) string {
+	if r := reasons[info]; r != "" {
+		return r
+	}
+	return def
+}
+
+// firstStrategy walks target ClusterQueues by share. It returns whether the workload fits, the
+// targets chosen, and the candidates the strategy refused, for the second strategy.
+func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy) (bool, []*Target, []*workload.Info) {
+	order := fairsharing.MakeClusterQueueOrdering(s.cq, cands, s.log, p.clock)
+	var targets []*Target
+	var retry []*workload.Info
+	// A preemptor within its nominal quota is entitled to it, whatever the shares say.
+	entitled := features.Enabled(features.FairSharingPreemptWithinNominal) && s.notBorrowingContested()
+	take := func(t *fairsharing.TargetClusterQueue, info *workload.Info, reason string) bool {
+		s.snapshot.RemoveWorkload(info)
+		targets = append(targets, &Target{WorkloadInfo: info, Reason: reasonOr(reasons, info, reason), WorkloadCq: t.GetTargetCq()})
+		return s.fitsWithoutSelf()
+	}
+	for t := range order.Iter() {
+		if t.InClusterQueuePreemption() {
+			if take(t, t.PopWorkload(), kueue.InClusterQueueReason) {
+				return true, targets, nil
+			}
+			continue
+		}
+		if entitled {
+			if take(t, t.PopWorkload(), kueue.InCohortReclamationReason) {
+				return true, targets, nil
+			}
+			continue
+		}
+		preemptorShare, targetShare := t.ComputeShares()
+		if cannotPass(preemptorShare, targetShare) {
+			for t.HasWorkload() {
+				retry = append(retry, t.PopWorkload())
+			}
+			continue
+		}
+		for t.HasWorkload() {
+			info := t.PopWorkload()
+			after := t.ComputeTargetShareAfterRemoval(info)
+			passed := strategy(preemptorShare, targetShare, after)
+			if logV := s.log.V(5); logV.Enabled() {
+				logV.Info("Fair sharing strategy", "targetWorkload", klog.KObj(info.Obj), "targetClusterQueue", klog.KRef("", string(t.GetTargetCq().Name)),
+					"preemptorNewShare", schdcache.DRS(preemptorShare).PreciseWeightedShareSerialized(),
+					"targetOldShare", schdcache.DRS(targetShare).PreciseWeightedShareSerialized(),
+					"targetNewShare", schdcache.DRS(after).PreciseWeightedShareSerialized(), "passed", passed)
+			}
+			if !passed {
+				retry = append(retry, info)
+				continue
+			}
+			if take(t, info, kueue.InCohortFairSharingReason) {
+				return true, targets, nil
+			}
+			// Shares changed: pick the next target ClusterQueue afresh.
+			break
+		}
+	}
+	return false, targets, retry
+}
+
+// cannotPass: a preemptor with an infinite share (borrowing on a zero weight) loses to every
+// target whose share is finite, under either strategy, so the per-workload check can be skipped.
+func cannotPass(preemptor fairsharing.PreemptorNewShare, target fairsharing.TargetOldShare) bool {
+	return math.IsInf(schdcache.DRS(preemptor).PreciseWeightedShare(), 1) && !math.IsInf(schdcache.DRS(target).PreciseWeightedShare(), 1)
+}
+
+// secondStrategy retries the refused candidates with LessThanInitialShare, at most one per
+// ClusterQueue: the strategy only compares queue shares, so a second one would not pass either.
+func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target) (bool, []*Target) {
+	order := fairsharing.MakeClusterQueueOrdering(s.cq, retry, s.log, p.clock)
+	for t := range order.Iter() {
+		preemptorShare, targetShare := t.ComputeShares()
+		info := t.PopWorkload()
+		if fairsharing.LessThanInitialShare(preemptorShare, targetShare, fairsharing.TargetNewShare{}) {
+			s.snapshot.RemoveWorkload(info)
+			targets = append(targets, &Target{WorkloadInfo: info, Reason: reasonOr(reasons, info, kueue.InCohortFairSharingReason), WorkloadCq: t.GetTargetCq()})
+			if s.fitsWithoutSelf() {
+				return true, targets
+			}
+		}
+		order.DropQueue(t)
+	}
+	return false, targets
+}
+
+// fairCandidates are the eligible workloads of the preemptor's queue, and of the queues in its
+// cohort tree that borrow a contested resource.
+func (p *Preemptor) fairCandidates(s *search) []*candidate {
+	var out []*candidate
+	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
+		out = append(out, p.eligibleIn(s, s.cq, policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue)...)
+	}
+	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
+		return out
+	}
+	for _, other := range s.cq.Parent().Root().SubtreeClusterQueues() {
+		if other == s.cq || !s.borrowsContested(other) {
+			continue
+		}
+		out = append(out, p.eligibleIn(s, other, policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort)...)
+	}
+	return out
+}
+
+func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, scope policy.Scope, pol kueue.PreemptionPolicy) []*candidate {
+	var out []*candidate
+	for _, info := range cq.Workloads {
+		if !usesContested(info, s.contested) {
+			continue
+		}
+		c := &candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
+		if d := p.decide(s, c.Candidate, scope, pol); d.Eligible {
+			c.reason = d.Reason
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (s *search) borrowsContested(cq *schdcache.ClusterQueueSnapshot) bool {
+	if !cq.HasParent() {
+		return false
+	}
+	for fr := range s.contested {
+		if cq.Borrowing(fr) {
+			return true
+		}
+	}
+	return false
+}
+
+// notBorrowingContested: the preemptor's queue, with the workload counted, stays within nominal
+// quota for every contested flavor/resource.
+func (s *search) notBorrowingContested() bool {
+	for fr := range s.contested {
+		if s.cq.Borrowing(fr) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,249 @@
+// Package preemption finds the admitted workloads to evict so that a pending one fits, for
+// classical preemption (within a ClusterQueue, reclaim in the cohort tree, borrowWithinCohort)
+// and for fair sharing. Which candidates are eligible, and in which order they are tried, is
+// asked of the victim policy (package policy); this package only does the search over quota.
+//
+// Targets are upstream's preemption.Target, and evictions are issued by upstream's exported code,
+// so events, conditions and metrics look exactly as with upstream Kueue.
+package preemption
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/metrics"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	"sigs.k8s.io/kueue/pkg/util/expectations"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// Target is a workload chosen for eviction, with the reason recorded on it.
+type Target = upstream.Target
+
+// timestampBuffer is upstream's SchedulerTimestampPreemptionBuffer window.
+const timestampBuffer = 5 * time.Minute
+
+// Preemptor chooses preemption targets with the victim policy and issues the evictions.
+type Preemptor struct {
+	clock        clock.Clock
+	ordering     workload.Ordering
+	fairSharing  bool
+	fsStrategies []fairsharing.Strategy
+	policy       *policy.Policy
+	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
+	issuer *upstream.Preemptor
+}
+
+// New takes the same arguments as upstream's preemption.New, plus options that extend the
+// victim policy with this project's features.
+func New(
+	cl client.Client,
+	ordering workload.Ordering,
+	recorder events.EventRecorder,
+	fs *configapi.FairSharing,
+	admissionFairSharing bool,
+	clk clock.Clock,
+	tracker *roletracker.RoleTracker,
+	store *expectations.Store,
+	customLabels *metrics.CustomLabels,
+	opts ...policy.Option,
+) *Preemptor {
+	po := policy.Options{LocalQueueFairSharing: admissionFairSharing}
+	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
+		po.TimestampBuffer = timestampBuffer
+	}
+	return &Preemptor{
+		clock:        clk,
+		ordering:     ordering,
+		fairSharing:  fairsharing.Enabled(fs),
+		fsStrategies: strategies(fs),
+		policy:       policy.New(po, opts...),
+		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
+	}
+}
+
+// search is one preemption problem: a pending workload, the quota it needs, and a snapshot that
+// the search edits and always restores.
+type search struct {
+	ctx       context.Context
+	log       logr.Logger
+	now       time.Time
+	preemptor *policy.Preemptor
+	info      *workload.Info
+	cq        *schdcache.ClusterQueueSnapshot
+	snapshot  *schdcache.Snapshot
+	usage     workload.Usage
+	tas       schdcache.WorkloadTASRequests
+	// contested are the flavor/resources the assignment could only get by preempting.
+	contested sets.Set[resources.FlavorResource]
+}
+
+// GetTargets returns the workloads to evict so that wl fits with the given assignment, or nil.
+func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment flavorassigner.Assignment, snapshot *schdcache.Snapshot) []*Target {
+	log := ctrllog.FromContext(ctx)
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
+	s := &search{
+		ctx:       ctx,
+		log:       log,
+		now:       p.clock.Now(),
+		preemptor: policy.NewPreemptor(log, &wl, p.ordering),
+		info:      &wl,
+		cq:        cq,
+		snapshot:  snapshot,
+		contested: contestedResources(assignment),
+		usage:     workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()},
+	}
+	if features.Enabled(features.TopologyAwareScheduling) {
+		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, cq)
+	}
+	return p.targets(s)
+}
+
+func (p *Preemptor) targets(s *search) []*Target {
+	if p.fairSharing {
+		return p.fairTargets(s)
+	}
+	return p.classicalTargets(s)
+}
+
+// IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions.
+func (p *Preemptor) IssuePreemptions(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	return p.issuer.IssuePreemptions(ctx, cache, preemptor, targets, snap)
+}
+
+// SatisfyPreemptionExpectation records that an eviction issued earlier has been observed.
+func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Workload) {
+	p.issuer.SatisfyPreemptionExpectation(log, wl)
+}
+
+// decide asks the victim policy about one candidate and logs refusals at high verbosity.
+func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy) policy.Decision {
+	d := p.policy.Decide(&policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Now: s.now})
+	if logV := s.log.V(6); logV.Enabled() {
+		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)
+	}
+	return d
+}
+
+func (p *Preemptor) sortCandidates(s *search, cs []*candidate) {
+	octx := &policy.OrderContext{ClusterQueue: s.cq.Name, Now: s.now}
+	slices.SortFunc(cs, func(a, b *candidate) int { return p.policy.Compare(octx, a.Candidate, b.Candidate) })
+}
+
+// candidate is an eligible workload with what the search needs to know about it.
+type candidate struct {
+	*policy.Candidate
+	variant variant
+	// reason overrides the variant's preemption reason when the policy gave one.
+	reason string
+	// lca is where the candidate's and the preemptor's paths meet in the cohort tree.
+	lca *schdcache.CohortSnapshot
+}
+
+func (c *candidate) preemptionReason() string {
+	if c.reason != "" {
+		return c.reason
+	}
+	return c.variant.reason()
+}
+
+// contestedResources lists the flavor/resources the assignment gets only by preempting.
+func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
+	out := sets.New[resources.FlavorResource]()
+	for _, ps := range a.PodSets {
+		for res, f := range ps.Flavors {
+			if f.Mode == flavorassigner.Preempt {
+				out.Insert(resources.FlavorResource{Flavor: f.Name, Resource: res})
+			}
+		}
+	}
+	return out
+}
+
+// usesContested reports whether the workload holds quota of any contested flavor/resource.
+func usesContested(info *workload.Info, contested sets.Set[resources.FlavorResource]) bool {
+	for _, ps := range info.TotalRequests {
+		for res, flavor := range ps.Flavors {
+			if contested.Has(resources.FlavorResource{Flavor: flavor, Resource: res}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fits reports whether the pending workload fits in the snapshot as it stands, optionally
+// without borrowing, including its topology requests.
+func (s *search) fits(allowBorrowing bool) bool {
+	for fr, v := range s.usage.Quota {
+		if !allowBorrowing && s.cq.BorrowingWith(fr, v) {
+			return false
+		}
+		if v.Cmp(s.cq.Available(fr)) > 0 {
+			return false
+		}
+	}
+	return s.cq.FindTopologyAssignmentsForWorkload(s.ctx, s.tas, schdcache.WithWorkload(s.info.Obj)).Failure() == nil
+}
+
+func (s *search) remove(ts []*Target) {
+	for _, t := range ts {
+		s.snapshot.RemoveWorkload(t.WorkloadInfo)
+	}
+}
+
+func (s *search) restore(ts []*Target) {
+	for _, t := range ts {
+		s.snapshot.AddWorkload(t.WorkloadInfo)
+	}
+}
+
+// minimize puts targets back, last chosen first, while the workload still fits without them,
+// so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
+func (s *search) minimize(ts []*Target, fits func() bool) []*Target {
+	for i := len(ts) - 2; i >= 0; i-- {
+		s.snapshot.AddWorkload(ts[i].WorkloadInfo)
+		if fits() {
+			ts[i] = ts[len(ts)-1]
+			ts = ts[:len(ts)-1]
+			continue
+		}
+		s.snapshot.RemoveWorkload(ts[i].WorkloadInfo)
+	}
+	return ts
+}
+
+func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
+	if fs == nil || len(fs.PreemptionStrategies) == 0 {
+		return []fairsharing.Strategy{fairsharing.LessThanOrEqualToFinalShare, fairsharing.LessThanInitialShare}
+	}
+	out := make([]fairsharing.Strategy, 0, len(fs.PreemptionStrategies))
+	for _, name := range fs.PreemptionStrategies {
+		switch name {
+		case configapi.LessThanOrEqualToFinalShare:
+			out = append(out, fairsharing.LessThanOrEqualToFinalShare)
+		case configapi.LessThanInitialShare:
+			out = append(out, fairsharing.LessThanInitialShare)
+		}
+	}
+	return out
+}
