@@ -92,12 +92,16 @@ func runBoth(t *testing.T, sc *snapgen.Scenario) (outcome, outcome) {
 	upP := upstream.New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
 	upOut := decide(t, ctx, cache, sc, fs != nil,
 		func(s *schdcache.Snapshot) oracle { return upstream.NewOracle(upP, s) },
-		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target { return upP.GetTargets(ctx, wl, a, s) })
+		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target {
+			return upP.GetTargets(ctx, wl, a, s)
+		})
 
 	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
 	ourOut := decide(t, ctx, cache, sc, fs != nil,
 		func(s *schdcache.Snapshot) oracle { return ourP.Oracle(s) },
-		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target { return ourP.GetTargets(ctx, wl, a, s) })
+		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target {
+			return ourP.GetTargets(ctx, wl, a, s)
+		})
 	return upOut, ourOut
 }
 
