@@ -38,6 +38,15 @@ verify: ## Fail on unformatted files or go vet findings.
 	  if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+##@ Benchmarks
+
+BENCH_TIME ?= 20x
+BENCH_COUNT ?= 1
+
+.PHONY: bench-scheduler
+bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTargets), with ratios.
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
+
 ##@ Build outputs (git-ignored)
 
 .PHONY: manifests

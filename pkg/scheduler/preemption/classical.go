@@ -4,8 +4,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
 // variant is how a candidate may be preempted, which decides when it is valid and its reason.
@@ -175,27 +173,13 @@ func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.Coh
 	return out
 }
 
-// collectFromQueue asks the policy about every workload of cq that holds contested quota.
+// collectFromQueue returns the eligible candidates of cq, classified.
 func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool) []*candidate {
-	var out []*candidate
-	for _, info := range cq.Workloads {
-		if !usesContested(info, s.contested) {
-			continue
-		}
-		c := &candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering), lca: lca}
-		scope, pol := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue
-		if info.ClusterQueue != s.cq.Name {
-			scope, pol = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort
-		}
-		d := p.decide(s, c.Candidate, scope, pol)
-		if !d.Eligible {
-			continue
-		}
-		c.reason = d.Reason
+	return p.eligibleIn(s, cq, func(c *candidate) bool {
+		c.lca = lca
 		c.variant = s.classify(c, advantage)
-		out = append(out, c)
-	}
-	return out
+		return true
+	})
 }
 
 // classify says how an eligible candidate may be preempted.

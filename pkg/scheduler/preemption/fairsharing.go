@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
 // fairTargets preempts from the ClusterQueues with the highest dominant resource share first,
@@ -23,10 +21,16 @@ func (p *Preemptor) fairTargets(s *search) []*Target {
 	}
 	p.sortCandidates(s, cands)
 	infos := make([]*workload.Info, len(cands))
-	reasons := make(map[*workload.Info]string, len(cands))
+	// Reasons other than the strategy's own are rare: keep a map only when the policy gave one.
+	var reasons map[*workload.Info]string
 	for i, c := range cands {
 		infos[i] = c.Info
-		reasons[c.Info] = c.reason
+		if c.reason != "" {
+			if reasons == nil {
+				reasons = map[*workload.Info]string{}
+			}
+			reasons[c.Info] = c.reason
+		}
 	}
 	if logV := s.log.V(5); logV.Enabled() {
 		logV.Info("Simulating fair preemption", "candidates", workload.References(infos),
@@ -148,9 +152,10 @@ func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons ma
 // fairCandidates are the eligible workloads of the preemptor's queue, and of the queues in its
 // cohort tree that borrow a contested resource.
 func (p *Preemptor) fairCandidates(s *search) []*candidate {
+	keep := func(*candidate) bool { return true }
 	var out []*candidate
 	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
-		out = append(out, p.eligibleIn(s, s.cq, policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue)...)
+		out = append(out, p.eligibleIn(s, s.cq, keep)...)
 	}
 	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
 		return out
@@ -159,22 +164,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 		if other == s.cq || !s.borrowsContested(other) {
 			continue
 		}
-		out = append(out, p.eligibleIn(s, other, policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort)...)
-	}
-	return out
-}
-
-func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, scope policy.Scope, pol kueue.PreemptionPolicy) []*candidate {
-	var out []*candidate
-	for _, info := range cq.Workloads {
-		if !usesContested(info, s.contested) {
-			continue
-		}
-		c := &candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
-		if d := p.decide(s, c.Candidate, scope, pol); d.Eligible {
-			c.reason = d.Reason
-			out = append(out, c)
-		}
+		out = append(out, p.eligibleIn(s, other, keep)...)
 	}
 	return out
 }

@@ -95,6 +95,8 @@ type search struct {
 	tas       schdcache.WorkloadTASRequests
 	// contested are the flavor/resources the assignment could only get by preempting.
 	contested sets.Set[resources.FlavorResource]
+	// question is reused for every policy call: one allocation per search, not per workload.
+	question policy.Input
 }
 
 // GetTargets returns the workloads to evict so that wl fits with the given assignment, or nil.
@@ -137,21 +139,23 @@ func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Work
 
 // decide asks the victim policy about one candidate and logs refusals at high verbosity.
 func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy) policy.Decision {
-	d := p.policy.Decide(&policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Now: s.now})
+	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Now: s.now}
 	if logV := s.log.V(6); logV.Enabled() {
+		d := p.policy.Explain(&s.question)
 		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)
+		return d
 	}
-	return d
+	return p.policy.Decide(&s.question)
 }
 
 func (p *Preemptor) sortCandidates(s *search, cs []*candidate) {
 	octx := &policy.OrderContext{ClusterQueue: s.cq.Name, Now: s.now}
-	slices.SortFunc(cs, func(a, b *candidate) int { return p.policy.Compare(octx, a.Candidate, b.Candidate) })
+	slices.SortFunc(cs, func(a, b *candidate) int { return p.policy.Compare(octx, &a.Candidate, &b.Candidate) })
 }
 
 // candidate is an eligible workload with what the search needs to know about it.
 type candidate struct {
-	*policy.Candidate
+	policy.Candidate
 	variant variant
 	// reason overrides the variant's preemption reason when the policy gave one.
 	reason string
@@ -243,6 +247,34 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 			out = append(out, fairsharing.LessThanOrEqualToFinalShare)
 		case configapi.LessThanInitialShare:
 			out = append(out, fairsharing.LessThanInitialShare)
+		}
+	}
+	return out
+}
+
+// eligibleIn asks the policy about every workload of cq that holds contested quota. Candidates
+// live in one slice per queue; build fills in what the caller's search needs.
+func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool) []*candidate {
+	slab := make([]candidate, 0, len(cq.Workloads))
+	var out []*candidate
+	scope, pol := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue
+	if cq != s.cq {
+		scope, pol = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort
+	}
+	for _, info := range cq.Workloads {
+		if !usesContested(info, s.contested) {
+			continue
+		}
+		slab = append(slab, candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)})
+		c := &slab[len(slab)-1]
+		d := p.decide(s, &c.Candidate, scope, pol)
+		if !d.Eligible {
+			slab = slab[:len(slab)-1]
+			continue
+		}
+		c.reason = d.Reason
+		if build(c) {
+			out = append(out, c)
 		}
 	}
 	return out

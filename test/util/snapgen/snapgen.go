@@ -267,3 +267,62 @@ func (s *Scenario) PendingInfo() *workload.Info {
 	info.ClusterQueue = s.PendingCQ
 	return info
 }
+
+// Crowded is a deterministic large scenario for benchmarks: ten ClusterQueues in two cohorts under
+// one root, `admitted` one-CPU workloads of mixed priorities filling the tree, most of them in a
+// queue that borrows, and a pending workload that can only fit by reclaiming and preempting.
+func Crowded(admitted int, fairSharing bool) *Scenario {
+	const queues = 10
+	per := admitted / queues
+	s := &Scenario{Seed: uint64(admitted), FairSharing: fairSharing, Now: Epoch.Add(2 * time.Hour)}
+	s.Flavors = []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f0").Obj()}
+	s.Cohorts = []*kueue.Cohort{
+		utiltestingapi.MakeCohort("root").Obj(),
+		utiltestingapi.MakeCohort("left").Parent("root").Obj(),
+		utiltestingapi.MakeCohort("right").Parent("root").Obj(),
+	}
+	for i := range queues {
+		cohort := kueue.CohortReference("left")
+		if i >= queues/2 {
+			cohort = "right"
+		}
+		s.ClusterQueues = append(s.ClusterQueues, utiltestingapi.MakeClusterQueue("cq"+strconv.Itoa(i)).
+			Cohort(cohort).
+			ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, strconv.Itoa(per)).Obj()).
+			Preemption(kueue.ClusterQueuePreemption{
+				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
+				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
+				BorrowWithinCohort:  &kueue.BorrowWithinCohort{Policy: kueue.BorrowWithinCohortPolicyLowerPriority},
+			}).Obj())
+	}
+	// cq0 holds half its neighbour's quota on top of its own; cq1 keeps half its own quota free.
+	counts := make([]int, queues)
+	for i := range counts {
+		counts[i] = per
+	}
+	counts[0] += per / 2
+	counts[1] -= per / 2
+	n := 0
+	for q, c := range counts {
+		cq := "cq" + strconv.Itoa(q)
+		for range c {
+			psa := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f0").ResourceUsage(corev1.ResourceCPU, "1")
+			wl := utiltestingapi.MakeWorkload(fmt.Sprintf("wl-%05d", n), "ns").
+				UID(types.UID(fmt.Sprintf("uid-%05d", n))).
+				Queue(kueue.LocalQueueName("lq-"+cq)).
+				Priority(int32(n%3)*10).
+				Creation(Epoch.Add(time.Duration(n)*time.Second)).
+				Request(corev1.ResourceCPU, "1").
+				ReserveQuotaAt(utiltestingapi.MakeAdmission(kueue.ClusterQueueReference(cq)).PodSets(psa.Obj()).Obj(), Epoch.Add(time.Hour+time.Duration(n)*time.Second)).
+				Obj()
+			s.Admitted = append(s.Admitted, wl)
+			n++
+		}
+	}
+	// Needs all of cq1's free half plus a tenth more: reclaim from cq0, then preempt in cq1.
+	need := per/2 + max(per/10, 1)
+	s.Pending = utiltestingapi.MakeWorkload("pending", "ns").UID("uid-pending").Queue("lq-cq1").Priority(20).
+		Creation(Epoch.Add(90*time.Minute)).Request(corev1.ResourceCPU, strconv.Itoa(need)).Obj()
+	s.PendingCQ = "cq1"
+	return s
+}

@@ -47,14 +47,14 @@ func TestParityWithUpstream(t *testing.T) {
 					kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyLowerOrNewerEqualPriority}[rng.IntN(4)]
 
 				want := preemptioncommon.SatisfiesPreemptionPolicy(log, pre.Obj, a.Obj, ordering, policy)
-				got := p.Decide(&Input{Preemptor: NewPreemptor(log, pre, ordering), Candidate: NewCandidate(log, a, ordering), Policy: policy, Now: now})
+				got := p.Decide(&Input{Preemptor: NewPreemptor(log, pre, ordering), Candidate: ptrTo(NewCandidate(log, a, ordering)), Policy: policy, Now: now})
 				if got.Eligible != want {
 					t.Fatalf("seed %d case %d: eligibility %t (%s: %s), upstream %t\npreemptor %+v\ncandidate %+v",
 						seed, i, got.Eligible, got.Rule, got.Message, want, pre.Obj, a.Obj)
 				}
 
 				wantOrder := sign(preemptioncommon.CandidatesOrdering(log, afs, a, b, pre.ClusterQueue, now))
-				gotOrder := sign(p.Compare(&OrderContext{ClusterQueue: pre.ClusterQueue, Now: now}, NewCandidate(log, a, ordering), NewCandidate(log, b, ordering)))
+				gotOrder := sign(p.Compare(&OrderContext{ClusterQueue: pre.ClusterQueue, Now: now}, ptrTo(NewCandidate(log, a, ordering)), ptrTo(NewCandidate(log, b, ordering))))
 				if gotOrder != wantOrder {
 					t.Fatalf("seed %d case %d: order %d, upstream %d\na %+v\nb %+v", seed, i, gotOrder, wantOrder, a.Obj, b.Obj)
 				}
@@ -101,3 +101,5 @@ func randomInfo(rng *rand.Rand, name string) *workload.Info {
 	}
 	return info
 }
+
+func ptrTo[T any](v T) *T { return &v }

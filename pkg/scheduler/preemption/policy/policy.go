@@ -156,15 +156,31 @@ func New(o Options, opts ...Option) *Policy {
 	return p
 }
 
-// Decide runs the rule table for one candidate.
+// Decide runs the rule table for one candidate. It leaves Message empty: the search asks
+// thousands of times per cycle, and only logs and events need the sentence (see Explain).
 func (p *Policy) Decide(in *Input) Decision {
-	for _, r := range p.rules {
-		if r.When(in) {
-			return Decision{Eligible: r.Eligible, Rule: r.Name, Message: r.Why(in), Reason: r.Reason}
-		}
+	if r := p.match(in); r != nil {
+		return Decision{Eligible: r.Eligible, Rule: r.Name, Reason: r.Reason}
+	}
+	return Decision{Rule: "NoRule"}
+}
+
+// Explain is Decide with Message filled in.
+func (p *Policy) Explain(in *Input) Decision {
+	if r := p.match(in); r != nil {
+		return Decision{Eligible: r.Eligible, Rule: r.Name, Message: r.Why(in), Reason: r.Reason}
 	}
 	// The standard table ends with a catch-all, so this is only reached by a broken table.
 	return Decision{Rule: "NoRule", Message: "no policy rule applied"}
+}
+
+func (p *Policy) match(in *Input) *Rule {
+	for i := range p.rules {
+		if p.rules[i].When(in) {
+			return &p.rules[i]
+		}
+	}
+	return nil
 }
 
 // Rule names of the standard table, for WithRulesBefore.
@@ -236,9 +252,10 @@ func NewPreemptor(log logr.Logger, info *workload.Info, ordering workload.Orderi
 	}
 }
 
-// NewCandidate reads the facts the rules need off an admitted workload.
-func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Ordering) *Candidate {
-	c := &Candidate{
+// NewCandidate reads the facts the rules need off an admitted workload. It returns a value so
+// that callers can keep candidates in one slice instead of allocating each.
+func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Ordering) Candidate {
+	c := Candidate{
 		Info:     info,
 		Priority: priority.EffectivePriority(log, info.Obj),
 		QueuedAt: ordering.GetQueueOrderTimestamp(info.Obj).Time,

@@ -80,7 +80,12 @@ func TestDecide(t *testing.T) {
 				Policy:    tc.policy,
 				Now:       t0,
 			}
-			if diff := cmp.Diff(tc.want, New(tc.opts).Decide(in)); diff != "" {
+			if diff := cmp.Diff(tc.want, New(tc.opts).Explain(in)); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+			plain := tc.want
+			plain.Message = ""
+			if diff := cmp.Diff(plain, New(tc.opts).Decide(in)); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})

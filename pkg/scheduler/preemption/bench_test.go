@@ -1,0 +1,73 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// BenchmarkGetTargets compares target selection, upstream's and ours, on the same snapshots.
+// `make bench-scheduler` prints the ratios.
+func BenchmarkGetTargets(b *testing.B) {
+	for _, mode := range []string{"classical", "fairsharing"} {
+		for _, n := range []int{1000, 10000} {
+			sc := snapgen.Crowded(n, mode == "fairsharing")
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			cache, err := sc.NewCache(ctx, logr.Discard())
+			if err != nil {
+				b.Fatal(err)
+			}
+			var fs *configapi.FairSharing
+			if sc.FairSharing {
+				fs = &configapi.FairSharing{}
+			}
+			clk := clocktesting.NewFakeClock(sc.Now)
+			ordering := workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}
+			info := sc.PendingInfo()
+			assignment := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+				Name: info.TotalRequests[0].Name, Count: 1,
+				Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+			}}}
+			impls := map[string]func(*schdcache.Snapshot) int{
+				"upstream": func(s *schdcache.Snapshot) int {
+					p := upstream.New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
+					return len(p.GetTargets(ctx, *info, assignment, s))
+				},
+				"ours": func(s *schdcache.Snapshot) int {
+					p := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
+					return len(p.GetTargets(ctx, *info, assignment, s))
+				},
+			}
+			for _, impl := range []string{"upstream", "ours"} {
+				b.Run(fmt.Sprintf("%s/admitted=%d/%s", mode, n, impl), func(b *testing.B) {
+					snap, err := cache.Snapshot(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if impls[impl](snap) == 0 {
+						b.Fatal("scenario needs no preemption; the benchmark would measure nothing")
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						impls[impl](snap)
+					}
+				})
+			}
+		}
+	}
+}
