@@ -12,6 +12,7 @@ import (
 type OrderContext struct {
 	// ClusterQueue is the preemptor's ClusterQueue.
 	ClusterQueue kueue.ClusterQueueReference
+	Settings     QueueSettings
 	Now          time.Time
 }
 

@@ -60,14 +60,22 @@ type Candidate struct {
 	Evicted bool
 }
 
+// QueueSettings are this project's per-ClusterQueue settings, resolved for the preemptor's
+// ClusterQueue. The zero value means none is set: upstream behaviour.
+type QueueSettings struct {
+	// MinAdmitDuration is spec.preemption.withinClusterQueueConfig.minAdmitDuration (KEP-8522).
+	MinAdmitDuration time.Duration
+}
+
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?
 type Input struct {
 	Preemptor *Preemptor
 	Candidate *Candidate
 	Scope     Scope
 	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
-	Policy kueue.PreemptionPolicy
-	Now    time.Time
+	Policy   kueue.PreemptionPolicy
+	Settings QueueSettings
+	Now      time.Time
 }
 
 // Decision is the policy's answer, with the rule that gave it.

@@ -1,0 +1,115 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+func TestTimeBasedEligibility(t *testing.T) {
+	window := QueueSettings{MinAdmitDuration: time.Hour}
+	preemptor := &Preemptor{Priority: 10, QueuedAt: t0}
+	cases := map[string]struct {
+		policy   kueue.PreemptionPolicy
+		scope    Scope
+		settings QueueSettings
+		priority int64
+		queuedAt time.Time
+		reserved time.Time
+		want     Decision
+	}{
+		"held quota past the window": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-time.Hour - time.Second),
+			want: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason,
+				Message: "same priority 10 and holding quota for 1h0m1s, longer than minAdmitDuration 1h0m0s"},
+		},
+		"exactly at the window is not enough": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-time.Hour),
+			want: Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
+		},
+		"no window set: upstream behaviour": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-48 * time.Hour),
+			want: Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
+		},
+		"newer workloads keep upstream's rule and reason": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10,
+			queuedAt: t0.Add(time.Minute), reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Eligible: true, Rule: RuleNewerEqualPriority, Message: "same priority 10 and queued after the preemptor"},
+		},
+		"higher priority is never taken for time": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 11,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Rule: RuleNotLower, Message: "priority 11 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
+		},
+		"LowerPriority policy ignores the window": {
+			policy: kueue.PreemptionPolicyLowerPriority, settings: window, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerPriority"},
+		},
+		"other ClusterQueues are out of scope": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, scope: OtherClusterQueue, settings: window, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and reclaimWithinCohort is LowerOrNewerEqualPriority"},
+		},
+		"without a true QuotaReserved condition the clock has not started": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10,
+			queuedAt: t0.Add(-3 * time.Hour),
+			want:     Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
+		},
+		"lower priority keeps upstream's rule": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 9, reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 9 is lower than the preemptor's 10"},
+		},
+	}
+	p := New(Options{}, WithTimeBasedPreemption())
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := &Input{Preemptor: preemptor, Candidate: &Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved},
+				Scope: tc.scope, Policy: tc.policy, Settings: tc.settings, Now: t0}
+			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTimeBasedOrder(t *testing.T) {
+	ctx := &OrderContext{ClusterQueue: "cq", Settings: QueueSettings{MinAdmitDuration: time.Hour}, Now: t0}
+	mk := func(uid, cq string, prio int64, reserved time.Duration) *Candidate {
+		return &Candidate{
+			Info:     &workload.Info{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}, ClusterQueue: kueue.ClusterQueueReference(cq)},
+			Priority: prio, QuotaReservedAt: t0.Add(-reserved),
+		}
+	}
+	p := New(Options{}, WithTimeBasedPreemption())
+	cases := map[string]struct {
+		a, b *Candidate
+		want int
+	}{
+		"lower priority before an expired same-priority one": {a: mk("a", "cq", 5, time.Minute), b: mk("b", "cq", 10, 5*time.Hour), want: -1},
+		"expired before not expired":                         {a: mk("a", "cq", 10, 2*time.Hour), b: mk("b", "cq", 10, time.Minute), want: -1},
+		"among expired, longest running first":               {a: mk("a", "cq", 10, 2*time.Hour), b: mk("b", "cq", 10, 3*time.Hour), want: 1},
+		"among not expired, most recently reserved first":    {a: mk("a", "cq", 10, 30*time.Minute), b: mk("b", "cq", 10, 10*time.Minute), want: 1},
+		"simultaneous expiry is broken by UID":               {a: mk("b", "cq", 10, 2*time.Hour), b: mk("a", "cq", 10, 2*time.Hour), want: 1},
+		"other queues keep upstream's order":                 {a: mk("a", "other", 10, 2*time.Hour), b: mk("b", "other", 10, time.Minute), want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sign(p.Compare(ctx, tc.a, tc.b)); got != tc.want {
+				t.Errorf("Compare(a, b) = %d, want %d", got, tc.want)
+			}
+			if got := sign(p.Compare(ctx, tc.b, tc.a)); got != -tc.want {
+				t.Errorf("Compare(b, a) = %d, want %d", got, -tc.want)
+			}
+		})
+	}
+}
