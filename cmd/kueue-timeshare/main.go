@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/version"
 
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 
 	// Client auth plugins (exec, OIDC, ...) for kubeconfigs that use them.
@@ -62,6 +63,7 @@ func run() int {
 	}
 	setupLog.Info("Starting kueue-timeshare", "kueueVersion", version.GitVersion, "gitCommit", version.GitCommit)
 	features.LogFeatureGates(setupLog)
+	tsfeatures.Log(setupLog)
 
 	kubeConfig, err := ctrl.GetConfig()
 	if err != nil {

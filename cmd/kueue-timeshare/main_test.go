@@ -52,6 +52,10 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			args:     "--config=" + badField,
 			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
 		},
+		"our gate is set like upstream's": {
+			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"featureGates":{"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+		},
 		"wrong kind": {
 			args:     "--config=" + unknownKind,
 			wantText: []string{"loading configuration file", "NotAConfiguration"},

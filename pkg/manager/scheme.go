@@ -17,6 +17,9 @@ import (
 
 	// Registers every job integration shipped by upstream (batch/v1 Job, JobSet, Kubeflow, Ray, ...).
 	_ "sigs.k8s.io/kueue/pkg/controller/jobs"
+
+	// Registers our feature gates before any configuration is read.
+	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // NewScheme returns a scheme that knows every type the manager reads or writes:

@@ -1,0 +1,42 @@
+// Package features registers kueue-timeshare's feature gates in the same process-wide gate as
+// upstream Kueue's, so that both `--feature-gates` and the Configuration's featureGates map set them.
+package features
+
+import (
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// TimeBasedSamePriorityPreemption lets a ClusterQueue's
+	// spec.preemption.withinClusterQueueConfig.minAdmitDuration make same-priority workloads
+	// preemptible once they have held quota that long (KEP-8522). Off: the field is ignored.
+	TimeBasedSamePriorityPreemption featuregate.Feature = "TimeBasedSamePriorityPreemption"
+)
+
+var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
+	TimeBasedSamePriorityPreemption: {
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+}
+
+func init() {
+	runtime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(gates))
+}
+
+// Enabled reports whether one of our gates is on.
+func Enabled(f featuregate.Feature) bool {
+	return utilfeature.DefaultFeatureGate.Enabled(f)
+}
+
+// Log writes our gates' values, next to upstream's (features.LogFeatureGates).
+func Log(log logr.Logger) {
+	values := make(map[featuregate.Feature]bool, len(gates))
+	for f := range gates {
+		values[f] = Enabled(f)
+	}
+	log.V(2).Info("Loaded kueue-timeshare feature gates", "featureGates", values)
+}

@@ -1,0 +1,37 @@
+package features
+
+import (
+	"testing"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+
+	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
+)
+
+func TestGatesLiveInUpstreamsGate(t *testing.T) {
+	cases := map[string]struct {
+		set  *bool
+		want bool
+	}{
+		"on by default (Beta)": {want: true},
+		"turned off":           {set: ptr(false), want: false},
+		"turned on":            {set: ptr(true), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.set != nil {
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, TimeBasedSamePriorityPreemption, *tc.set)
+			}
+			if got := Enabled(TimeBasedSamePriorityPreemption); got != tc.want {
+				t.Errorf("Enabled = %t, want %t", got, tc.want)
+			}
+			// Upstream's helper reads the same gate, so configuration and flags reach both.
+			if got := kueuefeatures.Enabled(TimeBasedSamePriorityPreemption); got != tc.want {
+				t.Errorf("upstream's features.Enabled = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptr(b bool) *bool { return &b }
