@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Produces the manifests the manager needs under config/_output (git-ignored): Kueue's CRDs,
 # webhook configurations and manager RBAC, taken from the sigs.k8s.io/kueue module this
-# project builds against, so they always match the Go types in use.
+# project builds against so they always match the Go types in use, with our fields and our
+# webhook configuration added.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,4 +22,8 @@ cp "$src/webhook/manifests.yaml" "$out/webhook/"
 cp "$src/rbac/role.yaml" "$out/rbac/"
 # The module cache is read-only; the outputs are ours to regenerate.
 chmod -R u+w "$out"
+
+# Our additions: extension fields in the CRDs, and our own webhook configuration.
+go run ./hack/crdpatch "$out/crd"
+cp config/webhook/timeshare.yaml "$out/webhook/"
 echo "manifests written to $out" >&2

@@ -61,6 +61,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/useragent"
 	"sigs.k8s.io/kueue/pkg/visibility"
 	"sigs.k8s.io/kueue/pkg/webhooks"
+
+	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
 
 // DefaultMetricsCertDir is where upstream's deployment mounts the metrics serving certificate
@@ -196,6 +198,7 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, cf
 	if name, err := webhooks.Setup(mgr, m.roleTracker); err != nil {
 		return nil, fmt.Errorf("setting up webhook %s: %w", name, err)
 	}
+	tswebhooks.Register(mgr.GetWebhookServer())
 	if err := m.setupScheduler(); err != nil {
 		return nil, err
 	}

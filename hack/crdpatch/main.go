@@ -1,0 +1,72 @@
+// Command crdpatch adds kueue-timeshare's fields to the CRDs copied from the Kueue module by
+// `make manifests`, in every served version, so that the API server keeps them (no pruning),
+// validates their shape and `kubectl explain` describes them.
+//
+//	go run ./hack/crdpatch <crd directory>
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdpatch <crd directory>")
+		os.Exit(2)
+	}
+	if err := patchClusterQueues(filepath.Join(os.Args[1], "kueue.x-k8s.io_clusterqueues.yaml")); err != nil {
+		fmt.Fprintf(os.Stderr, "crdpatch: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func patchClusterQueues(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := AddClusterQueueFields(&crd); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	out, err := yaml.Marshal(&crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// AddClusterQueueFields puts withinClusterQueueConfig under spec.preemption of every version.
+func AddClusterQueueFields(crd *apiextensionsv1.CustomResourceDefinition) error {
+	if crd.Spec.Names.Kind != "ClusterQueue" {
+		return fmt.Errorf("expected the ClusterQueue CRD, got %q", crd.Spec.Names.Kind)
+	}
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+			return fmt.Errorf("version %s has no schema", v.Name)
+		}
+		spec, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		if !ok {
+			return fmt.Errorf("version %s: no spec in schema", v.Name)
+		}
+		preemption, ok := spec.Properties["preemption"]
+		if !ok {
+			return fmt.Errorf("version %s: no spec.preemption in schema", v.Name)
+		}
+		preemption.Properties["withinClusterQueueConfig"] = tsapi.WithinClusterQueueConfigSchema()
+		spec.Properties["preemption"] = preemption
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package webhooks serves kueue-timeshare's admission webhooks, for the fields that upstream's
+// webhooks cannot see because they decode into Kueue's own types.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+)
+
+// ClusterQueuePath is where the ClusterQueue validator is served; config/webhook names it too.
+const ClusterQueuePath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueue"
+
+// ClusterQueueValidator checks spec.preemption.withinClusterQueueConfig on create and update.
+type ClusterQueueValidator struct{}
+
+var _ admission.Handler = ClusterQueueValidator{}
+
+// Handle reads the raw object, so fields unknown to Kueue's type are seen.
+func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+	var obj struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	var cq kueue.ClusterQueue
+	if err := json.Unmarshal(req.Object.Raw, &cq); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	ext, err := tsapi.ParseClusterQueueExtension(obj.Spec)
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
+	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
+		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, req.Name, errs)
+		return admission.Response{AdmissionResponse: invalidResponse(invalid)}
+	}
+	return admission.Allowed("")
+}
+
+// Register adds the validators to the manager's webhook server.
+func Register(server webhook.Server) {
+	server.Register(ClusterQueuePath, &webhook.Admission{Handler: ClusterQueueValidator{}})
+}
