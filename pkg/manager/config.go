@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/util/waitforpodsready"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 )
 
 // LoadConfig reads the Kueue Configuration (config.kueue.x-k8s.io/v1beta2) from path, or the
@@ -25,6 +27,9 @@ func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options
 	}
 	if errs := config.LoadAndValidateFeatureGates(featureGates, cfg.FeatureGates); len(errs) > 0 {
 		return opts, cfg, fmt.Errorf("invalid feature gates: %w", errs.ToAggregate())
+	}
+	if err := scheduler.CheckFeatureGates(); err != nil {
+		return opts, cfg, fmt.Errorf("invalid feature gates: %w", err)
 	}
 	if errs := config.Validate(&cfg, scheme); len(errs) > 0 {
 		return opts, cfg, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())

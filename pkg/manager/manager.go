@@ -49,7 +49,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/resources"
-	"sigs.k8s.io/kueue/pkg/scheduler"
+	upstreamscheduler "sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/cert"
@@ -62,6 +62,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/visibility"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
 
@@ -79,6 +80,8 @@ type Options struct {
 	InsecureMetrics bool
 	// Log is the logger for set-up messages.
 	Log logr.Logger
+	// UpstreamScheduler runs upstream's admission loop instead of ours, to compare the two.
+	UpstreamScheduler bool
 }
 
 // Manager is a controller-runtime manager with the Kueue components it runs.
@@ -510,16 +513,32 @@ func (m *Manager) keysToCopy() (labels, annotations sets.Set[string]) {
 
 func (m *Manager) setupScheduler() error {
 	cfg := &m.cfg
-	s := scheduler.New(m.Queues, m.Cache, m.GetClient(), m.GetEventRecorder(constants.AdmissionName),
-		scheduler.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
-		scheduler.WithFairSharing(cfg.FairSharing),
-		scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing),
-		scheduler.WithQuotaCheckStrategy(quotaCheckStrategy(cfg)),
-		scheduler.WithRoleTracker(m.roleTracker),
-		scheduler.WithPreemptionExpectations(m.preemptionExpectations),
-		scheduler.WithCustomLabels(m.customLabels),
-		scheduler.WithResourceFormatter(m.resourceFormatter),
-	)
+	queues, cache, cl, recorder := m.Queues, m.Cache, m.GetClient(), m.GetEventRecorder(constants.AdmissionName)
+	var s manager.Runnable
+	if m.opts.UpstreamScheduler {
+		s = upstreamscheduler.New(queues, cache, cl, recorder,
+			upstreamscheduler.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
+			upstreamscheduler.WithFairSharing(cfg.FairSharing),
+			upstreamscheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing),
+			upstreamscheduler.WithQuotaCheckStrategy(quotaCheckStrategy(cfg)),
+			upstreamscheduler.WithRoleTracker(m.roleTracker),
+			upstreamscheduler.WithPreemptionExpectations(m.preemptionExpectations),
+			upstreamscheduler.WithCustomLabels(m.customLabels),
+			upstreamscheduler.WithResourceFormatter(m.resourceFormatter),
+		)
+	} else {
+		s = scheduler.New(queues, cache, cl, recorder,
+			scheduler.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
+			scheduler.WithFairSharing(cfg.FairSharing),
+			scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing),
+			scheduler.WithQuotaCheckStrategy(quotaCheckStrategy(cfg)),
+			scheduler.WithRoleTracker(m.roleTracker),
+			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
+			scheduler.WithCustomLabels(m.customLabels),
+			scheduler.WithResourceFormatter(m.resourceFormatter),
+			scheduler.WithPreemptor(scheduler.NewUpstreamPreemptor),
+		)
+	}
 	if err := m.Add(s); err != nil {
 		return fmt.Errorf("adding scheduler: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
@@ -35,6 +36,8 @@ type Settings struct {
 	// ConfigExtra is appended to the Kueue Configuration (top-level YAML keys).
 	ConfigExtra string
 	Log         logr.Logger
+	// UpstreamScheduler runs upstream's scheduler instead of ours (manager.Options).
+	UpstreamScheduler bool
 }
 
 // Start brings up the control plane and runs the manager until Stop. The manager is built from a
@@ -72,9 +75,12 @@ func Start(s Settings) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A suite may run several managers one after the other in its process; controller names
+	// only have to be unique within one.
+	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log})
+	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler})
 	if err != nil {
 		cancel()
 		return nil, err

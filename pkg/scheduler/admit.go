@@ -1,0 +1,175 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	controllerconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/metrics"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/util/api"
+	utilqueue "sigs.k8s.io/kueue/pkg/util/queue"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
+	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
+)
+
+const msgAdmitWriteFailed = "Could not admit Workload and assign flavors in apiserver"
+
+// admit reserves quota for the head: it is assumed in the cache at once, so the next cycle
+// counts it, and the API is written asynchronously. A failed write takes it out of the
+// cache again and requeues it. Reserving quota does not by itself admit the workload: that
+// waits for its admission checks.
+func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQueueSnapshot, oldSlice *preemption.Target) error {
+	log := ctrl.LoggerFrom(ctx)
+	admission := &kueue.Admission{
+		ClusterQueue:      e.ClusterQueue,
+		PodSetAssignments: e.assignment.ToAPI(log),
+	}
+	flavorsTried := flavorassigner.FormatFlavorAssignmentAttemptsForEvents(e.assignment)
+
+	assumedWl := e.Obj.DeepCopy()
+	s.reserveQuota(log, assumedWl, cq, admission)
+	if !s.cache.AddOrUpdateWorkload(log, assumedWl) {
+		return fmt.Errorf("workload %s/%s could not be added to the cache", assumedWl.Namespace, assumedWl.Name)
+	}
+	e.status = assumed
+	log.V(2).Info("Workload assumed in the cache")
+	penalized := s.penaltyApplies(e)
+	if penalized {
+		s.pushEntryPenalty(log, e)
+		// Lets the LocalQueue reconciler pick the pending penalty up.
+		s.queues.NotifyWorkloadUpdateWatchers(e.Obj, assumedWl)
+	}
+
+	written := e.Obj.DeepCopy()
+	s.async.Run(func() {
+		err := workloadpatching.PatchAdmissionStatus(ctx, s.client, written, s.opts.clock, func(wl *kueue.Workload) (bool, error) {
+			s.reserveQuota(log, wl, cq, admission)
+			if features.Enabled(features.TopologyAwareScheduling) && workload.HasUnhealthyNodes(e.Obj) {
+				log.V(5).Info("Clearing the topology assignment recovery field from the workload status after successful recovery")
+				wl.Status.UnhealthyNodes = nil
+			}
+			return true, nil
+		}, workloadpatching.WithLooseOnApply(), workloadpatching.WithRetryOnConflict())
+		if err == nil {
+			s.admitted(ctx, log, e, written, admission, flavorsTried, oldSlice)
+			return
+		}
+		// The workload or its ClusterQueue may be gone already; nothing to do then.
+		_ = s.cache.DeleteWorkload(log, workload.Key(assumedWl))
+		s.queues.NotifyWorkloadUpdateWatchers(assumedWl, nil)
+		if penalized {
+			s.dropEntryPenalty(log, e)
+		}
+		if apierrors.IsNotFound(err) {
+			log.V(2).Info("Workload not admitted because it was deleted")
+			return
+		}
+		log.Error(err, msgAdmitWriteFailed)
+		s.requeueAndUpdate(ctx, *e)
+	})
+	return nil
+}
+
+// reserveQuota writes the admission into wl, and the Admitted condition when no admission
+// check is left to wait for.
+func (s *Scheduler) reserveQuota(log logr.Logger, wl *kueue.Workload, cq *schdcache.ClusterQueueSnapshot, admission *kueue.Admission) {
+	workload.SetQuotaReservation(wl, admission, s.opts.clock)
+	if workload.HasAllRequiredChecks(log, wl, cq.AdmissionChecks) {
+		_ = workload.SyncAdmittedCondition(wl, s.opts.clock.Now())
+	}
+}
+
+// admitted runs once the admission is written.
+func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl *kueue.Workload, admission *kueue.Admission, flavorsTried string, oldSlice *preemption.Target) {
+	// The preemptor may still wait on evictions made for this workload (kueue#11480).
+	s.preemptor.SatisfyPreemptionExpectation(log, wl)
+	wait := workload.QueuedWaitTime(wl, s.opts.clock)
+	s.reportQuotaReserved(log, wl, e.Obj, admission, wait, flavorsTried)
+	s.reportAdmitted(log, wl, e.Obj, admission, wait)
+	log.V(2).Info("Workload successfully admitted and assigned flavors", "assignments", admission.PodSetAssignments)
+
+	if features.Enabled(features.ElasticJobsViaWorkloadSlices) && oldSlice != nil {
+		// On failure the job reconciler finds both slices admitted and finishes the old one.
+		if err := s.finishReplacedSlice(ctx, oldSlice.WorkloadInfo.ClusterQueue, wl, oldSlice.WorkloadInfo.Obj.DeepCopy()); err != nil {
+			log.Error(err, "Failed to finish old workload slice after admitting replacement; job reconciler will handle recovery")
+		}
+	}
+}
+
+// reportQuotaReserved emits the QuotaReserved event and metrics, once per reservation.
+func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
+	if workload.HasQuotaReservation(before) {
+		return
+	}
+	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s, wait time since queued was %.0fs", admission.ClusterQueue, wait.Seconds())
+	if flavorsTried != "" {
+		msg += "; Flavors considered: " + flavorsTried
+	}
+	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "QuotaReserved", "QuotaReserved", api.TruncateEventMessage(msg))
+
+	cqName := admission.ClusterQueue
+	pc := workloadpatching.PriorityClassName(wl)
+	metrics.QuotaReservedWorkload(cqName, pc, wait, s.opts.customLabels.CQGet(cqName), s.opts.roleTracker)
+	if s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl) {
+		metrics.LocalQueueQuotaReservedWorkload(metrics.LQRefFromWorkload(wl), pc, wait, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+	}
+}
+
+// reportAdmitted emits the Admitted event and metrics when the reservation also admitted
+// the workload. A workload recovering from a failed node was admitted before: no event.
+func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
+	if !workload.IsAdmitted(wl) || workload.HasUnhealthyNodes(before) {
+		return
+	}
+	cqName := admission.ClusterQueue
+	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "Admitted", "Admitted", "Admitted by ClusterQueue %s, wait time since reservation was 0s", cqName)
+
+	pc := workloadpatching.PriorityClassName(wl)
+	cqLabels := s.opts.customLabels.CQGet(cqName)
+	s.cache.ReportCohortSubtreeAdmittedWorkload(log, wl)
+	metrics.AdmittedWorkload(cqName, pc, wait, cqLabels, s.opts.roleTracker)
+	lqMetrics := s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl)
+	lqRef := metrics.LQRefFromWorkload(wl)
+	if lqMetrics {
+		metrics.LocalQueueAdmittedWorkload(lqRef, pc, wait, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+	}
+	if len(wl.Status.AdmissionChecks) == 0 {
+		return
+	}
+	// Admitted in the same write as reserved: no time was spent on checks.
+	metrics.ReportAdmissionChecksWaitTime(cqName, pc, 0, cqLabels, s.opts.roleTracker)
+	if lqMetrics {
+		metrics.ReportLocalQueueAdmissionChecksWaitTime(lqRef, pc, 0, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+	}
+}
+
+// finishReplacedSlice finishes the slice an admitted elastic workload replaces.
+func (s *Scheduler) finishReplacedSlice(ctx context.Context, oldCQ kueue.ClusterQueueReference, newSlice, oldSlice *kueue.Workload) error {
+	log := ctrl.LoggerFrom(ctx)
+	if workloadfinish.IsFinished(oldSlice) {
+		log.V(3).Info("Workload slice already finished", "old-slice", klog.KObj(oldSlice), "new-slice", klog.KObj(newSlice))
+		return nil
+	}
+	reason := kueue.WorkloadSliceReplaced
+	msg := fmt.Sprintf("Replaced to accommodate a workload (UID: %s, JobUID: %s) due to workload slice aggregation", newSlice.UID, newSlice.Labels[controllerconstants.JobUIDLabel])
+	if err := workloadfinish.Finish(ctx, s.client, oldSlice, reason, msg, s.opts.clock); err != nil {
+		return fmt.Errorf("failed to replace workload slice: %w", err)
+	}
+	log.V(3).Info("Replaced", "old slice", klog.KObj(oldSlice), "new slice", klog.KObj(newSlice), "reason", reason, "message", msg, "old-queue", klog.KRef("", string(oldCQ)))
+	s.recorder.Eventf(oldSlice, nil, corev1.EventTypeNormal, reason, "Replaced", msg)
+	metrics.ReportReplacedWorkloadSlices(oldCQ, s.opts.customLabels.CQGet(oldCQ), s.opts.roleTracker)
+	return nil
+}

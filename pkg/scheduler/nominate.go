@@ -1,0 +1,182 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/workload"
+	"sigs.k8s.io/kueue/pkg/workloadslicing"
+)
+
+// nominate computes an assignment for every head that may be admitted. Heads that cannot
+// be considered at all come back in rejected, with the reason already set; heads the
+// cache already accounts for (and that need no second pass) are dropped.
+func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot) (candidates, rejected []entry) {
+	log := ctrl.LoggerFrom(ctx)
+	candidates = make([]entry, 0, len(heads))
+	for _, h := range heads {
+		log := log.WithValues("workload", klog.KObj(h.Obj), "clusterQueue", klog.KRef("", string(h.ClusterQueue)))
+		e := entry{Head: h, cq: snap.ClusterQueue(h.ClusterQueue)}
+		if !workload.NeedsSecondPass(h.Obj) && s.cache.IsAdded(h.Info) {
+			log.Info("Workload skipped from admission because it's already accounted in cache, and it does not need second pass", "workload", klog.KObj(h.Obj))
+			continue
+		}
+		if s.screen(ctx, log, &e, snap) {
+			a, targets := s.computeAssignment(ctx, &e.Info, snap)
+			e.setAssignment(a, targets)
+			candidates = append(candidates, e)
+			continue
+		}
+		rejected = append(rejected, e)
+	}
+	return candidates, rejected
+}
+
+// screen runs the checks that do not depend on quota. It reports whether the head may go on
+// to flavor assignment, and otherwise fills in why not.
+func (s *Scheduler) screen(ctx context.Context, log klog.Logger, e *entry, snap *schdcache.Snapshot) bool {
+	switch {
+	case workload.HasRetryChecks(e.Obj) || workload.HasRejectedChecks(e.Obj):
+		e.message = "The workload has failed admission checks"
+		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
+		return false
+	case snap.InactiveClusterQueueSets.Has(e.ClusterQueue):
+		e.message = fmt.Sprintf("ClusterQueue %s is inactive", e.ClusterQueue)
+		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonSuspended
+		return false
+	case e.cq == nil:
+		e.message = fmt.Sprintf("ClusterQueue %s not found", e.ClusterQueue)
+		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
+		return false
+	}
+	err := workload.ValidateAdmissibility(ctx, s.client, &e.Info, e.cq.NamespaceSelector)
+	if err == nil {
+		return true
+	}
+	e.message = err.Error()
+	if errors.Is(err, workload.ErrInternal) {
+		// A failed lookup says nothing about the workload: leave its condition alone.
+		log.Error(err, "Failed to validate workload admissibility")
+		e.skipStatusUpdate = true
+		return false
+	}
+	e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
+	if errors.Is(err, workload.ErrNamespaceMismatch) {
+		e.requeueReason = qcache.RequeueReasonNamespaceMismatch
+	}
+	return false
+}
+
+// computeAssignment chooses flavors for wl and, when it needs preemption, the victims.
+func (s *Scheduler) computeAssignment(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
+	cq := snap.ClusterQueue(wl.ClusterQueue)
+	// Decided once per workload and cycle, not inside the assigner, which runs again for
+	// every reduced count under partial admission.
+	if last := wl.LastAssignment; last != nil && scanProgressStale(last, cq.AllocatableResourceGeneration, s.cycle, wl.SchedulingHash) {
+		ctrl.LoggerFrom(ctx).V(6).Info("Clearing Workload's last assignment because it was outdated",
+			"cq.AllocatableResourceGeneration", cq.AllocatableResourceGeneration,
+			"wl.LastAssignment.ClusterQueueGeneration", last.ClusterQueueGeneration)
+		wl.LastAssignment = nil
+	}
+	a, targets := s.assignFlavors(ctx, wl, snap, cq)
+	s.reserveTopologyForPreemption(ctx, snap, cq, wl, &a, targets)
+	return a, targets
+}
+
+// scanProgressStale reports whether a recorded flavor scan no longer applies, so that the
+// scan has to start from the first flavor.
+func scanProgressStale(last *workload.AssignmentClusterQueueState, cqGeneration, cycle int64, hash workload.EquivalenceHash) bool {
+	if features.Enabled(features.FlavorFungibilityPreserveScanProgress) {
+		// A changed shape invalidates the recorded flavor indices whatever their age.
+		if !last.MatchesSchedulingShape(hash) {
+			return true
+		}
+		// Progress from this or the previous cycle survives ClusterQueue generation bumps,
+		// which on a busy cohort happen every cycle.
+		if cycle-last.SchedulingCycle <= 1 {
+			return false
+		}
+	}
+	return cqGeneration > last.ClusterQueueGeneration
+}
+
+// reduction is one candidate of the partial admission search.
+type reduction struct {
+	assignment flavorassigner.Assignment
+	targets    []*preemption.Target
+}
+
+// assignFlavors tries the full pod counts first, then, if the workload allows it, smaller
+// counts. An elastic workload's replaced slice is always among the targets.
+func (s *Scheduler) assignFlavors(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot) (flavorassigner.Assignment, []*preemption.Target) {
+	sliceTargets, replacedSlice := workloadslicing.ReplacedWorkloadSlice(wl, snap)
+	assigner := flavorassigner.New(wl, cq, snap.ResourceFlavors, s.fairSharingEnabled(),
+		s.preemptor.Oracle(snap), replacedSlice, s.opts.quotaCheckStrategy, s.opts.resourceFormatter, s.cycle)
+
+	// try returns the assignment for counts (nil: full counts) when it fits or has victims.
+	try := func(counts []int32) (reduction, bool) {
+		a := assigner.Assign(ctx, counts)
+		switch a.RepresentativeMode() {
+		case flavorassigner.Fit:
+			return reduction{assignment: a}, true
+		case flavorassigner.Preempt:
+			if targets := s.preemptor.GetTargets(ctx, *wl, a, snap); len(targets) > 0 {
+				return reduction{assignment: a, targets: targets}, true
+			}
+		}
+		return reduction{assignment: a}, false
+	}
+
+	full, ok := try(nil)
+	if ok {
+		return full.assignment, append(sliceTargets, full.targets...)
+	}
+	if features.Enabled(features.PartialAdmission) && wl.CanBePartiallyAdmitted() {
+		search := flavorassigner.NewPodSetReducer(wl.Obj.Spec.PodSets, try)
+		if r, found := search.Search(); found {
+			return r.assignment, append(sliceTargets, r.targets...)
+		}
+	}
+	return full.assignment, nil
+}
+
+// reserveTopologyForPreemption gives a TAS workload that must preempt a topology
+// assignment: on the snapshot without its victims, or, with no victims, on an empty
+// cluster, so that the capacity it waits for is held against lower-priority workloads.
+func (s *Scheduler) reserveTopologyForPreemption(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
+	if !features.Enabled(features.TopologyAwareScheduling) || a.RepresentativeMode() != flavorassigner.Preempt {
+		return
+	}
+	if !workload.IsExplicitlyRequestingTAS(wl.Obj.Spec.PodSets...) && !cq.IsTASOnly() {
+		return
+	}
+	if workload.HasTopologyAssignmentWithUnhealthyNode(wl.Obj) {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	requests := a.WorkloadsTopologyRequests(log, wl, cq)
+	log = log.WithValues("workload", klog.KRef(wl.Obj.Namespace, wl.Obj.Name))
+	var result schdcache.TASAssignmentsResult
+	if len(targets) == 0 {
+		result = cq.FindTopologyAssignmentsForWorkload(ctx, requests, schdcache.WithSimulateEmpty(true), schdcache.WithWorkload(wl.Obj))
+	} else {
+		victims := make([]*workload.Info, 0, len(targets))
+		for _, t := range targets {
+			victims = append(victims, t.WorkloadInfo)
+		}
+		restore := snap.SimulateWorkloadUsageRemoval(victims)
+		result = cq.FindTopologyAssignmentsForWorkload(ctx, requests, schdcache.WithWorkload(wl.Obj))
+		restore()
+	}
+	a.UpdateForTASResult(log, cq, wl, result)
+}

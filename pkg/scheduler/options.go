@@ -1,0 +1,100 @@
+package scheduler
+
+import (
+	"testing"
+
+	"k8s.io/utils/clock"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	"sigs.k8s.io/kueue/pkg/metrics"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/util/expectations"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
+)
+
+// Option configures a Scheduler. The names and signatures match upstream's scheduler
+// options, so a caller can switch between the two by changing the package only.
+type Option func(*settings)
+
+// settings are the resolved options.
+type settings struct {
+	requeuingTimestamp     configapi.RequeuingTimestamp
+	fairSharing            *configapi.FairSharing
+	admissionFairSharing   *configapi.AdmissionFairSharing
+	quotaCheckStrategy     configapi.QuotaCheckStrategy
+	clock                  clock.Clock
+	roleTracker            *roletracker.RoleTracker
+	preemptionExpectations *expectations.Store
+	customLabels           *metrics.CustomLabels
+	resourceFormatter      *resources.ResourceFormatter
+	newPreemptor           PreemptorFactory
+}
+
+func defaultSettings() settings {
+	return settings{
+		requeuingTimestamp: configapi.EvictionTimestamp,
+		clock:              clock.RealClock{},
+		newPreemptor:       NewUpstreamPreemptor,
+	}
+}
+
+// WithPodsReadyRequeuingTimestamp picks the timestamp that orders workloads requeued after
+// a PodsReady timeout.
+func WithPodsReadyRequeuingTimestamp(ts configapi.RequeuingTimestamp) Option {
+	return func(s *settings) { s.requeuingTimestamp = ts }
+}
+
+// WithFairSharing turns fair sharing on; nil leaves the previous value in place.
+func WithFairSharing(fs *configapi.FairSharing) Option {
+	return func(s *settings) {
+		if fs != nil {
+			s.fairSharing = fs
+		}
+	}
+}
+
+// WithAdmissionFairSharing sets the admission fair sharing configuration.
+func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
+	return func(s *settings) { s.admissionFairSharing = afs }
+}
+
+// WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
+func WithClock(_ testing.TB, c clock.Clock) Option {
+	return func(s *settings) { s.clock = c }
+}
+
+// WithRoleTracker sets the tracker whose role is added to logs and metrics.
+func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
+	return func(s *settings) { s.roleTracker = tracker }
+}
+
+// WithPreemptionExpectations sets the store of in-flight preemptions.
+func WithPreemptionExpectations(store *expectations.Store) Option {
+	return func(s *settings) { s.preemptionExpectations = store }
+}
+
+// WithCustomLabels sets the custom metric labels.
+func WithCustomLabels(cl *metrics.CustomLabels) Option {
+	return func(s *settings) { s.customLabels = cl }
+}
+
+// WithQuotaCheckStrategy sets how requests for resources a ClusterQueue does not declare
+// are treated.
+func WithQuotaCheckStrategy(qcs configapi.QuotaCheckStrategy) Option {
+	return func(s *settings) { s.quotaCheckStrategy = qcs }
+}
+
+// WithResourceFormatter sets the formatter for quantities in messages.
+func WithResourceFormatter(formatter *resources.ResourceFormatter) Option {
+	return func(s *settings) { s.resourceFormatter = formatter }
+}
+
+// WithPreemptor chooses the preemptor. The factory is called once, from New, with the
+// resolved options. nil keeps the default, NewUpstreamPreemptor.
+func WithPreemptor(factory PreemptorFactory) Option {
+	return func(s *settings) {
+		if factory != nil {
+			s.newPreemptor = factory
+		}
+	}
+}

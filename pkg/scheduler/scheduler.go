@@ -1,0 +1,182 @@
+// Package scheduler is kueue-timeshare's admission loop. It behaves as the scheduler of
+// sigs.k8s.io/kueue v0.19.2 and is built from the same exported pieces (queue manager,
+// scheduler cache, flavor assigner), but takes its preemptor as an interface so that the
+// victim policy can be replaced without forking the loop.
+package scheduler
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/metrics"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
+	afs "sigs.k8s.io/kueue/pkg/util/admissionfairsharing"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
+	"sigs.k8s.io/kueue/pkg/util/routine"
+	"sigs.k8s.io/kueue/pkg/util/wait"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// Scheduler admits the heads of the ClusterQueues, one cycle at a time.
+type Scheduler struct {
+	queues    *qcache.Manager
+	cache     *schdcache.Cache
+	client    client.Client
+	recorder  events.EventRecorder
+	preemptor Preemptor
+	ordering  workload.Ordering
+	opts      settings
+
+	// async runs the API write of an admission; tests make it synchronous.
+	async routine.Wrapper
+
+	// cycle counts scheduling attempts since start. The flavor assigner records it on
+	// assignments to tell how old a resumed flavor scan is.
+	cycle int64
+}
+
+// New builds a Scheduler. Add it to a controller-runtime manager to run it.
+func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recorder events.EventRecorder, opts ...Option) *Scheduler {
+	o := defaultSettings()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.resourceFormatter == nil {
+		o.resourceFormatter = resources.NewResourceFormatter()
+	}
+	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: o.requeuingTimestamp}
+	return &Scheduler{
+		queues:   queues,
+		cache:    cache,
+		client:   cl,
+		recorder: recorder,
+		ordering: ordering,
+		opts:     o,
+		async:    routine.DefaultWrapper,
+		preemptor: o.newPreemptor(PreemptorConfig{
+			Client:               cl,
+			Ordering:             ordering,
+			Recorder:             recorder,
+			FairSharing:          o.fairSharing,
+			AdmissionFairSharing: afs.Enabled(o.admissionFairSharing),
+			Clock:                o.clock,
+			RoleTracker:          o.roleTracker,
+			Expectations:         o.preemptionExpectations,
+			CustomLabels:         o.customLabels,
+		}),
+	}
+}
+
+// Start runs the loop in the background until ctx ends (manager.Runnable).
+func (s *Scheduler) Start(ctx context.Context) error {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("scheduler"))
+	go wait.UntilWithBackoff(ctx, s.schedule)
+	return nil
+}
+
+// NeedLeaderElection keeps admission to the elected replica.
+func (s *Scheduler) NeedLeaderElection() bool {
+	return true
+}
+
+func (s *Scheduler) fairSharingEnabled() bool {
+	return fairsharing.Enabled(s.opts.fairSharing)
+}
+
+func (s *Scheduler) afsEnabled() bool {
+	return afs.Enabled(s.opts.admissionFairSharing)
+}
+
+// schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
+// an idle or blocked cluster does not spin.
+func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
+	s.cycle++
+	clk := s.opts.clock
+	log := roletracker.WithReplicaRole(ctrl.LoggerFrom(ctx), s.opts.roleTracker).WithValues("schedulingCycle", s.cycle)
+	ctx = ctrl.LoggerInto(ctx, log)
+	began := clk.Now()
+	log.V(2).Info("Scheduling cycle starts")
+	defer func() { log.V(2).Info("Scheduling cycle complete", "duration", clk.Since(began)) }()
+
+	// Blocks until some ClusterQueue has a head; none means the manager is stopping.
+	heads := s.queues.Heads(ctx)
+	if len(heads) == 0 {
+		return wait.KeepGoing
+	}
+	headsAt := clk.Now()
+	log.V(2).Info("Obtained heads", "headCount", len(heads), "waitDuration", headsAt.Sub(began))
+
+	var snapOpts []schdcache.SnapshotOption
+	if s.afsEnabled() {
+		snapOpts = append(snapOpts, schdcache.WithAfsUsageLedger(s.queues.AfsUsageLedger))
+	}
+	phase := clk.Now()
+	snap, err := s.cache.Snapshot(ctx, snapOpts...)
+	if err != nil {
+		log.Error(err, "failed to build snapshot for scheduling")
+		return wait.SlowDown
+	}
+	if v := log.V(6); v.Enabled() {
+		snap.Log(v)
+	}
+	log.V(2).Info("Snapshot taken", "duration", clk.Since(phase))
+
+	phase = clk.Now()
+	candidates, rejected := s.nominate(ctx, heads, snap)
+	log.V(2).Info("Nomination done", "entries", len(candidates), "inadmissibleEntries", len(rejected), "duration", clk.Since(phase))
+
+	phase = clk.Now()
+	c := cycleState{
+		snapshot:  snap,
+		preempted: make(preemption.PreemptedWorkloads),
+		skipped:   make(map[kueue.ClusterQueueReference]int),
+	}
+	next := s.orderEntries(ctx, candidates)
+	for e := next(); e != nil; e = next() {
+		s.processEntry(ctx, e, &c)
+	}
+
+	outcome := metrics.AdmissionResultInadmissible
+	for i := range candidates {
+		e := candidates[i]
+		logEvaluation(log, &e)
+		// Admitted entries are done; evicted ones are finished by the workload controller.
+		if e.status == assumed || e.status == evicted {
+			outcome = metrics.AdmissionResultSuccess
+			continue
+		}
+		s.requeueAndUpdate(ctx, e)
+	}
+	for i := range rejected {
+		logEvaluation(log, &rejected[i])
+		s.requeueAndUpdate(ctx, rejected[i])
+	}
+	log.V(2).Info("Workload processing done", "duration", clk.Since(phase))
+
+	for cq, n := range c.skipped {
+		metrics.ReportAdmissionCyclePreemptionSkips(cq, n, s.opts.customLabels.CQGet(cq), s.opts.roleTracker)
+	}
+	metrics.AdmissionAttempt(outcome, clk.Since(headsAt), s.opts.roleTracker)
+	if outcome == metrics.AdmissionResultSuccess {
+		return wait.KeepGoing
+	}
+	return wait.SlowDown
+}
+
+// cycleState is what entries processed in one cycle share.
+type cycleState struct {
+	snapshot *schdcache.Snapshot
+	// preempted holds the victims already claimed this cycle; another entry needing any
+	// of them has to wait.
+	preempted preemption.PreemptedWorkloads
+	// skipped counts, per ClusterQueue, preemptions given up because of such overlaps.
+	skipped map[kueue.ClusterQueueReference]int
+}
