@@ -16,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
@@ -24,6 +25,7 @@ import (
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -96,7 +98,9 @@ func runBoth(t *testing.T, sc *snapgen.Scenario) (outcome, outcome) {
 			return upP.GetTargets(ctx, wl, a, s)
 		})
 
-	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
+	// Our time-based rule is wired in, as in the manager, but no ClusterQueue sets a window.
+	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil,
+		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }))
 	ourOut := decide(t, ctx, cache, sc, fs != nil,
 		func(s *schdcache.Snapshot) oracle { return ourP.Oracle(s) },
 		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target {

@@ -41,6 +41,7 @@ func (o *Oracle) SimulatePreemption(ctx context.Context, cq *schdcache.ClusterQu
 		snapshot:  o.snapshot,
 		contested: sets.New(fr),
 		usage:     workload.Usage{Quota: resources.FlavorResourceQuantities{fr: quantity}},
+		settings:  o.p.settings(wl.ClusterQueue),
 	}
 	s.preemptor = policy.NewPreemptor(log, &wl, o.p.ordering)
 	targets := o.p.targets(s)

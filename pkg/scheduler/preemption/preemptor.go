@@ -49,8 +49,38 @@ type Preemptor struct {
 	fairSharing  bool
 	fsStrategies []fairsharing.Strategy
 	policy       *policy.Policy
+	// settings returns a ClusterQueue's kueue-timeshare settings; none means upstream behaviour.
+	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
 	issuer *upstream.Preemptor
+}
+
+// Option configures a Preemptor beyond upstream's arguments.
+type Option func(*config)
+
+type config struct {
+	policyOpts []policy.Option
+	settings   func(kueue.ClusterQueueReference) policy.QueueSettings
+}
+
+// WithPolicy extends the victim policy.
+func WithPolicy(opts ...policy.Option) Option {
+	return func(c *config) { c.policyOpts = append(c.policyOpts, opts...) }
+}
+
+// WithQueueSettings turns on the per-ClusterQueue features (time-based same-priority preemption),
+// with settings looked up by ClusterQueue at every search.
+func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
+	return func(c *config) {
+		c.settings = settings
+		c.policyOpts = append(c.policyOpts, policy.WithTimeBasedPreemption())
+	}
+}
+
+func init() {
+	// Upstream words eviction messages from this map; our reason needs words too.
+	upstream.HumanReadablePreemptionReasons[policy.TimeBasedReason] =
+		"time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration"
 }
 
 // New takes the same arguments as upstream's preemption.New, plus options that extend the
@@ -65,18 +95,27 @@ func New(
 	tracker *roletracker.RoleTracker,
 	store *expectations.Store,
 	customLabels *metrics.CustomLabels,
-	opts ...policy.Option,
+	opts ...Option,
 ) *Preemptor {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	po := policy.Options{LocalQueueFairSharing: admissionFairSharing}
 	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
 		po.TimestampBuffer = timestampBuffer
+	}
+	settings := c.settings
+	if settings == nil {
+		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
 	}
 	return &Preemptor{
 		clock:        clk,
 		ordering:     ordering,
 		fairSharing:  fairsharing.Enabled(fs),
 		fsStrategies: strategies(fs),
-		policy:       policy.New(po, opts...),
+		policy:       policy.New(po, c.policyOpts...),
+		settings:     settings,
 		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 	}
 }
@@ -95,6 +134,8 @@ type search struct {
 	tas       schdcache.WorkloadTASRequests
 	// contested are the flavor/resources the assignment could only get by preempting.
 	contested sets.Set[resources.FlavorResource]
+	// settings are the preemptor ClusterQueue's kueue-timeshare settings.
+	settings policy.QueueSettings
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
 }
@@ -113,6 +154,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		snapshot:  snapshot,
 		contested: contestedResources(assignment),
 		usage:     workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()},
+		settings:  p.settings(wl.ClusterQueue),
 	}
 	if features.Enabled(features.TopologyAwareScheduling) {
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, cq)
@@ -139,7 +181,7 @@ func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Work
 
 // decide asks the victim policy about one candidate and logs refusals at high verbosity.
 func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy) policy.Decision {
-	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Now: s.now}
+	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Now: s.now}
 	if logV := s.log.V(6); logV.Enabled() {
 		d := p.policy.Explain(&s.question)
 		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)
@@ -149,7 +191,7 @@ func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, p
 }
 
 func (p *Preemptor) sortCandidates(s *search, cs []*candidate) {
-	octx := &policy.OrderContext{ClusterQueue: s.cq.Name, Now: s.now}
+	octx := &policy.OrderContext{ClusterQueue: s.cq.Name, Settings: s.settings, Now: s.now}
 	slices.SortFunc(cs, func(a, b *candidate) int { return p.policy.Compare(octx, &a.Candidate, &b.Candidate) })
 }
 

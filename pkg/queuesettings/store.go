@@ -1,0 +1,130 @@
+// Package queuesettings keeps each ClusterQueue's kueue-timeshare settings (the extension fields
+// Kueue's typed objects drop) for the preemptor, read from the raw objects by a small controller.
+package queuesettings
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// ReasonInvalidSettings is the reason of the Warning event on a ClusterQueue whose settings are
+// ignored because they break a validation rule (possible when written while the webhook was down).
+const ReasonInvalidSettings = "InvalidTimeshareSettings"
+
+// Store holds the last valid settings of every ClusterQueue.
+type Store struct {
+	mu       sync.RWMutex
+	settings map[kueue.ClusterQueueReference]policy.QueueSettings
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{settings: map[kueue.ClusterQueueReference]policy.QueueSettings{}}
+}
+
+// Settings returns the settings of cq; the zero value (upstream behaviour) when it has none or
+// the feature gates turn them off.
+func (s *Store) Settings(cq kueue.ClusterQueueReference) policy.QueueSettings {
+	s.mu.RLock()
+	out := s.settings[cq]
+	s.mu.RUnlock()
+	if !features.Enabled(features.TimeBasedSamePriorityPreemption) {
+		out.MinAdmitDuration = 0
+	}
+	return out
+}
+
+func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if qs == (policy.QueueSettings{}) {
+		delete(s.settings, cq)
+		return
+	}
+	s.settings[cq] = qs
+}
+
+// Reconciler feeds the store from ClusterQueues read as unstructured objects.
+type Reconciler struct {
+	client   client.Client
+	store    *Store
+	recorder events.EventRecorder
+}
+
+// Setup registers the reconciler with mgr. It runs on every replica so that a new leader has the
+// settings at hand.
+func Setup(mgr ctrl.Manager, store *Store) error {
+	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("kueue-timeshare")}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("timeshare-clusterqueue-settings").
+		For(newClusterQueue()).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		Complete(r)
+}
+
+func newClusterQueue() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+	return u
+}
+
+// Reconcile parses and validates one ClusterQueue's settings. Invalid settings are ignored, with a
+// Warning event, rather than failing: the ClusterQueue keeps working as upstream's would.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	name := kueue.ClusterQueueReference(req.Name)
+	u := newClusterQueue()
+	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.store.set(name, policy.QueueSettings{})
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	qs, problem := parse(u)
+	if problem != "" {
+		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", problem)
+		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
+			"kueue-timeshare settings ignored: %s", problem)
+	}
+	r.store.set(name, qs)
+	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration)
+	return ctrl.Result{}, nil
+}
+
+// parse returns the settings, or zero settings and what is wrong with them.
+func parse(u *unstructured.Unstructured) (policy.QueueSettings, string) {
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return policy.QueueSettings{}, err.Error()
+	}
+	ext, err := tsapi.ParseClusterQueueExtension(raw)
+	if err != nil {
+		return policy.QueueSettings{}, err.Error()
+	}
+	var cq kueue.ClusterQueue
+	if err := json.Unmarshal(raw, &cq.Spec); err != nil {
+		return policy.QueueSettings{}, err.Error()
+	}
+	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
+		return policy.QueueSettings{}, errs.ToAggregate().Error()
+	}
+	return policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration()}, ""
+}

@@ -1,0 +1,118 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// A ClusterQueue of 3 CPUs full of same-priority one-CPU workloads reserved 30, 90 and 150
+// minutes ago, and a same-priority pending workload, created after all of them, asking for cpus.
+func timeSharingScenario(cpus string, priorities ...int32) *snapgen.Scenario {
+	sc := &snapgen.Scenario{Now: snapgen.Epoch.Add(4 * time.Hour)}
+	sc.Flavors = []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f0").Obj()}
+	sc.ClusterQueues = []*kueue.ClusterQueue{utiltestingapi.MakeClusterQueue("cq").
+		ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, "3").Obj()).
+		Preemption(kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerOrNewerEqualPriority}).Obj()}
+	for i, age := range []time.Duration{30 * time.Minute, 90 * time.Minute, 150 * time.Minute} {
+		prio := int32(10)
+		if i < len(priorities) {
+			prio = priorities[i]
+		}
+		psa := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f0").ResourceUsage(corev1.ResourceCPU, "1")
+		sc.Admitted = append(sc.Admitted, utiltestingapi.MakeWorkload(fmt.Sprintf("ran-%s", age), "ns").
+			UID(types.UID(fmt.Sprintf("uid-%d", i))).Priority(prio).Request(corev1.ResourceCPU, "1").
+			Creation(snapgen.Epoch).
+			ReserveQuotaAt(utiltestingapi.MakeAdmission("cq").PodSets(psa.Obj()).Obj(), sc.Now.Add(-age)).Obj())
+	}
+	sc.Pending = utiltestingapi.MakeWorkload("pending", "ns").UID("uid-pending").Priority(10).
+		Request(corev1.ResourceCPU, cpus).Creation(snapgen.Epoch.Add(time.Hour)).Obj()
+	sc.PendingCQ = "cq"
+	return sc
+}
+
+func TestTimeBasedTargets(t *testing.T) {
+	cases := map[string]struct {
+		scenario *snapgen.Scenario
+		window   time.Duration
+		noOption bool
+		want     []string
+	}{
+		"the longest-running expired workload goes first": {
+			scenario: timeSharingScenario("1"), window: time.Hour,
+			want: []string{"ran-2h30m0s: InClusterQueueTimeBased"},
+		},
+		"only as many as needed": {
+			scenario: timeSharingScenario("2"), window: time.Hour,
+			want: []string{"ran-1h30m0s: InClusterQueueTimeBased", "ran-2h30m0s: InClusterQueueTimeBased"},
+		},
+		"workloads inside their window are protected": {
+			scenario: timeSharingScenario("3"), window: time.Hour,
+		},
+		"nobody expired": {
+			scenario: timeSharingScenario("1"), window: 3 * time.Hour,
+		},
+		"no window: upstream keeps the oldest running": {
+			scenario: timeSharingScenario("1"),
+		},
+		"not configured at all: upstream": {
+			scenario: timeSharingScenario("1"), window: time.Hour, noOption: true,
+		},
+		"a lower priority goes before an expired same-priority workload, with upstream's reason": {
+			scenario: timeSharingScenario("1", 5, 10, 10), window: time.Hour,
+			want: []string{"ran-30m0s: InClusterQueue"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			cache, err := tc.scenario.NewCache(ctx, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := cache.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opts []Option
+			if !tc.noOption {
+				opts = append(opts, WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings {
+					return policy.QueueSettings{MinAdmitDuration: tc.window}
+				}))
+			}
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(tc.scenario.Now), nil, preemptexpectations.New(), nil, opts...)
+			info := tc.scenario.PendingInfo()
+			a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+				Name: info.TotalRequests[0].Name, Count: 1,
+				Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+			}}}
+			var got []string
+			for _, tg := range p.GetTargets(ctx, *info, a, snap) {
+				got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
