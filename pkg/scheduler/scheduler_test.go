@@ -3,6 +3,7 @@ package scheduler
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -34,6 +35,8 @@ type result struct {
 	InCache bool
 	// Queue is "active", "inadmissible" or "" for where the queue manager holds it.
 	Queue string
+	// Blocked reports the BlockedOnPreemptionGates condition.
+	Blocked bool
 }
 
 type cycleCase struct {
@@ -120,6 +123,36 @@ func TestSchedulingCycle(t *testing.T) {
 			wantMessage: map[string]string{"high": "Pending the preemption of 1 workload(s)"},
 			wantSignal:  wait.SlowDown,
 		},
+		"a closed preemption gate holds the preemption": {
+			gates: map[featuregate.Feature]bool{features.MultiKueueOrchestratedPreemption: true, features.UnadmittedWorkloadsObservability: true},
+			objs: worldObjects{
+				clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "2").Preemption(lowerPriority).Obj()},
+				workloads: []*kueue.Workload{
+					running(cpuWorkload("low", "cq", "2"), "cq"),
+					cpuWorkload("high", "cq", "2").Priority(10).PreemptionGates(kueue.PreemptionGate{Name: "orchestrator"}).Obj(),
+				},
+			},
+			want: map[string]result{
+				"low":  alreadyRunning,
+				"high": {QuotaReserved: metav1.ConditionFalse, Reason: kueue.WorkloadAdmissionGated, Queue: "inadmissible", Blocked: true},
+			},
+			wantMessage: map[string]string{"high": msgPreemptionGated},
+			wantSignal:  wait.SlowDown,
+		},
+		"a closed preemption gate is ignored without the gates that use it": {
+			objs: worldObjects{
+				clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "2").Preemption(lowerPriority).Obj()},
+				workloads: []*kueue.Workload{
+					running(cpuWorkload("low", "cq", "2"), "cq"),
+					cpuWorkload("high", "cq", "2").Priority(10).PreemptionGates(kueue.PreemptionGate{Name: "orchestrator"}).Obj(),
+				},
+			},
+			want: map[string]result{
+				"low":  {QuotaReserved: metav1.ConditionTrue, Reason: "AdmittedByTest", Admitted: true, Evicted: kueue.WorkloadEvictedByPreemption, Counts: []int32{1}, InCache: true},
+				"high": {QuotaReserved: metav1.ConditionFalse, Reason: "Pending", Queue: "active"},
+			},
+			wantSignal: wait.SlowDown,
+		},
 		"partial admission reduces the pod count": {
 			objs: worldObjects{
 				clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "3").Obj()},
@@ -179,9 +212,57 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       heldResult(true),
 			wantSignal: wait.KeepGoing,
 		},
+		// Both heads reclaim from c-cq and pick the same victim, c2.
+		"overlapping victims: the second head waits": {
+			objs: overlappingVictims(),
+			want: map[string]result{
+				"c1":    alreadyRunning,
+				"c2":    {QuotaReserved: metav1.ConditionTrue, Reason: "AdmittedByTest", Admitted: true, Evicted: kueue.WorkloadEvictedByPreemption, Counts: []int32{1}, InCache: true},
+				"a-new": {QuotaReserved: metav1.ConditionFalse, Reason: "Pending", Queue: "active"},
+				"b-new": {QuotaReserved: metav1.ConditionFalse, Reason: "Pending", Queue: "active"},
+			},
+			wantMessage: map[string]string{
+				"a-new": "Pending the preemption of 1 workload(s)",
+				"b-new": msgOverlappingTargets,
+			},
+			wantSignal: wait.SlowDown,
+		},
+		"overlapping victims with RecomputeAssignmentUponPreemptionTargetsOverlap: the second head finds another": {
+			gates: map[featuregate.Feature]bool{features.RecomputeAssignmentUponPreemptionTargetsOverlap: true},
+			objs:  overlappingVictims(),
+			want: map[string]result{
+				"c1":    {QuotaReserved: metav1.ConditionTrue, Reason: "AdmittedByTest", Admitted: true, Evicted: kueue.WorkloadEvictedByPreemption, Counts: []int32{1}, InCache: true},
+				"c2":    {QuotaReserved: metav1.ConditionTrue, Reason: "AdmittedByTest", Admitted: true, Evicted: kueue.WorkloadEvictedByPreemption, Counts: []int32{1}, InCache: true},
+				"a-new": {QuotaReserved: metav1.ConditionFalse, Reason: "Pending", Queue: "active"},
+				"b-new": {QuotaReserved: metav1.ConditionFalse, Reason: "Pending", Queue: "active"},
+			},
+			wantMessage: map[string]string{
+				"a-new": "Pending the preemption of 1 workload(s)",
+				"b-new": "Pending the preemption of 1 workload(s)",
+			},
+			wantSignal: wait.SlowDown,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { runCycleCase(t, tc) })
+	}
+}
+
+// overlappingVictims: c-cq (nominal 0) borrows all of a-cq and b-cq with c1 and the
+// lower-priority c2; a-new and b-new want their nominal quota back.
+func overlappingVictims() worldObjects {
+	return worldObjects{
+		clusterQueues: []*kueue.ClusterQueue{
+			cpuQueue("a-cq", "2").Cohort("co").Preemption(reclaimAny).Obj(),
+			cpuQueue("b-cq", "2").Cohort("co").Preemption(reclaimAny).Obj(),
+			cpuQueue("c-cq", "0").Cohort("co").Obj(),
+		},
+		workloads: []*kueue.Workload{
+			running(cpuWorkload("c1", "c-cq", "2").Priority(5), "c-cq"),
+			running(cpuWorkload("c2", "c-cq", "2").Priority(1), "c-cq"),
+			cpuWorkload("a-new", "a-cq", "2").Obj(),
+			cpuWorkload("b-new", "b-cq", "2").Creation(t0.Add(time.Second)).Obj(),
+		},
 	}
 }
 
@@ -285,6 +366,7 @@ func runCycleCase(t *testing.T, tc cycleCase) {
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
 			r.Evicted = c.Reason
 		}
+		r.Blocked = apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadBlockedOnPreemptionGates)
 		if wl.Status.Admission != nil {
 			for _, psa := range wl.Status.Admission.PodSetAssignments {
 				r.Counts = append(r.Counts, ptr.Deref(psa.Count, 0))
