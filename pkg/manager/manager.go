@@ -62,6 +62,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/visibility"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
@@ -103,6 +104,8 @@ type Manager struct {
 	kubeConfig             *rest.Config
 	draMapper              *dra.ResourceMapper
 	draResources           *dra.ExtendedResourceCache
+	// settings are the kueue-timeshare fields of each ClusterQueue, for our preemptor.
+	settings *queuesettings.Store
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -202,6 +205,10 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, cf
 		return nil, fmt.Errorf("setting up webhook %s: %w", name, err)
 	}
 	tswebhooks.Register(mgr.GetWebhookServer())
+	m.settings = queuesettings.NewStore()
+	if err := queuesettings.Setup(mgr, m.settings); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterQueue settings controller: %w", err)
+	}
 	if err := m.setupScheduler(); err != nil {
 		return nil, err
 	}
@@ -536,7 +543,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(scheduler.NewUpstreamPreemptor),
+			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings)),
 		)
 	}
 	if err := m.Add(s); err != nil {
