@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -83,6 +84,8 @@ type Options struct {
 	Log logr.Logger
 	// UpstreamScheduler runs upstream's admission loop instead of ours, to compare the two.
 	UpstreamScheduler bool
+	// Clock replaces the scheduler's and preemptor's clock, for tests of time windows.
+	Clock clock.Clock
 }
 
 // Manager is a controller-runtime manager with the Kueue components it runs.
@@ -205,9 +208,8 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, cf
 		return nil, fmt.Errorf("setting up webhook %s: %w", name, err)
 	}
 	tswebhooks.Register(mgr.GetWebhookServer())
-	m.settings = queuesettings.NewStore()
-	if err := queuesettings.Setup(mgr, m.settings); err != nil {
-		return nil, fmt.Errorf("setting up the ClusterQueue settings controller: %w", err)
+	if err := m.setupTimeshare(); err != nil {
+		return nil, err
 	}
 	if err := m.setupScheduler(); err != nil {
 		return nil, err
@@ -534,7 +536,7 @@ func (m *Manager) setupScheduler() error {
 			upstreamscheduler.WithResourceFormatter(m.resourceFormatter),
 		)
 	} else {
-		s = scheduler.New(queues, cache, cl, recorder,
+		opts := []scheduler.Option{
 			scheduler.WithPodsReadyRequeuingTimestamp(requeuingTimestamp(cfg)),
 			scheduler.WithFairSharing(cfg.FairSharing),
 			scheduler.WithAdmissionFairSharing(cfg.AdmissionFairSharing),
@@ -544,7 +546,11 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
 			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings)),
-		)
+		}
+		if m.opts.Clock != nil {
+			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
+		}
+		s = scheduler.New(queues, cache, cl, recorder, opts...)
 	}
 	if err := m.Add(s); err != nil {
 		return fmt.Errorf("adding scheduler: %w", err)

@@ -1,6 +1,11 @@
 package manager
 
 import (
+	"context"
+	"fmt"
+
+	"k8s.io/utils/clock"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
@@ -27,4 +32,26 @@ func timesharePreemptorFactory(store *queuesettings.Store) scheduler.PreemptorFa
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
 		)}
 	}
+}
+
+// setupTimeshare adds the parts behind our per-ClusterQueue features: the settings store and its
+// controller, and the waker that re-evaluates a queue when a window runs out.
+func (m *Manager) setupTimeshare() error {
+	log := m.log.WithName("timeshare")
+	m.settings = queuesettings.NewStore()
+	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
+		queuesettings.Wake(ctx, m.GetClient(), m.Queues, cq, log)
+	}
+	if err := queuesettings.Setup(m, m.settings, wake); err != nil {
+		return fmt.Errorf("setting up the ClusterQueue settings controller: %w", err)
+	}
+	var tick clock.WithTicker = clock.RealClock{}
+	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
+		tick = c
+	}
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Log: log}
+	if err := m.Add(w); err != nil {
+		return fmt.Errorf("adding the window waker: %w", err)
+	}
+	return nil
 }

@@ -50,14 +50,31 @@ func (s *Store) Settings(cq kueue.ClusterQueueReference) policy.QueueSettings {
 	return out
 }
 
-func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) {
+// set stores the settings and reports whether they changed.
+func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	old := s.settings[cq]
 	if qs == (policy.QueueSettings{}) {
 		delete(s.settings, cq)
-		return
+	} else {
+		s.settings[cq] = qs
 	}
-	s.settings[cq] = qs
+	return old != qs
+}
+
+// snapshot copies the settings, gated like Settings.
+func (s *Store) snapshot() map[kueue.ClusterQueueReference]policy.QueueSettings {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[kueue.ClusterQueueReference]policy.QueueSettings, len(s.settings))
+	for cq := range s.settings {
+		out[cq] = s.settings[cq]
+	}
+	if !features.Enabled(features.TimeBasedSamePriorityPreemption) {
+		clear(out)
+	}
+	return out
 }
 
 // Reconciler feeds the store from ClusterQueues read as unstructured objects.
@@ -65,12 +82,14 @@ type Reconciler struct {
 	client   client.Client
 	store    *Store
 	recorder events.EventRecorder
+	onChange func(context.Context, kueue.ClusterQueueReference)
 }
 
 // Setup registers the reconciler with mgr. It runs on every replica so that a new leader has the
-// settings at hand.
-func Setup(mgr ctrl.Manager, store *Store) error {
-	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("kueue-timeshare")}
+// settings at hand. onChange, if set, is called when a ClusterQueue's settings change: Kueue's own
+// controller does not see our fields, so it would not re-evaluate the queue's pending workloads.
+func Setup(mgr ctrl.Manager, store *Store, onChange func(context.Context, kueue.ClusterQueueReference)) error {
+	r := &Reconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("kueue-timeshare"), onChange: onChange}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("timeshare-clusterqueue-settings").
 		For(newClusterQueue()).
@@ -103,7 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"kueue-timeshare settings ignored: %s", problem)
 	}
-	r.store.set(name, qs)
+	if r.store.set(name, qs) && r.onChange != nil {
+		r.onChange(ctx, name)
+	}
 	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration)
 	return ctrl.Result{}, nil
 }

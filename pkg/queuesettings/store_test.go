@@ -58,7 +58,12 @@ func TestParse(t *testing.T) {
 
 func TestStoreHonoursTheGate(t *testing.T) {
 	s := NewStore()
-	s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour})
+	if !s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
+		t.Error("first set should report a change")
+	}
+	if s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
+		t.Error("setting the same value should not report a change")
+	}
 	if got := s.Settings("cq").MinAdmitDuration; got != time.Hour {
 		t.Errorf("gate on: %s, want 1h", got)
 	}
@@ -68,6 +73,9 @@ func TestStoreHonoursTheGate(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.TimeBasedSamePriorityPreemption, false)
 	if got := s.Settings("cq").MinAdmitDuration; got != 0 {
 		t.Errorf("gate off: %s, want 0 (field ignored)", got)
+	}
+	if got := s.snapshot(); len(got) != 0 {
+		t.Errorf("gate off: snapshot %v, want empty", got)
 	}
 	s.set("cq", policy.QueueSettings{})
 	if _, ok := s.settings["cq"]; ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,8 @@ type Settings struct {
 	Log         logr.Logger
 	// UpstreamScheduler runs upstream's scheduler instead of ours (manager.Options).
 	UpstreamScheduler bool
+	// Clock replaces our scheduler's clock (manager.Options).
+	Clock clock.Clock
 }
 
 // Start brings up the control plane and runs the manager until Stop. The manager is built from a
@@ -80,7 +83,7 @@ func Start(s Settings) (*Env, error) {
 	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler})
+	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock})
 	if err != nil {
 		cancel()
 		return nil, err

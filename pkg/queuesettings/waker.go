@@ -1,0 +1,100 @@
+package queuesettings
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+)
+
+// SweepPeriod is how often the Waker looks for windows that have run out.
+const SweepPeriod = time.Second
+
+// Waker re-evaluates a ClusterQueue's pending workloads when a window of one of its admitted
+// workloads runs out. Nothing in the API changes at that moment, so without it a pending workload
+// that found every candidate protected would wait for some unrelated event.
+type Waker struct {
+	Clock  clock.WithTicker
+	Client client.Client
+	Queues *qcache.Manager
+	Store  *Store
+	Log    logr.Logger
+
+	last time.Time
+}
+
+// Start sweeps every SweepPeriod of the injected clock until ctx ends.
+func (w *Waker) Start(ctx context.Context) error {
+	w.last = w.Clock.Now()
+	t := w.Clock.NewTicker(SweepPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			w.sweep(ctx)
+		}
+	}
+}
+
+// sweep wakes every queue in which some window ended since the previous sweep.
+func (w *Waker) sweep(ctx context.Context) {
+	now := w.Clock.Now()
+	since := w.last
+	w.last = now
+	for cq, qs := range w.Store.snapshot() {
+		if qs.MinAdmitDuration <= 0 {
+			continue
+		}
+		expired, err := w.windowEnded(ctx, cq, qs.MinAdmitDuration, since, now)
+		if err != nil {
+			w.Log.V(2).Info("Could not check windows", "clusterQueue", cq, "error", err.Error())
+			continue
+		}
+		if expired {
+			w.Log.V(3).Info("A minAdmitDuration ran out; re-evaluating pending workloads", "clusterQueue", cq)
+			Wake(ctx, w.Client, w.Queues, cq, w.Log)
+		}
+	}
+}
+
+// windowEnded: some workload holding quota in cq left its window in (since, now]. Eligibility is
+// strict (held longer than the window), so a window ending exactly at now counts next sweep.
+func (w *Waker) windowEnded(ctx context.Context, cq kueue.ClusterQueueReference, window time.Duration, since, now time.Time) (bool, error) {
+	var list kueue.WorkloadList
+	if err := w.Client.List(ctx, &list, client.MatchingFields{indexer.WorkloadClusterQueueKey: string(cq)}); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		c := apimeta.FindStatusCondition(list.Items[i].Status.Conditions, kueue.WorkloadQuotaReserved)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		end := c.LastTransitionTime.Add(window)
+		if !end.Before(since) && end.Before(now) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Wake makes the queue manager retry cq's inadmissible workloads, as a spec change would.
+func Wake(ctx context.Context, c client.Client, queues *qcache.Manager, cq kueue.ClusterQueueReference, log logr.Logger) {
+	var obj kueue.ClusterQueue
+	if err := c.Get(ctx, client.ObjectKey{Name: string(cq)}, &obj); err != nil {
+		log.V(2).Info("Could not wake ClusterQueue", "clusterQueue", cq, "error", err.Error())
+		return
+	}
+	if err := queues.UpdateClusterQueue(ctx, &obj, true); err != nil {
+		log.V(2).Info("Could not wake ClusterQueue", "clusterQueue", cq, "error", err.Error())
+	}
+}

@@ -1,0 +1,160 @@
+package timebased_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/constants"
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 200 * time.Millisecond
+)
+
+var _ = ginkgo.Describe("withinClusterQueueConfig.minAdmitDuration", ginkgo.Ordered, func() {
+	ctx := context.Background()
+	var ns string
+
+	ginkgo.BeforeAll(func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "timebased-"}}
+		gomega.Expect(env.Client.Create(ctx, n)).To(gomega.Succeed())
+		ns = n.Name
+		gomega.Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}})).To(gomega.Succeed())
+		gomega.Expect(env.Client.Create(ctx, clusterQueue("gpu-share", "5m"))).To(gomega.Succeed())
+		gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
+			Spec:       kueue.LocalQueueSpec{ClusterQueue: "gpu-share"},
+		})).To(gomega.Succeed())
+	})
+
+	ginkgo.It("protects the running workload for minAdmitDuration, then lets the waiting one take a turn", func() {
+		first := job(ns, "first")
+		gomega.Expect(env.Client.Create(ctx, first)).To(gomega.Succeed())
+		gomega.Eventually(func(g gomega.Gomega) { g.Expect(unsuspended(g, ctx, first)).To(gomega.BeTrue()) }, timeout, interval).Should(gomega.Succeed())
+
+		// Same priority, not newer than the running one: upstream's LowerOrNewerEqualPriority never
+		// lets it preempt.
+		second := job(ns, "second")
+		gomega.Expect(env.Client.Create(ctx, second)).To(gomega.Succeed())
+		before := preemptedTotal("gpu-share", "InClusterQueueTimeBased")
+
+		ginkgo.By("keeping the first workload inside its window")
+		clk.Step(4 * time.Minute)
+		gomega.Consistently(func(g gomega.Gomega) {
+			g.Expect(unsuspended(g, ctx, first)).To(gomega.BeTrue())
+			g.Expect(unsuspended(g, ctx, second)).To(gomega.BeFalse())
+		}, 2*time.Second, interval).Should(gomega.Succeed())
+
+		ginkgo.By("preempting it once the window has passed, with the time-based reason, woken by the clock alone")
+		clk.Step(time.Minute + time.Second)
+		gomega.Eventually(func(g gomega.Gomega) {
+			wl := workloadOf(g, ctx, first)
+			c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Reason).To(gomega.Equal("InClusterQueueTimeBased"))
+			g.Expect(c.Message).To(gomega.ContainSubstring("time-sharing"))
+			ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+			g.Expect(ev).NotTo(gomega.BeNil())
+			g.Expect(ev.Message).To(gomega.ContainSubstring("minAdmitDuration"))
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(unsuspended(g, ctx, second)).To(gomega.BeTrue())
+			g.Expect(unsuspended(g, ctx, first)).To(gomega.BeFalse())
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Expect(preemptedTotal("gpu-share", "InClusterQueueTimeBased")).To(gomega.Equal(before + 1))
+	})
+})
+
+func clusterQueue(name, window string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2",
+		"kind":       "ClusterQueue",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"namespaceSelector": map[string]any{},
+			"preemption": map[string]any{
+				"withinClusterQueue":       "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": window},
+			},
+			"resourceGroups": []any{map[string]any{
+				"coveredResources": []any{"cpu"},
+				"flavors": []any{map[string]any{
+					"name":      "default-flavor",
+					"resources": []any{map[string]any{"name": "cpu", "nominalQuota": "1"}},
+				}},
+			}},
+		},
+	}}
+}
+
+// job needs the whole ClusterQueue.
+func job(ns, name string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{constants.QueueLabel: "team"}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1),
+			Completions: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "train", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+				}},
+			}},
+		},
+	}
+}
+
+func unsuspended(g gomega.Gomega, ctx context.Context, j *batchv1.Job) bool {
+	var got batchv1.Job
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
+	return !ptr.Deref(got.Spec.Suspend, true)
+}
+
+func workloadOf(g gomega.Gomega, ctx context.Context, j *batchv1.Job) *kueue.Workload {
+	var list kueue.WorkloadList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(j.Namespace))).To(gomega.Succeed())
+	for i := range list.Items {
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.Kind == "Job" && ref.Name == j.Name {
+				return &list.Items[i]
+			}
+		}
+	}
+	g.Expect("workload for " + j.Name).To(gomega.BeEmpty())
+	return nil
+}
+
+func preemptedTotal(cq, reason string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "kueue_preempted_workloads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["preempting_cluster_queue"] == cq && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
