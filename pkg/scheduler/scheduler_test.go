@@ -307,7 +307,8 @@ func heldQuota(p kueue.ClusterQueuePreemption) worldObjects {
 		},
 		workloads: []*kueue.Workload{
 			running(cpuWorkload("running", "holder-cq", "1"), "holder-cq"),
-			cpuWorkload("waiting", "holder-cq", "2").Obj(),
+			// The waiting head is older, so it is processed first whatever order the heads come in.
+			cpuWorkload("waiting", "holder-cq", "2").Creation(t0.Add(-time.Minute)).Obj(),
 			cpuWorkload("borrower", "borrower-cq", "1").Obj(),
 		},
 	}
