@@ -545,7 +545,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings)),
+			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings, m.Queues)),
 		}
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -24,12 +25,14 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 	return p.Preemptor.Oracle(s)
 }
 
-// timesharePreemptorFactory builds our preemptor with the per-ClusterQueue settings of store.
-func timesharePreemptorFactory(store *queuesettings.Store) scheduler.PreemptorFactory {
+// timesharePreemptorFactory builds our preemptor with the per-ClusterQueue settings of store and
+// the pending workloads of queues (to decide whose turn it is).
+func timesharePreemptorFactory(store *queuesettings.Store, queues *qcache.Manager) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
+			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 		)}
 	}
 }
@@ -55,3 +58,5 @@ func (m *Manager) setupTimeshare() error {
 	}
 	return nil
 }
+
+var _ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}

@@ -24,6 +24,26 @@ func requeueReasonFor(e *entry) qcache.RequeueReason {
 	return e.requeueReason
 }
 
+// WorkloadSpecificRefusals is implemented by preemptors whose refusal to find victims can depend
+// on the pending workload itself, not only on its shape: with time-based preemption, on whose turn
+// it is. For such ClusterQueues the queue must not park workloads of the same shape along with a
+// refused one, as it does for NoFit and PreemptionNoCandidates (SchedulingEquivalenceHashing).
+type WorkloadSpecificRefusals interface {
+	RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool
+}
+
+// withoutEquivalenceParking swaps a reason that parks equivalent workloads for a generic one
+// when the preemptor's refusals depend on the workload.
+func (s *Scheduler) withoutEquivalenceParking(reason qcache.RequeueReason, cq kueue.ClusterQueueReference) qcache.RequeueReason {
+	if reason != qcache.RequeueReasonNoFit && reason != qcache.RequeueReasonPreemptionNoCandidates {
+		return reason
+	}
+	if p, ok := s.preemptor.(WorkloadSpecificRefusals); ok && p.RefusalsDependOnWorkload(cq) {
+		return qcache.RequeueReasonGeneric
+	}
+	return reason
+}
+
 // writesCondition reports whether a head requeued with this status gets its QuotaReserved
 // condition (and a warning event) updated. Nominated and assumed heads are handled by the
 // admission path.
@@ -35,7 +55,7 @@ func writesCondition(status entryStatus) bool {
 // and tells the user why it waits.
 func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	log := ctrl.LoggerFrom(ctx)
-	e.requeueReason = requeueReasonFor(&e)
+	e.requeueReason = s.withoutEquivalenceParking(requeueReasonFor(&e), e.ClusterQueue)
 	wlRef := klog.KObj(e.Obj)
 	cqRef := klog.KRef("", string(e.ClusterQueue))
 	lqRef := klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))

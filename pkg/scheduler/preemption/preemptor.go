@@ -51,6 +51,8 @@ type Preemptor struct {
 	policy       *policy.Policy
 	// settings returns a ClusterQueue's kueue-timeshare settings; none means upstream behaviour.
 	settings func(kueue.ClusterQueueReference) policy.QueueSettings
+	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
+	pending func(kueue.ClusterQueueReference) []*workload.Info
 	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
 	issuer *upstream.Preemptor
 }
@@ -61,6 +63,14 @@ type Option func(*config)
 type config struct {
 	policyOpts []policy.Option
 	settings   func(kueue.ClusterQueueReference) policy.QueueSettings
+	pending    func(kueue.ClusterQueueReference) []*workload.Info
+}
+
+// WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
+// preemption takes turns (see policy.WithTimeBasedPreemption). Without it every pending workload
+// may take a turn.
+func WithPendingWorkloads(pending func(kueue.ClusterQueueReference) []*workload.Info) Option {
+	return func(c *config) { c.pending = pending }
 }
 
 // WithPolicy extends the victim policy.
@@ -116,6 +126,7 @@ func New(
 		fsStrategies: strategies(fs),
 		policy:       policy.New(po, c.policyOpts...),
 		settings:     settings,
+		pending:      c.pending,
 		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 	}
 }
@@ -159,6 +170,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	if features.Enabled(features.TopologyAwareScheduling) {
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, cq)
 	}
+	s.preemptor.WaitingLonger = p.waitingLonger(s)
 	return p.targets(s)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -51,12 +52,32 @@ func timeSharingScenario(cpus string, priorities ...int32) *snapgen.Scenario {
 }
 
 func TestTimeBasedTargets(t *testing.T) {
+	// Two other workloads waiting in the queue: one created before the pending one, and one created
+	// even earlier but preempted for time-sharing after the pending one was created.
+	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	rotatedOut := utiltestingapi.MakeWorkload("rotated-out", "ns").UID("uid-rotated").Priority(10).Creation(snapgen.Epoch).Obj()
+	rotatedOut.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
+		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(2 * time.Hour))}}
+	lowerWaiting := utiltestingapi.MakeWorkload("lower", "ns").UID("uid-lower").Priority(1).Creation(snapgen.Epoch).Obj()
+
 	cases := map[string]struct {
 		scenario *snapgen.Scenario
 		window   time.Duration
 		noOption bool
+		pending  []*kueue.Workload
 		want     []string
 	}{
+		"not its turn: a same-priority workload waited longer": {
+			scenario: timeSharingScenario("1"), window: time.Hour, pending: []*kueue.Workload{older},
+		},
+		"its turn: the other one was rotated out after it started waiting": {
+			scenario: timeSharingScenario("1"), window: time.Hour, pending: []*kueue.Workload{rotatedOut},
+			want: []string{"ran-2h30m0s: InClusterQueueTimeBased"},
+		},
+		"lower-priority waiters do not take turns from it": {
+			scenario: timeSharingScenario("1"), window: time.Hour, pending: []*kueue.Workload{lowerWaiting},
+			want: []string{"ran-2h30m0s: InClusterQueueTimeBased"},
+		},
 		"the longest-running expired workload goes first": {
 			scenario: timeSharingScenario("1"), window: time.Hour,
 			want: []string{"ran-2h30m0s: InClusterQueueTimeBased"},
@@ -97,6 +118,12 @@ func TestTimeBasedTargets(t *testing.T) {
 			if !tc.noOption {
 				opts = append(opts, WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings {
 					return policy.QueueSettings{MinAdmitDuration: tc.window}
+				}), WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+					var out []*workload.Info
+					for _, wl := range tc.pending {
+						out = append(out, workload.NewInfo(wl))
+					}
+					return out
 				}))
 			}
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,

@@ -33,7 +33,7 @@ var _ = ginkgo.Describe("withinClusterQueueConfig.minAdmitDuration", ginkgo.Orde
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "timebased-"}}
 		gomega.Expect(env.Client.Create(ctx, n)).To(gomega.Succeed())
 		ns = n.Name
-		gomega.Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}})).To(gomega.Succeed())
+		gomega.Expect(ignoreExists(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}))).To(gomega.Succeed())
 		gomega.Expect(env.Client.Create(ctx, clusterQueue("gpu-share", "5m"))).To(gomega.Succeed())
 		gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},

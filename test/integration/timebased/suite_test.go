@@ -1,11 +1,14 @@
 package timebased_test
 
 import (
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -25,7 +28,12 @@ func TestTimeBased(t *testing.T) {
 }
 
 var _ = ginkgo.BeforeSuite(func() {
-	log := zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true))
+	opts := []zap.Opts{zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)}
+	// TEST_LOG_VERBOSITY=6 shows the scheduler's and the victim policy's decisions.
+	if v, err := strconv.Atoi(os.Getenv("TEST_LOG_VERBOSITY")); err == nil {
+		opts = append(opts, zap.Level(zapcore.Level(-v)))
+	}
+	log := zap.New(opts...)
 	ctrl.SetLogger(log)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	var err error

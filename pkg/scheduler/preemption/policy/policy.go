@@ -47,6 +47,9 @@ type Preemptor struct {
 	Priority int64
 	// QueuedAt is the queue-order timestamp (creation time, or a later one after some evictions).
 	QueuedAt time.Time
+	// WaitingLonger names a same-priority workload of the ClusterQueue whose turn comes before the
+	// preemptor's (see WithTimeBasedPreemption); empty when the preemptor has the turn.
+	WaitingLonger string
 }
 
 // Candidate holds the facts the rules read about an admitted workload.

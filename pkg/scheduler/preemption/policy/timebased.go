@@ -11,9 +11,10 @@ import (
 // quota longer than its ClusterQueue's minAdmitDuration (KEP-8522).
 const TimeBasedReason = "InClusterQueueTimeBased"
 
-// Names of the rule and ordering key WithTimeBasedPreemption adds.
+// Names of the rules and ordering key WithTimeBasedPreemption adds.
 const (
 	RuleTimeExpired = "SamePriorityPastMinAdmitDuration"
+	RuleNotYourTurn = "AnotherWorkloadHasTheTurn"
 	KeyTimeExpired  = "PastMinAdmitDurationFirst"
 )
 
@@ -25,7 +26,22 @@ const (
 //
 // Among same-priority candidates of that ClusterQueue, expired ones go first, the longest-running
 // first; the rest keep upstream's order (most recently reserved first).
+//
+// Turns: only the same-priority pending workload that has waited longest for a turn may take one
+// this way (Preemptor.WaitingLonger is empty); the others are refused, so that a workload just
+// preempted for time-sharing does not take the quota straight back.
 func WithTimeBasedPreemption() Option {
+	notYourTurn := Rule{
+		Name: RuleNotYourTurn, Eligible: false,
+		When: func(in *Input) bool {
+			return in.Preemptor.WaitingLonger != "" && in.Scope == SameClusterQueue &&
+				in.Policy == kueue.PreemptionPolicyLowerOrNewerEqualPriority &&
+				in.Candidate.Priority == in.Preemptor.Priority && pastMinAdmitDuration(in.Candidate, in.Settings, in.Now)
+		},
+		Why: func(in *Input) string {
+			return fmt.Sprintf("past minAdmitDuration %s, but %s has waited longer for a turn", in.Settings.MinAdmitDuration, in.Preemptor.WaitingLonger)
+		},
+	}
 	rule := Rule{
 		Name: RuleTimeExpired, Eligible: true, Reason: TimeBasedReason,
 		When: func(in *Input) bool {
@@ -51,7 +67,7 @@ func WithTimeBasedPreemption() Option {
 		}
 	}}
 	return func(p *Policy) {
-		WithRulesBefore(RuleNotLower, rule)(p)
+		WithRulesBefore(RuleNotLower, notYourTurn, rule)(p)
 		WithKeysBefore(KeyReservation, key)(p)
 	}
 }

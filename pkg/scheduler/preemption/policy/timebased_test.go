@@ -22,7 +22,9 @@ func TestTimeBasedEligibility(t *testing.T) {
 		priority int64
 		queuedAt time.Time
 		reserved time.Time
-		want     Decision
+		// waitingLonger is set on the preemptor.
+		waitingLonger string
+		want          Decision
 	}{
 		"held quota past the window": {
 			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10,
@@ -65,6 +67,16 @@ func TestTimeBasedEligibility(t *testing.T) {
 			queuedAt: t0.Add(-3 * time.Hour),
 			want:     Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
 		},
+		"another workload has the turn": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10, waitingLonger: "ns/earlier",
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-time.Hour - time.Second),
+			want: Decision{Rule: RuleNotYourTurn, Message: "past minAdmitDuration 1h0m0s, but ns/earlier has waited longer for a turn"},
+		},
+		"someone else's turn does not stop upstream's rules": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10, waitingLonger: "ns/earlier",
+			queuedAt: t0.Add(time.Minute), reserved: t0.Add(-2 * time.Hour),
+			want: Decision{Eligible: true, Rule: RuleNewerEqualPriority, Message: "same priority 10 and queued after the preemptor"},
+		},
 		"lower priority keeps upstream's rule": {
 			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 9, reserved: t0.Add(-2 * time.Hour),
 			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 9 is lower than the preemptor's 10"},
@@ -73,7 +85,9 @@ func TestTimeBasedEligibility(t *testing.T) {
 	p := New(Options{}, WithTimeBasedPreemption())
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := &Input{Preemptor: preemptor, Candidate: &Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved},
+			pre := *preemptor
+			pre.WaitingLonger = tc.waitingLonger
+			in := &Input{Preemptor: &pre, Candidate: &Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved},
 				Scope: tc.scope, Policy: tc.policy, Settings: tc.settings, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
