@@ -10,7 +10,9 @@ SHELL := /usr/bin/env bash
 ROOT := $(abspath .)
 BIN := $(ROOT)/bin
 GO ?= go
-DEMO ?= examples/demo
+# DEMO: a directory of manifests, "none", or the name of one under examples/ (demo, timesharing).
+DEMO ?= demo
+DEMO_DIR = $(if $(filter none,$(DEMO)),none,$(if $(wildcard examples/$(DEMO)),examples/$(DEMO),$(DEMO)))
 TEST_TIMEOUT ?= 40m
 # Extra flags for go test, e.g. GOTEST_FLAGS='-run TestManager -v'.
 GOTEST_FLAGS ?=
@@ -21,7 +23,7 @@ export GOFLAGS := -mod=readonly
 
 .PHONY: run
 run: envtest manifests build ## Start etcd, kube-apiserver and the manager on loopback with a live view.
-	$(BIN)/local-control-plane --demo "$(DEMO)" $(RUN_ARGS)
+	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
 
 .PHONY: test
 test: verify envtest manifests ## Format and vet checks, unit tests and envtest integration tests.
