@@ -59,4 +59,8 @@ func (m *Manager) setupTimeshare() error {
 	return nil
 }
 
-var _ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
+var (
+	_ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
+	_ scheduler.WaitExplainer            = timesharePreemptor{}
+	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
+)

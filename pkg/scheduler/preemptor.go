@@ -76,3 +76,35 @@ func (u *upstreamPreemptor) Oracle(snapshot *schdcache.Snapshot) PreemptionOracl
 }
 
 var _ Preemptor = (*upstreamPreemptor)(nil)
+
+// WaitExplainer is implemented by preemptors that can say why a workload that found no victims
+// waits, beyond the flavor assigner's message: for example until when its ClusterQueue's running
+// workloads are protected.
+type WaitExplainer interface {
+	ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
+}
+
+// explainWait appends the preemptor's explanation, if any, to the entry's message.
+func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.Snapshot) {
+	x, ok := s.preemptor.(WaitExplainer)
+	if !ok {
+		return
+	}
+	if note := x.ExplainWait(ctx, &e.Info, snap); note != "" {
+		e.message += "; " + note
+	}
+}
+
+// AdmissionVetoer is implemented by preemptors that may hold back a workload that fits, to keep
+// an order of their own: with time-based preemption, a workload rotated out does not take quota
+// back from those that waited longer for a turn.
+type AdmissionVetoer interface {
+	VetoAdmission(ctx context.Context, wl *workload.Info) string
+}
+
+func (s *Scheduler) admissionVeto(ctx context.Context, e *entry) string {
+	if v, ok := s.preemptor.(AdmissionVetoer); ok {
+		return v.VetoAdmission(ctx, &e.Info)
+	}
+	return ""
+}

@@ -68,12 +68,14 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	case flavorassigner.NoFit:
 		e.requeueReason = qcache.RequeueReasonNoFit
 		e.quotaReservedReason = e.assignment.NoFitReason
+		s.explainWait(ctx, e, c.snapshot)
 		log.V(3).Info("Skipping workload as FlavorAssigner assigned NoFit mode")
 		return
 	case flavorassigner.Preempt:
 		if len(e.targets) == 0 {
 			e.requeueReason = qcache.RequeueReasonPreemptionNoCandidates
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
+			s.explainWait(ctx, e, c.snapshot)
 			s.holdCapacityWithoutVictims(log, e, cq)
 			return
 		}
@@ -109,6 +111,13 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 			c.skipped[cq.Name]++
 		}
 		return
+	}
+	if mode == flavorassigner.Fit {
+		if msg := s.admissionVeto(ctx, e); msg != "" {
+			e.skip(msg)
+			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
+			return
+		}
 	}
 	c.preempted.Insert(e.targets)
 	cq.AddUsage(usage)

@@ -143,3 +143,51 @@ func TestTimeBasedTargets(t *testing.T) {
 		})
 	}
 }
+
+func TestExplainWait(t *testing.T) {
+	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	cases := map[string]struct {
+		window  time.Duration
+		pending []*kueue.Workload
+		want    string
+	}{
+		"no window: nothing to add": {},
+		"protected: says until when": {
+			window: 3 * time.Hour,
+			want:   "same-priority workloads are protected by minAdmitDuration 3h0m0s; the first becomes preemptible after 2026-03-01T13:30:00Z",
+		},
+		"another workload has the turn": {
+			window: time.Hour, pending: []*kueue.Workload{older},
+			want: "waiting for a time-sharing turn: ns/older has waited longer",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := timeSharingScenario("1")
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			cache, err := sc.NewCache(ctx, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := cache.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
+				WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+					return policy.QueueSettings{MinAdmitDuration: tc.window}
+				}),
+				WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+					var out []*workload.Info
+					for _, wl := range tc.pending {
+						out = append(out, workload.NewInfo(wl))
+					}
+					return out
+				}))
+			if got := p.ExplainWait(ctx, sc.PendingInfo(), snap); got != tc.want {
+				t.Errorf("ExplainWait = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

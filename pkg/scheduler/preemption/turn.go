@@ -2,13 +2,18 @@ package preemption
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 
@@ -27,19 +32,27 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 }
 
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
-// before the preemptor's, or "" when the preemptor has the turn. Ties go to the smaller UID, as in
-// the queue.
+// before the preemptor's, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {
-	if p.pending == nil || s.settings.MinAdmitDuration <= 0 {
+	if s.settings.MinAdmitDuration <= 0 {
 		return ""
 	}
-	mine := turnTime(s.info.Obj, p.ordering)
-	for _, other := range p.pending(s.cq.Name) {
-		if other.Obj.UID == s.info.Obj.UID || priority.EffectivePriority(s.log, other.Obj) != s.preemptor.Priority {
+	return p.earlierTurn(s.log, s.cq.Name, s.info.Obj, s.preemptor.Priority)
+}
+
+// earlierTurn returns a pending workload of cq with priority prio whose turn comes before wl's, or
+// "". Ties go to the smaller UID, as in the queue.
+func (p *Preemptor) earlierTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) string {
+	if p.pending == nil {
+		return ""
+	}
+	mine := turnTime(wl, p.ordering)
+	for _, other := range p.pending(cq) {
+		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
 		theirs := turnTime(other.Obj, p.ordering)
-		if c := theirs.Compare(mine); c < 0 || (c == 0 && cmp.Compare(string(other.Obj.UID), string(s.info.Obj.UID)) < 0) {
+		if c := theirs.Compare(mine); c < 0 || (c == 0 && cmp.Compare(string(other.Obj.UID), string(wl.UID)) < 0) {
 			return klog.KObj(other.Obj).String()
 		}
 	}
@@ -50,4 +63,60 @@ func (p *Preemptor) waitingLonger(s *search) string {
 // different answers: they can when turns are taken there.
 func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool {
 	return p.pending != nil && p.settings(cq).MinAdmitDuration > 0
+}
+
+// ExplainWait says why a workload of a ClusterQueue with minAdmitDuration found no victims: another
+// workload has the turn, or the same-priority workloads holding quota are still protected and
+// the first of them becomes preemptible after a given time.
+func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	settings := p.settings(wl.ClusterQueue)
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
+	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
+		return ""
+	}
+	log := ctrllog.FromContext(ctx)
+	s := &search{ctx: ctx, log: log, now: p.clock.Now(), info: wl, cq: cq, snapshot: snapshot, settings: settings,
+		preemptor: policy.NewPreemptor(log, wl, p.ordering)}
+	if who := p.waitingLonger(s); who != "" {
+		return fmt.Sprintf("waiting for a time-sharing turn: %s has waited longer", who)
+	}
+	var first time.Time
+	for _, info := range cq.Workloads {
+		c := policy.NewCandidate(log, info, p.ordering)
+		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
+			continue
+		}
+		end := c.QuotaReservedAt.Add(settings.MinAdmitDuration)
+		if end.Before(s.now) {
+			continue
+		}
+		if first.IsZero() || end.Before(first) {
+			first = end
+		}
+	}
+	if first.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("same-priority workloads are protected by minAdmitDuration %s; the first becomes preemptible after %s",
+		settings.MinAdmitDuration, first.UTC().Format(time.RFC3339))
+}
+
+// VetoAdmission holds back a workload that was rotated out for time-sharing while a same-priority
+// workload of its ClusterQueue has waited longer for a turn: it goes behind them, as if it had
+// joined the queue when it was preempted.
+func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info) string {
+	settings := p.settings(wl.ClusterQueue)
+	if settings.MinAdmitDuration <= 0 || !rotatedOut(wl.Obj) {
+		return ""
+	}
+	log := ctrllog.FromContext(ctx)
+	if who := p.earlierTurn(log, wl.ClusterQueue, wl.Obj, priority.EffectivePriority(log, wl.Obj)); who != "" {
+		return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", who)
+	}
+	return ""
+}
+
+func rotatedOut(wl *kueue.Workload) bool {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == policy.TimeBasedReason
 }

@@ -52,6 +52,16 @@ var _ = ginkgo.Describe("withinClusterQueueConfig.minAdmitDuration", ginkgo.Orde
 		gomega.Expect(env.Client.Create(ctx, second)).To(gomega.Succeed())
 		before := preemptedTotal("gpu-share", "InClusterQueueTimeBased")
 
+		ginkgo.By("telling the waiting workload until when the running one is protected")
+		gomega.Eventually(func(g gomega.Gomega) {
+			reserved := apimeta.FindStatusCondition(workloadOf(g, ctx, first).Status.Conditions, kueue.WorkloadQuotaReserved)
+			g.Expect(reserved).NotTo(gomega.BeNil())
+			c := apimeta.FindStatusCondition(workloadOf(g, ctx, second).Status.Conditions, kueue.WorkloadQuotaReserved)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Message).To(gomega.ContainSubstring("same-priority workloads are protected by minAdmitDuration 5m0s; the first becomes preemptible after " +
+				reserved.LastTransitionTime.Add(5*time.Minute).UTC().Format(time.RFC3339)))
+		}, timeout, interval).Should(gomega.Succeed())
+
 		ginkgo.By("keeping the first workload inside its window")
 		clk.Step(4 * time.Minute)
 		gomega.Consistently(func(g gomega.Gomega) {
