@@ -114,7 +114,10 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	}
 	if mode == flavorassigner.Fit {
 		if msg := s.admissionVeto(ctx, e); msg != "" {
-			e.skip(msg)
+			// Still pending, not skipped: it must step aside (inadmissible) so that the
+			// workload whose turn it is becomes the head, not come straight back to the heap.
+			e.message = msg
+			e.requeueReason = qcache.RequeueReasonGeneric
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 			return
 		}

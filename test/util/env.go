@@ -26,8 +26,10 @@ type Env struct {
 	Client       client.Client
 	Scheme       *runtime.Scheme
 
-	cancel  context.CancelFunc
-	stopped chan error
+	cancel   context.CancelFunc
+	stopped  chan error
+	cfgFile  string
+	settings Settings
 }
 
 // Settings tune the manager a suite runs.
@@ -74,34 +76,57 @@ func Start(s Settings) (*Env, error) {
 	if e.Scheme, err = manager.NewScheme(); err != nil {
 		return nil, err
 	}
-	ctrlOpts, cfg, err := manager.LoadConfig(e.Scheme, cfgFile, "")
-	if err != nil {
+	e.cfgFile, e.settings = cfgFile, s
+	if err := e.startManager(); err != nil {
 		return nil, err
+	}
+	if e.Client, err = client.New(cp.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		e.cancel()
+		return nil, err
+	}
+	ok = true
+	return e, nil
+}
+
+// startManager builds a manager from the configuration file and runs it until stopManager.
+func (e *Env) startManager() error {
+	ctrlOpts, cfg, err := manager.LoadConfig(e.Scheme, e.cfgFile, "")
+	if err != nil {
+		return err
 	}
 	// A suite may run several managers one after the other in its process; controller names
 	// only have to be unique within one.
 	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
 	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	m, err := manager.New(ctx, cp.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock})
+	s := e.settings
+	m, err := manager.New(ctx, e.ControlPlane.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock})
 	if err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	e.Manager = m
+	e.Manager, e.cancel = m, cancel
 	e.stopped = make(chan error, 1)
 	go func() { e.stopped <- m.Start(ctx) }()
-
 	if err := waitForWebhooks(ctx, m, e.stopped); err != nil {
 		cancel()
-		return nil, err
+		return err
 	}
-	if e.Client, err = client.New(cp.Config, client.Options{Scheme: e.Scheme}); err != nil {
-		cancel()
-		return nil, err
+	return nil
+}
+
+func (e *Env) stopManager() {
+	e.cancel()
+	select {
+	case <-e.stopped:
+	case <-time.After(30 * time.Second):
 	}
-	ok = true
-	return e, nil
+}
+
+// RestartManager stops the manager and starts a new one against the same control plane, as
+// after a crash or an upgrade: everything it knows must come back from the API.
+func (e *Env) RestartManager() error {
+	e.stopManager()
+	return e.startManager()
 }
 
 func waitForWebhooks(ctx context.Context, m *manager.Manager, stopped <-chan error) error {
@@ -123,10 +148,6 @@ func waitForWebhooks(ctx context.Context, m *manager.Manager, stopped <-chan err
 
 // Stop ends the manager, then the control plane.
 func (e *Env) Stop() error {
-	e.cancel()
-	select {
-	case <-e.stopped:
-	case <-time.After(30 * time.Second):
-	}
+	e.stopManager()
 	return e.ControlPlane.Stop()
 }
