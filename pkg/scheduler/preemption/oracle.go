@@ -44,7 +44,7 @@ func (o *Oracle) SimulatePreemption(ctx context.Context, cq *schdcache.ClusterQu
 		settings:  o.p.settings(wl.ClusterQueue),
 	}
 	s.preemptor = policy.NewPreemptor(log, &wl, o.p.ordering)
-	s.preemptor.WaitingLonger = o.p.waitingLonger(s)
+	o.p.applyTurns(s)
 	targets := o.p.targets(s)
 	if len(targets) == 0 {
 		height, _ := classical.FindHeightOfLowestSubtreeThatFits(cq, fr, quantity)

@@ -170,7 +170,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	if features.Enabled(features.TopologyAwareScheduling) {
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, cq)
 	}
-	s.preemptor.WaitingLonger = p.waitingLonger(s)
+	p.applyTurns(s)
 	return p.targets(s)
 }
 

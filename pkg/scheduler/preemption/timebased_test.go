@@ -60,6 +60,15 @@ func TestTimeBasedTargets(t *testing.T) {
 		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(2 * time.Hour))}}
 	lowerWaiting := utiltestingapi.MakeWorkload("lower", "ns").UID("uid-lower").Priority(1).Creation(snapgen.Epoch).Obj()
 
+	// The pending workload is older than the running ones but was rotated out after they started
+	// waiting: it must not snatch the quota back through upstream's "newer equal priority" rule.
+	rotatedBack := timeSharingScenario("1")
+	rotatedBack.Pending.CreationTimestamp = metav1.NewTime(snapgen.Epoch.Add(-time.Hour))
+	rotatedBack.Pending.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
+		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
+	olderNotRotated := timeSharingScenario("1")
+	olderNotRotated.Pending.CreationTimestamp = metav1.NewTime(snapgen.Epoch.Add(-time.Hour))
+
 	cases := map[string]struct {
 		scenario *snapgen.Scenario
 		window   time.Duration
@@ -67,6 +76,14 @@ func TestTimeBasedTargets(t *testing.T) {
 		pending  []*kueue.Workload
 		want     []string
 	}{
+		"rotated out: only expired workloads, for time": {
+			scenario: rotatedBack, window: time.Hour,
+			want: []string{"ran-2h30m0s: InClusterQueueTimeBased"},
+		},
+		"older and never rotated out: eligible by upstream's rule (its reason), expired ones first": {
+			scenario: olderNotRotated, window: time.Hour,
+			want: []string{"ran-2h30m0s: InClusterQueue"},
+		},
 		"not its turn: a same-priority workload waited longer": {
 			scenario: timeSharingScenario("1"), window: time.Hour, pending: []*kueue.Workload{older},
 		},

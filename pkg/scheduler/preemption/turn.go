@@ -31,6 +31,18 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 	return ordering.GetQueueOrderTimestamp(wl).Time
 }
 
+// applyTurns adjusts the preemptor's facts in a ClusterQueue with minAdmitDuration: it waits
+// since its turn time, so a workload rotated out does not count as older than those that took
+// their turn after it and preempt them back at once (upstream's "newer equal priority" rule
+// compares queue times), and it may take a time-based turn only if nobody waited longer.
+func (p *Preemptor) applyTurns(s *search) {
+	if s.settings.MinAdmitDuration <= 0 {
+		return
+	}
+	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.ordering)
+	s.preemptor.WaitingLonger = p.waitingLonger(s)
+}
+
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
 // before the preemptor's, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {

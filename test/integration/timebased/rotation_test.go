@@ -2,6 +2,7 @@ package timebased_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -16,60 +17,66 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 )
 
-var _ = ginkgo.Describe("Fair rotation", ginkgo.Ordered, func() {
+var _ = ginkgo.Describe("Fair rotation", func() {
 	ctx := context.Background()
-	var ns string
 
-	ginkgo.BeforeAll(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
-		gomega.Expect(env.Client.Create(ctx, n)).To(gomega.Succeed())
-		ns = n.Name
-		rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}
-		gomega.Expect(ignoreExists(env.Client.Create(ctx, rf))).To(gomega.Succeed())
-		cq := clusterQueue("rotation", "5m")
-		gomega.Expect(unstructured.SetNestedField(cq.Object, "BestEffortFIFO", "spec", "queueingStrategy")).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, cq)).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rot"},
-			Spec:       kueue.LocalQueueSpec{ClusterQueue: "rotation"},
-		})).To(gomega.Succeed())
-	})
+	ginkgo.DescribeTable("every same-priority workload takes a turn of at least minAdmitDuration, in a stable cycle (BestEffortFIFO)",
+		func(n int) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
+			gomega.Expect(env.Client.Create(ctx, ns)).To(gomega.Succeed())
+			gomega.Expect(ignoreExists(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}))).To(gomega.Succeed())
+			cqName := fmt.Sprintf("rotation-%d", n)
+			cq := clusterQueue(cqName, "5m")
+			gomega.Expect(unstructured.SetNestedField(cq.Object, "BestEffortFIFO", "spec", "queueingStrategy")).To(gomega.Succeed())
+			gomega.Expect(env.Client.Create(ctx, cq)).To(gomega.Succeed())
+			gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rot"},
+				Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cqName)},
+			})).To(gomega.Succeed())
 
-	ginkgo.It("gives each of three same-priority workloads a turn, in a stable cycle (BestEffortFIFO)", func() {
-		var jobs []*batchv1.Job
-		for _, name := range []string{"alpha", "beta", "gamma"} {
-			j := job(ns, name)
-			j.Labels[constants.QueueLabel] = "rot"
-			gomega.Expect(env.Client.Create(ctx, j)).To(gomega.Succeed())
-			jobs = append(jobs, j)
-		}
-		running := func(g gomega.Gomega) string {
+			var jobs []*batchv1.Job
 			var names []string
-			for _, j := range jobs {
-				if unsuspended(g, ctx, j) {
-					names = append(names, j.Name)
-				}
+			for i := range n {
+				j := job(ns.Name, fmt.Sprintf("job-%d", i))
+				j.Labels[constants.QueueLabel] = "rot"
+				gomega.Expect(env.Client.Create(ctx, j)).To(gomega.Succeed())
+				jobs = append(jobs, j)
+				names = append(names, j.Name)
 			}
-			g.Expect(names).To(gomega.HaveLen(1), "exactly one job holds the quota")
-			return names[0]
-		}
-		var turns []string
-		gomega.Eventually(func(g gomega.Gomega) { turns = append(turns[:0], running(g)) }, timeout, interval).Should(gomega.Succeed())
+			running := func(g gomega.Gomega) string {
+				var holders []string
+				for _, j := range jobs {
+					if unsuspended(g, ctx, j) {
+						holders = append(holders, j.Name)
+					}
+				}
+				g.Expect(holders).To(gomega.HaveLen(1), "exactly one job holds the quota")
+				return holders[0]
+			}
+			var turns []string
+			gomega.Eventually(func(g gomega.Gomega) { turns = append(turns[:0], running(g)) }, timeout, interval).Should(gomega.Succeed())
 
-		for range 5 {
-			last := turns[len(turns)-1]
-			clk.Step(5*time.Minute + time.Second)
-			var next string
-			gomega.Eventually(func(g gomega.Gomega) {
-				next = running(g)
-				g.Expect(next).NotTo(gomega.Equal(last), "the window ended, so another job takes a turn")
-			}, timeout, interval).Should(gomega.Succeed(), "turns so far: %v", turns)
-			turns = append(turns, next)
-		}
-		ginkgo.GinkgoWriter.Printf("turns: %v\n", turns)
-		gomega.Expect(turns[:3]).To(gomega.ConsistOf("alpha", "beta", "gamma"), "every job gets a turn before any gets a second")
-		gomega.Expect(turns[3:]).To(gomega.Equal(turns[:3]), "the rotation repeats in the same order")
-	})
+			for range 2*n - 1 {
+				last := turns[len(turns)-1]
+				// Inside the window the holder keeps the quota ...
+				clk.Step(4 * time.Minute)
+				gomega.Consistently(func(g gomega.Gomega) { g.Expect(running(g)).To(gomega.Equal(last)) }, time.Second, interval).Should(gomega.Succeed())
+				// ... and once it has passed, the next one takes its turn.
+				clk.Step(time.Minute + time.Second)
+				var next string
+				gomega.Eventually(func(g gomega.Gomega) {
+					next = running(g)
+					g.Expect(next).NotTo(gomega.Equal(last), "the window ended, so another job takes a turn")
+				}, timeout, interval).Should(gomega.Succeed(), "turns so far: %v", turns)
+				turns = append(turns, next)
+			}
+			ginkgo.GinkgoWriter.Printf("turns: %v\n", turns)
+			gomega.Expect(turns[:n]).To(gomega.ConsistOf(names), "every job gets a turn before any gets a second")
+			gomega.Expect(turns[n:]).To(gomega.Equal(turns[:n]), "the rotation repeats in the same order")
+		},
+		ginkgo.Entry("three workloads", 3),
+		ginkgo.Entry("five workloads", 5),
+	)
 })
 
 func ignoreExists(err error) error {
