@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 const (
@@ -105,51 +105,10 @@ var _ = ginkgo.Describe("Admission through the kueue-timeshare manager", ginkgo.
 	})
 })
 
-func clusterQueue(name, cpu string) *kueue.ClusterQueue {
-	return &kueue.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: kueue.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{},
-			ResourceGroups: []kueue.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-				Flavors: []kueue.FlavorQuotas{{
-					Name:      "default-flavor",
-					Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpu)}},
-				}},
-			}},
-		},
-	}
-}
+func clusterQueue(name, cpu string) *kueue.ClusterQueue { return util.CPUClusterQueue(name, cpu) }
 
-func job(ns, name, cpu string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{constants.QueueLabel: "team-a"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1),
-			Completions: ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name:      "main",
-					Image:     "busybox",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
-				}},
-			}},
-		},
-	}
-}
+func job(ns, name, cpu string) *batchv1.Job { return util.CPUJob(ns, name, "team-a", cpu) }
 
-// workloadOf finds the Workload the job controller created for j.
 func workloadOf(g gomega.Gomega, ctx context.Context, j *batchv1.Job) *kueue.Workload {
-	var list kueue.WorkloadList
-	g.Expect(env.Client.List(ctx, &list, client.InNamespace(j.Namespace))).To(gomega.Succeed())
-	for i := range list.Items {
-		for _, ref := range list.Items[i].OwnerReferences {
-			if ref.Kind == "Job" && ref.Name == j.Name {
-				return &list.Items[i]
-			}
-		}
-	}
-	g.Expect("workload for job "+j.Name).To(gomega.BeEmpty(), "no Workload yet")
-	return nil
+	return util.WorkloadOf(g, ctx, env.Client, j)
 }

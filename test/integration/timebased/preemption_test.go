@@ -9,15 +9,13 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 const (
@@ -112,41 +110,14 @@ func clusterQueue(name, window string) *unstructured.Unstructured {
 }
 
 // job needs the whole ClusterQueue.
-func job(ns, name string) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{constants.QueueLabel: "team"}},
-		Spec: batchv1.JobSpec{
-			Parallelism: ptr.To[int32](1),
-			Completions: ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name: "train", Image: "busybox",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-				}},
-			}},
-		},
-	}
-}
+func job(ns, name string) *batchv1.Job { return util.CPUJob(ns, name, "team", "1") }
 
 func unsuspended(g gomega.Gomega, ctx context.Context, j *batchv1.Job) bool {
-	var got batchv1.Job
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
-	return !ptr.Deref(got.Spec.Suspend, true)
+	return util.Unsuspended(g, ctx, env.Client, j)
 }
 
 func workloadOf(g gomega.Gomega, ctx context.Context, j *batchv1.Job) *kueue.Workload {
-	var list kueue.WorkloadList
-	g.Expect(env.Client.List(ctx, &list, client.InNamespace(j.Namespace))).To(gomega.Succeed())
-	for i := range list.Items {
-		for _, ref := range list.Items[i].OwnerReferences {
-			if ref.Kind == "Job" && ref.Name == j.Name {
-				return &list.Items[i]
-			}
-		}
-	}
-	g.Expect("workload for " + j.Name).To(gomega.BeEmpty())
-	return nil
+	return util.WorkloadOf(g, ctx, env.Client, j)
 }
 
 func preemptedTotal(cq, reason string) float64 {

@@ -1,0 +1,73 @@
+package util
+
+import (
+	"context"
+
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/constants"
+)
+
+// CPUClusterQueue has nominal quota cpu of the flavor "default-flavor" and admits every namespace.
+func CPUClusterQueue(name, cpu string) *kueue.ClusterQueue {
+	return &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
+				Flavors: []kueue.FlavorQuotas{{
+					Name:      "default-flavor",
+					Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpu)}},
+				}},
+			}},
+		},
+	}
+}
+
+// CPUJob is a one-pod batch Job asking for cpu, submitted to the LocalQueue queue.
+func CPUJob(ns, name, queue, cpu string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{constants.QueueLabel: queue}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To[int32](1),
+			Completions: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "main", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+				}},
+			}},
+		},
+	}
+}
+
+// WorkloadOf finds the Workload the job controller created for j; it fails g while there is none.
+func WorkloadOf(g gomega.Gomega, ctx context.Context, c client.Client, j *batchv1.Job) *kueue.Workload {
+	var list kueue.WorkloadList
+	g.Expect(c.List(ctx, &list, client.InNamespace(j.Namespace))).To(gomega.Succeed())
+	for i := range list.Items {
+		for _, ref := range list.Items[i].OwnerReferences {
+			if ref.Kind == "Job" && ref.Name == j.Name {
+				return &list.Items[i]
+			}
+		}
+	}
+	g.Expect("workload for job "+j.Name).To(gomega.BeEmpty(), "no Workload yet")
+	return nil
+}
+
+// Unsuspended reports whether Kueue has let j run.
+func Unsuspended(g gomega.Gomega, ctx context.Context, c client.Client, j *batchv1.Job) bool {
+	var got batchv1.Job
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
+	return !ptr.Deref(got.Spec.Suspend, true)
+}
