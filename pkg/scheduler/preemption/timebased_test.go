@@ -120,44 +120,53 @@ func TestTimeBasedTargets(t *testing.T) {
 			want: []string{"ran-30m0s: InClusterQueue"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
-			cache, err := tc.scenario.NewCache(ctx, logr.Discard())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := cache.Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var opts []Option
-			if !tc.noOption {
-				opts = append(opts, WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings {
-					return policy.QueueSettings{MinAdmitDuration: tc.window}
-				}), WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
-					var out []*workload.Info
-					for _, wl := range tc.pending {
-						out = append(out, workload.NewInfo(wl))
-					}
-					return out
-				}))
-			}
-			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
-				clocktesting.NewFakeClock(tc.scenario.Now), nil, preemptexpectations.New(), nil, opts...)
-			info := tc.scenario.PendingInfo()
-			a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
-				Name: info.TotalRequests[0].Name, Count: 1,
-				Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
-			}}}
-			var got []string
-			for _, tg := range p.GetTargets(ctx, *info, a, snap) {
-				got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
-			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-				t.Errorf("targets (-want +got):\n%s", diff)
-			}
-		})
+	// The rule lives in the victim policy, so classical and fair-sharing preemption must agree.
+	for _, fairSharing := range []bool{false, true} {
+		for name, tc := range cases {
+			t.Run(fmt.Sprintf("fairSharing=%t/%s", fairSharing, name), func(t *testing.T) {
+				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+				sc := *tc.scenario
+				sc.FairSharing = fairSharing
+				cache, err := sc.NewCache(ctx, logr.Discard())
+				if err != nil {
+					t.Fatal(err)
+				}
+				snap, err := cache.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var fs *configapi.FairSharing
+				if fairSharing {
+					fs = &configapi.FairSharing{}
+				}
+				var opts []Option
+				if !tc.noOption {
+					opts = append(opts, WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings {
+						return policy.QueueSettings{MinAdmitDuration: tc.window}
+					}), WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+						var out []*workload.Info
+						for _, wl := range tc.pending {
+							out = append(out, workload.NewInfo(wl))
+						}
+						return out
+					}))
+				}
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
+				info := sc.PendingInfo()
+				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+					Name: info.TotalRequests[0].Name, Count: 1,
+					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+				}}}
+				var got []string
+				for _, tg := range p.GetTargets(ctx, *info, a, snap) {
+					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+				}
+				if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
