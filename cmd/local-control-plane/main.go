@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -161,7 +162,7 @@ func startManager(o options, kubeconfig, cfgPath, logPath string) (*managerProce
 		return nil, err
 	}
 	args := []string{"--kubeconfig", kubeconfig, "--config", cfgPath, "--metrics-insecure", "--zap-log-level=2"}
-	args = append(args, splitArgs(o.extraArgs)...)
+	args = append(args, strings.Fields(o.extraArgs)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Own process group: a Ctrl-C in the terminal reaches us, and we stop the manager in order.

@@ -198,10 +198,6 @@ func count(rs []row, state string) int {
 	return n
 }
 
-func splitArgs(s string) []string {
-	return strings.Fields(s)
-}
-
 // tail returns the last n lines of the file at path.
 func tail(path string, n int) string {
 	f, err := os.Open(path)

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"sigs.k8s.io/kueue/pkg/features"
+	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -44,11 +45,11 @@ func sortClassical(log logr.Logger, entries []entry, ordering workload.Ordering)
 }
 
 func classicalCompare(log logr.Logger, a, b *entry, ordering workload.Ordering) int {
-	if c := preferTrue(workload.HasQuotaReservation(a.Obj), workload.HasQuotaReservation(b.Obj)); c != 0 {
+	if c := cmputil.CompareBool(workload.HasQuotaReservation(a.Obj), workload.HasQuotaReservation(b.Obj)); c != 0 {
 		return c
 	}
 	if features.Enabled(features.PrioritizePreemptorWorkloads) {
-		if c := preferTrue(a.IsPreemptor, b.IsPreemptor); c != 0 {
+		if c := cmputil.CompareBool(a.IsPreemptor, b.IsPreemptor); c != 0 {
 			return c
 		}
 	}
@@ -62,18 +63,6 @@ func classicalCompare(log logr.Logger, a, b *entry, ordering workload.Ordering) 
 		}
 	}
 	return compareTime(ordering, a, b)
-}
-
-// preferTrue sorts the entry for which the property holds first.
-func preferTrue(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return -1
-	default:
-		return 1
-	}
 }
 
 // compareTime compares queue-order timestamps; equal times compare equal.

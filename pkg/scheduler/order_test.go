@@ -138,23 +138,6 @@ func TestSortClassical(t *testing.T) {
 	}
 }
 
-func TestPreferTrue(t *testing.T) {
-	cases := []struct {
-		a, b bool
-		want int
-	}{
-		{a: true, b: true, want: 0},
-		{a: false, b: false, want: 0},
-		{a: true, b: false, want: -1},
-		{a: false, b: true, want: 1},
-	}
-	for _, tc := range cases {
-		if got := preferTrue(tc.a, tc.b); got != tc.want {
-			t.Errorf("preferTrue(%t, %t) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 // classicalCompare must be antisymmetric, or the sort is undefined.
 func TestClassicalCompareAntisymmetric(t *testing.T) {
 	features.SetFeatureGateDuringTest(t, features.PrioritizePreemptorWorkloads, true)

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,4 +72,20 @@ func Unsuspended(g gomega.Gomega, ctx context.Context, c client.Client, j *batch
 	var got batchv1.Job
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
 	return !ptr.Deref(got.Spec.Suspend, true)
+}
+
+// RawCPUClusterQueue is CPUClusterQueue as an unstructured object with spec.preemption replaced by
+// preemption, so that it can carry fields Kueue's typed client would drop.
+func RawCPUClusterQueue(name, cpu string, preemption map[string]any) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(CPUClusterQueue(name, cpu))
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+	delete(u.Object, "status")
+	if err := unstructured.SetNestedField(u.Object, preemption, "spec", "preemption"); err != nil {
+		return nil, err
+	}
+	return u, nil
 }

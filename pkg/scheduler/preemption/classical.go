@@ -3,7 +3,6 @@ package preemption
 import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
 )
 
 // variant is how a candidate may be preempted, which decides when it is valid and its reason.
@@ -103,8 +102,7 @@ func (s *search) stillValid(c *candidate, borrow bool) bool {
 // classicalCandidates collects eligible candidates from the preemptor's queue and from the
 // cohort tree, each group ordered by the policy, evicted ones of every group first.
 func (p *Preemptor) classicalCandidates(s *search) candidateSet {
-	forbidden, _ := classical.IsBorrowingWithinCohortForbidden(s.cq)
-	set := candidateSet{borrowingForbids: forbidden, preemptorUnderNom: s.underNominal()}
+	set := candidateSet{borrowingForbids: s.borrowForbidden, preemptorUnderNom: s.underNominal()}
 
 	var sameQueue []*candidate
 	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
@@ -190,10 +188,9 @@ func (s *search) classify(c *candidate, advantage bool) variant {
 	case advantage:
 		return hierarchical
 	}
-	forbidden, threshold := classical.IsBorrowingWithinCohortForbidden(s.cq)
 	// A candidate of equal or higher priority, or above maxPriorityThreshold, may only be reclaimed
 	// if the preemptor does not borrow afterwards.
-	if forbidden || c.Priority >= s.preemptor.Priority || (threshold != nil && c.Priority > int64(*threshold)) {
+	if s.borrowForbidden || c.Priority >= s.preemptor.Priority || (s.borrowThreshold != nil && c.Priority > int64(*s.borrowThreshold)) {
 		return reclaimNoBorrow
 	}
 	return reclaimBorrowing

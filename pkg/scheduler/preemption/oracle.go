@@ -4,15 +4,12 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/util/sets"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
 	preemptioncommon "sigs.k8s.io/kueue/pkg/scheduler/preemption/common"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
 // Oracle answers the flavor assigner's question "could preemption make room for this much of one
@@ -31,20 +28,7 @@ func (p *Preemptor) Oracle(snapshot *schdcache.Snapshot) *Oracle {
 // SimulatePreemption reports whether candidates exist (and whether any is in cq itself), and how
 // high in the cohort tree the workload would borrow once they are gone.
 func (o *Oracle) SimulatePreemption(ctx context.Context, cq *schdcache.ClusterQueueSnapshot, wl workload.Info, fr resources.FlavorResource, quantity resources.Amount) (preemptioncommon.PreemptionPossibility, int) {
-	log := ctrllog.FromContext(ctx)
-	s := &search{
-		ctx:       ctx,
-		log:       log,
-		now:       o.p.clock.Now(),
-		info:      &wl,
-		cq:        o.snapshot.ClusterQueue(wl.ClusterQueue),
-		snapshot:  o.snapshot,
-		contested: sets.New(fr),
-		usage:     workload.Usage{Quota: resources.FlavorResourceQuantities{fr: quantity}},
-		settings:  o.p.settings(wl.ClusterQueue),
-	}
-	s.preemptor = policy.NewPreemptor(log, &wl, o.p.ordering)
-	o.p.applyTurns(s)
+	s := o.p.newSearch(ctx, &wl, o.snapshot, sets.New(fr), workload.Usage{Quota: resources.FlavorResourceQuantities{fr: quantity}})
 	targets := o.p.targets(s)
 	if len(targets) == 0 {
 		height, _ := classical.FindHeightOfLowestSubtreeThatFits(cq, fr, quantity)

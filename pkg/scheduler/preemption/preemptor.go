@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/expectations"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
@@ -147,30 +148,43 @@ type search struct {
 	contested sets.Set[resources.FlavorResource]
 	// settings are the preemptor ClusterQueue's kueue-timeshare settings.
 	settings policy.QueueSettings
+	// borrowForbidden and borrowThreshold are the preemptor queue's borrowWithinCohort.
+	borrowForbidden bool
+	borrowThreshold *int32
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
+}
+
+// newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
+func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, contested sets.Set[resources.FlavorResource], usage workload.Usage) *search {
+	log := ctrllog.FromContext(ctx)
+	s := &search{
+		ctx:       ctx,
+		log:       log,
+		now:       p.clock.Now(),
+		preemptor: policy.NewPreemptor(log, wl, p.ordering),
+		info:      wl,
+		cq:        snapshot.ClusterQueue(wl.ClusterQueue),
+		snapshot:  snapshot,
+		contested: contested,
+		usage:     usage,
+		settings:  p.settings(wl.ClusterQueue),
+	}
+	if s.cq != nil {
+		s.borrowForbidden, s.borrowThreshold = classical.IsBorrowingWithinCohortForbidden(s.cq)
+	}
+	p.applyTurns(s)
+	return s
 }
 
 // GetTargets returns the workloads to evict so that wl fits with the given assignment, or nil.
 func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment flavorassigner.Assignment, snapshot *schdcache.Snapshot) []*Target {
 	log := ctrllog.FromContext(ctx)
-	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	s := &search{
-		ctx:       ctx,
-		log:       log,
-		now:       p.clock.Now(),
-		preemptor: policy.NewPreemptor(log, &wl, p.ordering),
-		info:      &wl,
-		cq:        cq,
-		snapshot:  snapshot,
-		contested: contestedResources(assignment),
-		usage:     workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()},
-		settings:  p.settings(wl.ClusterQueue),
-	}
+	s := p.newSearch(ctx, &wl, snapshot, contestedResources(assignment),
+		workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()})
 	if features.Enabled(features.TopologyAwareScheduling) {
-		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, cq)
+		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
 	}
-	p.applyTurns(s)
 	return p.targets(s)
 }
 
@@ -235,18 +249,6 @@ func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorRe
 		}
 	}
 	return out
-}
-
-// usesContested reports whether the workload holds quota of any contested flavor/resource.
-func usesContested(info *workload.Info, contested sets.Set[resources.FlavorResource]) bool {
-	for _, ps := range info.TotalRequests {
-		for res, flavor := range ps.Flavors {
-			if contested.Has(resources.FlavorResource{Flavor: flavor, Resource: res}) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // fits reports whether the pending workload fits in the snapshot as it stands, optionally
@@ -316,7 +318,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort
 	}
 	for _, info := range cq.Workloads {
-		if !usesContested(info, s.contested) {
+		if !classical.WorkloadUsesResources(info, s.contested) {
 			continue
 		}
 		slab = append(slab, candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)})

@@ -17,6 +17,7 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
@@ -127,29 +128,14 @@ func TestTimeBasedTargets(t *testing.T) {
 				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 				sc := *tc.scenario
 				sc.FairSharing = fairSharing
-				cache, err := sc.NewCache(ctx, logr.Discard())
-				if err != nil {
-					t.Fatal(err)
-				}
-				snap, err := cache.Snapshot(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
+				snap := snapshotOf(t, ctx, &sc)
 				var fs *configapi.FairSharing
 				if fairSharing {
 					fs = &configapi.FairSharing{}
 				}
 				var opts []Option
 				if !tc.noOption {
-					opts = append(opts, WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings {
-						return policy.QueueSettings{MinAdmitDuration: tc.window}
-					}), WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
-						var out []*workload.Info
-						for _, wl := range tc.pending {
-							out = append(out, workload.NewInfo(wl))
-						}
-						return out
-					}))
+					opts = timeSharingOptions(tc.window, tc.pending)
 				}
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
 					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
@@ -191,29 +177,41 @@ func TestExplainWait(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc := timeSharingScenario("1")
 			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
-			cache, err := sc.NewCache(ctx, logr.Discard())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := cache.Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap := snapshotOf(t, ctx, sc)
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
-				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
-				WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-					return policy.QueueSettings{MinAdmitDuration: tc.window}
-				}),
-				WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
-					var out []*workload.Info
-					for _, wl := range tc.pending {
-						out = append(out, workload.NewInfo(wl))
-					}
-					return out
-				}))
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, timeSharingOptions(tc.window, tc.pending)...)
 			if got := p.ExplainWait(ctx, sc.PendingInfo(), snap); got != tc.want {
 				t.Errorf("ExplainWait = %q, want %q", got, tc.want)
 			}
 		})
 	}
+}
+
+// timeSharingOptions configure the window of every ClusterQueue and its pending workloads.
+func timeSharingOptions(window time.Duration, pending []*kueue.Workload) []Option {
+	return []Option{
+		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+			return policy.QueueSettings{MinAdmitDuration: window}
+		}),
+		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+			var out []*workload.Info
+			for _, wl := range pending {
+				out = append(out, workload.NewInfo(wl))
+			}
+			return out
+		}),
+	}
+}
+
+func snapshotOf(t *testing.T, ctx context.Context, sc *snapgen.Scenario) *schdcache.Snapshot {
+	t.Helper()
+	cache, err := sc.NewCache(ctx, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

@@ -24,11 +24,19 @@ import (
 // for time-sharing, or else its queue-order timestamp. The queue itself orders by creation, which
 // would hand the quota straight back to the workload just preempted.
 func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == policy.TimeBasedReason {
+	if c := timeBasedPreemption(wl); c != nil {
 		return c.LastTransitionTime.Time
 	}
 	return ordering.GetQueueOrderTimestamp(wl).Time
+}
+
+// timeBasedPreemption returns the Preempted condition of a workload rotated out for time-sharing.
+func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != policy.TimeBasedReason {
+		return nil
+	}
+	return c
 }
 
 // applyTurns adjusts the preemptor's facts in a ClusterQueue with minAdmitDuration: it waits
@@ -86,15 +94,13 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
 		return ""
 	}
-	log := ctrllog.FromContext(ctx)
-	s := &search{ctx: ctx, log: log, now: p.clock.Now(), info: wl, cq: cq, snapshot: snapshot, settings: settings,
-		preemptor: policy.NewPreemptor(log, wl, p.ordering)}
-	if who := p.waitingLonger(s); who != "" {
+	s := p.newSearch(ctx, wl, snapshot, nil, workload.Usage{})
+	if who := s.preemptor.WaitingLonger; who != "" {
 		return fmt.Sprintf("waiting for a time-sharing turn: %s has waited longer", who)
 	}
 	var first time.Time
 	for _, info := range cq.Workloads {
-		c := policy.NewCandidate(log, info, p.ordering)
+		c := policy.NewCandidate(s.log, info, p.ordering)
 		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
 			continue
 		}
@@ -118,7 +124,7 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 // joined the queue when it was preempted.
 func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info) string {
 	settings := p.settings(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || !rotatedOut(wl.Obj) {
+	if settings.MinAdmitDuration <= 0 || timeBasedPreemption(wl.Obj) == nil {
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)
@@ -126,9 +132,4 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info) string
 		return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", who)
 	}
 	return ""
-}
-
-func rotatedOut(wl *kueue.Workload) bool {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == policy.TimeBasedReason
 }

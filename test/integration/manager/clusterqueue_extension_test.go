@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 // clusterQueueWithConfig builds a ClusterQueue as raw JSON: Kueue's typed client would drop the field.
@@ -17,22 +19,8 @@ func clusterQueueWithConfig(name, within string, config map[string]any) *unstruc
 	if config != nil {
 		preemption["withinClusterQueueConfig"] = config
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta2",
-		"kind":       "ClusterQueue",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"namespaceSelector": map[string]any{},
-			"preemption":        preemption,
-			"resourceGroups": []any{map[string]any{
-				"coveredResources": []any{"cpu"},
-				"flavors": []any{map[string]any{
-					"name":      "default-flavor",
-					"resources": []any{map[string]any{"name": "cpu", "nominalQuota": "4"}},
-				}},
-			}},
-		},
-	}}
+	u, err := util.RawCPUClusterQueue(name, "4", preemption)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return u
 }
 

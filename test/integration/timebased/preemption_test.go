@@ -7,10 +7,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -28,25 +25,17 @@ var _ = ginkgo.Describe("withinClusterQueueConfig.minAdmitDuration", ginkgo.Orde
 	var ns string
 
 	ginkgo.BeforeAll(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "timebased-"}}
-		gomega.Expect(env.Client.Create(ctx, n)).To(gomega.Succeed())
-		ns = n.Name
-		gomega.Expect(ignoreExists(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}))).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, clusterQueue("gpu-share", "5m"))).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team"},
-			Spec:       kueue.LocalQueueSpec{ClusterQueue: "gpu-share"},
-		})).To(gomega.Succeed())
+		ns = timeSharingQueue(ctx, "gpu-share", "team", "5m", "")
 	})
 
 	ginkgo.It("protects the running workload for minAdmitDuration, then lets the waiting one take a turn", func() {
-		first := job(ns, "first")
+		first := job(ns, "team", "first")
 		gomega.Expect(env.Client.Create(ctx, first)).To(gomega.Succeed())
 		gomega.Eventually(func(g gomega.Gomega) { g.Expect(unsuspended(g, ctx, first)).To(gomega.BeTrue()) }, timeout, interval).Should(gomega.Succeed())
 
 		// Same priority, not newer than the running one: upstream's LowerOrNewerEqualPriority never
 		// lets it preempt.
-		second := job(ns, "second")
+		second := job(ns, "team", "second")
 		gomega.Expect(env.Client.Create(ctx, second)).To(gomega.Succeed())
 		before := preemptedTotal("gpu-share", "InClusterQueueTimeBased")
 
@@ -87,30 +76,8 @@ var _ = ginkgo.Describe("withinClusterQueueConfig.minAdmitDuration", ginkgo.Orde
 	})
 })
 
-func clusterQueue(name, window string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kueue.x-k8s.io/v1beta2",
-		"kind":       "ClusterQueue",
-		"metadata":   map[string]any{"name": name},
-		"spec": map[string]any{
-			"namespaceSelector": map[string]any{},
-			"preemption": map[string]any{
-				"withinClusterQueue":       "LowerOrNewerEqualPriority",
-				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": window},
-			},
-			"resourceGroups": []any{map[string]any{
-				"coveredResources": []any{"cpu"},
-				"flavors": []any{map[string]any{
-					"name":      "default-flavor",
-					"resources": []any{map[string]any{"name": "cpu", "nominalQuota": "1"}},
-				}},
-			}},
-		},
-	}}
-}
-
-// job needs the whole ClusterQueue.
-func job(ns, name string) *batchv1.Job { return util.CPUJob(ns, name, "team", "1") }
+// job needs the whole one-CPU ClusterQueue behind the LocalQueue lq.
+func job(ns, lq, name string) *batchv1.Job { return util.CPUJob(ns, name, lq, "1") }
 
 func unsuspended(g gomega.Gomega, ctx context.Context, j *batchv1.Job) bool {
 	return util.Unsuspended(g, ctx, env.Client, j)

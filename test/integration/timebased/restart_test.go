@@ -6,12 +6,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
 )
 
 var _ = ginkgo.Describe("A manager restart in the middle of a window", ginkgo.Ordered, func() {
@@ -19,20 +16,11 @@ var _ = ginkgo.Describe("A manager restart in the middle of a window", ginkgo.Or
 	var ns string
 
 	ginkgo.BeforeAll(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-"}}
-		gomega.Expect(env.Client.Create(ctx, n)).To(gomega.Succeed())
-		ns = n.Name
-		gomega.Expect(ignoreExists(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}))).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, clusterQueue("restart", "5m"))).To(gomega.Succeed())
-		gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rs"},
-			Spec:       kueue.LocalQueueSpec{ClusterQueue: "restart"},
-		})).To(gomega.Succeed())
+		ns = timeSharingQueue(ctx, "restart", "rs", "5m", "")
 	})
 
 	ginkgo.It("keeps the window's original start: no earlier, no later", func() {
-		first := job(ns, "first")
-		first.Labels[constants.QueueLabel] = "rs"
+		first := job(ns, "rs", "first")
 		gomega.Expect(env.Client.Create(ctx, first)).To(gomega.Succeed())
 		var reservedAt time.Time
 		gomega.Eventually(func(g gomega.Gomega) {
@@ -45,8 +33,7 @@ var _ = ginkgo.Describe("A manager restart in the middle of a window", ginkgo.Or
 		clk.Step(2 * time.Minute)
 		ginkgo.By("restarting the manager two minutes into the window")
 		gomega.Expect(env.RestartManager()).To(gomega.Succeed())
-		second := job(ns, "second")
-		second.Labels[constants.QueueLabel] = "rs"
+		second := job(ns, "rs", "second")
 		gomega.Expect(env.Client.Create(ctx, second)).To(gomega.Succeed())
 
 		clk.Step(2 * time.Minute)

@@ -8,13 +8,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/constants"
 )
 
 var _ = ginkgo.Describe("Fair rotation", func() {
@@ -22,23 +15,12 @@ var _ = ginkgo.Describe("Fair rotation", func() {
 
 	ginkgo.DescribeTable("every same-priority workload takes a turn of at least minAdmitDuration, in a stable cycle (BestEffortFIFO)",
 		func(n int) {
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
-			gomega.Expect(env.Client.Create(ctx, ns)).To(gomega.Succeed())
-			gomega.Expect(ignoreExists(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}))).To(gomega.Succeed())
-			cqName := fmt.Sprintf("rotation-%d", n)
-			cq := clusterQueue(cqName, "5m")
-			gomega.Expect(unstructured.SetNestedField(cq.Object, "BestEffortFIFO", "spec", "queueingStrategy")).To(gomega.Succeed())
-			gomega.Expect(env.Client.Create(ctx, cq)).To(gomega.Succeed())
-			gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "rot"},
-				Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cqName)},
-			})).To(gomega.Succeed())
+			ns := timeSharingQueue(ctx, fmt.Sprintf("rotation-%d", n), "rot", "5m", "BestEffortFIFO")
 
 			var jobs []*batchv1.Job
 			var names []string
 			for i := range n {
-				j := job(ns.Name, fmt.Sprintf("job-%d", i))
-				j.Labels[constants.QueueLabel] = "rot"
+				j := job(ns, "rot", fmt.Sprintf("job-%d", i))
 				gomega.Expect(env.Client.Create(ctx, j)).To(gomega.Succeed())
 				jobs = append(jobs, j)
 				names = append(names, j.Name)
@@ -78,10 +60,3 @@ var _ = ginkgo.Describe("Fair rotation", func() {
 		ginkgo.Entry("five workloads", 5),
 	)
 })
-
-func ignoreExists(err error) error {
-	if err != nil && apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}

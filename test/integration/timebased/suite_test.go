@@ -1,6 +1,7 @@
 package timebased_test
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"testing"
@@ -9,9 +10,15 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -46,3 +53,28 @@ var _ = ginkgo.AfterSuite(func() {
 		gomega.Expect(env.Stop()).To(gomega.Succeed())
 	}
 })
+
+// timeSharingQueue creates a namespace, a one-CPU ClusterQueue with minAdmitDuration window (and
+// the queueing strategy, if given), and the LocalQueue lq pointing to it; it returns the namespace.
+func timeSharingQueue(ctx context.Context, cq, lq, window, strategy string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: cq + "-"}}
+	gomega.Expect(env.Client.Create(ctx, ns)).To(gomega.Succeed())
+	rf := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}}
+	if err := env.Client.Create(ctx, rf); !apierrors.IsAlreadyExists(err) {
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	obj, err := util.RawCPUClusterQueue(cq, "1", map[string]any{
+		"withinClusterQueue":       "LowerOrNewerEqualPriority",
+		"withinClusterQueueConfig": map[string]any{"minAdmitDuration": window},
+	})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	if strategy != "" {
+		gomega.Expect(unstructured.SetNestedField(obj.Object, strategy, "spec", "queueingStrategy")).To(gomega.Succeed())
+	}
+	gomega.Expect(env.Client.Create(ctx, obj)).To(gomega.Succeed())
+	gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: lq},
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
+	})).To(gomega.Succeed())
+	return ns.Name
+}

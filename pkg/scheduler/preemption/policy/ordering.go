@@ -6,6 +6,7 @@ import (
 	"time"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 )
 
 // OrderContext is what ordering keys may read besides the two candidates.
@@ -36,9 +37,9 @@ const (
 // standardKeys is upstream Kueue's candidate order, one row per tie-breaker.
 func standardKeys(o Options) []OrderKey {
 	keys := []OrderKey{
-		{Name: KeyEvicted, Compare: func(_ *OrderContext, a, b *Candidate) int { return trueFirst(a.Evicted, b.Evicted) }},
+		{Name: KeyEvicted, Compare: func(_ *OrderContext, a, b *Candidate) int { return cmputil.CompareBool(a.Evicted, b.Evicted) }},
 		{Name: KeyOtherQueues, Compare: func(ctx *OrderContext, a, b *Candidate) int {
-			return trueFirst(a.Info.ClusterQueue != ctx.ClusterQueue, b.Info.ClusterQueue != ctx.ClusterQueue)
+			return cmputil.CompareBool(a.Info.ClusterQueue != ctx.ClusterQueue, b.Info.ClusterQueue != ctx.ClusterQueue)
 		}},
 	}
 	if o.LocalQueueFairSharing {
@@ -80,15 +81,4 @@ func reservedAt(c *Candidate, now time.Time) time.Time {
 		return now
 	}
 	return c.QuotaReservedAt
-}
-
-func trueFirst(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return -1
-	default:
-		return 1
-	}
 }

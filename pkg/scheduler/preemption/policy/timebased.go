@@ -5,6 +5,7 @@ import (
 	"time"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 )
 
 // TimeBasedReason is the preemption reason of a same-priority workload preempted because it held
@@ -63,7 +64,7 @@ func WithTimeBasedPreemption() Option {
 		case ea && eb:
 			return a.QuotaReservedAt.Compare(b.QuotaReservedAt)
 		default:
-			return trueFirst(ea, eb)
+			return cmputil.CompareBool(ea, eb)
 		}
 	}}
 	return func(p *Policy) {
