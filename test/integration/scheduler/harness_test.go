@@ -182,19 +182,7 @@ func strictFIFO(cq *kueue.ClusterQueue) { cq.Spec.QueueingStrategy = kueue.Stric
 // clusterQueue creates a ClusterQueue with cpu quota in the default flavor, and a
 // LocalQueue of the same name in the run's namespace.
 func (r *run) clusterQueue(name, cpu string, opts ...cqOption) {
-	cq := &kueue.ClusterQueue{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: kueue.ClusterQueueSpec{
-			NamespaceSelector: &metav1.LabelSelector{},
-			ResourceGroups: []kueue.ResourceGroup{{
-				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-				Flavors: []kueue.FlavorQuotas{{
-					Name:      flavor,
-					Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpu)}},
-				}},
-			}},
-		},
-	}
+	cq := util.CPUClusterQueue(name, cpu)
 	for _, o := range opts {
 		o(cq)
 	}
