@@ -58,8 +58,8 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "kueue-timeshare: %v\n", err)
 		return 1
 	}
-	if encoded, err := config.Encode(scheme, &cfg); err == nil {
-		setupLog.V(2).Info("Configuration loaded", "config", encoded)
+	if encoded, err := config.Encode(scheme, &cfg.Kueue); err == nil {
+		setupLog.V(2).Info("Configuration loaded", "config", encoded, "timeshare", cfg.Timeshare)
 	}
 	setupLog.Info("Starting kueue-timeshare", "kueueVersion", version.GitVersion, "gitCommit", version.GitCommit)
 	features.LogFeatureGates(setupLog)

@@ -1,43 +1,110 @@
 package manager
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/yaml"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/util/waitforpodsready"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 )
 
+// Config is what the manager's configuration file holds: Kueue's Configuration and our section.
+type Config struct {
+	Kueue     configapi.Configuration
+	Timeshare tsconfig.Configuration
+}
+
 // LoadConfig reads the Kueue Configuration (config.kueue.x-k8s.io/v1beta2) from path, or the
-// defaults when path is empty, applies the feature gates from the file and the command line,
-// and validates the result. Errors say which step failed so that a bad file is easy to fix.
-func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options, configapi.Configuration, error) {
-	opts, cfg, err := config.Load(scheme, path)
+// defaults when path is empty, with our settings under its top-level `timeshare` key; applies the
+// feature gates from the file and the command line, and validates the result. Errors say which
+// step failed so that a bad file is easy to fix.
+func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options, Config, error) {
+	var all Config
+	opts, cfg, ts, err := loadFile(scheme, path)
 	if err != nil {
 		if path == "" {
-			return opts, cfg, fmt.Errorf("loading default configuration: %w", err)
+			return opts, all, fmt.Errorf("loading default configuration: %w", err)
 		}
-		return opts, cfg, fmt.Errorf("loading configuration file %q: %w", path, err)
+		return opts, all, fmt.Errorf("loading configuration file %q: %w", path, err)
 	}
+	all = Config{Kueue: cfg, Timeshare: ts}
+	if errs := tsconfig.Validate(&all.Timeshare); len(errs) > 0 {
+		return opts, all, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
+	}
+	opts, err = validateKueue(scheme, opts, &all.Kueue, featureGates)
+	return opts, all, err
+}
+
+// loadFile splits our section off the file and hands the rest to Kueue's strict loader.
+func loadFile(scheme *runtime.Scheme, path string) (ctrl.Options, configapi.Configuration, tsconfig.Configuration, error) {
+	var ts tsconfig.Configuration
+	if path == "" {
+		opts, cfg, err := config.Load(scheme, "")
+		tsconfig.SetDefaults(&ts)
+		return opts, cfg, ts, err
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	doc, err := yaml.YAMLToJSON(content)
+	if err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, fmt.Errorf("the file must hold one YAML object: %w", err)
+	}
+	if ts, err = tsconfig.Decode(top[tsconfig.SectionKey]); err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	tsconfig.SetDefaults(&ts)
+	delete(top, tsconfig.SectionKey)
+	rest, err := json.Marshal(top)
+	if err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	// Kueue's loader only reads files; JSON is YAML.
+	tmp, err := os.CreateTemp("", "kueue-config-*.json")
+	if err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(rest); err != nil {
+		tmp.Close()
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	if err := tmp.Close(); err != nil {
+		return ctrl.Options{}, configapi.Configuration{}, ts, err
+	}
+	opts, cfg, err := config.Load(scheme, tmp.Name())
+	return opts, cfg, ts, err
+}
+
+func validateKueue(scheme *runtime.Scheme, opts ctrl.Options, cfg *configapi.Configuration, featureGates string) (ctrl.Options, error) {
 	if errs := config.LoadAndValidateFeatureGates(featureGates, cfg.FeatureGates); len(errs) > 0 {
-		return opts, cfg, fmt.Errorf("invalid feature gates: %w", errs.ToAggregate())
+		return opts, fmt.Errorf("invalid feature gates: %w", errs.ToAggregate())
 	}
 	if err := scheduler.CheckFeatureGates(); err != nil {
-		return opts, cfg, fmt.Errorf("invalid feature gates: %w", err)
+		return opts, fmt.Errorf("invalid feature gates: %w", err)
 	}
-	if errs := config.Validate(&cfg, scheme); len(errs) > 0 {
-		return opts, cfg, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
+	if errs := config.Validate(cfg, scheme); len(errs) > 0 {
+		return opts, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 	}
-	if err := config.AddWebhookSettingsTo(&opts, &cfg); err != nil {
-		return opts, cfg, fmt.Errorf("invalid webhook settings: %w", err)
+	if err := config.AddWebhookSettingsTo(&opts, cfg); err != nil {
+		return opts, fmt.Errorf("invalid webhook settings: %w", err)
 	}
-	return opts, cfg, nil
+	return opts, nil
 }
 
 func internalCertsEnabled(cfg *configapi.Configuration) bool {

@@ -5,12 +5,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 )
+
+var defaultTimeshare = tsconfig.Configuration{
+	DefaultPreemptMinRuntime: &metav1.Duration{},
+	DefaultReclaimMinRuntime: &metav1.Duration{},
+	ReclaimResolveMethod:     tsconfig.ReclaimResolveLCA,
+	DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
+}
 
 // Feature gates are process-wide, so the cases that set them run the binary instead
 // (cmd/kueue-timeshare).
@@ -22,14 +31,17 @@ func TestLoadConfig(t *testing.T) {
 	cases := map[string]struct {
 		file    string   // empty: no --config
 		wantErr []string // substrings of the error; nil means success
-		check   func(t *testing.T, cfg configapi.Configuration)
+		check   func(t *testing.T, cfg Config)
 	}{
 		"defaults without a file": {
-			check: func(t *testing.T, cfg configapi.Configuration) {
-				if diff := cmp.Diff(ptr.To(9443), cfg.Webhook.Port); diff != "" {
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(ptr.To(9443), cfg.Kueue.Webhook.Port); diff != "" {
 					t.Errorf("webhook port (-want +got):\n%s", diff)
 				}
-				if !internalCertsEnabled(&cfg) {
+				if diff := cmp.Diff(defaultTimeshare, cfg.Timeshare); diff != "" {
+					t.Errorf("timeshare section (-want +got):\n%s", diff)
+				}
+				if !internalCertsEnabled(&cfg.Kueue) {
 					t.Error("internal certificate management should be on by default")
 				}
 			},
@@ -42,14 +54,61 @@ webhook:
 internalCertManagement:
   enable: false
 `,
-			check: func(t *testing.T, cfg configapi.Configuration) {
-				if diff := cmp.Diff(ptr.To(9555), cfg.Webhook.Port); diff != "" {
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(ptr.To(9555), cfg.Kueue.Webhook.Port); diff != "" {
 					t.Errorf("webhook port (-want +got):\n%s", diff)
 				}
-				if internalCertsEnabled(&cfg) {
+				if internalCertsEnabled(&cfg.Kueue) {
 					t.Error("internal certificate management should be off")
 				}
+				if diff := cmp.Diff(defaultTimeshare, cfg.Timeshare); diff != "" {
+					t.Errorf("timeshare section (-want +got):\n%s", diff)
+				}
 			},
+		},
+		"timeshare section beside Kueue's fields": {
+			file: `apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+webhook:
+  port: 9556
+timeshare:
+  defaultPreemptMinRuntime: 5m
+  reclaimResolveMethod: Queue
+`,
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(ptr.To(9556), cfg.Kueue.Webhook.Port); diff != "" {
+					t.Errorf("webhook port (-want +got):\n%s", diff)
+				}
+				want := tsconfig.Configuration{
+					DefaultPreemptMinRuntime: &metav1.Duration{Duration: 5 * time.Minute},
+					DefaultReclaimMinRuntime: &metav1.Duration{},
+					ReclaimResolveMethod:     tsconfig.ReclaimResolveQueue,
+					DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
+				}
+				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
+					t.Errorf("timeshare section (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"negative min-runtime names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultReclaimMinRuntime: -1m\n",
+			wantErr: []string{"invalid configuration", "timeshare.defaultReclaimMinRuntime", "must not be negative"},
+		},
+		"unknown resolve method names the field and the choices": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n",
+			wantErr: []string{"timeshare.reclaimResolveMethod", `"LCA"`, `"Queue"`},
+		},
+		"unknown timeshare field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultPreemptMinRunTime: 1m\n",
+			wantErr: []string{"timeshare", "defaultPreemptMinRunTime"},
+		},
+		"bad duration": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultRequeueDelay: soon\n",
+			wantErr: []string{"timeshare", "soon"},
+		},
+		"unknown Kueue field is still refused": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwebhok: {}\n",
+			wantErr: []string{"loading configuration file", "webhok"},
 		},
 		"missing file names the path": {
 			file:    "\x00missing",

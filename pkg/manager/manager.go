@@ -63,6 +63,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/visibility"
 	"sigs.k8s.io/kueue/pkg/webhooks"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
@@ -95,9 +96,10 @@ type Manager struct {
 	Cache  *schdcache.Cache
 	Queues *qcache.Manager
 
-	cfg  configapi.Configuration
-	opts Options
-	log  logr.Logger
+	cfg          configapi.Configuration
+	timeshareCfg tsconfig.Configuration
+	opts         Options
+	log          logr.Logger
 
 	roleTracker            *roletracker.RoleTracker
 	preemptionExpectations *expectations.Store
@@ -113,11 +115,12 @@ type Manager struct {
 
 // New builds the manager and every component it runs; nothing starts until Start.
 // cfg must come from LoadConfig, which also applies the feature gates.
-func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, cfg configapi.Configuration, o Options) (*Manager, error) {
+func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, all Config, o Options) (*Manager, error) {
 	if o.MetricsCertDir == "" {
 		o.MetricsCertDir = DefaultMetricsCertDir
 	}
-	m := &Manager{cfg: cfg, opts: o, log: o.Log, kubeConfig: rest.CopyConfig(kubeConfig)}
+	cfg := all.Kueue
+	m := &Manager{cfg: cfg, timeshareCfg: all.Timeshare, opts: o, log: o.Log, kubeConfig: rest.CopyConfig(kubeConfig)}
 	if m.kubeConfig.UserAgent == "" {
 		m.kubeConfig.UserAgent = useragent.Default()
 	}

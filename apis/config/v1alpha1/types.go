@@ -1,0 +1,100 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+)
+
+// SectionKey is the top-level key of the configuration file that holds Configuration.
+const SectionKey = "timeshare"
+
+// ReclaimResolveMethod says where a reclaim victim's protection is looked up.
+type ReclaimResolveMethod string
+
+const (
+	// ReclaimResolveLCA starts one level below the lowest common ancestor cohort of the two
+	// ClusterQueues, on the victim's side, and walks up.
+	ReclaimResolveLCA ReclaimResolveMethod = "LCA"
+	// ReclaimResolveQueue starts at the victim's ClusterQueue and walks up.
+	ReclaimResolveQueue ReclaimResolveMethod = "Queue"
+)
+
+// DefaultRequeueDelay is the cooldown after an expected-runtime requeue when neither the workload
+// nor the configuration sets one.
+const DefaultRequeueDelay = 10 * time.Minute
+
+// Configuration is the `timeshare` section of the manager's configuration file. Unset fields take
+// the defaults of SetDefaults.
+type Configuration struct {
+	// DefaultPreemptMinRuntime protects a workload from preemption within its own ClusterQueue
+	// when neither its ClusterQueue nor any ancestor cohort sets preemptMinRuntime. 0s: none.
+	DefaultPreemptMinRuntime *metav1.Duration `json:"defaultPreemptMinRuntime,omitempty"`
+	// DefaultReclaimMinRuntime protects a workload from reclaim by another ClusterQueue when no
+	// queue on the resolution path sets reclaimMinRuntime. 0s: none.
+	DefaultReclaimMinRuntime *metav1.Duration `json:"defaultReclaimMinRuntime,omitempty"`
+	// ReclaimResolveMethod is LCA (default) or Queue.
+	ReclaimResolveMethod ReclaimResolveMethod `json:"reclaimResolveMethod,omitempty"`
+	// DefaultRequeueDelay is the expected-runtime cooldown when a workload does not set one.
+	DefaultRequeueDelay *metav1.Duration `json:"defaultRequeueDelay,omitempty"`
+}
+
+// SetDefaults fills unset fields.
+func SetDefaults(c *Configuration) {
+	if c.DefaultPreemptMinRuntime == nil {
+		c.DefaultPreemptMinRuntime = &metav1.Duration{}
+	}
+	if c.DefaultReclaimMinRuntime == nil {
+		c.DefaultReclaimMinRuntime = &metav1.Duration{}
+	}
+	if c.ReclaimResolveMethod == "" {
+		c.ReclaimResolveMethod = ReclaimResolveLCA
+	}
+	if c.DefaultRequeueDelay == nil {
+		c.DefaultRequeueDelay = &metav1.Duration{Duration: DefaultRequeueDelay}
+	}
+}
+
+// Validate checks a defaulted Configuration; paths start at the section key.
+func Validate(c *Configuration) field.ErrorList {
+	path := field.NewPath(SectionKey)
+	var errs field.ErrorList
+	nonNegative := func(name string, d *metav1.Duration) {
+		if d != nil && d.Duration < 0 {
+			errs = append(errs, field.Invalid(path.Child(name), d.Duration.String(), "must not be negative"))
+		}
+	}
+	nonNegative("defaultPreemptMinRuntime", c.DefaultPreemptMinRuntime)
+	nonNegative("defaultReclaimMinRuntime", c.DefaultReclaimMinRuntime)
+	nonNegative("defaultRequeueDelay", c.DefaultRequeueDelay)
+	switch c.ReclaimResolveMethod {
+	case ReclaimResolveLCA, ReclaimResolveQueue:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("reclaimResolveMethod"), c.ReclaimResolveMethod,
+			[]ReclaimResolveMethod{ReclaimResolveLCA, ReclaimResolveQueue}))
+	}
+	return errs
+}
+
+// Decode reads the section strictly: unknown fields are errors that name them.
+func Decode(raw json.RawMessage) (Configuration, error) {
+	var c Configuration
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return c, nil
+	}
+	// Case-sensitive, as the API server reads our CRD fields.
+	strict, err := kjson.UnmarshalStrict(raw, &c)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", SectionKey, err)
+	}
+	if len(strict) > 0 {
+		return c, fmt.Errorf("%s: %w", SectionKey, errors.Join(strict...))
+	}
+	return c, nil
+}
