@@ -26,7 +26,7 @@ run: envtest manifests build ## Start etcd, kube-apiserver and the manager on lo
 	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
 
 .PHONY: test
-test: verify envtest manifests ## Format and vet checks, unit tests and envtest integration tests.
+test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
 .PHONY: build
@@ -48,6 +48,32 @@ BENCH_COUNT ?= 1
 .PHONY: bench-scheduler
 bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTargets), with ratios.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
+
+##@ Packaging
+
+CHART_DIR := charts/kueue-timeshare
+CHART_VERSION = $(shell awk '$$1 == "version:" {print $$2}' $(CHART_DIR)/Chart.yaml)
+APP_VERSION = $(shell awk '$$1 == "appVersion:" {gsub(/"/, "", $$2); print $$2}' $(CHART_DIR)/Chart.yaml)
+# The image `make image-build` tags; the chart's default is kueue-timeshare:<appVersion>.
+IMG ?= kueue-timeshare:$(APP_VERSION)
+CONTAINER_TOOL ?= docker
+
+.PHONY: helm-package
+helm-package: helm-lint ## Package the Helm chart, with the generated CRDs, into dist/kueue-timeshare-<version>.tgz.
+	$(BIN)/helm package $(CHART_DIR) --destination dist
+	@echo "dist/kueue-timeshare-$(CHART_VERSION).tgz"
+
+.PHONY: helm-lint
+helm-lint: helm-generate $(BIN)/helm ## Lint the Helm chart (strict).
+	$(BIN)/helm lint --strict $(CHART_DIR)
+
+.PHONY: helm-generate
+helm-generate: manifests ## Copy the generated CRDs, RBAC rules and webhooks into the chart (git-ignored).
+	hack/chart-generate.sh
+
+.PHONY: image-build
+image-build: ## Build the manager's container image $(IMG) (needs a container engine).
+	$(CONTAINER_TOOL) build -t $(IMG) .
 
 ##@ Build outputs (git-ignored)
 
@@ -79,12 +105,17 @@ $(BIN)/kubectl: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$(KUBE_LDFLAGS)"
 $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
+# Helm's release build stamps its version and the Kubernetes version it assumes when not talking to
+# a cluster (`helm template`, `helm lint`); without them it reports v1.20.
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.19.0 \
+  -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=34 \
+  -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=34
 $(BIN)/helm: FORCE
-	hack/build-tool.sh tools/helm helm.sh/helm/v3/cmd/helm helm
+	hack/build-tool.sh tools/helm helm.sh/helm/v3/cmd/helm helm "$(HELM_LDFLAGS)"
 
 .PHONY: clean
 clean: ## Remove build outputs (keeps the cached tools in bin/).
-	rm -rf config/_output .local
+	rm -rf config/_output .local dist $(CHART_DIR)/generated
 
 .PHONY: help
 help: ## Show this help.
