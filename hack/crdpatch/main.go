@@ -21,13 +21,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: crdpatch <crd directory>")
 		os.Exit(2)
 	}
-	if err := patchClusterQueues(filepath.Join(os.Args[1], "kueue.x-k8s.io_clusterqueues.yaml")); err != nil {
-		fmt.Fprintf(os.Stderr, "crdpatch: %v\n", err)
-		os.Exit(1)
+	patches := map[string]func(*apiextensionsv1.CustomResourceDefinition) error{
+		"kueue.x-k8s.io_clusterqueues.yaml": AddClusterQueueFields,
+		"kueue.x-k8s.io_cohorts.yaml":       AddCohortFields,
+	}
+	for file, add := range patches {
+		if err := patchFile(filepath.Join(os.Args[1], file), add); err != nil {
+			fmt.Fprintf(os.Stderr, "crdpatch: %v\n", err)
+			os.Exit(1)
+		}
 	}
 }
 
-func patchClusterQueues(path string) error {
+func patchFile(path string, add func(*apiextensionsv1.CustomResourceDefinition) error) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -36,7 +42,7 @@ func patchClusterQueues(path string) error {
 	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := AddClusterQueueFields(&crd); err != nil {
+	if err := add(&crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	out, err := yaml.Marshal(&crd)
@@ -46,10 +52,28 @@ func patchClusterQueues(path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// AddClusterQueueFields puts withinClusterQueueConfig under spec.preemption of every version.
+// AddClusterQueueFields puts withinClusterQueueConfig and the min-runtimes under spec.preemption of
+// every version.
 func AddClusterQueueFields(crd *apiextensionsv1.CustomResourceDefinition) error {
-	if crd.Spec.Names.Kind != "ClusterQueue" {
-		return fmt.Errorf("expected the ClusterQueue CRD, got %q", crd.Spec.Names.Kind)
+	return editPreemption(crd, "ClusterQueue", func(preemption *apiextensionsv1.JSONSchemaProps) {
+		preemption.Properties["withinClusterQueueConfig"] = tsapi.WithinClusterQueueConfigSchema()
+		for name, prop := range tsapi.MinRuntimeSchemaProperties() {
+			preemption.Properties[name] = prop
+		}
+	})
+}
+
+// AddCohortFields gives Cohorts a spec.preemption with the min-runtimes, in every version.
+func AddCohortFields(crd *apiextensionsv1.CustomResourceDefinition) error {
+	return editPreemption(crd, "Cohort", func(preemption *apiextensionsv1.JSONSchemaProps) {
+		*preemption = tsapi.CohortPreemptionSchema()
+	})
+}
+
+// editPreemption lets edit change spec.preemption (empty if the kind has none) in every version.
+func editPreemption(crd *apiextensionsv1.CustomResourceDefinition, kind string, edit func(*apiextensionsv1.JSONSchemaProps)) error {
+	if crd.Spec.Names.Kind != kind {
+		return fmt.Errorf("expected the %s CRD, got %q", kind, crd.Spec.Names.Kind)
 	}
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
@@ -60,11 +84,11 @@ func AddClusterQueueFields(crd *apiextensionsv1.CustomResourceDefinition) error 
 		if !ok {
 			return fmt.Errorf("version %s: no spec in schema", v.Name)
 		}
-		preemption, ok := spec.Properties["preemption"]
-		if !ok {
-			return fmt.Errorf("version %s: no spec.preemption in schema", v.Name)
+		preemption := spec.Properties["preemption"]
+		if preemption.Properties == nil {
+			preemption.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 		}
-		preemption.Properties["withinClusterQueueConfig"] = tsapi.WithinClusterQueueConfigSchema()
+		edit(&preemption)
 		spec.Properties["preemption"] = preemption
 		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
 	}

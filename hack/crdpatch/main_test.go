@@ -26,7 +26,7 @@ func TestPatchesEveryVersionOfKueuesClusterQueueCRD(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := patchClusterQueues(path); err != nil {
+	if err := patchFile(path, AddClusterQueueFields); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.ReadFile(path)
@@ -50,9 +50,42 @@ func TestPatchesEveryVersionOfKueuesClusterQueueCRD(t *testing.T) {
 		if d := got.Properties["minAdmitDuration"]; d.Type != "string" || d.Pattern == "" || !strings.Contains(d.Description, "QuotaReserved") {
 			t.Errorf("%s: minAdmitDuration schema %+v", v.Name, d)
 		}
+		for _, name := range []string{"preemptMinRuntime", "reclaimMinRuntime"} {
+			if d := p.Properties[name]; d.Type != "string" || d.Pattern == "" || !strings.Contains(d.Description, "Admitted") {
+				t.Errorf("%s: %s schema %+v", v.Name, name, d)
+			}
+		}
 		// Upstream's own fields stay.
 		if _, ok := p.Properties["withinClusterQueue"]; !ok {
 			t.Errorf("%s: withinClusterQueue lost", v.Name)
+		}
+	}
+}
+
+func TestGivesCohortsAPreemptionSection(t *testing.T) {
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue").Output()
+	if err != nil {
+		t.Fatalf("locating the kueue module: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "config/components/crd/bases/kueue.x-k8s.io_cohorts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddCohortFields(&crd); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range crd.Spec.Versions {
+		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		p := spec.Properties["preemption"]
+		if p.Type != "object" || len(p.Properties) != 2 || p.Properties["reclaimMinRuntime"].Pattern == "" {
+			t.Errorf("%s: spec.preemption schema %+v", v.Name, p)
+		}
+		if _, ok := spec.Properties["parentName"]; !ok {
+			t.Errorf("%s: parentName lost", v.Name)
 		}
 	}
 }

@@ -15,10 +15,18 @@ const (
 	// spec.preemption.withinClusterQueueConfig.minAdmitDuration make same-priority workloads
 	// preemptible once they have held quota that long (KEP-8522). Off: the field is ignored.
 	TimeBasedSamePriorityPreemption featuregate.Feature = "TimeBasedSamePriorityPreemption"
+
+	// MinRuntimeProtection lets preemptMinRuntime and reclaimMinRuntime (on ClusterQueues, Cohorts
+	// and the manager configuration) keep running workloads from being chosen as victims until they
+	// have run that long. Off: those settings are ignored.
+	MinRuntimeProtection featuregate.Feature = "MinRuntimeProtection"
 )
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 	TimeBasedSamePriorityPreemption: {
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	MinRuntimeProtection: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
@@ -18,19 +19,21 @@ func TestGatesLiveInUpstreamsGate(t *testing.T) {
 		"turned off":           {set: ptr(false), want: false},
 		"turned on":            {set: ptr(true), want: true},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if tc.set != nil {
-				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, TimeBasedSamePriorityPreemption, *tc.set)
-			}
-			if got := Enabled(TimeBasedSamePriorityPreemption); got != tc.want {
-				t.Errorf("Enabled = %t, want %t", got, tc.want)
-			}
-			// Upstream's helper reads the same gate, so configuration and flags reach both.
-			if got := kueuefeatures.Enabled(TimeBasedSamePriorityPreemption); got != tc.want {
-				t.Errorf("upstream's features.Enabled = %t, want %t", got, tc.want)
-			}
-		})
+	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection} {
+		for name, tc := range cases {
+			t.Run(string(gate)+"/"+name, func(t *testing.T) {
+				if tc.set != nil {
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, *tc.set)
+				}
+				if got := Enabled(gate); got != tc.want {
+					t.Errorf("Enabled = %t, want %t", got, tc.want)
+				}
+				// Upstream's helper reads the same gate, so configuration and flags reach both.
+				if got := kueuefeatures.Enabled(gate); got != tc.want {
+					t.Errorf("upstream's features.Enabled = %t, want %t", got, tc.want)
+				}
+			})
+		}
 	}
 }
 

@@ -120,6 +120,7 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, al
 		o.MetricsCertDir = DefaultMetricsCertDir
 	}
 	cfg := all.Kueue
+	tsconfig.SetDefaults(&all.Timeshare)
 	m := &Manager{cfg: cfg, timeshareCfg: all.Timeshare, opts: o, log: o.Log, kubeConfig: rest.CopyConfig(kubeConfig)}
 	if m.kubeConfig.UserAgent == "" {
 		m.kubeConfig.UserAgent = useragent.Default()

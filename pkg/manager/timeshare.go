@@ -33,6 +33,7 @@ func timesharePreemptorFactory(store *queuesettings.Store, queues *qcache.Manage
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
+			preemption.WithMinRuntimeProtection(store),
 		)}
 	}
 }
@@ -41,12 +42,30 @@ func timesharePreemptorFactory(store *queuesettings.Store, queues *qcache.Manage
 // controller, and the waker that re-evaluates a queue when a window runs out.
 func (m *Manager) setupTimeshare() error {
 	log := m.log.WithName("timeshare")
-	m.settings = queuesettings.NewStore()
+	ts := m.timeshareCfg
+	m.settings = queuesettings.NewStore(
+		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
+		policy.ResolveMethod(ts.ReclaimResolveMethod))
 	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, m.GetClient(), m.Queues, cq, log)
 	}
 	if err := queuesettings.Setup(m, m.settings, wake); err != nil {
 		return fmt.Errorf("setting up the ClusterQueue settings controller: %w", err)
+	}
+	// A Cohort's settings reach every ClusterQueue below it; waking one ClusterQueue wakes its
+	// whole tree, and Cohort changes are rare, so wake them all.
+	wakeAll := func(ctx context.Context, _ kueue.CohortReference) {
+		var cqs kueue.ClusterQueueList
+		if err := m.GetClient().List(ctx, &cqs); err != nil {
+			log.V(2).Info("Could not list ClusterQueues to wake", "error", err.Error())
+			return
+		}
+		for i := range cqs.Items {
+			queuesettings.Wake(ctx, m.GetClient(), m.Queues, kueue.ClusterQueueReference(cqs.Items[i].Name), log)
+		}
+	}
+	if err := queuesettings.SetupCohorts(m, m.settings, wakeAll); err != nil {
+		return fmt.Errorf("setting up the Cohort settings controller: %w", err)
 	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
@@ -63,4 +82,5 @@ var (
 	_ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
 	_ scheduler.WaitExplainer            = timesharePreemptor{}
 	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
+	_ scheduler.ReclaimGuarantor         = timesharePreemptor{}
 )

@@ -1,15 +1,18 @@
-// Package queuesettings keeps each ClusterQueue's kueue-timeshare settings (the extension fields
-// Kueue's typed objects drop) for the preemptor, read from the raw objects by a small controller.
+// Package queuesettings keeps each ClusterQueue's and Cohort's kueue-timeshare settings (the
+// extension fields Kueue's typed objects drop) for the preemptor, read from the raw objects by
+// small controllers.
 package queuesettings
 
 import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,15 +30,93 @@ import (
 // ignored because they break a validation rule (possible when written while the webhook was down).
 const ReasonInvalidSettings = "InvalidTimeshareSettings"
 
-// Store holds the last valid settings of every ClusterQueue.
+// Store holds the last valid settings of every ClusterQueue and Cohort, and the manager-level
+// min-runtime defaults.
 type Store struct {
 	mu       sync.RWMutex
 	settings map[kueue.ClusterQueueReference]policy.QueueSettings
+	cqMin    map[kueue.ClusterQueueReference]policy.MinRuntimes
+	cohorts  map[kueue.CohortReference]policy.MinRuntimes
+	defaults policy.Defaults
+	method   policy.ResolveMethod
 }
 
-// NewStore returns an empty store.
-func NewStore() *Store {
-	return &Store{settings: map[kueue.ClusterQueueReference]policy.QueueSettings{}}
+// NewStore returns a store without settings, with the manager's min-runtime defaults.
+func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
+	return &Store{
+		settings: map[kueue.ClusterQueueReference]policy.QueueSettings{},
+		cqMin:    map[kueue.ClusterQueueReference]policy.MinRuntimes{},
+		cohorts:  map[kueue.CohortReference]policy.MinRuntimes{},
+		defaults: defaults,
+		method:   method,
+	}
+}
+
+// ClusterQueueMinRuntimes returns the min-runtimes set on cq; unset fields inherit.
+func (s *Store) ClusterQueueMinRuntimes(cq kueue.ClusterQueueReference) policy.MinRuntimes {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cqMin[cq]
+}
+
+// CohortMinRuntimes returns the min-runtimes set on a Cohort; unset fields inherit.
+func (s *Store) CohortMinRuntimes(c kueue.CohortReference) policy.MinRuntimes {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cohorts[c]
+}
+
+// MinRuntimeDefaults returns the manager configuration's defaults and reclaim resolve method.
+func (s *Store) MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod) {
+	return s.defaults, s.method
+}
+
+// minRuntimeValues lists every distinct positive min-runtime in use, defaults included: the
+// lengths after which some protection may end.
+func (s *Store) minRuntimeValues() []time.Duration {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := sets.New[time.Duration]()
+	add := func(m policy.MinRuntimes) {
+		for _, st := range []policy.Setting{m.Preempt, m.Reclaim} {
+			if st.Set && st.Value > 0 {
+				seen.Insert(st.Value)
+			}
+		}
+	}
+	for _, m := range s.cqMin {
+		add(m)
+	}
+	for _, m := range s.cohorts {
+		add(m)
+	}
+	add(policy.MinRuntimes{Preempt: policy.Set(s.defaults.Preempt), Reclaim: policy.Set(s.defaults.Reclaim)})
+	return sets.List(seen)
+}
+
+// setClusterQueueMinRuntimes stores cq's min-runtimes and reports whether they changed.
+func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return setOrDelete(s.cqMin, cq, m)
+}
+
+// setCohort stores a Cohort's min-runtimes and reports whether they changed.
+func (s *Store) setCohort(c kueue.CohortReference, m policy.MinRuntimes) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return setOrDelete(s.cohorts, c, m)
+}
+
+func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
+	var zero V
+	old := m[k]
+	if v == zero {
+		delete(m, k)
+	} else {
+		m[k] = v
+	}
+	return old != v
 }
 
 // Settings returns the settings of cq; the zero value (upstream behaviour) when it has none or
@@ -54,13 +135,7 @@ func (s *Store) Settings(cq kueue.ClusterQueueReference) policy.QueueSettings {
 func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.settings[cq]
-	if qs == (policy.QueueSettings{}) {
-		delete(s.settings, cq)
-	} else {
-		s.settings[cq] = qs
-	}
-	return old != qs
+	return setOrDelete(s.settings, cq, qs)
 }
 
 // snapshot copies the settings, gated like Settings.
@@ -112,40 +187,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
+			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{})
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	qs, problem := parse(u)
+	qs, mr, problem := parse(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", problem)
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"kueue-timeshare settings ignored: %s", problem)
 	}
-	if r.store.set(name, qs) && r.onChange != nil {
+	changed := r.store.set(name, qs)
+	changed = r.store.setClusterQueueMinRuntimes(name, mr) || changed
+	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
-	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration)
+	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration,
+		"preemptMinRuntime", mr.Preempt, "reclaimMinRuntime", mr.Reclaim)
 	return ctrl.Result{}, nil
 }
 
 // parse returns the settings, or zero settings and what is wrong with them.
-func parse(u *unstructured.Unstructured) (policy.QueueSettings, string) {
-	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
-	raw, err := json.Marshal(spec)
+func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, string) {
+	raw, err := rawSpec(u)
 	if err != nil {
-		return policy.QueueSettings{}, err.Error()
+		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
 	}
 	ext, err := tsapi.ParseClusterQueueExtension(raw)
 	if err != nil {
-		return policy.QueueSettings{}, err.Error()
+		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
 	}
 	var cq kueue.ClusterQueue
 	if err := json.Unmarshal(raw, &cq.Spec); err != nil {
-		return policy.QueueSettings{}, err.Error()
+		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
 	}
 	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
-		return policy.QueueSettings{}, errs.ToAggregate().Error()
+		return policy.QueueSettings{}, policy.MinRuntimes{}, errs.ToAggregate().Error()
 	}
-	return policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration()}, ""
+	return policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration()}, minRuntimes(ext.MinRuntimes()), ""
+}
+
+func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	return json.Marshal(spec)
+}
+
+func minRuntimes(m tsapi.MinRuntimeSettings) policy.MinRuntimes {
+	var out policy.MinRuntimes
+	if m.PreemptMinRuntime != nil {
+		out.Preempt = policy.Set(m.PreemptMinRuntime.Duration)
+	}
+	if m.ReclaimMinRuntime != nil {
+		out.Reclaim = policy.Set(m.ReclaimMinRuntime.Duration)
+	}
+	return out
 }

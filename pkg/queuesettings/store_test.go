@@ -22,8 +22,22 @@ func TestParse(t *testing.T) {
 	cases := map[string]struct {
 		obj         *unstructured.Unstructured
 		want        policy.QueueSettings
+		wantMin     policy.MinRuntimes
 		wantProblem string
 	}{
+		"min-runtimes, unset and 0s told apart": {
+			obj:     cq(map[string]any{"preemptMinRuntime": "0s", "reclaimMinRuntime": "15m"}),
+			wantMin: policy.MinRuntimes{Preempt: policy.Set(0), Reclaim: policy.Set(15 * time.Minute)},
+		},
+		"min-runtimes beside a window": {
+			obj:     cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}, "preemptMinRuntime": "3h"}),
+			want:    policy.QueueSettings{MinAdmitDuration: 2 * time.Hour},
+			wantMin: policy.MinRuntimes{Preempt: policy.Set(3 * time.Hour)},
+		},
+		"negative min-runtime ignores the whole section": {
+			obj:         cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}, "reclaimMinRuntime": "-1m"}),
+			wantProblem: "spec.preemption.reclaimMinRuntime: Invalid value: \"-1m0s\": must not be negative",
+		},
 		"no settings": {obj: cq(map[string]any{"withinClusterQueue": "LowerPriority"})},
 		"no spec":     {obj: newClusterQueue()},
 		"window": {
@@ -40,14 +54,17 @@ func TestParse(t *testing.T) {
 		},
 		"garbage is ignored": {
 			obj:         cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": int64(12)}}),
-			wantProblem: "spec.preemption.withinClusterQueueConfig: json: cannot unmarshal number into Go struct field WithinClusterQueueConfig.preemption.withinClusterQueueConfig.minAdmitDuration of type string",
+			wantProblem: "spec.preemption.withinClusterQueueConfig: json: cannot unmarshal number into Go struct field WithinClusterQueueConfig.minAdmitDuration of type string",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, problem := parse(tc.obj)
+			got, gotMin, problem := parse(tc.obj)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantMin, gotMin); diff != "" {
+				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
 			if problem != tc.wantProblem {
 				t.Errorf("problem %q, want %q", problem, tc.wantProblem)
@@ -57,7 +74,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestStoreHonoursTheGate(t *testing.T) {
-	s := NewStore()
+	s := NewStore(policy.Defaults{}, policy.ResolveLCA)
 	if !s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
 		t.Error("first set should report a change")
 	}
@@ -80,5 +97,53 @@ func TestStoreHonoursTheGate(t *testing.T) {
 	s.set("cq", policy.QueueSettings{})
 	if _, ok := s.settings["cq"]; ok {
 		t.Error("zero settings should drop the entry")
+	}
+}
+
+func TestParseCohort(t *testing.T) {
+	cohort := func(spec map[string]any) *unstructured.Unstructured {
+		u := newCohort()
+		u.Object["spec"] = spec
+		return u
+	}
+	cases := map[string]struct {
+		obj         *unstructured.Unstructured
+		want        policy.MinRuntimes
+		wantProblem string
+	}{
+		"none":   {obj: cohort(map[string]any{"parentName": "root"})},
+		"both":   {obj: cohort(map[string]any{"preemption": map[string]any{"preemptMinRuntime": "5m", "reclaimMinRuntime": "10m"}}), want: policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(10 * time.Minute)}},
+		"zero":   {obj: cohort(map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "0s"}}), want: policy.MinRuntimes{Reclaim: policy.Set(0)}},
+		"bad":    {obj: cohort(map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "soon"}}), wantProblem: "spec.preemption.reclaimMinRuntime: time: invalid duration \"soon\""},
+		"signed": {obj: cohort(map[string]any{"preemption": map[string]any{"preemptMinRuntime": "-5m"}}), wantProblem: "spec.preemption.preemptMinRuntime: Invalid value: \"-5m0s\": must not be negative"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, problem := parseCohort(tc.obj)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("min-runtimes (-want +got):\n%s", diff)
+			}
+			if problem != tc.wantProblem {
+				t.Errorf("problem %q, want %q", problem, tc.wantProblem)
+			}
+		})
+	}
+}
+
+func TestMinRuntimeValues(t *testing.T) {
+	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
+	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)})
+	s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)})
+	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.minRuntimeValues()); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	if s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}) {
+		t.Error("setting the same value should not report a change")
+	}
+	if !s.setCohort("team", policy.MinRuntimes{}) {
+		t.Error("clearing should report a change")
+	}
+	if _, ok := s.cohorts["team"]; ok {
+		t.Error("cleared settings should drop the entry")
 	}
 }

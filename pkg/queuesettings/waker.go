@@ -7,12 +7,16 @@ import (
 	"github.com/go-logr/logr"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // SweepPeriod is how often the Waker looks for windows that have run out.
@@ -63,6 +67,46 @@ func (w *Waker) sweep(ctx context.Context) {
 		if expired {
 			w.Log.V(3).Info("A minAdmitDuration ran out; re-evaluating pending workloads", "clusterQueue", cq)
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
+		}
+	}
+	if features.Enabled(features.MinRuntimeProtection) {
+		w.sweepProtections(ctx, since, now)
+	}
+}
+
+// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload
+// whose min-runtime, for any value configured anywhere, ended in (since, now]. Which value applies
+// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
+func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
+	values := w.Store.minRuntimeValues()
+	if len(values) == 0 {
+		return
+	}
+	var list kueue.WorkloadList
+	// Read-only use of the cache's objects: copying every workload each second would cost more
+	// than the rest of the sweep.
+	if err := w.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		w.Log.V(2).Info("Could not check min-runtime protections", "error", err.Error())
+		return
+	}
+	woken := sets.New[kueue.ClusterQueueReference]()
+	for i := range list.Items {
+		wl := &list.Items[i]
+		if wl.Status.Admission == nil || woken.Has(wl.Status.Admission.ClusterQueue) || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+			continue
+		}
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		for _, d := range values {
+			if end := c.LastTransitionTime.Add(d); end.After(since) && !end.After(now) {
+				cq := wl.Status.Admission.ClusterQueue
+				woken.Insert(cq)
+				w.Log.V(3).Info("A min-runtime protection ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "minRuntime", d)
+				Wake(ctx, w.Client, w.Queues, cq, w.Log)
+				break
+			}
 		}
 	}
 }

@@ -95,6 +95,20 @@ func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.S
 	}
 }
 
+// ReclaimGuarantor is implemented by preemptors whose protections can keep a ClusterQueue from
+// reclaiming its quota for a while. A ClusterQueue that cannot always reclaim holds the quota its
+// head waits for, so that the rest of the cohort does not take it first.
+type ReclaimGuarantor interface {
+	CanAlwaysReclaim(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
+}
+
+func (s *Scheduler) canAlwaysReclaim(ctx context.Context, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) bool {
+	if g, ok := s.preemptor.(ReclaimGuarantor); ok {
+		return g.CanAlwaysReclaim(ctx, &e.Info, snap)
+	}
+	return preemption.CanAlwaysReclaim(cq)
+}
+
 // AdmissionVetoer is implemented by preemptors that may hold back a workload that fits, to keep
 // an order of their own: with time-based preemption, a workload rotated out does not take quota
 // back from those that waited longer for a turn.

@@ -76,7 +76,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 			e.requeueReason = qcache.RequeueReasonPreemptionNoCandidates
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 			s.explainWait(ctx, e, c.snapshot)
-			s.holdCapacityWithoutVictims(log, e, cq)
+			s.holdCapacityWithoutVictims(ctx, log, e, cq, c.snapshot)
 			return
 		}
 		preemptionGates := features.Enabled(features.ConcurrentAdmission) || features.Enabled(features.MultiKueueOrchestratedPreemption)
@@ -220,10 +220,10 @@ func fitsWithout(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, u
 // waiting for (up to what its limits allow) out of reach of the rest of the cohort for this
 // cycle, so that lower-priority work elsewhere does not take it first. An active preemptor
 // (PrioritizePreemptorWorkloads) always holds it: its victims are on their way out.
-func (s *Scheduler) holdCapacityWithoutVictims(log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot) {
+func (s *Scheduler) holdCapacityWithoutVictims(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
 	activePreemptor := features.Enabled(features.PrioritizePreemptorWorkloads) && e.IsPreemptor
-	if preemption.CanAlwaysReclaim(cq) && !activePreemptor {
+	if !activePreemptor && s.canAlwaysReclaim(ctx, e, cq, snap) {
 		return
 	}
 	cq.AddUsage(e.netUsage(log, quotaToHold(e, cq)))

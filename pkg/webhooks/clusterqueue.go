@@ -20,7 +20,8 @@ import (
 // ClusterQueuePath is where the ClusterQueue validator is served; config/webhook names it too.
 const ClusterQueuePath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueue"
 
-// ClusterQueueValidator checks spec.preemption.withinClusterQueueConfig on create and update.
+// ClusterQueueValidator checks our spec.preemption fields (withinClusterQueueConfig, the
+// min-runtimes) on create and update.
 type ClusterQueueValidator struct{}
 
 var _ admission.Handler = ClusterQueueValidator{}
@@ -51,4 +52,5 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 // Register adds the validators to the manager's webhook server.
 func Register(server webhook.Server) {
 	server.Register(ClusterQueuePath, &webhook.Admission{Handler: ClusterQueueValidator{}})
+	server.Register(CohortPath, &webhook.Admission{Handler: CohortValidator{}})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -83,6 +84,78 @@ func TestParseAndValidate(t *testing.T) {
 			errs := ValidateClusterQueueExtension(ext, &kueue.ClusterQueuePreemption{WithinClusterQueue: tc.within})
 			if diff := cmp.Diff(tc.wantErrs, errs); diff != "" {
 				t.Errorf("validation (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMinRuntimeFields(t *testing.T) {
+	preemption := field.NewPath("spec", "preemption")
+	ten := &metav1.Duration{Duration: 10 * time.Minute}
+	cases := map[string]struct {
+		spec      string
+		want      MinRuntimeSettings
+		wantParse string // the field the parse error must name
+		wantErrs  field.ErrorList
+	}{
+		"both set": {
+			spec: `{"preemption":{"preemptMinRuntime":"10m","reclaimMinRuntime":"0s"}}`,
+			want: MinRuntimeSettings{PreemptMinRuntime: ten, ReclaimMinRuntime: &metav1.Duration{}},
+		},
+		"unset stays nil, unlike 0s": {
+			spec: `{"preemption":{"reclaimMinRuntime":"10m"}}`,
+			want: MinRuntimeSettings{ReclaimMinRuntime: ten},
+		},
+		"no preemption section": {spec: `{"parentName":"root"}`},
+		"negative values are named": {
+			spec: `{"preemption":{"preemptMinRuntime":"-1s","reclaimMinRuntime":"-2h"}}`,
+			want: MinRuntimeSettings{PreemptMinRuntime: &metav1.Duration{Duration: -time.Second}, ReclaimMinRuntime: &metav1.Duration{Duration: -2 * time.Hour}},
+			wantErrs: field.ErrorList{
+				field.Invalid(preemption.Child("preemptMinRuntime"), "-1s", "must not be negative"),
+				field.Invalid(preemption.Child("reclaimMinRuntime"), "-2h0m0s", "must not be negative"),
+			},
+		},
+		"not a duration names the field": {
+			spec: `{"preemption":{"reclaimMinRuntime":"ten minutes"}}`, wantParse: "spec.preemption.reclaimMinRuntime",
+		},
+		"preemption of the wrong type": {
+			spec: `{"preemption":"yes"}`, wantParse: "spec.preemption",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for kind, parse := range map[string]func() (MinRuntimeSettings, field.ErrorList, error){
+				"ClusterQueue": func() (MinRuntimeSettings, field.ErrorList, error) {
+					ext, err := ParseClusterQueueExtension([]byte(tc.spec))
+					if err != nil {
+						return MinRuntimeSettings{}, nil, err
+					}
+					return ext.MinRuntimes(), ValidateClusterQueueExtension(ext, nil), nil
+				},
+				"Cohort": func() (MinRuntimeSettings, field.ErrorList, error) {
+					ext, err := ParseCohortExtension([]byte(tc.spec))
+					if err != nil {
+						return MinRuntimeSettings{}, nil, err
+					}
+					return ext.MinRuntimes(), ValidateCohortExtension(ext), nil
+				},
+			} {
+				got, errs, err := parse()
+				if tc.wantParse != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantParse) {
+						t.Errorf("%s: parse error %v, want one naming %s", kind, err, tc.wantParse)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: unexpected parse error: %v", kind, err)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s: settings (-want +got):\n%s", kind, diff)
+				}
+				if diff := cmp.Diff(tc.wantErrs, errs); diff != "" {
+					t.Errorf("%s: validation (-want +got):\n%s", kind, diff)
+				}
 			}
 		})
 	}

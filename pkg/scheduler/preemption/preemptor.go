@@ -54,6 +54,8 @@ type Preemptor struct {
 	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
+	// minRuntimes, when set, feeds min-runtime protection.
+	minRuntimes MinRuntimeSource
 	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
 	issuer *upstream.Preemptor
 }
@@ -62,9 +64,10 @@ type Preemptor struct {
 type Option func(*config)
 
 type config struct {
-	policyOpts []policy.Option
-	settings   func(kueue.ClusterQueueReference) policy.QueueSettings
-	pending    func(kueue.ClusterQueueReference) []*workload.Info
+	policyOpts  []policy.Option
+	settings    func(kueue.ClusterQueueReference) policy.QueueSettings
+	pending     func(kueue.ClusterQueueReference) []*workload.Info
+	minRuntimes MinRuntimeSource
 }
 
 // WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
@@ -128,6 +131,7 @@ func New(
 		policy:       policy.New(po, c.policyOpts...),
 		settings:     settings,
 		pending:      c.pending,
+		minRuntimes:  c.minRuntimes,
 		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 	}
 }
@@ -153,6 +157,11 @@ type search struct {
 	borrowThreshold *int32
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
+	// protections are the min-runtimes resolved so far, by victim ClusterQueue.
+	protections   map[kueue.ClusterQueueReference]policy.Protection
+	preemptorPath policy.Path
+	// protected counts candidates skipped because of min-runtime protection.
+	protected protectedTally
 }
 
 // newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
@@ -185,7 +194,9 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	if features.Enabled(features.TopologyAwareScheduling) {
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
 	}
-	return p.targets(s)
+	targets := p.targets(s)
+	s.protected.report(wl.ClusterQueue)
+	return targets
 }
 
 func (p *Preemptor) targets(s *search) []*Target {
@@ -206,8 +217,8 @@ func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Work
 }
 
 // decide asks the victim policy about one candidate and logs refusals at high verbosity.
-func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy) policy.Decision {
-	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Now: s.now}
+func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy, pr policy.Protection) policy.Decision {
+	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Protection: pr, Now: s.now}
 	if logV := s.log.V(6); logV.Enabled() {
 		d := p.policy.Explain(&s.question)
 		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)
@@ -313,18 +324,22 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool) []*candidate {
 	slab := make([]candidate, 0, len(cq.Workloads))
 	var out []*candidate
-	scope, pol := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue
+	scope, pol, kind := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue, kindPreempt
 	if cq != s.cq {
-		scope, pol = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort
+		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
+	pr := p.protectionFor(s, cq)
 	for _, info := range cq.Workloads {
 		if !classical.WorkloadUsesResources(info, s.contested) {
 			continue
 		}
 		slab = append(slab, candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)})
 		c := &slab[len(slab)-1]
-		d := p.decide(s, &c.Candidate, scope, pol)
+		d := p.decide(s, &c.Candidate, scope, pol, pr)
 		if !d.Eligible {
+			if d.Rule == policy.RuleMinRuntime {
+				s.protected.add(s, &c.Candidate, pr, kind)
+			}
 			slab = slab[:len(slab)-1]
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -85,10 +86,22 @@ func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) boo
 	return p.pending != nil && p.settings(cq).MinAdmitDuration > 0
 }
 
-// ExplainWait says why a workload of a ClusterQueue with minAdmitDuration found no victims: another
+// ExplainWait says why a workload found no victims, as far as our features are the cause: turns
+// and minAdmitDuration windows, and min-runtime protection.
+func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	var notes []string
+	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), p.ExplainProtection(ctx, wl, snapshot)} {
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+// explainTurn says why a workload of a ClusterQueue with minAdmitDuration found no victims: another
 // workload has the turn, or the same-priority workloads holding quota are still protected and
 // the first of them becomes preemptible after a given time.
-func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
 	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {

@@ -59,6 +59,8 @@ type Candidate struct {
 	QueuedAt time.Time
 	// QuotaReservedAt is when the QuotaReserved condition last became true; zero if it is not true.
 	QuotaReservedAt time.Time
+	// AdmittedAt is when the Admitted condition last became true (work started); zero if it is not true.
+	AdmittedAt time.Time
 	// Evicted candidates are already on their way out.
 	Evicted bool
 }
@@ -78,7 +80,9 @@ type Input struct {
 	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
 	Policy   kueue.PreemptionPolicy
 	Settings QueueSettings
-	Now      time.Time
+	// Protection is the candidate's resolved min-runtime against this preemptor.
+	Protection Protection
+	Now        time.Time
 }
 
 // Decision is the policy's answer, with the rule that gave it.
@@ -94,6 +98,7 @@ type Decision struct {
 }
 
 // Rule is one row of the policy table. Rules are tried in order; the first whose When holds decides.
+// A protection is a Rule too: it vetoes a candidate the table found eligible (its Eligible is ignored).
 type Rule struct {
 	Name string
 	// Eligible is the verdict this rule gives when it applies.
@@ -117,9 +122,10 @@ type Options struct {
 
 // Policy decides eligibility with a rule table and orders candidates with a key table.
 type Policy struct {
-	opts  Options
-	rules []Rule
-	keys  []OrderKey
+	opts        Options
+	rules       []Rule
+	protections []Rule
+	keys        []OrderKey
 }
 
 // Option adds a feature's rules or keys to a Policy.
@@ -129,6 +135,17 @@ type Option func(*Policy)
 // preemption that the standard rules would allow.
 func WithRulesFirst(rules ...Rule) Option {
 	return func(p *Policy) { p.rules = append(append([]Rule{}, rules...), p.rules...) }
+}
+
+// WithProtections adds vetoes that apply after the table found a candidate eligible, so a
+// decision refused by one of them means "eligible, but protected".
+func WithProtections(rules ...Rule) Option {
+	return func(p *Policy) {
+		for _, r := range rules {
+			r.Eligible = false
+			p.protections = append(p.protections, r)
+		}
+	}
 }
 
 // WithRulesBefore inserts rules just before the standard rule named name: for new ways of
@@ -187,9 +204,18 @@ func (p *Policy) Explain(in *Input) Decision {
 
 func (p *Policy) match(in *Input) *Rule {
 	for i := range p.rules {
-		if p.rules[i].When(in) {
+		if !p.rules[i].When(in) {
+			continue
+		}
+		if !p.rules[i].Eligible {
 			return &p.rules[i]
 		}
+		for j := range p.protections {
+			if p.protections[j].When(in) {
+				return &p.protections[j]
+			}
+		}
+		return &p.rules[i]
 	}
 	return nil
 }
@@ -274,6 +300,9 @@ func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Orderi
 	}
 	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.QuotaReservedAt = cond.LastTransitionTime.Time
+	}
+	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.AdmittedAt = cond.LastTransitionTime.Time
 	}
 	return c
 }

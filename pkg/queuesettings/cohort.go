@@ -1,0 +1,87 @@
+package queuesettings
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// CohortReconciler feeds the store from Cohorts read as unstructured objects.
+type CohortReconciler struct {
+	client   client.Client
+	store    *Store
+	recorder events.EventRecorder
+	onChange func(context.Context, kueue.CohortReference)
+}
+
+// SetupCohorts registers the Cohort reconciler with mgr. onChange, if set, is called when a
+// Cohort's settings change, so that pending workloads of its tree are tried again.
+func SetupCohorts(mgr ctrl.Manager, store *Store, onChange func(context.Context, kueue.CohortReference)) error {
+	r := &CohortReconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("kueue-timeshare"), onChange: onChange}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("timeshare-cohort-settings").
+		For(newCohort()).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		Complete(r)
+}
+
+func newCohort() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Cohort"))
+	return u
+}
+
+// Reconcile parses and validates one Cohort's settings; invalid ones are ignored with a Warning
+// event, as for ClusterQueues.
+func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	name := kueue.CohortReference(req.Name)
+	u := newCohort()
+	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			if r.store.setCohort(name, policy.MinRuntimes{}) && r.onChange != nil {
+				r.onChange(ctx, name)
+			}
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	mr, problem := parseCohort(u)
+	if problem != "" {
+		log.Info("Ignoring invalid kueue-timeshare settings", "cohort", req.Name, "problem", problem)
+		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
+			"kueue-timeshare settings ignored: %s", problem)
+	}
+	if r.store.setCohort(name, mr) && r.onChange != nil {
+		r.onChange(ctx, name)
+	}
+	log.V(3).Info("Cohort settings", "cohort", req.Name, "preemptMinRuntime", mr.Preempt, "reclaimMinRuntime", mr.Reclaim)
+	return ctrl.Result{}, nil
+}
+
+func parseCohort(u *unstructured.Unstructured) (policy.MinRuntimes, string) {
+	raw, err := rawSpec(u)
+	if err != nil {
+		return policy.MinRuntimes{}, err.Error()
+	}
+	ext, err := tsapi.ParseCohortExtension(raw)
+	if err != nil {
+		return policy.MinRuntimes{}, err.Error()
+	}
+	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
+		return policy.MinRuntimes{}, errs.ToAggregate().Error()
+	}
+	return minRuntimes(ext.MinRuntimes()), ""
+}

@@ -1,0 +1,194 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/resources"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
+type MinRuntimeSource interface {
+	ClusterQueueMinRuntimes(kueue.ClusterQueueReference) policy.MinRuntimes
+	CohortMinRuntimes(kueue.CohortReference) policy.MinRuntimes
+	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
+	MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod)
+}
+
+// WithMinRuntimeProtection keeps workloads that have run for less than their resolved
+// preemptMinRuntime or reclaimMinRuntime out of the victims, while the MinRuntimeProtection
+// gate is on.
+func WithMinRuntimeProtection(src MinRuntimeSource) Option {
+	return func(c *config) {
+		c.minRuntimes = src
+		c.policyOpts = append(c.policyOpts, policy.WithMinRuntimeProtection())
+	}
+}
+
+// protectionOn: the feature is configured and its gate is on.
+func (p *Preemptor) protectionOn() bool {
+	return p.minRuntimes != nil && features.Enabled(features.MinRuntimeProtection)
+}
+
+// treePath is the path from cq up to its root cohort, with each queue's settings.
+func (p *Preemptor) treePath(cq *schdcache.ClusterQueueSnapshot) policy.Path {
+	path := policy.Path{{Kind: "ClusterQueue", Name: string(cq.Name), Settings: p.minRuntimes.ClusterQueueMinRuntimes(cq.Name)}}
+	for c := range cq.PathParentToRoot() {
+		path = append(path, policy.TreeNode{Kind: "Cohort", Name: string(c.Name), Settings: p.minRuntimes.CohortMinRuntimes(c.Name)})
+	}
+	return path
+}
+
+// protectionFor resolves, once per search and victim queue, the protection of cq's workloads
+// against the search's preemptor.
+func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot) policy.Protection {
+	if !p.protectionOn() {
+		return policy.Protection{}
+	}
+	if pr, ok := s.protections[cq.Name]; ok {
+		return pr
+	}
+	if s.protections == nil {
+		s.protections = map[kueue.ClusterQueueReference]policy.Protection{}
+	}
+	defaults, method := p.minRuntimes.MinRuntimeDefaults()
+	var pr policy.Protection
+	kind := kindPreempt
+	if cq == s.cq {
+		pr = policy.ResolvePreempt(p.treePath(cq), defaults)
+	} else {
+		kind = kindReclaim
+		if s.preemptorPath == nil {
+			s.preemptorPath = p.treePath(s.cq)
+		}
+		pr = policy.ResolveReclaim(method, s.preemptorPath, p.treePath(cq), defaults)
+	}
+	s.protections[cq.Name] = pr
+	if logV := s.log.V(5); logV.Enabled() {
+		logV.Info("Resolved min-runtime protection", "kind", kind, "victimClusterQueue", cq.Name, "minRuntime", pr.MinRuntime, "source", pr.Source)
+	}
+	return pr
+}
+
+const (
+	kindPreempt = "preempt"
+	kindReclaim = "reclaim"
+)
+
+// protectedTally counts the candidates a search skipped because of protection.
+type protectedTally struct {
+	bySource map[string]int
+	byKind   map[string]int
+	// firstEnd is when the earliest of those protections ends.
+	firstEnd time.Time
+}
+
+func (t *protectedTally) add(s *search, c *policy.Candidate, pr policy.Protection, kind string) {
+	if t.bySource == nil {
+		t.bySource, t.byKind = map[string]int{}, map[string]int{}
+	}
+	t.bySource[pr.Source]++
+	t.byKind[kind]++
+	if end := policy.ProtectionEnds(c, pr); t.firstEnd.IsZero() || end.Before(t.firstEnd) {
+		t.firstEnd = end
+	}
+	if logV := s.log.V(4); logV.Enabled() {
+		logV.Info("Candidate protected by min-runtime", "preemptor", klog.KObj(s.info.Obj), "candidate", klog.KObj(c.Info.Obj),
+			"kind", kind, "minRuntime", pr.MinRuntime, "source", pr.Source, "until", policy.ProtectionEnds(c, pr))
+	}
+}
+
+func (t *protectedTally) total() int {
+	n := 0
+	for _, v := range t.byKind {
+		n += v
+	}
+	return n
+}
+
+// report counts the skips on kueue_preemption_protected_candidates_total.
+func (t *protectedTally) report(cq kueue.ClusterQueueReference) {
+	for kind, n := range t.byKind {
+		metrics.ProtectedCandidates.WithLabelValues(string(cq), kind).Add(float64(n))
+	}
+}
+
+// message says how many candidates are protected, by which settings, and when the first
+// protection ends.
+func (t *protectedTally) message() string {
+	n := t.total()
+	if n == 0 {
+		return ""
+	}
+	sources := slices.Sorted(maps.Keys(t.bySource))
+	parts := make([]string, len(sources))
+	for i, src := range sources {
+		parts[i] = fmt.Sprintf("%d by %s", t.bySource[src], src)
+	}
+	noun := "candidates are"
+	if n == 1 {
+		noun = "candidate is"
+	}
+	return fmt.Sprintf("%d preemption %s protected by min-runtime (%s); the first protection ends at %s",
+		n, noun, strings.Join(parts, ", "), t.firstEnd.UTC().Format(time.RFC3339))
+}
+
+// protectionSurvey runs the candidate collection of a search for wl over every flavor/resource its
+// ClusterQueue has for the resources wl requests, and returns the candidates protection skipped.
+func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
+	if !p.protectionOn() || cq == nil {
+		return &protectedTally{}
+	}
+	requested := sets.New[corev1.ResourceName]()
+	for _, ps := range wl.TotalRequests {
+		for r := range ps.Requests.Iter() {
+			requested.Insert(r)
+		}
+	}
+	contested := sets.New[resources.FlavorResource]()
+	for fr := range cq.ResourceNode.Quotas {
+		if requested.Has(fr.Resource) {
+			contested.Insert(fr)
+		}
+	}
+	s := p.newSearch(ctx, wl, snapshot, contested, workload.Usage{})
+	if p.fairSharing {
+		p.fairCandidates(s)
+	} else {
+		p.classicalCandidates(s)
+	}
+	return &s.protected
+}
+
+// ExplainProtection says how many candidates min-runtime protection keeps from wl, or "".
+func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	return p.protectionSurvey(ctx, wl, snapshot).message()
+}
+
+// CanAlwaysReclaim is upstream's rule (reclaimWithinCohort: Any), except while some workload
+// borrowing from wl's cohort tree is protected against reclaim: then the ClusterQueue cannot count
+// on getting its quota back when it wants, so it holds what it waits for like any other.
+func (p *Preemptor) CanAlwaysReclaim(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool {
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
+	if cq == nil || !upstream.CanAlwaysReclaim(cq) {
+		return false
+	}
+	return p.protectionSurvey(ctx, wl, snapshot).byKind[kindReclaim] == 0
+}
