@@ -8,13 +8,16 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -554,12 +557,31 @@ func (m *Manager) setupScheduler() error {
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
 		}
-		s = scheduler.New(queues, cache, cl, recorder, opts...)
+		s = m.afterSettingsLoaded(scheduler.New(queues, cache, cl, recorder, opts...))
 	}
 	if err := m.Add(s); err != nil {
 		return fmt.Errorf("adding scheduler: %w", err)
 	}
 	return nil
+}
+
+// afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings are in the
+// store, retrying while the API server cannot be read. It keeps s's leader election needs.
+func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
+		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+			if err := m.settings.Load(ctx, m.GetAPIReader()); err != nil {
+				m.log.Error(err, "Could not load kueue-timeshare settings; the scheduler waits")
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil // ctx ended
+		}
+		return s.Start(ctx)
+	})
 }
 
 // nonLeaderRunnable runs on every replica, leader or not.

@@ -6,6 +6,7 @@ package queuesettings
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -242,4 +243,31 @@ func minRuntimes(m tsapi.MinRuntimeSettings) policy.MinRuntimes {
 		out.Reclaim = policy.Set(m.ReclaimMinRuntime.Duration)
 	}
 	return out
+}
+
+// Load reads every ClusterQueue and Cohort once, so that the store is complete before the first
+// scheduling cycle: after a restart, a cycle that ran before the controllers caught up would see
+// no protection and could preempt a workload inside its min-runtime.
+func (s *Store) Load(ctx context.Context, c client.Reader) error {
+	cqs := &unstructured.UnstructuredList{}
+	cqs.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueueList"))
+	if err := c.List(ctx, cqs); err != nil {
+		return fmt.Errorf("listing ClusterQueues: %w", err)
+	}
+	for i := range cqs.Items {
+		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
+		qs, mr, _ := parse(&cqs.Items[i])
+		s.set(name, qs)
+		s.setClusterQueueMinRuntimes(name, mr)
+	}
+	cohorts := &unstructured.UnstructuredList{}
+	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))
+	if err := c.List(ctx, cohorts); err != nil {
+		return fmt.Errorf("listing Cohorts: %w", err)
+	}
+	for i := range cohorts.Items {
+		mr, _ := parseCohort(&cohorts.Items[i])
+		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr)
+	}
+	return nil
 }

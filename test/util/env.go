@@ -64,19 +64,14 @@ func Start(s Settings) (*Env, error) {
 		}
 	}()
 
-	gates := controlplane.LocalFeatureGates()
-	for k, v := range s.FeatureGates {
-		gates[k] = v
-	}
 	cfgFile := filepath.Join(cp.Env.WebhookInstallOptions.LocalServingCertDir, "kueue-config.yaml")
-	cfgText := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0", FeatureGates: gates, Extra: s.ConfigExtra})
-	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+	e.cfgFile, e.settings = cfgFile, s
+	if err := e.writeConfig(); err != nil {
 		return nil, err
 	}
 	if e.Scheme, err = manager.NewScheme(); err != nil {
 		return nil, err
 	}
-	e.cfgFile, e.settings = cfgFile, s
 	if err := e.startManager(); err != nil {
 		return nil, err
 	}
@@ -86,6 +81,28 @@ func Start(s Settings) (*Env, error) {
 	}
 	ok = true
 	return e, nil
+}
+
+func (e *Env) writeConfig() error {
+	gates := controlplane.LocalFeatureGates()
+	for k, v := range e.settings.FeatureGates {
+		gates[k] = v
+	}
+	text := e.ControlPlane.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0", FeatureGates: gates, Extra: e.settings.ConfigExtra})
+	return os.WriteFile(e.cfgFile, []byte(text), 0o600)
+}
+
+// Reconfigure restarts the manager with extra as Settings.ConfigExtra, unless that is already
+// its configuration: for suites whose parts need different manager settings.
+func (e *Env) Reconfigure(extra string) error {
+	if extra == e.settings.ConfigExtra {
+		return nil
+	}
+	e.settings.ConfigExtra = extra
+	if err := e.writeConfig(); err != nil {
+		return err
+	}
+	return e.RestartManager()
 }
 
 // startManager builds a manager from the configuration file and runs it until stopManager.
