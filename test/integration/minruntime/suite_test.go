@@ -195,4 +195,3 @@ func protectedTotal(cq, kind string) float64 {
 	}
 	return 0
 }
-
