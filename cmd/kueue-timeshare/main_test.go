@@ -31,6 +31,7 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 	withGates := write("gates.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  VisibilityOnDemand: false\n")
 	badField := write("bad-field.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  timeout: -1s\n")
 	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
+	badTimeshare := write("bad-timeshare.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n  defaultPreemptMinRuntime: -5m\n")
 
 	cases := map[string]struct {
 		args     string
@@ -52,9 +53,14 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			args:     "--config=" + badField,
 			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
 		},
-		"our gate is set like upstream's": {
-			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
-			wantText: []string{`"featureGates":{"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+		"our gates are set like upstream's": {
+			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"featureGates":{"MinRuntimeProtection":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+		},
+		"invalid timeshare settings": {
+			args: "--config=" + badTimeshare,
+			wantText: []string{"invalid configuration", "timeshare.defaultPreemptMinRuntime", "must not be negative",
+				"timeshare.reclaimResolveMethod", `supported values: "LCA", "Queue"`},
 		},
 		"wrong kind": {
 			args:     "--config=" + unknownKind,

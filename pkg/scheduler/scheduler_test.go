@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/features"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
@@ -212,6 +214,20 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       heldResult(true),
 			wantSignal: wait.KeepGoing,
 		},
+		"no victims, reclaim possible by policy but the preemptor says not now: the quota is held": {
+			objs: heldQuota(kueue.ClusterQueuePreemption{
+				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
+				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
+			}),
+			opts: []Option{WithPreemptor(func(c PreemptorConfig) Preemptor {
+				return reclaimGuarded{Preemptor: NewUpstreamPreemptor(c)}
+			})},
+			want:       heldResult(false),
+			wantSignal: wait.SlowDown,
+			wantMessage: map[string]string{
+				"borrower": msgNoLongerFits,
+			},
+		},
 		// Both heads reclaim from c-cq and pick the same victim, c2.
 		"overlapping victims: the second head waits": {
 			objs: overlappingVictims(),
@@ -397,4 +413,13 @@ func runCycleCase(t *testing.T, tc cycleCase) {
 			t.Errorf("events (-want +got):\n%s", diff)
 		}
 	}
+}
+
+// reclaimGuarded is a preemptor whose protections keep every ClusterQueue from reclaiming now.
+type reclaimGuarded struct {
+	Preemptor
+}
+
+func (reclaimGuarded) CanAlwaysReclaim(context.Context, *workload.Info, *schdcache.Snapshot) bool {
+	return false
 }

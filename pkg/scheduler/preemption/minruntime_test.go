@@ -1,0 +1,186 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	preemptioncommon "sigs.k8s.io/kueue/pkg/scheduler/preemption/common"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// fakeMinRuntimes is a MinRuntimeSource from maps.
+type fakeMinRuntimes struct {
+	cqs      map[kueue.ClusterQueueReference]policy.MinRuntimes
+	cohorts  map[kueue.CohortReference]policy.MinRuntimes
+	defaults policy.Defaults
+	method   policy.ResolveMethod
+}
+
+func (f fakeMinRuntimes) ClusterQueueMinRuntimes(cq kueue.ClusterQueueReference) policy.MinRuntimes {
+	return f.cqs[cq]
+}
+func (f fakeMinRuntimes) CohortMinRuntimes(c kueue.CohortReference) policy.MinRuntimes {
+	return f.cohorts[c]
+}
+func (f fakeMinRuntimes) MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod) {
+	return f.defaults, f.method
+}
+
+// org <- team-a <- a1 (no quota; its one 2-CPU workload borrows, running for 5m) and org <- b1
+// (2 CPUs, reclaims with Any; one low-priority 1-CPU workload running for 5m when own is set).
+// The pending workload asks b1 for cpus.
+func reclaimScenario(cpus string, own bool) *snapgen.Scenario {
+	sc := &snapgen.Scenario{Now: snapgen.Epoch.Add(time.Hour)}
+	sc.Flavors = []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f0").Obj()}
+	sc.Cohorts = []*kueue.Cohort{utiltestingapi.MakeCohort("org").Obj(), utiltestingapi.MakeCohort("team-a").Parent("org").Obj()}
+	sc.ClusterQueues = []*kueue.ClusterQueue{
+		utiltestingapi.MakeClusterQueue("a1").Cohort("team-a").
+			ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, "0").Obj()).Obj(),
+		utiltestingapi.MakeClusterQueue("b1").Cohort("org").
+			ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, "2").Obj()).
+			Preemption(kueue.ClusterQueuePreemption{ReclaimWithinCohort: kueue.PreemptionPolicyAny, WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}).Obj(),
+	}
+	started := sc.Now.Add(-5 * time.Minute)
+	running := func(name, cq, cpu string, prio int32) *kueue.Workload {
+		psa := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f0").ResourceUsage(corev1.ResourceCPU, cpu)
+		return utiltestingapi.MakeWorkload(name, "ns").UID(types.UID("uid-"+name)).Priority(prio).Request(corev1.ResourceCPU, cpu).
+			Creation(snapgen.Epoch).ReserveQuotaAt(utiltestingapi.MakeAdmission(kueue.ClusterQueueReference(cq)).PodSets(psa.Obj()).Obj(), started).
+			AdmittedAt(true, started).Obj()
+	}
+	borrowCPU := "2"
+	if own {
+		borrowCPU = "1"
+		sc.Admitted = append(sc.Admitted, running("own", "b1", "1", 1))
+	}
+	sc.Admitted = append(sc.Admitted, running("borrower", "a1", borrowCPU, 10))
+	sc.Pending = utiltestingapi.MakeWorkload("pending", "ns").UID("uid-pending").Priority(10).
+		Request(corev1.ResourceCPU, cpus).Creation(snapgen.Epoch.Add(time.Minute)).Obj()
+	sc.PendingCQ = "b1"
+	return sc
+}
+
+func TestMinRuntimeTargets(t *testing.T) {
+	teamA := func(d time.Duration) map[kueue.CohortReference]policy.MinRuntimes {
+		return map[kueue.CohortReference]policy.MinRuntimes{"team-a": {Reclaim: policy.Set(d)}}
+	}
+	cases := map[string]struct {
+		scenario   *snapgen.Scenario
+		src        fakeMinRuntimes
+		gateOff    bool
+		want       []string
+		wantOracle preemptioncommon.PreemptionPossibility
+		// wantAlwaysReclaim is CanAlwaysReclaim for the pending workload.
+		wantAlwaysReclaim bool
+		wantExplain       string
+	}{
+		"reclaim: protected by team-a's reclaimMinRuntime": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute)},
+			wantOracle:  preemptioncommon.NoCandidates,
+			wantExplain: "1 preemption candidate is protected by min-runtime (1 by reclaimMinRuntime 10m0s from Cohort team-a); the first protection ends at 2026-03-01T10:05:00Z",
+		},
+		"reclaim: protection over": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(5 * time.Minute)},
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+		},
+		"reclaim: gate off ignores the settings": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute)}, gateOff: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+		},
+		"reclaim: Queue method starts at a1's 0s": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute), method: policy.ResolveQueue,
+				cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"a1": {Reclaim: policy.Set(0)}}},
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+		},
+		"reclaim: the manager default applies when nothing is set": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Reclaim: time.Hour}},
+			wantOracle:  preemptioncommon.NoCandidates,
+			wantExplain: "1 preemption candidate is protected by min-runtime (1 by defaultReclaimMinRuntime 1h0m0s from the manager configuration); the first protection ends at 2026-03-01T10:55:00Z",
+		},
+		"preempt settings do not protect from reclaim": {
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour}},
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+		},
+		"in queue: the protected own workload is passed over for the borrower": {
+			scenario: reclaimScenario("1", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			wantExplain: "1 preemption candidate is protected by min-runtime (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
+		},
+		"in queue: protected own workload and not enough to reclaim": {
+			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
+			wantOracle: preemptioncommon.NoCandidates, wantAlwaysReclaim: true,
+			wantExplain: "1 preemption candidate is protected by min-runtime (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
+		},
+		"in queue and reclaim both protected": {
+			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour, Reclaim: 10 * time.Minute}},
+			wantOracle: preemptioncommon.NoCandidates,
+			wantExplain: "2 preemption candidates are protected by min-runtime (1 by defaultPreemptMinRuntime 1h0m0s from the manager configuration, " +
+				"1 by defaultReclaimMinRuntime 10m0s from the manager configuration); the first protection ends at 2026-03-01T10:05:00Z",
+		},
+	}
+	for _, fairSharing := range []bool{false, true} {
+		for name, tc := range cases {
+			t.Run(fmt.Sprintf("fairSharing=%t/%s", fairSharing, name), func(t *testing.T) {
+				if tc.gateOff {
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.MinRuntimeProtection, false)
+				}
+				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+				sc := *tc.scenario
+				sc.FairSharing = fairSharing
+				var fs *configapi.FairSharing
+				if fairSharing {
+					fs = &configapi.FairSharing{}
+				}
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithMinRuntimeProtection(tc.src))
+				info := sc.PendingInfo()
+				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+					Name: info.TotalRequests[0].Name, Count: 1,
+					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+				}}}
+				snap := snapshotOf(t, ctx, &sc)
+				var got []string
+				for _, tg := range p.GetTargets(ctx, *info, a, snap) {
+					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+				}
+				// Under fair sharing too the reason is a reclaim: the preemptor does not borrow.
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+				// The flavor assigner's oracle agrees with the victim search.
+				fr := resources.FlavorResource{Flavor: "f0", Resource: corev1.ResourceCPU}
+				need := resources.NewAmount(info.TotalRequests[0].Requests.ResourceValue(corev1.ResourceCPU))
+				possible, _ := p.Oracle(snap).SimulatePreemption(ctx, snap.ClusterQueue("b1"), *info, fr, need)
+				if possible != tc.wantOracle {
+					t.Errorf("oracle = %v, want %v", possible, tc.wantOracle)
+				}
+				if got := p.CanAlwaysReclaim(ctx, info, snap); got != tc.wantAlwaysReclaim {
+					t.Errorf("CanAlwaysReclaim = %t, want %t", got, tc.wantAlwaysReclaim)
+				}
+				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
+					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				}
+			})
+		}
+	}
+}
