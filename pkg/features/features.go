@@ -20,6 +20,11 @@ const (
 	// and the manager configuration) keep running workloads from being chosen as victims until they
 	// have run that long. Off: those settings are ignored.
 	MinRuntimeProtection featuregate.Feature = "MinRuntimeProtection"
+
+	// PreemptionToleration lets priority classes (WorkloadPriorityClass or PriorityClass) declare,
+	// with annotations, that their workloads tolerate preemption by lower priorities than a minimum
+	// for some time after admission. Off: the annotations are ignored.
+	PreemptionToleration featuregate.Feature = "PreemptionToleration"
 )
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
@@ -27,6 +32,9 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 	MinRuntimeProtection: {
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	PreemptionToleration: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 }

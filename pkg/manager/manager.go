@@ -69,6 +69,7 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
 
@@ -112,8 +113,10 @@ type Manager struct {
 	kubeConfig             *rest.Config
 	draMapper              *dra.ResourceMapper
 	draResources           *dra.ExtendedResourceCache
-	// settings are the kueue-timeshare fields of each ClusterQueue, for our preemptor.
+	// settings are the kueue-timeshare fields of each ClusterQueue and Cohort, for our preemptor.
 	settings *queuesettings.Store
+	// tolerations are the priority classes' preemption tolerations.
+	tolerations *toleration.Store
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -552,7 +555,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings, m.Queues)),
+			scheduler.WithPreemptor(timesharePreemptorFactory(m.settings, m.tolerations, m.Queues)),
 		}
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
@@ -565,13 +568,17 @@ func (m *Manager) setupScheduler() error {
 	return nil
 }
 
-// afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings are in the
-// store, retrying while the API server cannot be read. It keeps s's leader election needs.
+// afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and every
+// priority class's toleration are loaded, retrying while the API server cannot be read. It keeps s's leader election needs.
 func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
 		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-			if err := m.settings.Load(ctx, m.GetAPIReader()); err != nil {
+			err := m.settings.Load(ctx, m.GetAPIReader())
+			if err == nil {
+				err = m.tolerations.Load(ctx, m.GetAPIReader())
+			}
+			if err != nil {
 				m.log.Error(err, "Could not load kueue-timeshare settings; the scheduler waits")
 				return false, nil
 			}

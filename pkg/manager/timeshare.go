@@ -14,6 +14,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // timesharePreemptor adapts our preemptor to the scheduler's interface.
@@ -27,13 +28,14 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 
 // timesharePreemptorFactory builds our preemptor with the per-ClusterQueue settings of store and
 // the pending workloads of queues (to decide whose turn it is).
-func timesharePreemptorFactory(store *queuesettings.Store, queues *qcache.Manager) scheduler.PreemptorFactory {
+func timesharePreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithMinRuntimeProtection(store),
+			preemption.WithPreemptionToleration(tolerations),
 		)}
 	}
 }
@@ -67,11 +69,15 @@ func (m *Manager) setupTimeshare() error {
 	if err := queuesettings.SetupCohorts(m, m.settings, wakeAll); err != nil {
 		return fmt.Errorf("setting up the Cohort settings controller: %w", err)
 	}
+	m.tolerations = toleration.NewStore()
+	if err := toleration.Setup(m, m.tolerations); err != nil {
+		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
+	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		tick = c
 	}
-	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Log: log}
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log}
 	if err := m.Add(w); err != nil {
 		return fmt.Errorf("adding the window waker: %w", err)
 	}

@@ -2,6 +2,7 @@ package queuesettings
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
 // SweepPeriod is how often the Waker looks for windows that have run out.
@@ -30,7 +32,10 @@ type Waker struct {
 	Client client.Client
 	Queues *qcache.Manager
 	Store  *Store
-	Log    logr.Logger
+	// Tolerations, if set, gives the preemption toleration of priority classes, whose end the
+	// waker also watches for.
+	Tolerations func(*kueue.PriorityClassRef) *policy.Toleration
+	Log         logr.Logger
 
 	last time.Time
 }
@@ -69,17 +74,20 @@ func (w *Waker) sweep(ctx context.Context) {
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
 		}
 	}
-	if features.Enabled(features.MinRuntimeProtection) {
-		w.sweepProtections(ctx, since, now)
-	}
+	w.sweepProtections(ctx, since, now)
 }
 
 // sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload
-// whose min-runtime, for any value configured anywhere, ended in (since, now]. Which value applies
-// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
+// whose min-runtime, for any value configured anywhere, or whose priority class's toleration ended
+// in (since, now]. Which min-runtime applies depends on the preemptor, so every configured value
+// is tried: a spare wake-up costs one retry.
 func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
-	values := w.Store.minRuntimeValues()
-	if len(values) == 0 {
+	var values []time.Duration
+	if features.Enabled(features.MinRuntimeProtection) {
+		values = w.Store.minRuntimeValues()
+	}
+	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
+	if len(values) == 0 && !tolerations {
 		return
 	}
 	var list kueue.WorkloadList
@@ -99,11 +107,17 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}
-		for _, d := range values {
+		ends := values
+		if tolerations {
+			if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
+				ends = append(slices.Clip(values), t.Duration)
+			}
+		}
+		for _, d := range ends {
 			if end := c.LastTransitionTime.Add(d); end.After(since) && !end.After(now) {
 				cq := wl.Status.Admission.ClusterQueue
 				woken.Insert(cq)
-				w.Log.V(3).Info("A min-runtime protection ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "minRuntime", d)
+				w.Log.V(3).Info("A protection ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "after", d)
 				Wake(ctx, w.Client, w.Queues, cq, w.Log)
 				break
 			}

@@ -53,4 +53,8 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 func Register(server webhook.Server) {
 	server.Register(ClusterQueuePath, &webhook.Admission{Handler: ClusterQueueValidator{}})
 	server.Register(CohortPath, &webhook.Admission{Handler: CohortValidator{}})
+	server.Register(WorkloadPriorityClassPath, &webhook.Admission{Handler: PriorityClassValidator{
+		Kind: schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "WorkloadPriorityClass"}}})
+	server.Register(PriorityClassPath, &webhook.Admission{Handler: PriorityClassValidator{
+		Kind: schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}}})
 }

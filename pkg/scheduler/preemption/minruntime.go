@@ -87,50 +87,70 @@ func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot)
 }
 
 const (
-	kindPreempt = "preempt"
-	kindReclaim = "reclaim"
+	kindPreempt    = "preempt"
+	kindReclaim    = "reclaim"
+	kindToleration = "toleration"
 )
 
-// protectedTally counts the candidates a search skipped because of protection.
+// protectedTally counts the candidates a search skipped because of a protection (min-runtime or
+// preemption toleration).
 type protectedTally struct {
 	bySource map[string]int
-	byKind   map[string]int
-	// firstEnd is when the earliest of those protections ends.
+	// byKind counts min-runtime skips by kind, for the metric.
+	byKind map[string]int
+	// reclaim counts skipped candidates of other ClusterQueues, whatever protected them.
+	reclaim int
+	// firstEnd is when the earliest protection that ends at all ends.
 	firstEnd time.Time
 }
 
-func (t *protectedTally) add(s *search, c *policy.Candidate, pr policy.Protection, kind string) {
+// add records a skipped candidate; end is zero for a protection that lasts as long as it runs.
+func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string, end time.Time) {
 	if t.bySource == nil {
 		t.bySource, t.byKind = map[string]int{}, map[string]int{}
 	}
-	t.bySource[pr.Source]++
-	t.byKind[kind]++
-	if end := policy.ProtectionEnds(c, pr); t.firstEnd.IsZero() || end.Before(t.firstEnd) {
+	t.bySource[source]++
+	if kind != kindToleration {
+		t.byKind[kind]++
+	}
+	if c.Info.ClusterQueue != s.cq.Name {
+		t.reclaim++
+	}
+	if !end.IsZero() && (t.firstEnd.IsZero() || end.Before(t.firstEnd)) {
 		t.firstEnd = end
 	}
 	if logV := s.log.V(4); logV.Enabled() {
-		logV.Info("Candidate protected by min-runtime", "preemptor", klog.KObj(s.info.Obj), "candidate", klog.KObj(c.Info.Obj),
-			"kind", kind, "minRuntime", pr.MinRuntime, "source", pr.Source, "until", policy.ProtectionEnds(c, pr))
+		logV.Info("Candidate protected", "preemptor", klog.KObj(s.info.Obj), "candidate", klog.KObj(c.Info.Obj),
+			"kind", kind, "source", source, "until", end)
+	}
+}
+
+// addDecision records a candidate the policy refused with a protection rule.
+func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string, pr policy.Protection, kind string) {
+	switch rule {
+	case policy.RuleMinRuntime:
+		t.add(s, c, pr.Source, kind, policy.ProtectionEnds(c, pr))
+	case policy.RuleToleration:
+		t.add(s, c, "the preemption toleration of "+c.Toleration.Source, kindToleration, policy.ToleranceEnds(c))
 	}
 }
 
 func (t *protectedTally) total() int {
 	n := 0
-	for _, v := range t.byKind {
+	for _, v := range t.bySource {
 		n += v
 	}
 	return n
 }
 
-// report counts the skips on kueue_preemption_protected_candidates_total.
+// report counts min-runtime skips on kueue_preemption_protected_candidates_total.
 func (t *protectedTally) report(cq kueue.ClusterQueueReference) {
 	for kind, n := range t.byKind {
 		metrics.ProtectedCandidates.WithLabelValues(string(cq), kind).Add(float64(n))
 	}
 }
 
-// message says how many candidates are protected, by which settings, and when the first
-// protection ends.
+// message says how many candidates are protected, by what, and when the first protection ends.
 func (t *protectedTally) message() string {
 	n := t.total()
 	if n == 0 {
@@ -145,15 +165,18 @@ func (t *protectedTally) message() string {
 	if n == 1 {
 		noun = "candidate is"
 	}
-	return fmt.Sprintf("%d preemption %s protected by min-runtime (%s); the first protection ends at %s",
-		n, noun, strings.Join(parts, ", "), t.firstEnd.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("%d preemption %s protected (%s)", n, noun, strings.Join(parts, ", "))
+	if !t.firstEnd.IsZero() {
+		msg += "; the first protection ends at " + t.firstEnd.UTC().Format(time.RFC3339)
+	}
+	return msg
 }
 
 // protectionSurvey runs the candidate collection of a search for wl over every flavor/resource its
-// ClusterQueue has for the resources wl requests, and returns the candidates protection skipped.
+// ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if !p.protectionOn() || cq == nil {
+	if (!p.protectionOn() && !p.tolerationOn()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()
@@ -177,7 +200,8 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 	return &s.protected
 }
 
-// ExplainProtection says how many candidates min-runtime protection keeps from wl, or "".
+// ExplainProtection says how many candidates min-runtime protection and preemption toleration
+// keep from wl, or "".
 func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	return p.protectionSurvey(ctx, wl, snapshot).message()
 }
@@ -190,5 +214,23 @@ func (p *Preemptor) CanAlwaysReclaim(ctx context.Context, wl *workload.Info, sna
 	if cq == nil || !upstream.CanAlwaysReclaim(cq) {
 		return false
 	}
-	return p.protectionSurvey(ctx, wl, snapshot).byKind[kindReclaim] == 0
+	return p.protectionSurvey(ctx, wl, snapshot).reclaim == 0
+}
+
+// ClassTolerations supplies the preemption toleration of priority classes.
+type ClassTolerations interface {
+	For(*kueue.PriorityClassRef) *policy.Toleration
+}
+
+// WithPreemptionToleration lets priority classes' tolerations keep their workloads from
+// preemptors of lower priority than their minimum, while the PreemptionToleration gate is on.
+func WithPreemptionToleration(src ClassTolerations) Option {
+	return func(c *config) {
+		c.tolerations = src
+		c.policyOpts = append(c.policyOpts, policy.WithPreemptionToleration())
+	}
+}
+
+func (p *Preemptor) tolerationOn() bool {
+	return p.tolerations != nil && features.Enabled(features.PreemptionToleration)
 }

@@ -24,6 +24,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -97,7 +98,7 @@ func TestMinRuntimeTargets(t *testing.T) {
 		"reclaim: protected by team-a's reclaimMinRuntime": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute)},
 			wantOracle:  preemptioncommon.NoCandidates,
-			wantExplain: "1 preemption candidate is protected by min-runtime (1 by reclaimMinRuntime 10m0s from Cohort team-a); the first protection ends at 2026-03-01T10:05:00Z",
+			wantExplain: "1 preemption candidate is protected (1 by reclaimMinRuntime 10m0s from Cohort team-a); the first protection ends at 2026-03-01T10:05:00Z",
 		},
 		"reclaim: protection over": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(5 * time.Minute)},
@@ -115,7 +116,7 @@ func TestMinRuntimeTargets(t *testing.T) {
 		"reclaim: the manager default applies when nothing is set": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Reclaim: time.Hour}},
 			wantOracle:  preemptioncommon.NoCandidates,
-			wantExplain: "1 preemption candidate is protected by min-runtime (1 by defaultReclaimMinRuntime 1h0m0s from the manager configuration); the first protection ends at 2026-03-01T10:55:00Z",
+			wantExplain: "1 preemption candidate is protected (1 by defaultReclaimMinRuntime 1h0m0s from the manager configuration); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"preempt settings do not protect from reclaim": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour}},
@@ -124,17 +125,17 @@ func TestMinRuntimeTargets(t *testing.T) {
 		"in queue: the protected own workload is passed over for the borrower": {
 			scenario: reclaimScenario("1", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
 			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
-			wantExplain: "1 preemption candidate is protected by min-runtime (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
+			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue: protected own workload and not enough to reclaim": {
 			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
 			wantOracle: preemptioncommon.NoCandidates, wantAlwaysReclaim: true,
-			wantExplain: "1 preemption candidate is protected by min-runtime (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
+			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue and reclaim both protected": {
 			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour, Reclaim: 10 * time.Minute}},
 			wantOracle: preemptioncommon.NoCandidates,
-			wantExplain: "2 preemption candidates are protected by min-runtime (1 by defaultPreemptMinRuntime 1h0m0s from the manager configuration, " +
+			wantExplain: "2 preemption candidates are protected (1 by defaultPreemptMinRuntime 1h0m0s from the manager configuration, " +
 				"1 by defaultReclaimMinRuntime 10m0s from the manager configuration); the first protection ends at 2026-03-01T10:05:00Z",
 		},
 	}
@@ -176,6 +177,77 @@ func TestMinRuntimeTargets(t *testing.T) {
 				}
 				if got := p.CanAlwaysReclaim(ctx, info, snap); got != tc.wantAlwaysReclaim {
 					t.Errorf("CanAlwaysReclaim = %t, want %t", got, tc.wantAlwaysReclaim)
+				}
+				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
+					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				}
+			})
+		}
+	}
+}
+
+// fakeTolerations gives every workload of class "sticky" the toleration t.
+type fakeTolerations struct{ t *policy.Toleration }
+
+func (f fakeTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+	if ref != nil && ref.Name == "sticky" {
+		return f.t
+	}
+	return nil
+}
+
+func TestTolerationTargets(t *testing.T) {
+	forever := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Forever: true}, Source: "WorkloadPriorityClass sticky"}
+	fourMin := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Duration: 4 * time.Minute}, Source: "WorkloadPriorityClass sticky"}
+	cases := map[string]struct {
+		toleration  *policy.Toleration
+		gateOff     bool
+		want        []string
+		wantExplain string
+	}{
+		"tolerated forever: no victims, and reclaim cannot be counted on": {
+			toleration:  forever,
+			wantExplain: "1 preemption candidate is protected (1 by the preemption toleration of WorkloadPriorityClass sticky)",
+		},
+		"toleration over after 4 minutes": {
+			toleration: fourMin, want: []string{"borrower: InCohortReclamation"},
+			wantExplain: "",
+		},
+		"gate off": {
+			toleration: forever, gateOff: true, want: []string{"borrower: InCohortReclamation"},
+		},
+	}
+	for _, fairSharing := range []bool{false, true} {
+		for name, tc := range cases {
+			t.Run(fmt.Sprintf("fairSharing=%t/%s", fairSharing, name), func(t *testing.T) {
+				if tc.gateOff {
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.PreemptionToleration, false)
+				}
+				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+				sc := *reclaimScenario("2", false)
+				sc.FairSharing = fairSharing
+				sc.Admitted[0].Spec.PriorityClassRef = kueue.NewWorkloadPriorityClassRef("sticky")
+				var fs *configapi.FairSharing
+				if fairSharing {
+					fs = &configapi.FairSharing{}
+				}
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionToleration(fakeTolerations{tc.toleration}))
+				info := sc.PendingInfo()
+				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+					Name: info.TotalRequests[0].Name, Count: 1,
+					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+				}}}
+				snap := snapshotOf(t, ctx, &sc)
+				var got []string
+				for _, tg := range p.GetTargets(ctx, *info, a, snap) {
+					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+				if got, want := p.CanAlwaysReclaim(ctx, info, snap), len(tc.want) > 0; got != want {
+					t.Errorf("CanAlwaysReclaim = %t, want %t", got, want)
 				}
 				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
 					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)

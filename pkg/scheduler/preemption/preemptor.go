@@ -56,6 +56,8 @@ type Preemptor struct {
 	pending func(kueue.ClusterQueueReference) []*workload.Info
 	// minRuntimes, when set, feeds min-runtime protection.
 	minRuntimes MinRuntimeSource
+	// tolerations, when set, feeds preemption toleration.
+	tolerations ClassTolerations
 	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
 	issuer *upstream.Preemptor
 }
@@ -68,6 +70,7 @@ type config struct {
 	settings    func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending     func(kueue.ClusterQueueReference) []*workload.Info
 	minRuntimes MinRuntimeSource
+	tolerations ClassTolerations
 }
 
 // WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
@@ -132,6 +135,7 @@ func New(
 		settings:     settings,
 		pending:      c.pending,
 		minRuntimes:  c.minRuntimes,
+		tolerations:  c.tolerations,
 		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 	}
 }
@@ -329,17 +333,19 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
 	pr := p.protectionFor(s, cq)
+	tolerations := p.tolerationOn()
 	for _, info := range cq.Workloads {
 		if !classical.WorkloadUsesResources(info, s.contested) {
 			continue
 		}
 		slab = append(slab, candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)})
 		c := &slab[len(slab)-1]
+		if tolerations {
+			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
+		}
 		d := p.decide(s, &c.Candidate, scope, pol, pr)
 		if !d.Eligible {
-			if d.Rule == policy.RuleMinRuntime {
-				s.protected.add(s, &c.Candidate, pr, kind)
-			}
+			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
 			slab = slab[:len(slab)-1]
 			continue
 		}

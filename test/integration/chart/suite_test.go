@@ -23,6 +23,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -47,6 +48,8 @@ const (
 )
 
 var (
+	// logs holds what managers started by the specs log.
+	logs     = &syncBuffer{}
 	root     string
 	chartDir string
 	helmBin  string
@@ -59,7 +62,7 @@ func TestChart(t *testing.T) {
 }
 
 var _ = ginkgo.BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(ginkgo.GinkgoWriter, logs)), zap.UseDevMode(true)))
 	var err error
 	root, err = controlplane.FindRoot()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -75,6 +78,8 @@ var _ = ginkgo.BeforeSuite(func() {
 	}
 	scheme, err = manager.NewScheme()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	// The specs read CRDs too; the manager does not need them typed.
+	gomega.Expect(apiextensionsv1.AddToScheme(scheme)).To(gomega.Succeed())
 })
 
 // helmCmd runs bin/helm with its state kept in a temporary home; kubeconfig may be empty.
@@ -251,6 +256,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 func (b *syncBuffer) lines(substr string) []string {

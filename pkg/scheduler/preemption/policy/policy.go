@@ -63,6 +63,8 @@ type Candidate struct {
 	AdmittedAt time.Time
 	// Evicted candidates are already on their way out.
 	Evicted bool
+	// Toleration is the preemption toleration of the candidate's priority class, if any.
+	Toleration *Toleration
 }
 
 // QueueSettings are this project's per-ClusterQueue settings, resolved for the preemptor's

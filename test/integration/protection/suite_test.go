@@ -1,4 +1,4 @@
-package minruntime_test
+package protection_test
 
 import (
 	"context"
@@ -37,9 +37,9 @@ var (
 	clk *clocktesting.FakeClock
 )
 
-func TestMinRuntime(t *testing.T) {
+func TestProtection(t *testing.T) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
-	ginkgo.RunSpecs(t, "Min-runtime protection suite")
+	ginkgo.RunSpecs(t, "Min-runtime protection and preemption toleration suite")
 }
 
 var _ = ginkgo.BeforeSuite(func() {

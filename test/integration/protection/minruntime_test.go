@@ -1,4 +1,4 @@
-package minruntime_test
+package protection_test
 
 import (
 	"context"
@@ -30,7 +30,7 @@ var _ = ginkgo.Describe("preemptMinRuntime within a ClusterQueue", ginkgo.Ordere
 		high := job(ns, "solo", "high", "1", "high")
 		submit(ctx, high)
 		ginkgo.By("telling the pending workload what protects the candidate and until when")
-		expectPendingWith(ctx, high, fmt.Sprintf("1 preemption candidate is protected by min-runtime (1 by preemptMinRuntime 10m0s from ClusterQueue solo); the first protection ends at %s",
+		expectPendingWith(ctx, high, fmt.Sprintf("1 preemption candidate is protected (1 by preemptMinRuntime 10m0s from ClusterQueue solo); the first protection ends at %s",
 			rfc3339(started.Add(10*time.Minute))))
 		gomega.Expect(protectedTotal("solo", "preempt")).To(gomega.BeNumerically(">", before))
 
@@ -134,7 +134,7 @@ var _ = ginkgo.Describe("reclaimMinRuntime resolved at the lowest common ancesto
 
 		owner := job(ns, "lca-b1", "owner", "2", "")
 		submit(ctx, owner)
-		expectPendingWith(ctx, owner, "1 preemption candidate is protected by min-runtime (1 by reclaimMinRuntime 10m0s from Cohort lca-team-a)",
+		expectPendingWith(ctx, owner, "1 preemption candidate is protected (1 by reclaimMinRuntime 10m0s from Cohort lca-team-a)",
 			rfc3339(started.Add(10*time.Minute)))
 		gomega.Expect(protectedTotal("lca-b1", "reclaim")).To(gomega.BeNumerically(">", before))
 

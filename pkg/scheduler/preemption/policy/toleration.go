@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+)
+
+// Toleration is the preemption toleration of the priority class a candidate's priority came from.
+type Toleration struct {
+	annotations.Toleration
+	// Source names the class, e.g. "WorkloadPriorityClass low-non-preempted".
+	Source string
+}
+
+// RuleToleration names the protection WithPreemptionToleration adds.
+const RuleToleration = "ToleratesPreemptor"
+
+// WithPreemptionToleration vetoes an otherwise eligible candidate whose priority class tolerates
+// the preemptor: the preemptor's priority is below the class's minimum preemptable priority, and
+// the candidate has run (since admission) for less than the toleration time, or it tolerates
+// forever. Like min-runtime, it protects running work only: not an evicted or unadmitted candidate.
+func WithPreemptionToleration() Option {
+	return WithProtections(Rule{
+		Name: RuleToleration,
+		When: func(in *Input) bool { return Tolerated(in.Candidate, in.Preemptor.Priority, in.Now) },
+		Why: func(in *Input) string {
+			t := in.Candidate.Toleration
+			return fmt.Sprintf("%s tolerates preemption by priority %d (below %d) %s", t.Source, in.Preemptor.Priority,
+				t.MinimumPreemptablePriority, tolerationTerm(t.Toleration))
+		},
+	})
+}
+
+// Tolerated reports whether c's toleration keeps it from a preemptor of priority prio at now.
+func Tolerated(c *Candidate, prio int64, now time.Time) bool {
+	t := c.Toleration
+	if t == nil || !t.Tolerates() || c.Evicted || c.AdmittedAt.IsZero() || prio >= t.MinimumPreemptablePriority {
+		return false
+	}
+	return t.Forever || now.Sub(c.AdmittedAt) < t.Duration
+}
+
+// ToleranceEnds is when c's toleration ends; zero when it lasts for as long as c runs.
+func ToleranceEnds(c *Candidate) time.Time {
+	if c.Toleration == nil || c.Toleration.Forever {
+		return time.Time{}
+	}
+	return c.AdmittedAt.Add(c.Toleration.Duration)
+}
+
+func tolerationTerm(t annotations.Toleration) string {
+	if t.Forever {
+		return "for as long as it runs"
+	}
+	return fmt.Sprintf("for %s after admission", t.Duration)
+}

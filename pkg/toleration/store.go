@@ -1,0 +1,153 @@
+// Package toleration keeps the preemption toleration declared on priority classes
+// (WorkloadPriorityClass and PriorityClass annotations) for the preemptor, read by two small
+// controllers.
+package toleration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// ReasonInvalid is the reason of the Warning event on a class whose toleration annotations are
+// ignored (possible when it was written while the webhook was down, or before it existed).
+const ReasonInvalid = "InvalidPreemptionToleration"
+
+type key struct {
+	kind kueue.PriorityClassKind
+	name string
+}
+
+// Store holds the toleration of every priority class that declares one.
+type Store struct {
+	mu      sync.RWMutex
+	classes map[key]*policy.Toleration
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store {
+	return &Store{classes: map[key]*policy.Toleration{}}
+}
+
+// For returns the toleration of the class ref points to, or nil. The result is shared: callers
+// must not change it.
+func (s *Store) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+	if ref == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.classes[key{ref.Kind, ref.Name}]
+}
+
+func (s *Store) set(k key, t *policy.Toleration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t == nil || !t.Tolerates() {
+		delete(s.classes, k)
+		return
+	}
+	s.classes[k] = t
+}
+
+// toleration parses a class's annotations; invalid ones give none and a problem.
+func toleration(kind kueue.PriorityClassKind, name string, ann map[string]string, value int32) (*policy.Toleration, string) {
+	t, errs := annotations.ParseToleration(ann, value)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate().Error()
+	}
+	return &policy.Toleration{Toleration: t, Source: fmt.Sprintf("%s %s", kind, name)}, ""
+}
+
+// Load reads every class once, so that the store is complete before the first scheduling cycle.
+func (s *Store) Load(ctx context.Context, c client.Reader) error {
+	var wpcs kueue.WorkloadPriorityClassList
+	if err := c.List(ctx, &wpcs); err != nil {
+		return fmt.Errorf("listing WorkloadPriorityClasses: %w", err)
+	}
+	for i := range wpcs.Items {
+		o := &wpcs.Items[i]
+		t, _ := toleration(kueue.WorkloadPriorityClassKind, o.Name, o.Annotations, o.Value)
+		s.set(key{kueue.WorkloadPriorityClassKind, o.Name}, t)
+	}
+	var pcs schedulingv1.PriorityClassList
+	if err := c.List(ctx, &pcs); err != nil {
+		return fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	for i := range pcs.Items {
+		o := &pcs.Items[i]
+		t, _ := toleration(kueue.PodPriorityClassKind, o.Name, o.Annotations, o.Value)
+		s.set(key{kueue.PodPriorityClassKind, o.Name}, t)
+	}
+	return nil
+}
+
+// reconciler feeds the store from one kind of class.
+type reconciler struct {
+	client   client.Client
+	store    *Store
+	recorder events.EventRecorder
+	kind     kueue.PriorityClassKind
+	newObj   func() client.Object
+	value    func(client.Object) int32
+}
+
+// Setup registers the controllers for both kinds of class with mgr; they run on every replica.
+func Setup(mgr ctrl.Manager, store *Store) error {
+	recorder := mgr.GetEventRecorder("kueue-timeshare")
+	kinds := []*reconciler{
+		{kind: kueue.WorkloadPriorityClassKind, newObj: func() client.Object { return &kueue.WorkloadPriorityClass{} },
+			value: func(o client.Object) int32 { return o.(*kueue.WorkloadPriorityClass).Value }},
+		{kind: kueue.PodPriorityClassKind, newObj: func() client.Object { return &schedulingv1.PriorityClass{} },
+			value: func(o client.Object) int32 { return o.(*schedulingv1.PriorityClass).Value }},
+	}
+	for _, r := range kinds {
+		r.client, r.store, r.recorder = mgr.GetClient(), store, recorder
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("timeshare-toleration-" + string(r.kind)).
+			For(r.newObj()).
+			WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+			Complete(r)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	k := key{r.kind, req.Name}
+	obj := r.newObj()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.store.set(k, nil)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	t, problem := toleration(r.kind, req.Name, obj.GetAnnotations(), r.value(obj))
+	if problem != "" {
+		log.Info("Ignoring invalid preemption toleration", "kind", r.kind, "name", req.Name, "problem", problem)
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalid, "Validate", "preemption toleration ignored: %s", problem)
+	}
+	r.store.set(k, t)
+	if t != nil {
+		log.V(3).Info("Preemption toleration", "kind", r.kind, "name", req.Name, "toleration", t.String())
+	}
+	return ctrl.Result{}, nil
+}

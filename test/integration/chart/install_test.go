@@ -1,0 +1,111 @@
+package chart_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
+)
+
+var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered, func() {
+	var (
+		ctx context.Context
+		k   *cluster
+		m   *runningManager
+	)
+	ginkgo.BeforeAll(func() {
+		ctx = context.Background()
+		k = startCluster()
+		// Ports of this machine: the manager runs here, next to other test processes.
+		k.helm("install", release, chartDir, "--namespace", namespace, "--create-namespace",
+			"--set", fmt.Sprintf("webhook.port=%d", freePort()),
+			"--set", fmt.Sprintf("health.port=%d", freePort()),
+			"--set", fmt.Sprintf("metrics.port=%d", freePort()))
+	})
+
+	ginkgo.It("installs Kueue's CRDs with kueue-timeshare's fields", func() {
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		gomega.Expect(k.client.List(ctx, &crds)).To(gomega.Succeed())
+		gomega.Expect(crds.Items).To(gomega.HaveLen(11))
+		var cq apiextensionsv1.CustomResourceDefinition
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: "clusterqueues.kueue.x-k8s.io"}, &cq)).To(gomega.Succeed())
+		for _, v := range cq.Spec.Versions {
+			if v.Name == "v1beta2" {
+				preemption := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["preemption"]
+				gomega.Expect(preemption.Properties).To(gomega.HaveKey("withinClusterQueueConfig"))
+			}
+		}
+	})
+
+	ginkgo.It("runs the manager as the chart's ServiceAccount, with certificates it manages itself, and admits a Job", func() {
+		logs.reset()
+		m = k.startManager(ctx, namespace, fullname)
+
+		ginkgo.By("injecting the manager's CA into the chart's webhook configurations and conversion CRDs")
+		k.expectCAInjected(ctx, fullname)
+		ginkgo.By("serving every webhook path and /convert the chart points at")
+		k.expectPathsServed(ctx, m, fullname)
+
+		ginkgo.By("admitting a Job through the chart's webhook Service")
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
+		gomega.Expect(k.client.Create(ctx, ns)).To(gomega.Succeed())
+		gomega.Expect(k.client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}})).To(gomega.Succeed())
+		gomega.Expect(k.client.Create(ctx, util.CPUClusterQueue("team-a", "2"))).To(gomega.Succeed())
+		gomega.Expect(k.client.Create(ctx, &kueue.LocalQueue{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "team-a"},
+			Spec:       kueue.LocalQueueSpec{ClusterQueue: "team-a"},
+		})).To(gomega.Succeed())
+		job := util.CPUJob(ns.Name, "first", "team-a", "1")
+		gomega.Expect(k.client.Create(ctx, job)).To(gomega.Succeed())
+		gomega.Expect(ptr.Deref(job.Spec.Suspend, false)).To(gomega.BeTrue(), "suspended on creation by the mutating webhook")
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(util.Unsuspended(g, ctx, k.client, job)).To(gomega.BeTrue())
+		}, timeout, interval).Should(gomega.Succeed())
+
+		ginkgo.By("rejecting an invalid kueue-timeshare field through our webhook entry")
+		bad, err := util.RawCPUClusterQueue("too-short", "1", map[string]any{
+			"withinClusterQueue":       "LowerOrNewerEqualPriority",
+			"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "30s"},
+		})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		err = k.client.Create(ctx, bad)
+		gomega.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("spec.preemption.withinClusterQueueConfig.minAdmitDuration")))
+
+		ginkgo.By("converting through the chart's conversion webhook")
+		old := &unstructured.Unstructured{}
+		old.SetAPIVersion("kueue.x-k8s.io/v1beta1")
+		old.SetKind("ClusterQueue")
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: "team-a"}, old)).To(gomega.Succeed())
+		gomega.Expect(old.GetAPIVersion()).To(gomega.Equal("kueue.x-k8s.io/v1beta1"))
+		flavors, _, _ := unstructured.NestedSlice(old.Object, "spec", "resourceGroups")
+		gomega.Expect(flavors).To(gomega.HaveLen(1))
+
+		ginkgo.By("needing no permission the chart does not grant")
+		gomega.Expect(logs.lines("forbidden")).To(gomega.BeEmpty())
+	})
+
+	ginkgo.It("keeps the CRDs and every Kueue object on uninstall", func() {
+		m.stop()
+		k.helm("uninstall", release, "--namespace", namespace)
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		gomega.Expect(k.client.List(ctx, &crds)).To(gomega.Succeed())
+		gomega.Expect(crds.Items).To(gomega.HaveLen(11))
+		var cq kueue.ClusterQueue
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: "team-a"}, &cq)).To(gomega.Succeed())
+		var jobs batchv1.JobList
+		gomega.Expect(k.client.List(ctx, &jobs, client.InNamespace("team-a"))).To(gomega.Succeed())
+		gomega.Expect(jobs.Items).To(gomega.HaveLen(1))
+	})
+})
