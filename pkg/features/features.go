@@ -25,6 +25,11 @@ const (
 	// with annotations, that their workloads tolerate preemption by lower priorities than a minimum
 	// for some time after admission. Off: the annotations are ignored.
 	PreemptionToleration featuregate.Feature = "PreemptionToleration"
+
+	// ExpectedRuntimeRequeue lets workloads annotated with an expected runtime be preempted, once
+	// they ran that long, by workloads of equal or higher priority of their ClusterQueue when that
+	// lets one be admitted. Off: the annotations are ignored.
+	ExpectedRuntimeRequeue featuregate.Feature = "ExpectedRuntimeRequeue"
 )
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
@@ -35,6 +40,9 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 	PreemptionToleration: {
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	ExpectedRuntimeRequeue: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 }

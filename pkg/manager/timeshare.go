@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -10,6 +11,7 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
@@ -28,7 +30,7 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 
 // timesharePreemptorFactory builds our preemptor with the per-ClusterQueue settings of store and
 // the pending workloads of queues (to decide whose turn it is).
-func timesharePreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager) scheduler.PreemptorFactory {
+func timesharePreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
@@ -36,6 +38,7 @@ func timesharePreemptorFactory(store *queuesettings.Store, tolerations *tolerati
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithMinRuntimeProtection(store),
 			preemption.WithPreemptionToleration(tolerations),
+			preemption.WithExpectedRuntimeRequeue(requeueDelay),
 		)}
 	}
 }
@@ -72,6 +75,9 @@ func (m *Manager) setupTimeshare() error {
 	m.tolerations = toleration.NewStore()
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
+	}
+	if err := expectedruntime.Setup(m); err != nil {
+		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
 	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {

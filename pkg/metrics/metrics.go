@@ -19,5 +19,21 @@ var ProtectedCandidates = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"cluster_queue", "kind"})
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ProtectedCandidates)
+	ctrlmetrics.Registry.MustRegister(ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped)
 }
+
+// ExpectedRuntimeNominations counts admitted workloads found past their expected runtime (and so
+// preemptible by equal or higher priorities of their ClusterQueue) in victim searches.
+var ExpectedRuntimeNominations = prometheus.NewCounter(prometheus.CounterOpts{
+	Subsystem: subsystem,
+	Name:      "expected_runtime_nominations_total",
+	Help:      "Workloads nominated as preemption candidates because they ran past their expected runtime, counted per victim search.",
+})
+
+// ExpectedRuntimeNominationsSkipped counts opted-in workloads not nominated, by reason.
+var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Subsystem: subsystem,
+	Name:      "expected_runtime_nomination_skipped_total",
+	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
+		"not_running, minruntime_protected, clock_skew, invalid_not_before.",
+}, []string{"reason"})

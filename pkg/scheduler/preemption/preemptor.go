@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
@@ -58,6 +59,10 @@ type Preemptor struct {
 	minRuntimes MinRuntimeSource
 	// tolerations, when set, feeds preemption toleration.
 	tolerations ClassTolerations
+	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
+	expectedRuntime     bool
+	defaultRequeueDelay time.Duration
+	client              client.Client
 	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
 	issuer *upstream.Preemptor
 }
@@ -66,11 +71,13 @@ type Preemptor struct {
 type Option func(*config)
 
 type config struct {
-	policyOpts  []policy.Option
-	settings    func(kueue.ClusterQueueReference) policy.QueueSettings
-	pending     func(kueue.ClusterQueueReference) []*workload.Info
-	minRuntimes MinRuntimeSource
-	tolerations ClassTolerations
+	policyOpts          []policy.Option
+	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
+	pending             func(kueue.ClusterQueueReference) []*workload.Info
+	minRuntimes         MinRuntimeSource
+	tolerations         ClassTolerations
+	expectedRuntime     bool
+	defaultRequeueDelay time.Duration
 }
 
 // WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
@@ -127,16 +134,19 @@ func New(
 		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
 	}
 	return &Preemptor{
-		clock:        clk,
-		ordering:     ordering,
-		fairSharing:  fairsharing.Enabled(fs),
-		fsStrategies: strategies(fs),
-		policy:       policy.New(po, c.policyOpts...),
-		settings:     settings,
-		pending:      c.pending,
-		minRuntimes:  c.minRuntimes,
-		tolerations:  c.tolerations,
-		issuer:       upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
+		clock:               clk,
+		ordering:            ordering,
+		fairSharing:         fairsharing.Enabled(fs),
+		fsStrategies:        strategies(fs),
+		policy:              policy.New(po, c.policyOpts...),
+		settings:            settings,
+		pending:             c.pending,
+		minRuntimes:         c.minRuntimes,
+		tolerations:         c.tolerations,
+		expectedRuntime:     c.expectedRuntime,
+		defaultRequeueDelay: c.defaultRequeueDelay,
+		client:              cl,
+		issuer:              upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 	}
 }
 
@@ -164,8 +174,10 @@ type search struct {
 	// protections are the min-runtimes resolved so far, by victim ClusterQueue.
 	protections   map[kueue.ClusterQueueReference]policy.Protection
 	preemptorPath policy.Path
-	// protected counts candidates skipped because of min-runtime protection.
+	// protected counts candidates skipped because of a protection.
 	protected protectedTally
+	// nominations counts expected-runtime nominations and skips.
+	nominations nominationTally
 }
 
 // newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
@@ -200,6 +212,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	}
 	targets := p.targets(s)
 	s.protected.report(wl.ClusterQueue)
+	s.nominations.report()
 	return targets
 }
 
@@ -212,7 +225,7 @@ func (p *Preemptor) targets(s *search) []*Target {
 
 // IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions.
 func (p *Preemptor) IssuePreemptions(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	return p.issuer.IssuePreemptions(ctx, cache, preemptor, targets, snap)
+	return p.issueWithCooldowns(ctx, cache, preemptor, targets, snap)
 }
 
 // SatisfyPreemptionExpectation records that an eviction issued earlier has been observed.
@@ -333,7 +346,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
 	pr := p.protectionFor(s, cq)
-	tolerations := p.tolerationOn()
+	tolerations, expected := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq
 	for _, info := range cq.Workloads {
 		if !classical.WorkloadUsesResources(info, s.contested) {
 			continue
@@ -343,7 +356,15 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		if tolerations {
 			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
 		}
+		if expected {
+			if er, ok := annotations.ParseExpectedRuntime(info.Obj.Annotations); ok {
+				c.ExpectedRuntime = &er
+			}
+		}
 		d := p.decide(s, &c.Candidate, scope, pol, pr)
+		if c.ExpectedRuntime != nil {
+			s.nominations.add(s, &c.Candidate, d)
+		}
 		if !d.Eligible {
 			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
 			slab = slab[:len(slab)-1]

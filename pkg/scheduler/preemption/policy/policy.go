@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // Scope says where a candidate runs relative to the preemptor.
@@ -65,6 +67,10 @@ type Candidate struct {
 	Evicted bool
 	// Toleration is the preemption toleration of the candidate's priority class, if any.
 	Toleration *Toleration
+	// Admitted: the Admitted condition is true (the workload runs).
+	Admitted bool
+	// ExpectedRuntime holds the candidate's expected-runtime annotations when it opted in.
+	ExpectedRuntime *annotations.ExpectedRuntimeSettings
 }
 
 // QueueSettings are this project's per-ClusterQueue settings, resolved for the preemptor's
@@ -304,7 +310,7 @@ func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Orderi
 		c.QuotaReservedAt = cond.LastTransitionTime.Time
 	}
 	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
-		c.AdmittedAt = cond.LastTransitionTime.Time
+		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
 	}
 	return c
 }

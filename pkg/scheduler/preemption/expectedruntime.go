@@ -1,0 +1,128 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+func init() {
+	upstream.HumanReadablePreemptionReasons[policy.ExpectedRuntimeReason] =
+		"expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota"
+}
+
+// WithExpectedRuntimeRequeue lets workloads that ran past their expected runtime be preempted by
+// workloads of equal or higher priority of their ClusterQueue (see policy.WithExpectedRuntimeRequeue),
+// while the ExpectedRuntimeRequeue gate is on. After such a preemption the victim gets a cooldown
+// (its requeue-delay annotation, else defaultDelay), written with the preemptor's client.
+func WithExpectedRuntimeRequeue(defaultDelay time.Duration) Option {
+	return func(c *config) {
+		c.expectedRuntime = true
+		c.defaultRequeueDelay = defaultDelay
+		c.policyOpts = append(c.policyOpts, policy.WithExpectedRuntimeRequeue())
+	}
+}
+
+func (p *Preemptor) expectedRuntimeOn() bool {
+	return p.expectedRuntime && features.Enabled(features.ExpectedRuntimeRequeue)
+}
+
+// nominationTally counts nominations and skips of one search.
+type nominationTally struct {
+	nominated int
+	skipped   map[string]int
+}
+
+// add records what the search made of a candidate that opted in.
+func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision) {
+	nominated, skip := policy.Nominate(c, s.now)
+	switch {
+	case nominated && d.Rule == policy.RuleMinRuntime:
+		skip = annotations.SkipMinRuntime
+	case nominated:
+		t.nominated++
+	}
+	if skip == "" {
+		return
+	}
+	if t.skipped == nil {
+		t.skipped = map[string]int{}
+	}
+	t.skipped[skip]++
+	if logV := s.log.V(4); logV.Enabled() {
+		logV.Info("Expected-runtime nomination skipped", "candidate", klog.KObj(c.Info.Obj), "reason", skip, "problem", c.ExpectedRuntime.Problem)
+	}
+}
+
+func (t *nominationTally) report() {
+	if t.nominated > 0 {
+		metrics.ExpectedRuntimeNominations.Add(float64(t.nominated))
+	}
+	for reason, n := range t.skipped {
+		metrics.ExpectedRuntimeNominationsSkipped.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// issueWithCooldowns evicts the targets; those preempted for their expected runtime are evicted
+// one by one so that each successful eviction gets its cooldown, and a failed one does not.
+func (p *Preemptor) issueWithCooldowns(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	var rest, nominated []*Target
+	for _, t := range targets {
+		if t.Reason == policy.ExpectedRuntimeReason {
+			nominated = append(nominated, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	if len(nominated) == 0 {
+		return p.issuer.IssuePreemptions(ctx, cache, preemptor, targets, snap)
+	}
+	preempted, failed, err := 0, 0, error(nil)
+	if len(rest) > 0 {
+		preempted, failed, err = p.issuer.IssuePreemptions(ctx, cache, preemptor, rest, snap)
+	}
+	for _, t := range nominated {
+		ok, bad, e := p.issuer.IssuePreemptions(ctx, cache, preemptor, []*Target{t}, snap)
+		preempted, failed = preempted+ok, failed+bad
+		if e != nil && err == nil {
+			err = e
+		}
+		if ok > 0 {
+			p.writeCooldown(ctx, t.WorkloadInfo.Obj)
+		}
+	}
+	return preempted, failed, err
+}
+
+// writeCooldown sets requeue-not-before on a workload preempted for its expected runtime.
+func (p *Preemptor) writeCooldown(ctx context.Context, wl *kueue.Workload) {
+	log := ctrllog.FromContext(ctx)
+	delay := p.defaultRequeueDelay
+	if s, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && s.Skip == "" && s.Delay > 0 {
+		delay = s.Delay
+	}
+	notBefore := p.clock.Now().Add(delay).UTC().Format(time.RFC3339)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotations.RequeueNotBefore, notBefore)
+	obj := &kueue.Workload{}
+	obj.Namespace, obj.Name = wl.Namespace, wl.Name
+	if err := p.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		log.Error(err, "Could not write the expected-runtime cooldown", "workload", klog.KObj(wl))
+		return
+	}
+	log.V(3).Info("Expected-runtime cooldown written", "workload", klog.KObj(wl), "notBefore", notBefore)
+}

@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+)
+
+// ExpectedRuntimeReason is the preemption reason of a workload preempted because it ran past its
+// expected runtime.
+const ExpectedRuntimeReason = "InClusterQueueExpectedRuntime"
+
+// RuleExpectedRuntime names the rule WithExpectedRuntimeRequeue adds.
+const RuleExpectedRuntime = "NominatedPastExpectedRuntime"
+
+// Nominate says whether c, which opted in to expected-runtime requeue, is nominated at now: it
+// runs, has run at least its expected runtime, and is past any cooldown. When it is not, skip is
+// the reason to count, or "" when it simply has not run long enough yet.
+func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
+	er := c.ExpectedRuntime
+	switch {
+	case er == nil:
+		return false, ""
+	case er.Skip != "":
+		return false, er.Skip
+	case c.Evicted || !c.Admitted:
+		return false, annotations.SkipNotRunning
+	case c.AdmittedAt.IsZero():
+		return false, annotations.SkipMissingStart
+	case now.Before(c.AdmittedAt):
+		return false, annotations.SkipClockSkew
+	case !er.NotBefore.IsZero() && now.Before(er.NotBefore):
+		return false, annotations.SkipCooldown
+	case now.Sub(c.AdmittedAt) < er.Expected:
+		return false, ""
+	}
+	return true, ""
+}
+
+// WithExpectedRuntimeRequeue makes a nominated workload (see Nominate) a candidate for pending
+// workloads of equal or higher priority of its own ClusterQueue, whatever withinClusterQueue says
+// unless it is Never. The rule comes after upstream's, so a workload upstream would preempt anyway
+// keeps upstream's reason; protections (min-runtime, toleration) still veto it. Victims are only
+// evicted when that lets the preemptor be admitted, so with no contender a nominated workload keeps
+// running.
+func WithExpectedRuntimeRequeue() Option {
+	return WithRulesBefore(RuleNotLower, Rule{
+		Name: RuleExpectedRuntime, Eligible: true, Reason: ExpectedRuntimeReason,
+		When: func(in *Input) bool {
+			if in.Scope != SameClusterQueue || in.Policy == kueue.PreemptionPolicyNever || in.Candidate.Priority > in.Preemptor.Priority {
+				return false
+			}
+			ok, _ := Nominate(in.Candidate, in.Now)
+			return ok
+		},
+		Why: func(in *Input) string {
+			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.AdmittedAt).Round(time.Second),
+				in.Candidate.ExpectedRuntime.Expected)
+		},
+	})
+}

@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+)
+
+func TestNominate(t *testing.T) {
+	hour := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
+	cases := map[string]struct {
+		er         *annotations.ExpectedRuntimeSettings
+		running    time.Duration // since admission, may be negative (clock skew)
+		notRunning bool
+		noStart    bool
+		evicted    bool
+		want       bool
+		wantSkip   string
+	}{
+		"not opted in":                       {running: 2 * time.Hour},
+		"exactly at the expected runtime":    {er: hour, running: time.Hour, want: true},
+		"one second short: not yet, no skip": {er: hour, running: time.Hour - time.Second},
+		"long past":                          {er: hour, running: 10 * time.Hour, want: true},
+		"cooldown not over": {
+			er: &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(time.Second)}, running: 2 * time.Hour, wantSkip: annotations.SkipCooldown,
+		},
+		"cooldown ends exactly now": {
+			er: &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0}, running: 2 * time.Hour, want: true,
+		},
+		"invalid duration":   {er: &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}, running: 2 * time.Hour, wantSkip: annotations.SkipInvalidDuration},
+		"invalid not-before": {er: &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidNotBefore}, running: 2 * time.Hour, wantSkip: annotations.SkipInvalidNotBefore},
+		"not admitted":       {er: hour, notRunning: true, wantSkip: annotations.SkipNotRunning},
+		"being evicted":      {er: hour, running: 2 * time.Hour, evicted: true, wantSkip: annotations.SkipNotRunning},
+		"admitted, no time":  {er: hour, noStart: true, wantSkip: annotations.SkipMissingStart},
+		"admitted in future": {er: hour, running: -time.Minute, wantSkip: annotations.SkipClockSkew},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Candidate{ExpectedRuntime: tc.er, Evicted: tc.evicted, Admitted: !tc.notRunning}
+			if !tc.notRunning && !tc.noStart {
+				c.AdmittedAt = t0.Add(-tc.running)
+			}
+			got, skip := Nominate(c, t0)
+			if got != tc.want || skip != tc.wantSkip {
+				t.Errorf("Nominate = (%t, %q), want (%t, %q)", got, skip, tc.want, tc.wantSkip)
+			}
+		})
+	}
+}
+
+func TestExpectedRuntimeRule(t *testing.T) {
+	p := New(Options{}, WithExpectedRuntimeRequeue(), WithMinRuntimeProtection())
+	past := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
+	cases := map[string]struct {
+		policy     kueue.PreemptionPolicy
+		scope      Scope
+		priority   int64
+		er         *annotations.ExpectedRuntimeSettings
+		protection Protection
+		want       Decision
+	}{
+		"same priority, LowerPriority policy: nominated": {
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past,
+			want: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason, Message: "running for 2h0m0s, past its expected runtime 1h0m0s"},
+		},
+		"a lower priority keeps upstream's reason": {
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 1, er: past,
+			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"},
+		},
+		"higher priority than the preemptor: not for it": {
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 101, er: past,
+			want: Decision{Rule: RuleNotLower, Message: "priority 101 is not lower than the preemptor's 100 and withinClusterQueue is LowerPriority"},
+		},
+		"Never stays Never": {
+			policy: kueue.PreemptionPolicyNever, priority: 100, er: past,
+			want: Decision{Rule: RuleNever, Message: "withinClusterQueue is Never"},
+		},
+		"another ClusterQueue: not for reclaim": {
+			policy: kueue.PreemptionPolicyLowerPriority, scope: OtherClusterQueue, priority: 100, er: past,
+			want: Decision{Rule: RuleNotLower, Message: "priority 100 is not lower than the preemptor's 100 and reclaimWithinCohort is LowerPriority"},
+		},
+		"min-runtime still protects a nominated workload": {
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: Protection{MinRuntime: 3 * time.Hour, Source: "preemptMinRuntime 3h0m0s from ClusterQueue q"},
+			want: Decision{Rule: RuleMinRuntime, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
+				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour), ExpectedRuntime: tc.er}
+			in := &Input{Preemptor: &Preemptor{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
+			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
