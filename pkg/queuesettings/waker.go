@@ -17,6 +17,7 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
@@ -77,17 +78,18 @@ func (w *Waker) sweep(ctx context.Context) {
 	w.sweepProtections(ctx, since, now)
 }
 
-// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload
-// whose min-runtime, for any value configured anywhere, or whose priority class's toleration ended
-// in (since, now]. Which min-runtime applies depends on the preemptor, so every configured value
-// is tried: a spare wake-up costs one retry.
+// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload whose
+// min-runtime (for any value configured anywhere), priority class toleration or expected-runtime
+// cooldown ended, or that reached its expected runtime, in (since, now]. Which min-runtime applies
+// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
 func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 	var values []time.Duration
 	if features.Enabled(features.MinRuntimeProtection) {
 		values = w.Store.minRuntimeValues()
 	}
 	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
-	if len(values) == 0 && !tolerations {
+	expected := features.Enabled(features.ExpectedRuntimeRequeue)
+	if len(values) == 0 && !tolerations && !expected {
 		return
 	}
 	var list kueue.WorkloadList
@@ -113,11 +115,21 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 				ends = append(slices.Clip(values), t.Duration)
 			}
 		}
+		times := make([]time.Time, 0, len(ends)+2)
 		for _, d := range ends {
-			if end := c.LastTransitionTime.Add(d); end.After(since) && !end.After(now) {
+			times = append(times, c.LastTransitionTime.Add(d))
+		}
+		if expected {
+			// Reaching the expected runtime, or the end of a cooldown, nominates the workload.
+			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Skip == "" {
+				times = append(times, c.LastTransitionTime.Add(er.Expected), er.NotBefore)
+			}
+		}
+		for _, end := range times {
+			if end.After(since) && !end.After(now) {
 				cq := wl.Status.Admission.ClusterQueue
 				woken.Insert(cq)
-				w.Log.V(3).Info("A protection ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "after", d)
+				w.Log.V(3).Info("A protection or cooldown ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "at", end)
 				Wake(ctx, w.Client, w.Queues, cq, w.Log)
 				break
 			}
