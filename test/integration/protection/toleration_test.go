@@ -95,6 +95,27 @@ var _ = ginkgo.Describe("Preemption toleration on priority classes", ginkgo.Orde
 		expectHeld(ctx, borrower, owner)
 	})
 
+	ginkgo.It("fair sharing: the borrower tolerates a high-priority fair-sharing preemption", func() {
+		gomega.Expect(env.Reconfigure("fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n")).To(gomega.Succeed())
+		ginkgo.DeferCleanup(func() { gomega.Expect(env.Reconfigure("")).To(gomega.Succeed()) })
+		ns := namespace(ctx, "tolerate-fair")
+		cohort(ctx, "tolerate-fair-org", "", nil)
+		clusterQueue(ctx, ns, "tolerate-fair-a1", "0", "tolerate-fair-org", nil)
+		clusterQueue(ctx, ns, "tolerate-fair-b1", "1", "tolerate-fair-org", map[string]any{"reclaimWithinCohort": "Any"})
+		clusterQueue(ctx, ns, "tolerate-fair-c1", "1", "tolerate-fair-org", nil)
+		borrower := job(ns, "tolerate-fair-a1", "borrower", "2", "low-non-preempted")
+		submit(ctx, borrower)
+		admittedAt(ctx, borrower)
+		owner := job(ns, "tolerate-fair-b1", "owner", "2", "high-9000")
+		submit(ctx, owner)
+		expectPendingWith(ctx, owner, "1 by the preemption toleration of WorkloadPriorityClass low-non-preempted")
+		expectHeld(ctx, borrower, owner)
+
+		critical := job(ns, "tolerate-fair-b1", "critical", "2", "system-critical")
+		submit(ctx, critical)
+		expectPreempted(ctx, borrower, critical, kueue.InCohortFairSharingReason)
+	})
+
 	ginkgo.It("rejects invalid annotations on both kinds of class, naming the annotation", func() {
 		err := env.Client.Create(ctx, &kueue.WorkloadPriorityClass{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-wpc", Annotations: map[string]string{annotations.MinimumPreemptablePriority: "very high"}},
