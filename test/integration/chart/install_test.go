@@ -97,7 +97,7 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 	})
 
 	ginkgo.It("keeps the CRDs and every Kueue object on uninstall", func() {
-		m.stop()
+		m.stop() // done already when the spec that started it ended
 		k.helm("uninstall", release, "--namespace", namespace)
 		var crds apiextensionsv1.CustomResourceDefinitionList
 		gomega.Expect(k.client.List(ctx, &crds)).To(gomega.Succeed())

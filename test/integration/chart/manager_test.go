@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -33,12 +35,16 @@ type runningManager struct {
 	*manager.Manager
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
 }
 
+// stop ends the manager and waits for it; the spec that started it does so when it ends.
 func (m *runningManager) stop() {
 	ginkgo.GinkgoHelper()
-	m.cancel()
-	gomega.Eventually(m.done, timeout).Should(gomega.Receive())
+	m.once.Do(func() {
+		m.cancel()
+		gomega.Eventually(m.done, timeout).Should(gomega.Receive())
+	})
 }
 
 // startManager runs the manager of an installed release out of cluster, as its Deployment runs
@@ -70,7 +76,18 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 	gomega.Expect(yaml.Unmarshal([]byte(cm.Data[path.Base(cfgPath)]), &file)).To(gomega.Succeed())
 	webhookCfg, _ := file["webhook"].(map[string]any)
 	gomega.Expect(webhookCfg).NotTo(gomega.BeNil())
-	webhookCfg["certDir"] = ginkgo.GinkgoT().TempDir()
+	certDir := ginkgo.GinkgoT().TempDir()
+	webhookCfg["certDir"] = certDir
+	// In the Pod the webhook certificate Secret is a volume at Kueue's default certificate
+	// directory; the kubelet keeps the files in step with the Secret. Do its job here.
+	var certSecret string
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/tmp/k8s-webhook-server/serving-certs" {
+			certSecret = volume(&d, m.Name).Secret.SecretName
+		}
+	}
+	gomega.Expect(certSecret).NotTo(gomega.BeEmpty(), "no Secret mounted at the webhook certificate directory")
+	go projectSecret(ctx, k.client, client.ObjectKey{Namespace: ns, Name: certSecret}, certDir)
 	data, err := yaml.Marshal(file)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	local := filepath.Join(ginkgo.GinkgoT().TempDir(), "config.yaml")
@@ -117,13 +134,7 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	rm := &runningManager{Manager: m, cancel: cancel, done: make(chan error, 1)}
 	go func() { rm.done <- m.Start(mctx) }()
-	ginkgo.DeferCleanup(func() {
-		select {
-		case <-rm.done:
-		default:
-			rm.stop()
-		}
-	})
+	ginkgo.DeferCleanup(rm.stop)
 	gomega.Eventually(func() error { return m.GetWebhookServer().StartedChecker()(nil) }, timeout, interval).Should(gomega.Succeed())
 	return rm
 }
@@ -207,4 +218,28 @@ func mustURL(p string) *url.URL {
 	u, err := url.Parse(p)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return u
+}
+
+// projectSecret writes the Secret's tls.crt and tls.key into dir once they are there, as the
+// kubelet does for a secret volume.
+func projectSecret(ctx context.Context, c client.Client, key client.ObjectKey, dir string) {
+	defer ginkgo.GinkgoRecover()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		var s corev1.Secret
+		if err := c.Get(ctx, key, &s); err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 {
+			for _, name := range []string{"tls.key", "tls.crt"} {
+				if err := os.WriteFile(filepath.Join(dir, name), s.Data[name], 0o600); err != nil {
+					ginkgo.GinkgoWriter.Printf("writing %s: %v\n", name, err)
+				}
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }

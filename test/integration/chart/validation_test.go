@@ -124,6 +124,10 @@ var _ = ginkgo.Describe("Rendered objects pass server-side validation", ginkgo.O
 			gomega.Expect(mounts).To(gomega.HaveKey(path))
 			gomega.Expect(volume(d, mounts[path]).EmptyDir).NotTo(gomega.BeNil(), path)
 		}
+		// The Secret the certificate rotator fills is where the webhook server reads its
+		// certificate (Kueue's default certDir).
+		secret := find(objs, "Secret", fullname+"-webhook-server-cert")
+		gomega.Expect(volume(d, mounts["/tmp/k8s-webhook-server/serving-certs"]).Secret.SecretName).To(gomega.Equal(secret.GetName()))
 	})
 
 	ginkgo.It("wires cert-manager: Certificates for each Service, mounted where the manager reads them, CA injected everywhere", func() {
