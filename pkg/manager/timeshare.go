@@ -28,9 +28,11 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 	return p.Preemptor.Oracle(s)
 }
 
-// timesharePreemptorFactory builds our preemptor with the per-ClusterQueue settings of store and
-// the pending workloads of queues (to decide whose turn it is).
-func timesharePreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration) scheduler.PreemptorFactory {
+// PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the
+// priority classes' tolerations, the pending workloads of queues (to decide whose turn it is) and
+// the default expected-runtime cooldown. The manager passes it to scheduler.WithPreemptor; the
+// simulator does the same, so both choose victims with the same code.
+func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,

@@ -6,6 +6,7 @@ package queuesettings
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -243,6 +244,31 @@ func minRuntimes(m tsapi.MinRuntimeSettings) policy.MinRuntimes {
 		out.Reclaim = policy.Set(m.ReclaimMinRuntime.Duration)
 	}
 	return out
+}
+
+// SetClusterQueue stores the settings of one ClusterQueue, given as the raw object (the extension
+// fields are not in Kueue's typed objects), as the controller does: for callers that have no API
+// server to watch, such as the simulator. Invalid settings are ignored, as by the controller, and
+// the error says what is wrong with them.
+func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
+	name := kueue.ClusterQueueReference(u.GetName())
+	qs, mr, problem := parse(u)
+	s.set(name, qs)
+	s.setClusterQueueMinRuntimes(name, mr)
+	if problem != "" {
+		return errors.New(problem)
+	}
+	return nil
+}
+
+// SetCohort is SetClusterQueue for a Cohort.
+func (s *Store) SetCohort(u *unstructured.Unstructured) error {
+	mr, problem := parseCohort(u)
+	s.setCohort(kueue.CohortReference(u.GetName()), mr)
+	if problem != "" {
+		return errors.New(problem)
+	}
+	return nil
 }
 
 // Load reads every ClusterQueue and Cohort once, so that the store is complete before the first

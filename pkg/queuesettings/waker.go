@@ -56,6 +56,13 @@ func (w *Waker) Start(ctx context.Context) error {
 	}
 }
 
+// Sweep runs one sweep at the clock's current time. It covers everything since the previous sweep
+// (or since Start), however long ago that was. Start sweeps every SweepPeriod; a caller that drives
+// the clock itself (the simulator) calls Sweep after advancing it instead of calling Start.
+func (w *Waker) Sweep(ctx context.Context) {
+	w.sweep(ctx)
+}
+
 // sweep wakes every queue in which some window ended since the previous sweep.
 func (w *Waker) sweep(ctx context.Context) {
 	now := w.Clock.Now()

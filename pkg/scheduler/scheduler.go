@@ -6,6 +6,7 @@ package scheduler
 
 import (
 	"context"
+	"sync"
 
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -98,6 +99,34 @@ func (s *Scheduler) afsEnabled() bool {
 // schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
 // an idle or blocked cluster does not spin.
 func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
+	return s.scheduleHeads(ctx, s.queues.Heads)
+}
+
+// Cycle runs one scheduling cycle now, for a caller that drives the scheduler itself instead of
+// starting it (the simulator). Unlike the loop it never waits for heads: with none it returns at
+// once. It returns once the cycle's admissions are written. heads is how many ClusterQueue heads
+// it processed; progress reports that one was admitted, when the loop would go on at once
+// (KeepGoing): evictions issued for a head are not progress until the victims are gone and the
+// head admitted. It must not be called on a started Scheduler, nor concurrently.
+func (s *Scheduler) Cycle(ctx context.Context) (heads int, progress bool) {
+	var writes sync.WaitGroup
+	loop := s.async
+	s.async = routine.NewWrapper(func() { writes.Add(1) }, writes.Done)
+	defer func() { s.async = loop }()
+	signal := s.scheduleHeads(ctx, func(ctx context.Context) []qcache.Head {
+		// The queue manager blocks only while its context is alive.
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		h := s.queues.Heads(done)
+		heads = len(h)
+		return h
+	})
+	writes.Wait()
+	return heads, heads > 0 && signal == wait.KeepGoing
+}
+
+// scheduleHeads is one cycle on the heads that nextHeads returns.
+func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Context) []qcache.Head) wait.SpeedSignal {
 	s.cycle++
 	clk := s.opts.clock
 	log := roletracker.WithReplicaRole(ctrl.LoggerFrom(ctx), s.opts.roleTracker).WithValues("schedulingCycle", s.cycle)
@@ -107,7 +136,7 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	defer func() { log.V(2).Info("Scheduling cycle complete", "duration", clk.Since(began)) }()
 
 	// Blocks until some ClusterQueue has a head; none means the manager is stopping.
-	heads := s.queues.Heads(ctx)
+	heads := nextHeads(ctx)
 	if len(heads) == 0 {
 		return wait.KeepGoing
 	}

@@ -5,6 +5,7 @@ package toleration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -71,6 +72,18 @@ func toleration(kind kueue.PriorityClassKind, name string, ann map[string]string
 		return nil, errs.ToAggregate().Error()
 	}
 	return &policy.Toleration{Toleration: t, Source: fmt.Sprintf("%s %s", kind, name)}, ""
+}
+
+// Set stores the toleration declared by the annotations of one priority class, as the controllers
+// do: for callers that have no API server to watch, such as the simulator. Invalid annotations give
+// no toleration, as with the controllers, and the error says what is wrong with them.
+func (s *Store) Set(kind kueue.PriorityClassKind, name string, ann map[string]string, value int32) error {
+	t, problem := toleration(kind, name, ann, value)
+	s.set(key{kind, name}, t)
+	if problem != "" {
+		return errors.New(problem)
+	}
+	return nil
 }
 
 // Load reads every class once, so that the store is complete before the first scheduling cycle.

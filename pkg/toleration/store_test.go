@@ -48,3 +48,47 @@ func TestStore(t *testing.T) {
 		t.Errorf("after deletion: %v, want none", got)
 	}
 }
+
+func TestSet(t *testing.T) {
+	cases := map[string]struct {
+		kind    kueue.PriorityClassKind
+		ann     map[string]string
+		want    *policy.Toleration
+		wantErr string
+	}{
+		"a WorkloadPriorityClass that tolerates for ten minutes": {
+			kind: kueue.WorkloadPriorityClassKind,
+			ann:  map[string]string{annotations.MinimumPreemptablePriority: "10000", annotations.TolerationSeconds: "600"},
+			want: &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
+				Source: "WorkloadPriorityClass c"},
+		},
+		"a PriorityClass that tolerates forever": {
+			kind: kueue.PodPriorityClassKind,
+			ann:  map[string]string{annotations.TolerationSeconds: "-1"},
+			want: &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 101, Forever: true},
+				Source: "PriorityClass c"},
+		},
+		"no annotations: nothing tolerated": {kind: kueue.WorkloadPriorityClassKind},
+		"invalid annotations: nothing tolerated, and the error names the annotation": {
+			kind:    kueue.WorkloadPriorityClassKind,
+			ann:     map[string]string{annotations.TolerationSeconds: "1h"},
+			wantErr: `metadata.annotations[preemption-toleration.scheduling.x-k8s.io/toleration-seconds]: Invalid value: "1h": must be a 64-bit integer (seconds; negative: forever)`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore()
+			err := s.Set(tc.kind, "c", tc.ann, 100)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Errorf("error %q, want %q", got, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, s.For(&kueue.PriorityClassRef{Kind: tc.kind, Name: "c"})); diff != "" {
+				t.Errorf("toleration (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package queuesettings
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+func TestSetClusterQueue(t *testing.T) {
+	cq := func(preemption map[string]any) *unstructured.Unstructured {
+		u := newClusterQueue()
+		u.SetName("cq")
+		u.Object["spec"] = map[string]any{"preemption": preemption}
+		return u
+	}
+	cases := map[string]struct {
+		obj     *unstructured.Unstructured
+		want    policy.QueueSettings
+		wantMin policy.MinRuntimes
+		wantErr string
+	}{
+		"stores the window and min-runtimes": {
+			obj: cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "4h"}, "reclaimMinRuntime": "10m"}),
+			want:    policy.QueueSettings{MinAdmitDuration: 4 * time.Hour},
+			wantMin: policy.MinRuntimes{Reclaim: policy.Set(10 * time.Minute)},
+		},
+		"ignores invalid settings, as the controller does, and says why": {
+			obj:     cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "30s"}}),
+			wantErr: "spec.preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: \"30s\": must be at least 1m0s",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			// Earlier settings are replaced, also by invalid ones.
+			s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+			err := s.SetClusterQueue(tc.obj)
+			if got := errString(err); got != tc.wantErr {
+				t.Errorf("error %q, want %q", got, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, s.Settings("cq")); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantMin, s.ClusterQueueMinRuntimes("cq")); diff != "" {
+				t.Errorf("min-runtimes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSetCohort(t *testing.T) {
+	cohort := func(preemption map[string]any) *unstructured.Unstructured {
+		u := newCohort()
+		u.SetName("org")
+		u.Object["spec"] = map[string]any{"preemption": preemption}
+		return u
+	}
+	cases := map[string]struct {
+		obj     *unstructured.Unstructured
+		want    policy.MinRuntimes
+		wantErr string
+	}{
+		"stores the min-runtimes": {
+			obj:  cohort(map[string]any{"preemptMinRuntime": "5m"}),
+			want: policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute)},
+		},
+		"ignores a negative one and says why": {
+			obj:     cohort(map[string]any{"preemptMinRuntime": "-5m"}),
+			wantErr: "spec.preemption.preemptMinRuntime: Invalid value: \"-5m0s\": must not be negative",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			err := s.SetCohort(tc.obj)
+			if got := errString(err); got != tc.wantErr {
+				t.Errorf("error %q, want %q", got, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, s.CohortMinRuntimes("org")); diff != "" {
+				t.Errorf("min-runtimes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestWakerSweep: a pending workload that found no victim is retried once a window of its
+// ClusterQueue has ended, when the caller sweeps, and not before.
+func TestWakerSweep(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		after    time.Duration
+		gateOff  bool
+		wantHead bool
+	}{
+		"inside the window":              {after: 30 * time.Second},
+		"window ended":                   {after: 61 * time.Second, wantHead: true},
+		"window ended, feature gate off": {after: 61 * time.Second, gateOff: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.gateOff {
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.TimeBasedSamePriorityPreemption, false)
+			}
+			ctx := context.Background()
+			clk := testingclock.NewFakeClock(t0)
+			cq := testingwrappers.MakeClusterQueue("cq").
+				ResourceGroup(*testingwrappers.MakeFlavorQuotas("default").Resource(corev1.ResourceCPU, "1").Obj()).Obj()
+			lq := testingwrappers.MakeLocalQueue("lq", "ns").ClusterQueue("cq").Obj()
+			running := testingwrappers.MakeWorkload("running", "ns").Queue("lq").Request(corev1.ResourceCPU, "1").
+				SimpleReserveQuota("cq", "default", t0).AdmittedAt(true, t0).Obj()
+			waiting := testingwrappers.MakeWorkload("waiting", "ns").Queue("lq").Request(corev1.ResourceCPU, "1").Creation(t0).Obj()
+
+			scheme := runtime.NewScheme()
+			if err := clientgoscheme.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			if err := kueue.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			cl := fake.NewClientBuilder().WithScheme(scheme).
+				WithIndex(&kueue.Workload{}, indexer.WorkloadClusterQueueKey, indexer.IndexWorkloadClusterQueue).
+				WithIndex(&kueue.Workload{}, indexer.WorkloadQueueKey, indexer.IndexWorkloadQueue).
+				WithIndex(&kueue.LocalQueue{}, indexer.QueueClusterQueueKey, indexer.IndexQueueClusterQueue).
+				WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, cq, lq, running, waiting).WithStatusSubresource(&kueue.Workload{}).Build()
+			cache := schdcache.New(cl)
+			queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(cl, cache, qcache.WithPreemptionExpectations(expectations.New()))
+			cache.AddOrUpdateResourceFlavor(logr.Discard(), testingwrappers.MakeResourceFlavor("default").Obj())
+			if err := cache.AddClusterQueue(ctx, cq); err != nil {
+				t.Fatal(err)
+			}
+			if err := queues.AddClusterQueue(ctx, cq); err != nil {
+				t.Fatal(err)
+			}
+			if err := queues.AddLocalQueue(ctx, lq); err != nil {
+				t.Fatal(err)
+			}
+			cache.AddOrUpdateWorkload(logr.Discard(), running)
+			if err := queues.AddOrUpdateWorkload(logr.Discard(), waiting); err != nil {
+				t.Fatal(err)
+			}
+			// Set-up notifications are not what the test is about.
+			requeuer.ProcessRequeues(ctx)
+			// The scheduler found no victim: the workload waits among the inadmissible ones.
+			heads := queues.Heads(ctx)
+			if len(heads) != 1 {
+				t.Fatalf("got %d heads, want the waiting workload", len(heads))
+			}
+			queues.RequeueWorkload(ctx, &heads[0].Info, qcache.RequeueReasonGeneric, "")
+			// Only the sweep may retry it from here on.
+			requeuer.ProcessRequeues(ctx)
+
+			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard()}
+			w.last = t0
+			clk.SetTime(t0.Add(tc.after))
+			w.Sweep(ctx)
+			requeuer.ProcessRequeues(ctx)
+
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if got := len(queues.Heads(done)) == 1; got != tc.wantHead {
+				t.Errorf("waiting workload retried: %t, want %t", got, tc.wantHead)
+			}
+		})
+	}
+}
