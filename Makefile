@@ -67,9 +67,9 @@ helm-package: helm-lint ## Package the Helm chart, with the generated CRDs, into
 helm-lint: helm-generate $(BIN)/helm ## Lint the Helm chart (strict).
 	$(BIN)/helm lint --strict $(CHART_DIR)
 
+# `make manifests` also copies its outputs into the chart; this name says why a target needs it.
 .PHONY: helm-generate
-helm-generate: manifests ## Copy the generated CRDs, RBAC rules and webhooks into the chart (git-ignored).
-	hack/chart-generate.sh
+helm-generate: manifests
 
 .PHONY: image-build
 image-build: ## Build the manager's container image $(IMG) (needs a container engine).
@@ -78,8 +78,9 @@ image-build: ## Build the manager's container image $(IMG) (needs a container en
 ##@ Build outputs (git-ignored)
 
 .PHONY: manifests
-manifests: ## Write Kueue's CRDs, webhook configurations and RBAC under config/_output.
+manifests: ## Write Kueue's CRDs, webhook configurations and RBAC under config/_output (and into the chart).
 	hack/manifests.sh
+	hack/chart-generate.sh
 
 .PHONY: envtest
 envtest: $(BIN)/etcd $(BIN)/kube-apiserver ## Build etcd and kube-apiserver for envtest from the Go module proxy.

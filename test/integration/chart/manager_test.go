@@ -2,14 +2,18 @@ package chart_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -20,39 +24,62 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 )
 
-// runningManager is a kueue-timeshare manager started from an installed release.
+// runningManager is the kueue-timeshare binary started from an installed release.
 type runningManager struct {
-	*manager.Manager
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
+	cmd         *exec.Cmd
+	done        chan error
+	once        sync.Once
+	webhookPort int32
+	// caBundle and serverName verify the webhook server as the API server does.
+	caBundle   []byte
+	serverName string
 }
 
-// stop ends the manager and waits for it; the spec that started it does so when it ends.
+// stop ends the manager (SIGTERM, as the kubelet does) and waits for it; the spec that started
+// it does so when it ends.
 func (m *runningManager) stop() {
 	ginkgo.GinkgoHelper()
 	m.once.Do(func() {
-		m.cancel()
+		gomega.Expect(m.cmd.Process.Signal(syscall.SIGTERM)).To(gomega.Succeed())
 		gomega.Eventually(m.done, timeout).Should(gomega.Receive())
 	})
 }
 
-// startManager runs the manager of an installed release out of cluster, as its Deployment runs
-// it: with the installed ConfigMap's configuration file and the Deployment's --feature-gates,
-// as the release's ServiceAccount (impersonated, so only the chart's RBAC applies), and
-// reachable through the release's webhook Service (an EndpointSlice sends it to this machine).
-// What cannot be the same out of cluster: the webhook certificate directory is a temporary
-// one, and the visibility server, which writes its certificate to /visibility, is off.
+var (
+	buildOnce sync.Once
+	binary    string
+)
+
+// managerBinary builds cmd/kueue-timeshare once per run. Each manager runs in a process of its
+// own: feature gates and controller names are process-wide, and upstream's certificate
+// bootstrap registers a controller name that can exist once per process.
+func managerBinary() string {
+	ginkgo.GinkgoHelper()
+	buildOnce.Do(func() {
+		out := filepath.Join(scratch, "kueue-timeshare")
+		cmd := exec.Command("go", "build", "-o", out, "./cmd/kueue-timeshare")
+		cmd.Dir = root
+		msg, err := cmd.CombinedOutput()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "go build ./cmd/kueue-timeshare: %s", msg)
+		binary = out
+	})
+	gomega.Expect(binary).NotTo(gomega.BeEmpty(), "the manager binary failed to build earlier")
+	return binary
+}
+
+// startManager runs the manager binary of an installed release out of cluster, as its
+// Deployment runs it: with the installed ConfigMap's configuration file and the Deployment's
+// arguments, as the release's ServiceAccount (impersonated, so only the chart's RBAC applies),
+// reachable through the release's webhook Service (an EndpointSlice sends it to this machine),
+// and ready when its readiness probe says so. What cannot be the same out of cluster: the
+// webhook certificate directory is a temporary one that the test fills from the Secret, as the
+// kubelet would, and the visibility server, which writes its certificate to /visibility, is off.
 func (k *cluster) startManager(ctx context.Context, ns, name string) *runningManager {
 	ginkgo.GinkgoHelper()
 	var d appsv1.Deployment
@@ -76,7 +103,9 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 	gomega.Expect(yaml.Unmarshal([]byte(cm.Data[path.Base(cfgPath)]), &file)).To(gomega.Succeed())
 	webhookCfg, _ := file["webhook"].(map[string]any)
 	gomega.Expect(webhookCfg).NotTo(gomega.BeNil())
-	certDir := ginkgo.GinkgoT().TempDir()
+	dir := ginkgo.GinkgoT().TempDir()
+	certDir := filepath.Join(dir, "serving-certs")
+	gomega.Expect(os.Mkdir(certDir, 0o700)).To(gomega.Succeed())
 	webhookCfg["certDir"] = certDir
 	// In the Pod the webhook certificate Secret is a volume at Kueue's default certificate
 	// directory; the kubelet keeps the files in step with the Secret. Do its job here.
@@ -87,17 +116,31 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 		}
 	}
 	gomega.Expect(certSecret).NotTo(gomega.BeEmpty(), "no Secret mounted at the webhook certificate directory")
-	go projectSecret(ctx, k.client, client.ObjectKey{Namespace: ns, Name: certSecret}, certDir)
+	pctx, cancelProjection := context.WithCancel(ctx)
+	ginkgo.DeferCleanup(cancelProjection)
+	go projectSecret(pctx, k.client, client.ObjectKey{Namespace: ns, Name: certSecret}, certDir)
 	data, err := yaml.Marshal(file)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	local := filepath.Join(ginkgo.GinkgoT().TempDir(), "config.yaml")
+	local := filepath.Join(dir, "config.yaml")
 	gomega.Expect(os.WriteFile(local, data, 0o600)).To(gomega.Succeed())
+	health, _ := file["health"].(map[string]any)["healthProbeBindAddress"].(string)
+	gomega.Expect(health).To(gomega.HavePrefix(":"))
 
-	gates, _ := flagValue(c.Args, "feature-gates")
+	args := []string{"--config=" + local, "--kubeconfig=" + k.serviceAccountKubeconfig(ns, pod.ServiceAccountName)}
+	gates := ""
+	for _, a := range c.Args {
+		switch {
+		case strings.HasPrefix(a, "--config="), strings.HasPrefix(a, "--kubeconfig="):
+		case strings.HasPrefix(a, "--feature-gates="):
+			gates = strings.TrimPrefix(a, "--feature-gates=")
+		default:
+			args = append(args, a)
+		}
+	}
 	if !strings.Contains(gates, "VisibilityOnDemand=") {
 		gates = strings.Trim(gates+",VisibilityOnDemand=false", ",")
 	}
-	restoreGates(gates)
+	args = append(args, "--feature-gates="+gates)
 
 	// The webhook Service's endpoint: this machine, on the container's webhook port.
 	var svc corev1.Service
@@ -116,27 +159,41 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 	gomega.Expect(k.client.Create(ctx, slice)).To(gomega.Succeed())
 	ginkgo.DeferCleanup(func() { _ = k.client.Delete(context.Background(), slice) })
 
-	sa := rest.CopyConfig(k.cfg)
-	sa.Impersonate = rest.ImpersonationConfig{
-		UserName: fmt.Sprintf("system:serviceaccount:%s:%s", ns, pod.ServiceAccountName),
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-	}
+	cmd := exec.Command(managerBinary(), args...)
+	cmd.Stdout = io.MultiWriter(ginkgo.GinkgoWriter, logs)
+	cmd.Stderr = cmd.Stdout
+	gomega.Expect(cmd.Start()).To(gomega.Succeed())
+	m := &runningManager{cmd: cmd, done: make(chan error, 1), webhookPort: port, serverName: fmt.Sprintf("%s.%s.svc", svc.Name, ns)}
+	go func() { m.done <- cmd.Wait() }()
+	ginkgo.DeferCleanup(m.stop)
 
-	ctrlOpts, cfg, err := manager.LoadConfig(scheme, local, gates)
+	ginkgo.By("waiting for the manager's readiness probe")
+	probe := fmt.Sprintf("http://127.0.0.1%s/readyz", health)
+	gomega.Eventually(func(g gomega.Gomega) {
+		g.Expect(m.done).NotTo(gomega.Receive(), "the manager exited")
+		resp, err := http.Get(probe)
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		resp.Body.Close()
+		g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
+	}, timeout, interval).Should(gomega.Succeed())
+	var secret corev1.Secret
+	gomega.Expect(k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: certSecret}, &secret)).To(gomega.Succeed())
+	m.caBundle = secret.Data["ca.crt"]
+	return m
+}
+
+// serviceAccountKubeconfig is the admin kubeconfig impersonating the ServiceAccount.
+func (k *cluster) serviceAccountKubeconfig(ns, sa string) string {
+	ginkgo.GinkgoHelper()
+	cfg, err := clientcmd.LoadFromFile(k.kubeconfig)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	// The install and migration specs each run a manager in this process.
-	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
-	mctx, cancel := context.WithCancel(ctx)
-	m, err := manager.New(mctx, sa, ctrlOpts, cfg, manager.Options{Log: ctrl.Log.WithName("setup")})
-	if err != nil {
-		cancel()
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", ns, sa)
+		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
 	}
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	rm := &runningManager{Manager: m, cancel: cancel, done: make(chan error, 1)}
-	go func() { rm.done <- m.Start(mctx) }()
-	ginkgo.DeferCleanup(rm.stop)
-	gomega.Eventually(func() error { return m.GetWebhookServer().StartedChecker()(nil) }, timeout, interval).Should(gomega.Succeed())
-	return rm
+	out := filepath.Join(ginkgo.GinkgoT().TempDir(), "kubeconfig")
+	gomega.Expect(clientcmd.WriteToFile(*cfg, out)).To(gomega.Succeed())
+	return out
 }
 
 func containerPort(c corev1.Container, name string) int32 {
@@ -181,8 +238,9 @@ func (k *cluster) expectCAInjected(ctx context.Context, name string) {
 }
 
 // expectPathsServed checks that every path the release's webhook configurations and CRDs call
-// is registered on the manager's webhook server: a chart entry without a handler would reject
-// every request it matches.
+// has a handler on the manager's webhook server (a chart entry without one would reject every
+// request it matches), calling it over TLS as the API server does: trusting the CA in the
+// release's Secret and expecting a certificate for the webhook Service's name.
 func (k *cluster) expectPathsServed(ctx context.Context, m *runningManager, name string) {
 	ginkgo.GinkgoHelper()
 	paths := []string{}
@@ -203,21 +261,24 @@ func (k *cluster) expectPathsServed(ctx context.Context, m *runningManager, name
 			paths = append(paths, *c.Webhook.ClientConfig.Service.Path)
 		}
 	}
-	server, ok := m.GetWebhookServer().(*webhook.DefaultServer)
-	gomega.Expect(ok).To(gomega.BeTrue())
-	mux := server.WebhookMux()
 	gomega.Expect(paths).To(gomega.ContainElements("/convert", "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueue"))
-	for _, p := range paths {
-		_, pattern := mux.Handler(&http.Request{Method: http.MethodPost, Host: "localhost", URL: mustURL(p)})
-		gomega.Expect(pattern).NotTo(gomega.BeEmpty(), "the manager serves no handler for %s", p)
-	}
-}
 
-func mustURL(p string) *url.URL {
-	ginkgo.GinkgoHelper()
-	u, err := url.Parse(p)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	return u
+	pool := x509.NewCertPool()
+	gomega.Expect(pool.AppendCertsFromPEM(m.caBundle)).To(gomega.BeTrue(), "ca.crt in the webhook Secret")
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: m.serverName, MinVersion: tls.VersionTLS12},
+	}}
+	// The unknown path answers 404; a registered one answers anything else to an empty POST.
+	get := func(p string) int {
+		resp, err := hc.Post(fmt.Sprintf("https://127.0.0.1:%d%s", m.webhookPort, p), "application/json", strings.NewReader(""))
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	gomega.Expect(get("/no-such-webhook")).To(gomega.Equal(http.StatusNotFound))
+	for _, p := range paths {
+		gomega.Expect(get(p)).NotTo(gomega.Equal(http.StatusNotFound), "the manager serves no handler for %s", p)
+	}
 }
 
 // projectSecret writes the Secret's tls.crt and tls.key into dir once they are there, as the

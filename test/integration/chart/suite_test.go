@@ -49,7 +49,9 @@ const (
 
 var (
 	// logs holds what managers started by the specs log.
-	logs     = &syncBuffer{}
+	logs = &syncBuffer{}
+	// scratch holds what the whole run shares (the manager binary).
+	scratch  string
 	root     string
 	chartDir string
 	helmBin  string
@@ -76,10 +78,18 @@ var _ = ginkgo.BeforeSuite(func() {
 		_, err := os.Stat(path)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s is missing: %s", path, advice)
 	}
+	scratch, err = os.MkdirTemp("", "kueue-timeshare-chart-test-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	scheme, err = manager.NewScheme()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	// The specs read CRDs too; the manager does not need them typed.
 	gomega.Expect(apiextensionsv1.AddToScheme(scheme)).To(gomega.Succeed())
+})
+
+var _ = ginkgo.AfterSuite(func() {
+	if scratch != "" {
+		gomega.Expect(os.RemoveAll(scratch)).To(gomega.Succeed())
+	}
 })
 
 // helmCmd runs bin/helm with its state kept in a temporary home; kubeconfig may be empty.
