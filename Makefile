@@ -73,7 +73,7 @@ helm-generate: manifests
 
 .PHONY: image-build
 image-build: ## Build the manager's container image $(IMG) (needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build -t $(IMG) --build-arg GIT_COMMIT=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
 
 ##@ Build outputs (git-ignored)
 
