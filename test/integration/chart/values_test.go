@@ -70,6 +70,15 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		gomega.Expect(err).To(gomega.MatchError(gomega.ContainSubstring("kueueConfiguration.featureGates is set by the chart")))
 	})
 
+	ginkgo.It("has a timeshare value for each field of the configuration's timeshare section", func() {
+		timeshare := readSchema().Properties["timeshare"].Properties
+		var keys []string
+		for k := range timeshare {
+			keys = append(keys, k)
+		}
+		gomega.Expect(keys).To(gomega.ConsistOf(timeshareFields()))
+	})
+
 	ginkgo.It("lists every job integration the manager knows, and only those", func() {
 		var known []string
 		gomega.Expect(jobframework.ForEachIntegration(func(name string, _ jobframework.IntegrationCallbacks) error {
