@@ -24,6 +24,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "simulate" {
+		os.Exit(runSimulate(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run())
 }
 

@@ -1,0 +1,310 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable writes the per-workload table and the per-ClusterQueue summary of one or more runs
+// of the same scenario. With several runs each cell shows the runs' values in order, separated by
+// " / ".
+func WriteTable(out io.Writer, runs ...*Result) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	first := runs[0]
+	titles := make([]string, len(runs))
+	for i, r := range runs {
+		titles[i] = r.Mode.Title()
+	}
+	fmt.Fprintf(out, "Scenario %s, started %s\n", first.Scenario, first.Start.UTC().Format(time.RFC3339))
+	for _, r := range runs {
+		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), formatOffset(r.End), r.Cycles)
+	}
+	if len(runs) > 1 {
+		fmt.Fprintf(out, "Cells show: %s\n", strings.Join(titles, " / "))
+	}
+	fmt.Fprintln(out)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tPREEMPTIONS\tFINISHED AT\tSHARE")
+	for i, w := range first.Workloads {
+		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, formatOffset(w.Arrival), formatOffset(w.Duration)}
+		cells := [][]string{}
+		for _, r := range runs {
+			rw := r.workload(i, w.Name)
+			if rw == nil {
+				cells = append(cells, []string{"-", "-", "-", "-", "-", "-"})
+				continue
+			}
+			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
+			cells = append(cells, []string{
+				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted),
+				preemptionCell(rw), finishedCell(rw), percent(share),
+			})
+		}
+		row = append(row, joinColumns(cells)...)
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTERQUEUE\tWORKLOADS\tFINISHED\tJAIN\tWAIT P50\tWAIT P95\tWAIT MAX\tLONGEST WAIT\tPREEMPTIONS/H\tUTILISATION")
+	for _, q := range first.ClusterQueues {
+		cells := [][]string{}
+		for _, r := range runs {
+			rq := r.queue(q.Name)
+			cells = append(cells, []string{
+				fmt.Sprint(rq.Finished), jain(rq.Jain), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
+				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), percent(rq.Utilisation),
+			})
+		}
+		row := append([]string{q.Name, fmt.Sprint(q.Workloads)}, joinColumns(cells)...)
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "\nNote (%s): %s", r.Mode.Title(), n)
+		}
+	}
+	if hasNotes(runs) {
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+func hasNotes(runs []*Result) bool {
+	for _, r := range runs {
+		if len(r.Notes) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// joinColumns turns one row of cells per run into one row of " / "-joined cells.
+func joinColumns(perRun [][]string) []string {
+	out := make([]string, len(perRun[0]))
+	for c := range out {
+		vals := make([]string, len(perRun))
+		for r := range perRun {
+			vals[r] = perRun[r][c]
+		}
+		out[c] = strings.Join(vals, " / ")
+	}
+	return out
+}
+
+func (r *Result) workload(i int, name string) *WorkloadResult {
+	if i < len(r.Workloads) && r.Workloads[i].Name == name {
+		return &r.Workloads[i]
+	}
+	for j := range r.Workloads {
+		if r.Workloads[j].Name == name {
+			return &r.Workloads[j]
+		}
+	}
+	return nil
+}
+
+func (r *Result) queue(name string) QueueResult {
+	for _, q := range r.ClusterQueues {
+		if q.Name == name {
+			return q
+		}
+	}
+	return QueueResult{Name: name, Jain: math.NaN()}
+}
+
+func preemptionCell(w *WorkloadResult) string {
+	return fmt.Sprint(w.PreemptionCount())
+}
+
+func finishedCell(w *WorkloadResult) string {
+	if !w.Finished {
+		return "no"
+	}
+	return formatOffset(w.FinishedAt)
+}
+
+func percent(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
+}
+
+func jain(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", f)
+}
+
+// WriteTimeline writes what happened, in order, one line per event.
+func WriteTimeline(out io.Writer, r *Result) error {
+	fmt.Fprintf(out, "Timeline (%s)\n", r.Mode.Title())
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, e := range r.Events {
+		var what string
+		switch e.Kind {
+		case EventArrived:
+			what = fmt.Sprintf("%s arrives", e.Workload)
+		case EventAdmitted:
+			what = fmt.Sprintf("%s is admitted", e.Workload)
+		case EventPreempted:
+			what = fmt.Sprintf("%s is preempted (%s)", e.Workload, e.Reason)
+			if e.By != "" {
+				what = fmt.Sprintf("%s is preempted by %s (%s)", e.Workload, e.By, e.Reason)
+			}
+		case EventEvicted:
+			what = fmt.Sprintf("%s is evicted (%s)", e.Workload, e.Reason)
+		case EventFinished:
+			what = fmt.Sprintf("%s finishes", e.Workload)
+		}
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", formatOffset(e.At), e.ClusterQueue, what)
+	}
+	return tw.Flush()
+}
+
+// The JSON form uses seconds for every duration.
+type jsonRuns struct {
+	Runs []jsonResult `json:"runs"`
+}
+
+type jsonResult struct {
+	Scenario      string         `json:"scenario"`
+	Mode          Mode           `json:"mode"`
+	Start         time.Time      `json:"start"`
+	EndSeconds    float64        `json:"endSeconds"`
+	Cycles        int            `json:"schedulingCycles"`
+	Workloads     []jsonWorkload `json:"workloads"`
+	ClusterQueues []jsonQueue    `json:"clusterQueues"`
+	Events        []jsonEvent    `json:"events"`
+	Notes         []string       `json:"notes"`
+}
+
+type jsonWorkload struct {
+	Name               string         `json:"name"`
+	Namespace          string         `json:"namespace"`
+	ClusterQueue       string         `json:"clusterQueue"`
+	Priority           int32          `json:"priority"`
+	Requests           string         `json:"requests"`
+	ArrivalSeconds     float64        `json:"arrivalSeconds"`
+	DurationSeconds    float64        `json:"durationSeconds"`
+	TotalWaitSeconds   float64        `json:"totalWaitSeconds"`
+	LongestWaitSeconds float64        `json:"longestWaitSeconds"`
+	AdmittedSeconds    float64        `json:"admittedSeconds"`
+	Admissions         int            `json:"admissions"`
+	Preemptions        map[string]int `json:"preemptions"`
+	Finished           bool           `json:"finished"`
+	FinishedAtSeconds  *float64       `json:"finishedAtSeconds"`
+	Share              float64        `json:"share"`
+	CapacitySeconds    float64        `json:"capacitySeconds"`
+	Intervals          []jsonInterval `json:"intervals"`
+}
+
+type jsonInterval struct {
+	FromSeconds float64 `json:"fromSeconds"`
+	ToSeconds   float64 `json:"toSeconds"`
+	Admitted    bool    `json:"admitted"`
+}
+
+type jsonQueue struct {
+	Name               string             `json:"name"`
+	Workloads          int                `json:"workloads"`
+	Finished           int                `json:"finished"`
+	CapacityShare      map[string]float64 `json:"capacityShare"`
+	Jain               *float64           `json:"jainIndex"`
+	WaitP50Seconds     float64            `json:"waitP50Seconds"`
+	WaitP95Seconds     float64            `json:"waitP95Seconds"`
+	WaitMaxSeconds     float64            `json:"waitMaxSeconds"`
+	LongestWaitSeconds float64            `json:"longestWaitSeconds"`
+	Preemptions        int                `json:"preemptions"`
+	PreemptionsPerHour float64            `json:"preemptionsPerHour"`
+	Utilisation        float64            `json:"utilisation"`
+}
+
+type jsonEvent struct {
+	AtSeconds    float64   `json:"atSeconds"`
+	Kind         EventKind `json:"kind"`
+	Workload     string    `json:"workload"`
+	ClusterQueue string    `json:"clusterQueue"`
+	Reason       string    `json:"reason,omitempty"`
+	By           string    `json:"by,omitempty"`
+}
+
+// WriteJSON writes the runs as {"runs": [...]}, with durations in seconds.
+func WriteJSON(out io.Writer, runs ...*Result) error {
+	doc := jsonRuns{Runs: make([]jsonResult, 0, len(runs))}
+	for _, r := range runs {
+		jr := jsonResult{Scenario: r.Scenario, Mode: r.Mode, Start: r.Start.UTC(), EndSeconds: r.End.Seconds(), Cycles: r.Cycles,
+			Workloads: []jsonWorkload{}, ClusterQueues: []jsonQueue{}, Events: []jsonEvent{}, Notes: append([]string{}, r.Notes...)}
+		for _, w := range r.Workloads {
+			jw := jsonWorkload{
+				Name: w.Name, Namespace: w.Namespace, ClusterQueue: w.ClusterQueue, Priority: w.Priority, Requests: w.Requests,
+				ArrivalSeconds: w.Arrival.Seconds(), DurationSeconds: w.Duration.Seconds(),
+				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(),
+				Admissions: w.Admissions, Preemptions: w.Preemptions, Finished: w.Finished,
+				Share: w.Share, CapacitySeconds: w.CapacityTime, Intervals: []jsonInterval{},
+			}
+			if w.Finished {
+				at := w.FinishedAt.Seconds()
+				jw.FinishedAtSeconds = &at
+			}
+			for _, iv := range w.Intervals {
+				jw.Intervals = append(jw.Intervals, jsonInterval{FromSeconds: iv.From.Seconds(), ToSeconds: iv.To.Seconds(), Admitted: iv.Running})
+			}
+			jr.Workloads = append(jr.Workloads, jw)
+		}
+		for _, q := range r.ClusterQueues {
+			jq := jsonQueue{
+				Name: q.Name, Workloads: q.Workloads, Finished: q.Finished, CapacityShare: q.CapacityShare,
+				WaitP50Seconds: q.WaitP50.Seconds(), WaitP95Seconds: q.WaitP95.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
+				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour,
+				Utilisation: q.Utilisation,
+			}
+			if !math.IsNaN(q.Jain) {
+				j := q.Jain
+				jq.Jain = &j
+			}
+			jr.ClusterQueues = append(jr.ClusterQueues, jq)
+		}
+		for _, e := range r.Events {
+			jr.Events = append(jr.Events, jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By})
+		}
+		doc.Runs = append(doc.Runs, jr)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// Sequence is what happened to whom, in order, without times: admissions, preemptions (with the
+// reason and the preemptor) and completions. Two runs that made the same decisions have the same
+// sequence.
+func (r *Result) Sequence() []string {
+	var out []string
+	for _, e := range r.Events {
+		switch e.Kind {
+		case EventAdmitted:
+			out = append(out, fmt.Sprintf("%s admitted", e.Workload))
+		case EventPreempted, EventEvicted:
+			out = append(out, fmt.Sprintf("%s %s (%s)", e.Workload, e.Kind, e.Reason))
+		case EventFinished:
+			out = append(out, fmt.Sprintf("%s finished", e.Workload))
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package simulator
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Result is what one run of a scenario did.
+type Result struct {
+	Scenario string
+	Mode     Mode
+	// Start is the wall-clock time the simulation started at; End is how much simulated time it
+	// covered.
+	Start time.Time
+	End   time.Duration
+	// Cycles counts scheduling cycles run.
+	Cycles        int
+	Workloads     []WorkloadResult
+	ClusterQueues []QueueResult
+	// Events lists what happened, in order.
+	Events []Event
+	// Notes are warnings about the run, such as workloads left unfinished.
+	Notes []string
+}
+
+// WorkloadResult is one workload's fate.
+type WorkloadResult struct {
+	Name         string
+	Namespace    string
+	ClusterQueue string
+	Priority     int32
+	Requests     string
+	Arrival      time.Duration
+	Duration     time.Duration
+	// TotalWait is the time spent pending after arrival; LongestWait the longest stretch of it.
+	TotalWait   time.Duration
+	LongestWait time.Duration
+	// Admitted is the time spent holding quota; Admissions how many times it was admitted.
+	Admitted   time.Duration
+	Admissions int
+	// Preemptions counts evictions by reason (InClusterQueueTimeBased, InCohortReclamation, ...).
+	Preemptions map[string]int
+	Finished    bool
+	FinishedAt  time.Duration
+	// Share is its dominant share of its ClusterQueue's nominal quota while admitted;
+	// CapacityTime is Share times Admitted, in seconds.
+	Share        float64
+	CapacityTime float64
+	Intervals    []Interval
+}
+
+// PreemptionCount is the total number of times the workload was preempted or evicted.
+func (w WorkloadResult) PreemptionCount() int {
+	n := 0
+	for _, c := range w.Preemptions {
+		n += c
+	}
+	return n
+}
+
+// QueueResult sums up one ClusterQueue.
+type QueueResult struct {
+	Name      string
+	Workloads int
+	Finished  int
+	// CapacityShare is each workload's part of the capacity-time the ClusterQueue's workloads
+	// used, by workload name.
+	CapacityShare map[string]float64
+	// Jain is Jain's fairness index over the workloads' capacity-time: 1 when all got the same,
+	// 1/n when one got everything. NaN when none got any.
+	Jain float64
+	// Waits are over the workloads' total waits; LongestWait is the longest continuous one.
+	WaitP50     time.Duration
+	WaitP95     time.Duration
+	WaitMax     time.Duration
+	LongestWait time.Duration
+	Preemptions int
+	// PreemptionsPerHour is Preemptions over the simulated time.
+	PreemptionsPerHour float64
+	// Utilisation is the capacity-time used over the simulated time: the average fraction of
+	// the nominal quota in use (above 1 when borrowing).
+	Utilisation float64
+}
+
+// EventKind names what happened to a workload.
+type EventKind string
+
+const (
+	EventArrived   EventKind = "arrived"
+	EventAdmitted  EventKind = "admitted"
+	EventPreempted EventKind = "preempted"
+	EventEvicted   EventKind = "evicted"
+	EventFinished  EventKind = "finished"
+)
+
+// Event is one thing that happened to a workload.
+type Event struct {
+	At           time.Duration
+	Kind         EventKind
+	Workload     string
+	ClusterQueue string
+	// Reason is the preemption or eviction reason.
+	Reason string
+	// By names the preemptor, when known.
+	By string
+}
+
+func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration) *Result {
+	r := &Result{Scenario: sc.Name, Mode: mode, Start: w.start, End: end, Cycles: w.cycles, Events: w.events, Notes: w.notes}
+	byQueue := map[string][]*WorkloadResult{}
+	for _, j := range order {
+		if j.state == notArrived {
+			continue
+		}
+		j.close(end)
+		cq := sc.clusterQueue(j.spec.ClusterQueue)
+		wr := WorkloadResult{
+			Name:         j.spec.Name,
+			Namespace:    j.spec.Namespace,
+			ClusterQueue: j.spec.ClusterQueue,
+			Priority:     j.spec.Priority,
+			Requests:     describeRequests(j.spec.Requests, j.spec.Pods),
+			Arrival:      j.spec.Arrival,
+			Duration:     j.spec.Duration,
+			Admissions:   j.admissions,
+			Preemptions:  j.preemptions,
+			Finished:     j.state == done,
+			FinishedAt:   j.finishedAt,
+			Share:        resourceShare(j.spec, cq),
+			Intervals:    j.intervals,
+		}
+		for _, iv := range j.intervals {
+			d := iv.To - iv.From
+			if iv.Running {
+				wr.Admitted += d
+			} else {
+				wr.TotalWait += d
+				wr.LongestWait = max(wr.LongestWait, d)
+			}
+		}
+		wr.CapacityTime = wr.Share * wr.Admitted.Seconds()
+		r.Workloads = append(r.Workloads, wr)
+	}
+	for i := range r.Workloads {
+		wr := &r.Workloads[i]
+		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
+	}
+	for _, cq := range sc.ClusterQueues {
+		r.ClusterQueues = append(r.ClusterQueues, queueResult(cq.Name, byQueue[cq.Name], end))
+	}
+	return r
+}
+
+func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueResult {
+	q := QueueResult{Name: name, Workloads: len(wls), CapacityShare: map[string]float64{}, Jain: math.NaN()}
+	var sum, sumSq float64
+	waits := make([]time.Duration, 0, len(wls))
+	for _, w := range wls {
+		if w.Finished {
+			q.Finished++
+		}
+		sum += w.CapacityTime
+		sumSq += w.CapacityTime * w.CapacityTime
+		waits = append(waits, w.TotalWait)
+		q.LongestWait = max(q.LongestWait, w.LongestWait)
+		q.Preemptions += w.PreemptionCount()
+	}
+	for _, w := range wls {
+		if sum > 0 {
+			q.CapacityShare[w.Name] = w.CapacityTime / sum
+		}
+	}
+	if sumSq > 0 {
+		q.Jain = sum * sum / (float64(len(wls)) * sumSq)
+	}
+	slices.Sort(waits)
+	q.WaitP50, q.WaitP95 = percentile(waits, 50), percentile(waits, 95)
+	if len(waits) > 0 {
+		q.WaitMax = waits[len(waits)-1]
+	}
+	if span > 0 {
+		q.PreemptionsPerHour = float64(q.Preemptions) / span.Hours()
+		q.Utilisation = sum / span.Seconds()
+	}
+	return q
+}
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(float64(p) / 100 * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+// formatOffset renders a simulated time as a duration from the start, rounded to the second
+// unless shorter.
+func formatOffset(d time.Duration) string {
+	if d >= time.Second || d <= -time.Second {
+		d = d.Round(time.Second)
+	}
+	return shortDuration(d)
+}
+
+// shortDuration renders d without zero components: 4h, 1h30m, 2m5s, 0s.
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	if d < 0 {
+		return "-" + shortDuration(-d)
+	}
+	if d < time.Second {
+		return d.String()
+	}
+	var out string
+	if days := d / (24 * time.Hour); days > 0 {
+		out = fmt.Sprintf("%dd", days)
+		d -= days * 24 * time.Hour
+	}
+	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
+	frac := d % time.Second
+	if h > 0 {
+		out += fmt.Sprintf("%dh", h)
+	}
+	if m > 0 {
+		out += fmt.Sprintf("%dm", m)
+	}
+	if s > 0 || frac > 0 {
+		if frac > 0 {
+			out += fmt.Sprintf("%gs", (time.Duration(s)*time.Second + frac).Seconds())
+		} else {
+			out += fmt.Sprintf("%ds", s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+
+	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+)
+
+// Mode says whose semantics a run has.
+type Mode string
+
+const (
+	// ModeTimeshare runs kueue-timeshare as configured: the scenario's feature gates (all on by
+	// default).
+	ModeTimeshare Mode = "timeshare"
+	// ModeUpstream turns every kueue-timeshare feature gate off: upstream Kueue's semantics, which
+	// our scheduler keeps at parity. The scenario's kueue-timeshare fields are then ignored.
+	ModeUpstream Mode = "upstream"
+	// ModeBooster is upstream's semantics plus upstream's experimental kueue-priority-booster
+	// controller: after minAdmitDuration (the scenario's largest) an admitted workload gets a
+	// negative priority boost, and ClusterQueues with withinClusterQueue LowerOrNewerEqualPriority
+	// use LowerPriority, as the booster requires.
+	ModeBooster Mode = "booster"
+)
+
+// Title is how output names a mode.
+func (m Mode) Title() string {
+	switch m {
+	case ModeUpstream:
+		return "upstream (features off)"
+	case ModeBooster:
+		return "upstream + priority booster"
+	default:
+		return "kueue-timeshare"
+	}
+}
+
+// Options tune a run.
+type Options struct {
+	Mode Mode
+	// Log receives the scheduler's and the controllers' logs (verbosity 6 shows the victim
+	// policy's decisions). Discarded when unset.
+	Log logr.Logger
+	// Progress, when set, is called after every step with the simulated time reached and the
+	// time the simulation stops at, at the latest.
+	Progress func(reached, end time.Duration)
+}
+
+// Run simulates the scenario. Runs change process-wide feature gates while they last, so they must
+// not overlap.
+func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
+	if opts.Mode == "" {
+		opts.Mode = ModeTimeshare
+	}
+	log := opts.Log
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	restore, err := setGates(sc, opts.Mode)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+
+	w, err := newWorld(ctx, sc, opts.Mode, log)
+	if err != nil {
+		return nil, err
+	}
+	specs := sc.WorkloadSpecs()
+	order := make([]*job, 0, len(specs))
+	for i, spec := range specs {
+		j := newJob(spec, types.UID(fmt.Sprintf("wl-%05d", i+1)))
+		w.jobs[j.key] = j
+		order = append(order, j)
+	}
+	horizon, fixed := sc.horizon(specs)
+	interval := sc.schedulingInterval()
+
+	arrivals := 0
+	var end time.Duration
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		now := w.now()
+		for _, j := range completions(order, now) {
+			if err := w.finish(j); err != nil {
+				return nil, err
+			}
+		}
+		for arrivals < len(order) && order[arrivals].spec.Arrival <= now {
+			if err := w.submit(order[arrivals]); err != nil {
+				return nil, err
+			}
+			arrivals++
+		}
+		w.sync()
+		w.waker.Sweep(w.ctx)
+		w.requeuer.ProcessRequeues(w.ctx)
+		var boosterNext time.Duration
+		if w.booster != nil {
+			boosterNext = w.booster.reconcile(now)
+			w.sync()
+		}
+		spinning := w.schedule()
+		if opts.Progress != nil {
+			opts.Progress(now, horizon)
+		}
+
+		finished := arrivals == len(order) && !slices.ContainsFunc(order, func(j *job) bool { return j.state != done })
+		if finished && !fixed {
+			end = now
+			break
+		}
+		if now >= horizon {
+			end = horizon
+			break
+		}
+		next := horizon
+		if arrivals < len(order) {
+			next = min(next, order[arrivals].spec.Arrival)
+		}
+		for _, j := range order {
+			if j.state == running {
+				next = min(next, j.finishAt)
+			}
+		}
+		for _, t := range w.wakeTimes() {
+			if t > now {
+				next = min(next, t)
+			}
+		}
+		if spinning {
+			next = min(next, now+interval)
+		}
+		if boosterNext > now {
+			next = min(next, boosterNext)
+		}
+		w.clock.SetTime(w.start.Add(next))
+	}
+	if unfinished := countUnfinished(order); unfinished > 0 {
+		why := "simulation.until"
+		if !fixed {
+			why = "the default limit (last arrival plus twice the sum of all durations)"
+		}
+		w.note("stopped at %s (%s) with %d of %d workloads unfinished", formatOffset(end), why, unfinished, len(order))
+	}
+	return w.result(sc, opts.Mode, order, end), nil
+}
+
+func countUnfinished(order []*job) int {
+	n := 0
+	for _, j := range order {
+		if j.state != done {
+			n++
+		}
+	}
+	return n
+}
+
+// completions lists the running jobs done by now, earliest first.
+func completions(order []*job, now time.Duration) []*job {
+	var out []*job
+	for _, j := range order {
+		if j.state == running && j.finishAt <= now {
+			out = append(out, j)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *job) int { return int(a.finishAt - b.finishAt) })
+	return out
+}
+
+// horizon is when the simulation stops at the latest, and whether the scenario fixed it.
+func (s *Scenario) horizon(specs []WorkloadSpec) (time.Duration, bool) {
+	if s.Simulation.Until != nil {
+		return s.Simulation.Until.Duration, true
+	}
+	var last, total time.Duration
+	for _, w := range specs {
+		last = max(last, w.Arrival)
+		total += w.Duration
+	}
+	return last + 2*total, false
+}
+
+func (s *Scenario) schedulingInterval() time.Duration {
+	if s.Simulation.SchedulingInterval != nil {
+		return s.Simulation.SchedulingInterval.Duration
+	}
+	return DefaultSchedulingInterval
+}
+
+// wakeTimes are the times at which the manager's waker would find, on one of its sweeps, that a
+// window, protection or cooldown of a running workload ended: a superset (every configured
+// min-runtime is tried, as the waker does), so that the simulation steps to those sweeps.
+func (w *world) wakeTimes() []time.Duration {
+	// Sweeps run every SweepPeriod from the start. Windows count only once strictly passed;
+	// protections end at their last instant.
+	tick := queuesettings.SweepPeriod
+	sweepAfter := func(end time.Duration, strict bool) time.Duration {
+		n := end / tick
+		if strict || n*tick < end {
+			n++
+		}
+		return n * tick
+	}
+	timeBased := tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption)
+	minRuntime := tsfeatures.Enabled(tsfeatures.MinRuntimeProtection)
+	tolerations := tsfeatures.Enabled(tsfeatures.PreemptionToleration)
+	expected := tsfeatures.Enabled(tsfeatures.ExpectedRuntimeRequeue)
+	var out []time.Duration
+	for _, j := range w.jobs {
+		if j.state != running {
+			continue
+		}
+		if d := w.windows[j.spec.ClusterQueue]; timeBased && d > 0 {
+			out = append(out, sweepAfter(j.since+d, true))
+		}
+		if minRuntime {
+			for _, d := range w.minRuntimes {
+				out = append(out, sweepAfter(j.since+d, false))
+			}
+		}
+		wl := w.seen[j.key]
+		if wl == nil {
+			continue
+		}
+		if tolerations {
+			if t := w.tolerate.For(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
+				out = append(out, sweepAfter(j.since+t.Duration, false))
+			}
+		}
+		if expected {
+			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Skip == "" {
+				out = append(out, sweepAfter(j.since+er.Expected, false))
+				if !er.NotBefore.IsZero() {
+					out = append(out, sweepAfter(er.NotBefore.Sub(w.start), false))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// setGates sets the process-wide feature gates for mode and returns what restores them.
+func setGates(sc *Scenario, mode Mode) (func(), error) {
+	want := map[string]bool{}
+	for _, g := range ourGates {
+		on, set := sc.FeatureGates[g]
+		want[g] = mode == ModeTimeshare && (on || !set)
+	}
+	want[string(kueuefeatures.PriorityBoost)] = mode == ModeBooster
+	prev := map[string]bool{}
+	for g := range want {
+		prev[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(want); err != nil {
+		return func() {}, fmt.Errorf("setting feature gates: %w", err)
+	}
+	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
+}

@@ -1,0 +1,493 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	testingclock "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/controller/core"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
+	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
+)
+
+// world is the in-process cluster: a fake API server, Kueue's scheduler cache and queue manager,
+// our scheduler with the manager's preemptor, upstream's workload controller event handlers, the
+// window waker, and an emulation of the job controllers. It is driven one step at a time.
+type world struct {
+	ctx   context.Context
+	log   logr.Logger
+	start time.Time
+	clock *testingclock.FakeClock
+
+	client    client.Client
+	cache     *schdcache.Cache
+	queues    *qcache.Manager
+	requeuer  interface{ ProcessRequeues(context.Context) int }
+	sched     *scheduler.Scheduler
+	workloads *core.WorkloadReconciler
+	waker     *queuesettings.Waker
+	settings  *queuesettings.Store
+	tolerate  *toleration.Store
+	booster   *booster
+
+	// seen is the last version of every Workload that the event handlers were given.
+	seen map[types.NamespacedName]*kueue.Workload
+	jobs map[types.NamespacedName]*job
+	// byUID names workloads by UID, to say who preempted whom.
+	byUID map[types.UID]string
+	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
+	minRuntimes []time.Duration
+	// windows are the minAdmitDurations, by ClusterQueue.
+	windows map[string]time.Duration
+
+	events []Event
+	cycles int
+	notes  []string
+}
+
+// discardRecorder drops events: the simulator reports from conditions.
+type discardRecorder struct{}
+
+func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
+}
+
+// builderIndexer registers Kueue's field indexes on a fake client builder.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	i.b = i.b.WithIndex(obj, field, fn)
+	return nil
+}
+
+func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*world, error) {
+	objs, err := sc.Objects()
+	if err != nil {
+		return nil, err
+	}
+	start := DefaultStart
+	if sc.Simulation.Start != nil {
+		start = sc.Simulation.Start.Time
+	}
+	w := &world{
+		ctx:     ctrl.LoggerInto(ctx, log),
+		log:     log,
+		start:   start,
+		clock:   testingclock.NewFakeClock(start),
+		seen:    map[types.NamespacedName]*kueue.Workload{},
+		jobs:    map[types.NamespacedName]*job{},
+		byUID:   map[types.UID]string{},
+		windows: map[string]time.Duration{},
+	}
+	if mode == ModeBooster {
+		objs = boosterObjects(objs)
+	}
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := kueue.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	idx := &builderIndexer{b: fake.NewClientBuilder().WithScheme(scheme)}
+	if err := indexer.Setup(w.ctx, idx); err != nil {
+		return nil, fmt.Errorf("field indexes: %w", err)
+	}
+	var initial []client.Object
+	for _, ns := range objs.Namespaces {
+		initial = append(initial, ns)
+	}
+	for _, rf := range objs.Flavors {
+		initial = append(initial, rf)
+	}
+	cohorts := make([]*kueue.Cohort, 0, len(objs.Cohorts))
+	for _, u := range objs.Cohorts {
+		c, err := typedCohort(u)
+		if err != nil {
+			return nil, err
+		}
+		cohorts = append(cohorts, c)
+		initial = append(initial, c)
+	}
+	cqs := make([]*kueue.ClusterQueue, 0, len(objs.ClusterQueues))
+	for _, u := range objs.ClusterQueues {
+		cq, err := typedClusterQueue(u)
+		if err != nil {
+			return nil, err
+		}
+		cqs = append(cqs, cq)
+		initial = append(initial, cq)
+	}
+	for _, lq := range objs.LocalQueues {
+		initial = append(initial, lq)
+	}
+	for _, pc := range objs.WorkloadPriorityClasses {
+		initial = append(initial, pc)
+	}
+	for _, pc := range objs.PriorityClasses {
+		initial = append(initial, pc)
+	}
+	w.client = idx.b.WithObjects(initial...).
+		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
+		Build()
+
+	var fs *configapi.FairSharing
+	if sc.FairSharing != nil {
+		fs = &configapi.FairSharing{}
+		for _, s := range sc.FairSharing.PreemptionStrategies {
+			fs.PreemptionStrategies = append(fs.PreemptionStrategies, configapi.PreemptionStrategy(s))
+		}
+	}
+	w.cache = schdcache.New(w.client, schdcache.WithFairSharing(fs != nil))
+	expectations := preemptexpectations.New()
+	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
+		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(w.clock))
+	w.queues, w.requeuer = queues, requeuer
+
+	for _, rf := range objs.Flavors {
+		w.cache.AddOrUpdateResourceFlavor(log, rf)
+	}
+	for _, c := range cohorts {
+		if err := w.cache.AddOrUpdateCohort(c); err != nil {
+			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
+		}
+		w.queues.AddOrUpdateCohort(w.ctx, c)
+	}
+	for _, cq := range cqs {
+		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
+			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
+		}
+		if err := w.queues.AddClusterQueue(w.ctx, cq); err != nil {
+			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
+		}
+	}
+	// The cache reads a ClusterQueue's LocalQueues from the client when it adds the ClusterQueue.
+	for _, lq := range objs.LocalQueues {
+		if err := w.queues.AddLocalQueue(w.ctx, lq); err != nil {
+			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+		}
+	}
+
+	ts := sc.timeshareConfig()
+	w.settings = queuesettings.NewStore(
+		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
+		policy.ResolveMethod(ts.ReclaimResolveMethod))
+	for _, u := range objs.ClusterQueues {
+		if err := w.settings.SetClusterQueue(u); err != nil {
+			return nil, fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
+		}
+		w.windows[u.GetName()] = w.settings.Settings(kueue.ClusterQueueReference(u.GetName())).MinAdmitDuration
+	}
+	for _, u := range objs.Cohorts {
+		if err := w.settings.SetCohort(u); err != nil {
+			return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
+		}
+	}
+	w.minRuntimes = configuredMinRuntimes(sc, ts.DefaultPreemptMinRuntime.Duration, ts.DefaultReclaimMinRuntime.Duration)
+	w.tolerate = toleration.NewStore()
+	for _, pc := range objs.WorkloadPriorityClasses {
+		if err := w.tolerate.Set(kueue.WorkloadPriorityClassKind, pc.Name, pc.Annotations, pc.Value); err != nil {
+			return nil, fmt.Errorf("WorkloadPriorityClass %s: %w", pc.Name, err)
+		}
+	}
+	for _, pc := range objs.PriorityClasses {
+		if err := w.tolerate.Set(kueue.PodPriorityClassKind, pc.Name, pc.Annotations, pc.Value); err != nil {
+			return nil, fmt.Errorf("PriorityClass %s: %w", pc.Name, err)
+		}
+	}
+
+	recorder := discardRecorder{}
+	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
+		scheduler.WithClock(nil, w.clock),
+		scheduler.WithFairSharing(fs),
+		scheduler.WithPreemptionExpectations(expectations),
+		scheduler.WithPreemptor(manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)),
+	)
+	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
+	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Tolerations: w.tolerate.For, Log: log}
+	if mode == ModeBooster {
+		w.booster = newBooster(w, boosterWindow(sc))
+	}
+	// Settle what adding the queues queued up.
+	w.requeuer.ProcessRequeues(w.ctx)
+	return w, nil
+}
+
+// configuredMinRuntimes lists every positive min-runtime of the scenario, defaults included.
+func configuredMinRuntimes(sc *Scenario, defaults ...time.Duration) []time.Duration {
+	var out []time.Duration
+	add := func(d *Duration) {
+		if d != nil && d.Duration > 0 && !slices.Contains(out, d.Duration) {
+			out = append(out, d.Duration)
+		}
+	}
+	for _, d := range defaults {
+		add(&Duration{d})
+	}
+	for _, c := range sc.Cohorts {
+		if c.Preemption != nil {
+			add(c.Preemption.PreemptMinRuntime)
+			add(c.Preemption.ReclaimMinRuntime)
+		}
+	}
+	for _, cq := range sc.ClusterQueues {
+		if cq.Preemption != nil {
+			add(cq.Preemption.PreemptMinRuntime)
+			add(cq.Preemption.ReclaimMinRuntime)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
+
+// submit creates the Workload of a job, as the job controller would.
+func (w *world) submit(j *job) error {
+	wl := j.spec.Workload(w.clock.Now(), j.uid)
+	if err := w.client.Create(w.ctx, wl); err != nil {
+		return fmt.Errorf("creating workload %s: %w", j.spec.Name, err)
+	}
+	w.byUID[j.uid] = j.spec.Name
+	j.arrived(w.now())
+	w.record(Event{Kind: EventArrived, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
+	return nil
+}
+
+// finish marks a job's Workload finished, as the job controller does when the job completes, and
+// then deletes it, as a finished job's owner would: neither matters to the scheduler any more.
+func (w *world) finish(j *job) error {
+	var wl kueue.Workload
+	if err := w.client.Get(w.ctx, j.key, &wl); err != nil {
+		return fmt.Errorf("finishing workload %s: %w", j.spec.Name, err)
+	}
+	if err := workloadfinish.Finish(w.ctx, w.client, &wl, kueue.WorkloadFinishedReasonSucceeded, "Job finished successfully", w.clock); err != nil {
+		return fmt.Errorf("finishing workload %s: %w", j.spec.Name, err)
+	}
+	w.sync()
+	if err := w.client.Delete(w.ctx, &wl); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting finished workload %s: %w", j.spec.Name, err)
+	}
+	return nil
+}
+
+// sync hands every Workload change since the last call to upstream's workload controller event
+// handlers (which keep the queue manager and the cache in step, as its informer would), lets the
+// emulated job controller react to evictions, and records what happened to each job. It returns
+// whether anything happened to a job (admitted, evicted, finished), as opposed to status updates.
+func (w *world) sync() bool {
+	acted := false
+	for round := 0; ; round++ {
+		if round == 100 {
+			w.note("workload updates did not settle at %s", formatOffset(w.now()))
+			break
+		}
+		var list kueue.WorkloadList
+		if err := w.client.List(w.ctx, &list); err != nil {
+			w.note("listing workloads: %v", err)
+			break
+		}
+		slices.SortFunc(list.Items, func(a, b kueue.Workload) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+		present := map[types.NamespacedName]bool{}
+		changed := false
+		for i := range list.Items {
+			wl := &list.Items[i]
+			k := client.ObjectKeyFromObject(wl)
+			present[k] = true
+			old := w.seen[k]
+			if old != nil && old.ResourceVersion == wl.ResourceVersion {
+				continue
+			}
+			changed = true
+			w.seen[k] = wl
+			if old == nil {
+				w.workloads.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl.DeepCopy()})
+			} else {
+				w.workloads.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: old.DeepCopy(), ObjectNew: wl.DeepCopy()})
+			}
+			if w.observe(old, wl) {
+				acted = true
+			}
+		}
+		for k, old := range w.seen {
+			if present[k] {
+				continue
+			}
+			changed = true
+			delete(w.seen, k)
+			w.workloads.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: old.DeepCopy()})
+		}
+		for i := range list.Items {
+			if w.stopEvictedJob(&list.Items[i]) {
+				changed, acted = true, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	w.requeuer.ProcessRequeues(w.ctx)
+	return acted
+}
+
+// stopEvictedJob does what the job controller does for an evicted workload that still holds its
+// quota: stop the job and, once it is no longer active (at once here), give the quota back and
+// mark the workload requeued.
+func (w *world) stopEvictedJob(wl *kueue.Workload) bool {
+	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+	if ev == nil || ev.Status != metav1.ConditionTrue || !workload.HasQuotaReservation(wl) || workloadfinish.IsFinished(wl) {
+		return false
+	}
+	err := workloadpatching.PatchAdmissionStatus(w.ctx, w.client, wl.DeepCopy(), w.clock, func(wl *kueue.Workload) (bool, error) {
+		requeued := ev.Reason == kueue.WorkloadEvictedByPreemption || ev.Reason == kueue.WorkloadEvictedDueToNodeFailures
+		changed := workload.SetRequeuedCondition(wl, ev.Reason, ev.Message, requeued)
+		reason := workload.UnadmittedWorkloadReasonWithFallback(kueue.WorkloadQuotaReservedReasonPendingEvaluation, kueue.WorkloadPending) //nolint:staticcheck // the fallback the job controller uses
+		if workload.UnsetQuotaReservationWithCondition(wl, reason, ev.Message, w.clock.Now()) {
+			changed = true
+		}
+		return changed, nil
+	})
+	if err != nil {
+		w.note("stopping evicted workload %s: %v", wl.Name, err)
+		return false
+	}
+	return true
+}
+
+// observe records what a Workload change means for its job; it reports admissions, evictions and
+// completions.
+func (w *world) observe(old, wl *kueue.Workload) bool {
+	j := w.jobs[client.ObjectKeyFromObject(wl)]
+	if j == nil {
+		return false
+	}
+	now := w.now()
+	acted := false
+	if workloadfinish.IsFinished(wl) && (old == nil || !workloadfinish.IsFinished(old)) {
+		j.finished(now)
+		w.record(Event{Kind: EventFinished, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
+		return true
+	}
+	wasReserved := old != nil && workload.HasQuotaReservation(old)
+	if !wasReserved && workload.HasQuotaReservation(wl) {
+		cq := string(wl.Status.Admission.ClusterQueue)
+		j.admitted(now)
+		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: cq})
+		acted = true
+	}
+	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
+	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
+		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
+		if ev.Reason == kueue.WorkloadEvictedByPreemption {
+			e.Kind = EventPreempted
+			if pc := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); pc != nil {
+				e.Reason = pc.Reason
+				e.By = w.byUID[preemptorUID(pc.Message)]
+			}
+		}
+		j.evicted(now, e.Reason)
+		w.record(e)
+		acted = true
+	}
+	return acted
+}
+
+func conditionTrue(wl *kueue.Workload, t string) bool {
+	return wl != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, t)
+}
+
+// preemptorUID reads the preemptor's UID from a Preempted condition's message, which says
+// "... a workload (UID: <uid>, JobUID: ...) ...".
+func preemptorUID(msg string) types.UID {
+	_, rest, ok := strings.Cut(msg, "(UID: ")
+	if !ok {
+		return ""
+	}
+	uid, _, _ := strings.Cut(rest, ",")
+	return types.UID(strings.TrimSuffix(uid, ")"))
+}
+
+func (w *world) record(e Event) {
+	e.At = w.now()
+	w.events = append(w.events, e)
+}
+
+func (w *world) note(format string, args ...any) {
+	w.notes = append(w.notes, fmt.Sprintf(format, args...))
+}
+
+// schedule runs scheduling cycles, handing their writes to the controllers after each, until no
+// ClusterQueue has a head or the heads stop making progress. It reports whether heads were left
+// in the active queues, which the scheduler's loop would keep retrying.
+func (w *world) schedule() (spinning bool) {
+	const maxCycles = 1000
+	stalled := 0
+	for range maxCycles {
+		heads, progress := w.sched.Cycle(w.ctx)
+		w.cycles++
+		acted := w.sync()
+		if heads == 0 {
+			return false
+		}
+		if progress || acted {
+			stalled = 0
+			continue
+		}
+		// A second fruitless cycle on the same heads: the state no longer changes.
+		if stalled++; stalled == 2 {
+			return true
+		}
+	}
+	w.note("the scheduler did not settle after %d cycles at %s", maxCycles, formatOffset(w.now()))
+	return true
+}
+
+// resourceShare is a workload's dominant share of its ClusterQueue's nominal quota: the largest,
+// over the resources it asks for, of its total request over the ClusterQueue's nominal quota of
+// that resource (all flavors).
+func resourceShare(spec WorkloadSpec, cq *ClusterQueue) float64 {
+	share := 0.0
+	for name, q := range spec.Requests {
+		nominal := 0.0
+		for _, fq := range cq.Quota {
+			if rq, ok := fq.Resources[string(name)]; ok {
+				nominal += rq.Nominal.AsApproximateFloat64()
+			}
+		}
+		if nominal <= 0 {
+			continue
+		}
+		share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/nominal)
+	}
+	return share
+}
+
+var _ = corev1.ResourceCPU
