@@ -97,4 +97,5 @@ var (
 	_ scheduler.WaitExplainer            = timesharePreemptor{}
 	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
 	_ scheduler.ReclaimGuarantor         = timesharePreemptor{}
+	_ scheduler.HeadSubstituter          = timesharePreemptor{}
 )

@@ -140,6 +140,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	if len(heads) == 0 {
 		return wait.KeepGoing
 	}
+	heads = s.substituteHeads(ctx, heads)
 	headsAt := clk.Now()
 	log.V(2).Info("Obtained heads", "headCount", len(heads), "waitDuration", headsAt.Sub(began))
 

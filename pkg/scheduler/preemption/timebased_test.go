@@ -215,3 +215,50 @@ func snapshotOf(t *testing.T, ctx context.Context, sc *snapgen.Scenario) *schdca
 	}
 	return snap
 }
+
+func TestSubstituteHead(t *testing.T) {
+	rotated := func(name string, uid types.UID, created, preemptedAt time.Time) *kueue.Workload {
+		wl := utiltestingapi.MakeWorkload(name, "ns").UID(uid).Priority(10).Creation(created).Obj()
+		if !preemptedAt.IsZero() {
+			wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
+				Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(preemptedAt)}}
+		}
+		return wl
+	}
+	head := rotated("head", "uid-head", snapgen.Epoch, snapgen.Epoch.Add(2*time.Hour))
+	waitingSince1h := rotated("waited", "uid-waited", snapgen.Epoch.Add(time.Hour), time.Time{})
+	waitingSince30m := rotated("waited-more", "uid-waited-more", snapgen.Epoch.Add(30*time.Minute), time.Time{})
+	rotatedLater := rotated("later", "uid-later", snapgen.Epoch.Add(time.Minute), snapgen.Epoch.Add(3*time.Hour))
+	lower := utiltestingapi.MakeWorkload("lower", "ns").UID("uid-lower").Priority(1).Creation(snapgen.Epoch).Obj()
+	cases := map[string]struct {
+		head    *kueue.Workload
+		window  time.Duration
+		pending []*kueue.Workload
+		want    string
+	}{
+		"rotated-out head steps aside for the one that waited longest": {
+			head: head, window: time.Hour, pending: []*kueue.Workload{waitingSince1h, waitingSince30m, rotatedLater, lower}, want: "waited-more",
+		},
+		"nobody waited longer": {head: head, window: time.Hour, pending: []*kueue.Workload{rotatedLater, lower}},
+		"a head never rotated out keeps its place": {
+			head: waitingSince1h, window: time.Hour, pending: []*kueue.Workload{waitingSince30m},
+		},
+		"no window: upstream order": {head: head, pending: []*kueue.Workload{waitingSince30m}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(snapgen.Epoch.Add(4*time.Hour)), nil, preemptexpectations.New(), nil, timeSharingOptions(tc.window, tc.pending)...)
+			info := workload.NewInfo(tc.head)
+			info.ClusterQueue = "cq"
+			got := ""
+			if sub := p.SubstituteHead(ctx, info); sub != nil {
+				got = sub.Obj.Name
+			}
+			if got != tc.want {
+				t.Errorf("SubstituteHead = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -64,20 +64,45 @@ func (p *Preemptor) waitingLonger(s *search) string {
 // earlierTurn returns a pending workload of cq with priority prio whose turn comes before wl's, or
 // "". Ties go to the smaller UID, as in the queue.
 func (p *Preemptor) earlierTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) string {
-	if p.pending == nil {
-		return ""
+	if first := p.firstTurn(log, cq, wl, prio); first != nil {
+		return klog.KObj(first.Obj).String()
 	}
-	mine := turnTime(wl, p.ordering)
+	return ""
+}
+
+// firstTurn returns the pending workload of cq with priority prio whose turn comes first, if it
+// comes before wl's; nil otherwise.
+func (p *Preemptor) firstTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) *workload.Info {
+	if p.pending == nil {
+		return nil
+	}
+	before := func(a *kueue.Workload, at time.Time, b *kueue.Workload, bt time.Time) bool {
+		c := at.Compare(bt)
+		return c < 0 || (c == 0 && cmp.Compare(string(a.UID), string(b.UID)) < 0)
+	}
+	var first *workload.Info
+	firstAt := turnTime(wl, p.ordering)
+	firstObj := wl
 	for _, other := range p.pending(cq) {
 		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
-		theirs := turnTime(other.Obj, p.ordering)
-		if c := theirs.Compare(mine); c < 0 || (c == 0 && cmp.Compare(string(other.Obj.UID), string(wl.UID)) < 0) {
-			return klog.KObj(other.Obj).String()
+		if theirs := turnTime(other.Obj, p.ordering); before(other.Obj, theirs, firstObj, firstAt) {
+			first, firstAt, firstObj = other, theirs, other.Obj
 		}
 	}
-	return ""
+	return first
+}
+
+// SubstituteHead lets a queue head that was rotated out for time-sharing step aside for the
+// same-priority workload of its ClusterQueue whose turn comes first. Without it a StrictFIFO queue,
+// which orders by creation, would keep the rotated-out workload at its head and block the others.
+func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info) *workload.Info {
+	if p.settings(head.ClusterQueue).MinAdmitDuration <= 0 || timeBasedPreemption(head.Obj) == nil {
+		return nil
+	}
+	log := ctrllog.FromContext(ctx)
+	return p.firstTurn(log, head.ClusterQueue, head.Obj, priority.EffectivePriority(log, head.Obj))
 }
 
 // RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get

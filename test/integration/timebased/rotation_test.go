@@ -3,6 +3,7 @@ package timebased_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -13,9 +14,9 @@ import (
 var _ = ginkgo.Describe("Fair rotation", func() {
 	ctx := context.Background()
 
-	ginkgo.DescribeTable("every same-priority workload takes a turn of at least minAdmitDuration, in a stable cycle (BestEffortFIFO)",
-		func(n int) {
-			ns := timeSharingQueue(ctx, fmt.Sprintf("rotation-%d", n), "rot", "5m", "BestEffortFIFO")
+	ginkgo.DescribeTable("every same-priority workload takes a turn of at least minAdmitDuration, in a stable cycle",
+		func(n int, strategy string) {
+			ns := timeSharingQueue(ctx, fmt.Sprintf("rotation-%d-%s", n, strings.ToLower(strategy)), "rot", "5m", strategy)
 
 			var jobs []*batchv1.Job
 			var names []string
@@ -56,7 +57,9 @@ var _ = ginkgo.Describe("Fair rotation", func() {
 			gomega.Expect(turns[:n]).To(gomega.ConsistOf(names), "every job gets a turn before any gets a second")
 			gomega.Expect(turns[n:]).To(gomega.Equal(turns[:n]), "the rotation repeats in the same order")
 		},
-		ginkgo.Entry("three workloads", 3),
-		ginkgo.Entry("five workloads", 5),
+		ginkgo.Entry("three workloads, BestEffortFIFO", 3, "BestEffortFIFO"),
+		ginkgo.Entry("five workloads, BestEffortFIFO", 5, "BestEffortFIFO"),
+		ginkgo.Entry("three workloads, StrictFIFO", 3, "StrictFIFO"),
+		ginkgo.Entry("five workloads, StrictFIFO", 5, "StrictFIFO"),
 	)
 })
