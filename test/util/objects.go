@@ -89,3 +89,24 @@ func RawCPUClusterQueue(name, cpu string, preemption map[string]any) (*unstructu
 	}
 	return u, nil
 }
+
+// CreateClusterQueue creates RawCPUClusterQueue(name, cpu, preemption) in cohort (none if empty),
+// and a LocalQueue of the same name in ns pointing to it.
+func CreateClusterQueue(ctx context.Context, c client.Client, ns, name, cpu, cohort string, preemption map[string]any) error {
+	obj, err := RawCPUClusterQueue(name, cpu, preemption)
+	if err != nil {
+		return err
+	}
+	if cohort != "" {
+		if err := unstructured.SetNestedField(obj.Object, cohort, "spec", "cohortName"); err != nil {
+			return err
+		}
+	}
+	if err := c.Create(ctx, obj); err != nil {
+		return err
+	}
+	return c.Create(ctx, &kueue.LocalQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(name)},
+	})
+}

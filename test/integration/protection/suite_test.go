@@ -70,16 +70,8 @@ var _ = ginkgo.AfterSuite(func() {
 // clusterQueue creates a ClusterQueue with cpu of default-flavor in cohort (none if empty), with
 // spec.preemption set to preemption, and a LocalQueue of the same name in ns.
 func clusterQueue(ctx context.Context, ns, name, cpu, cohort string, preemption map[string]any) {
-	obj, err := util.RawCPUClusterQueue(name, cpu, preemption)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	if cohort != "" {
-		gomega.Expect(unstructured.SetNestedField(obj.Object, cohort, "spec", "cohortName")).To(gomega.Succeed())
-	}
-	gomega.Expect(env.Client.Create(ctx, obj)).To(gomega.Succeed())
-	gomega.Expect(env.Client.Create(ctx, &kueue.LocalQueue{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(name)},
-	})).To(gomega.Succeed())
+	ginkgo.GinkgoHelper()
+	gomega.Expect(util.CreateClusterQueue(ctx, env.Client, ns, name, cpu, cohort, preemption)).To(gomega.Succeed())
 }
 
 // cohort creates a Cohort under parent (a root if empty) with spec.preemption set to preemption.
