@@ -26,7 +26,7 @@ type booster struct {
 }
 
 func newBooster(w *world, window time.Duration) *booster {
-	shifted := interceptor.NewClient(w.client.(client.WithWatch), interceptor.Funcs{
+	shifted := interceptor.NewClient(w.client, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if err := c.Get(ctx, key, obj, opts...); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -89,6 +90,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	interval := sc.schedulingInterval()
 
 	arrivals := 0
+	// retries counts steps taken only to retry heads that keep failing while nothing changes.
+	retries := 0
+	lastSweep := time.Duration(-1)
 	var end time.Duration
 	for {
 		if err := ctx.Err(); err != nil {
@@ -107,14 +111,31 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 			arrivals++
 		}
 		w.sync()
-		w.waker.Sweep(w.ctx)
-		w.requeuer.ProcessRequeues(w.ctx)
+		// The manager's waker sweeps every second; a sweep finds something only once a window,
+		// protection or cooldown has ended, so the simulation sweeps at those times. A sweep
+		// covers everything since the previous one.
+		if w.wakeDue(lastSweep, now) {
+			w.waker.Sweep(w.ctx)
+			w.requeuer.ProcessRequeues(w.ctx)
+			lastSweep = now
+		}
 		var boosterNext time.Duration
 		if w.booster != nil {
 			boosterNext = w.booster.reconcile(now)
 			w.sync()
 		}
+		before := len(w.events)
 		spinning := w.schedule()
+		if w.booster != nil {
+			// The booster also sees the workloads this step admitted, as its watch would.
+			boosterNext = earliest(boosterNext, w.booster.reconcile(now))
+			if w.sync() {
+				spinning = w.schedule() || spinning
+			}
+		}
+		if len(w.events) > before {
+			retries = 0
+		}
 		if opts.Progress != nil {
 			opts.Progress(now, horizon)
 		}
@@ -142,7 +163,13 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 				next = min(next, t)
 			}
 		}
-		if spinning {
+		// The scheduler's loop retries such heads at once, over and over; with nothing changing in
+		// the cluster the outcome is the same each time, so the simulation retries them a few
+		// times, then waits for the next event.
+		if spinning && retries < maxRetries {
+			if now+interval < next {
+				retries++
+			}
 			next = min(next, now+interval)
 		}
 		if boosterNext > now {
@@ -170,6 +197,17 @@ func countUnfinished(order []*job) int {
 	return n
 }
 
+// earliest is the earlier of two times, where 0 means none.
+func earliest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// maxRetries bounds the steps taken only to retry heads that keep failing while nothing changes.
+const maxRetries = 10
+
 // completions lists the running jobs done by now, earliest first.
 func completions(order []*job, now time.Duration) []*job {
 	var out []*job
@@ -178,7 +216,7 @@ func completions(order []*job, now time.Duration) []*job {
 			out = append(out, j)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *job) int { return int(a.finishAt - b.finishAt) })
+	slices.SortStableFunc(out, func(a, b *job) int { return cmp.Compare(a.finishAt, b.finishAt) })
 	return out
 }
 
@@ -200,6 +238,16 @@ func (s *Scenario) schedulingInterval() time.Duration {
 		return s.Simulation.SchedulingInterval.Duration
 	}
 	return DefaultSchedulingInterval
+}
+
+// wakeDue reports whether a wake-up time falls in (since, now].
+func (w *world) wakeDue(since, now time.Duration) bool {
+	for _, t := range w.wakeTimes() {
+		if t > since && t <= now {
+			return true
+		}
+	}
+	return false
 }
 
 // wakeTimes are the times at which the manager's waker would find, on one of its sweeps, that a

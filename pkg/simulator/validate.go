@@ -374,7 +374,7 @@ func (v *validator) apiChecks() {
 // apiErrors reports an error that lists API field errors ("spec.preemption.x: Invalid value: ...")
 // at the scenario fields they come from.
 func (v *validator) apiErrors(path, prefix string, err error) {
-	for _, line := range splitAggregate(err.Error()) {
+	for _, line := range splitAggregate(err.Error(), prefix) {
 		field, body, ok := strings.Cut(line, ": ")
 		if !ok || !strings.HasPrefix(field, prefix) {
 			v.errorf(path, "%s", line)
@@ -384,13 +384,22 @@ func (v *validator) apiErrors(path, prefix string, err error) {
 	}
 }
 
-// splitAggregate splits the text of a field.ErrorList aggregate into its errors.
-func splitAggregate(s string) []string {
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	if s == "" {
-		return nil
+// splitAggregate splits the text of a field.ErrorList aggregate ("[a, b]" for several errors, the
+// error itself for one) into its errors, each starting with prefix.
+func splitAggregate(s, prefix string) []string {
+	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
+		return []string{s}
 	}
-	return strings.Split(s, ", ")
+	s = s[1 : len(s)-1]
+	var out []string
+	for {
+		i := strings.Index(s, ", "+prefix)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+2:]
+	}
 }
 
 // scenarioPath translates an API field path of an object built from the scenario element at base
@@ -416,10 +425,21 @@ func scenarioPath(base, apiField string) string {
 	return base
 }
 
+// MaxWorkloads bounds the workloads of a scenario, copies included.
+const MaxWorkloads = 100000
+
 func (v *validator) workloads(classes map[string]int) {
-	specs, _ := v.s.expand()
 	if len(v.s.Workloads) == 0 {
 		v.errorf("workloads", "at least one workload is required")
+	}
+	total := 0
+	for i, w := range v.s.Workloads {
+		total += min(max(w.Copies, 1), MaxWorkloads+1)
+		if total > MaxWorkloads {
+			v.errorf(child(fmt.Sprintf("workloads[%d]", i), "copies"), "the scenario would have %d workloads; the simulator takes at most %d",
+				total+max(w.Copies, 1)-min(max(w.Copies, 1), MaxWorkloads+1), MaxWorkloads)
+			return
+		}
 	}
 	for i, w := range v.s.Workloads {
 		p := fmt.Sprintf("workloads[%d]", i)
@@ -464,6 +484,7 @@ func (v *validator) workloads(classes map[string]int) {
 	if len(v.d.errs) > 0 {
 		return
 	}
+	specs, _ := v.s.expand()
 	seen := map[string]string{}
 	for _, w := range specs {
 		k := w.Namespace + "/" + w.Name

@@ -9,15 +9,20 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/util/sets"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -47,7 +52,7 @@ type world struct {
 	start time.Time
 	clock *testingclock.FakeClock
 
-	client    client.Client
+	client    client.WithWatch
 	cache     *schdcache.Cache
 	queues    *qcache.Manager
 	requeuer  interface{ ProcessRequeues(context.Context) int }
@@ -58,9 +63,11 @@ type world struct {
 	tolerate  *toleration.Store
 	booster   *booster
 
-	// seen is the last version of every Workload that the event handlers were given.
-	seen map[types.NamespacedName]*kueue.Workload
-	jobs map[types.NamespacedName]*job
+	// seen is the last version of every Workload that the event handlers were given; dirty are
+	// the Workloads written since.
+	seen  map[types.NamespacedName]*kueue.Workload
+	dirty sets.Set[types.NamespacedName]
+	jobs  map[types.NamespacedName]*job
 	// byUID names workloads by UID, to say who preempted whom.
 	byUID map[types.UID]string
 	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
@@ -71,6 +78,8 @@ type world struct {
 	events []Event
 	cycles int
 	notes  []string
+	// stallLimit is how many fruitless cycles in a row end a step's scheduling.
+	stallLimit int
 }
 
 // discardRecorder drops events: the simulator reports from conditions.
@@ -102,20 +111,24 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		start:   start,
 		clock:   testingclock.NewFakeClock(start),
 		seen:    map[types.NamespacedName]*kueue.Workload{},
+		dirty:   sets.New[types.NamespacedName](),
 		jobs:    map[types.NamespacedName]*job{},
 		byUID:   map[types.UID]string{},
 		windows: map[string]time.Duration{},
+		// One cycle per flavor a head may try, plus two.
+		stallLimit: len(sc.Flavors) + 2,
 	}
 	if mode == ModeBooster {
 		objs = boosterObjects(objs)
 	}
 
+	// Only the kinds Kueue's code reads: the fake client's server-side apply maps every kind of
+	// the scheme on each write, so a small scheme keeps writes cheap.
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := kueue.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, schedulingv1.AddToScheme, nodev1.AddToScheme, resourcev1.AddToScheme, kueue.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	idx := &builderIndexer{b: fake.NewClientBuilder().WithScheme(scheme)}
 	if err := indexer.Setup(w.ctx, idx); err != nil {
@@ -155,9 +168,10 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	for _, pc := range objs.PriorityClasses {
 		initial = append(initial, pc)
 	}
-	w.client = idx.b.WithObjects(initial...).
+	api := idx.b.WithObjects(initial...).
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
 		Build()
+	w.client = interceptor.NewClient(api, w.watchWrites())
 
 	var fs *configapi.FairSharing
 	if sc.FairSharing != nil {
@@ -241,6 +255,43 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	return w, nil
 }
 
+// watchWrites notes every Workload written through the client, by whoever writes it (the
+// scheduler, the preemptor, the emulated controllers), so that sync hands exactly those changes to
+// the event handlers, as an informer would.
+func (w *world) watchWrites() interceptor.Funcs {
+	mark := func(obj client.Object) {
+		if _, ok := obj.(*kueue.Workload); ok {
+			w.dirty.Insert(client.ObjectKeyFromObject(obj))
+		}
+	}
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mark(obj)
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			mark(obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			mark(obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			mark(obj)
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			mark(obj)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			mark(obj)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
 // configuredMinRuntimes lists every positive min-runtime of the scenario, defaults included.
 func configuredMinRuntimes(sc *Scenario, defaults ...time.Duration) []time.Duration {
 	var out []time.Duration
@@ -305,28 +356,33 @@ func (w *world) finish(j *job) error {
 // whether anything happened to a job (admitted, evicted, finished), as opposed to status updates.
 func (w *world) sync() bool {
 	acted := false
-	for round := 0; ; round++ {
+	for round := 0; w.dirty.Len() > 0; round++ {
 		if round == 100 {
 			w.note("workload updates did not settle at %s", formatOffset(w.now()))
+			w.dirty.Clear()
 			break
 		}
-		var list kueue.WorkloadList
-		if err := w.client.List(w.ctx, &list); err != nil {
-			w.note("listing workloads: %v", err)
-			break
-		}
-		slices.SortFunc(list.Items, func(a, b kueue.Workload) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
-		present := map[types.NamespacedName]bool{}
-		changed := false
-		for i := range list.Items {
-			wl := &list.Items[i]
-			k := client.ObjectKeyFromObject(wl)
-			present[k] = true
+		keys := w.dirty.UnsortedList()
+		w.dirty.Clear()
+		slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+		var changed []*kueue.Workload
+		for _, k := range keys {
 			old := w.seen[k]
+			wl := &kueue.Workload{}
+			if err := w.client.Get(w.ctx, k, wl); err != nil {
+				if !apierrors.IsNotFound(err) {
+					w.note("reading workload %s: %v", k, err)
+					continue
+				}
+				if old != nil {
+					delete(w.seen, k)
+					w.workloads.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: old.DeepCopy()})
+				}
+				continue
+			}
 			if old != nil && old.ResourceVersion == wl.ResourceVersion {
 				continue
 			}
-			changed = true
 			w.seen[k] = wl
 			if old == nil {
 				w.workloads.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl.DeepCopy()})
@@ -336,22 +392,12 @@ func (w *world) sync() bool {
 			if w.observe(old, wl) {
 				acted = true
 			}
+			changed = append(changed, wl)
 		}
-		for k, old := range w.seen {
-			if present[k] {
-				continue
+		for _, wl := range changed {
+			if w.stopEvictedJob(wl) {
+				acted = true
 			}
-			changed = true
-			delete(w.seen, k)
-			w.workloads.Delete(event.TypedDeleteEvent[*kueue.Workload]{Object: old.DeepCopy()})
-		}
-		for i := range list.Items {
-			if w.stopEvictedJob(&list.Items[i]) {
-				changed, acted = true, true
-			}
-		}
-		if !changed {
-			break
 		}
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
@@ -461,8 +507,9 @@ func (w *world) schedule() (spinning bool) {
 			stalled = 0
 			continue
 		}
-		// A second fruitless cycle on the same heads: the state no longer changes.
-		if stalled++; stalled == 2 {
+		// Fruitless cycles on the same heads: the state no longer changes. A few more than two,
+		// since a head may try one flavor per cycle.
+		if stalled++; stalled >= w.stallLimit {
 			return true
 		}
 	}
@@ -489,5 +536,3 @@ func resourceShare(spec WorkloadSpec, cq *ClusterQueue) float64 {
 	}
 	return share
 }
-
-var _ = corev1.ResourceCPU

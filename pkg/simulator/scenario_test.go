@@ -1,0 +1,333 @@
+package simulator
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// minimal is the smallest valid scenario; the bad scenarios below change one thing in it.
+const minimal = `flavors:
+  - name: f
+clusterQueues:
+  - name: cq
+    quota:
+      - flavor: f
+        resources: {cpu: 1}
+workloads:
+  - name: a
+    clusterQueue: cq
+    resources: {cpu: 1}
+    duration: 1m
+`
+
+func TestParseRejectsBadScenarios(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		want []string
+	}{
+		"empty file":     {yaml: "", want: []string{"s.yaml: the file is empty"}},
+		"only a comment": {yaml: "# nothing\n", want: []string{"s.yaml: the file is empty"}},
+		"not YAML": {
+			yaml: "flavors: [\n  - name: f\n",
+			want: []string{"s.yaml:1: invalid YAML: did not find expected node content"},
+		},
+		"two documents": {
+			yaml: minimal + "---\nname: again\n",
+			want: []string{"s.yaml:13: a scenario is one YAML document; found a second one"},
+		},
+		"a list at the top": {
+			yaml: "- a\n- b\n",
+			want: []string{"s.yaml:1: must be a mapping of fields, not a list"},
+		},
+		"unknown top-level field": {
+			yaml: "flavours: []\n" + minimal,
+			want: []string{"s.yaml:1: flavours: unknown field; known fields: clusterQueues, cohorts, description, fairSharing, featureGates, flavors, localQueues, name, priorityClasses, simulation, timeshare, workloads"},
+		},
+		"unknown workload field names its line": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    colour: red\n", 1),
+			want: []string{"s.yaml:13: workloads[0].colour: unknown field; known fields: annotations, arrival, checkpointed, clusterQueue, copies, duration, every, name, namespace, pods, priorityClass, queue, resources"},
+		},
+		"field set twice": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    duration: 2m\n", 1),
+			want: []string{"s.yaml:13: workloads[0].duration: set twice (first on line 12)"},
+		},
+		"duration that is not one": {
+			yaml: strings.Replace(minimal, "duration: 1m", "duration: soon", 1),
+			want: []string{`s.yaml:12: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`},
+		},
+		"negative duration": {
+			yaml: strings.Replace(minimal, "duration: 1m", "duration: -1m", 1),
+			want: []string{"s.yaml:12: workloads[0].duration: must be positive, not -1m0s"},
+		},
+		"missing duration": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "", 1),
+			want: []string{"s.yaml:9: workloads[0].duration: required: the run time the workload needs to finish"},
+		},
+		"a list where a mapping is expected": {
+			yaml: strings.Replace(minimal, "resources: {cpu: 1}\n    duration", "resources: [cpu]\n    duration", 1),
+			want: []string{"s.yaml:11: workloads[0].resources: must be a mapping, not a list"},
+		},
+		"bad quantity": {
+			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: lots}\n    duration", 1),
+			want: []string{`s.yaml:11: workloads[0].resources[cpu]: "lots" is not a quantity (write it like 2, 500m or 8Gi)`},
+		},
+		"zero request": {
+			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: 0}\n    duration", 1),
+			want: []string{"s.yaml:11: workloads[0].resources[cpu]: must be positive"},
+		},
+		"resource the queue has no quota for": {
+			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {memory: 1Gi}\n    duration", 1),
+			want: []string{"s.yaml:11: workloads[0].resources[memory]: ClusterQueue cq has no quota for memory, so the workload could never be admitted"},
+		},
+		"boolean that is not one": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointed: yes please\n", 1),
+			want: []string{`s.yaml:13: workloads[0].checkpointed: must be true or false, not "yes please"`},
+		},
+		"number that is not one": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    pods: two\n", 1),
+			want: []string{`s.yaml:13: workloads[0].pods: must be a whole number of 32 bits, not "two"`},
+		},
+		"unknown ClusterQueue": {
+			yaml: strings.Replace(minimal, "clusterQueue: cq", "clusterQueue: nope", 1),
+			want: []string{`s.yaml:10: workloads[0].clusterQueue: ClusterQueue "nope" is not declared under clusterQueues`},
+		},
+		"neither queue nor ClusterQueue": {
+			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "", 1),
+			want: []string{"s.yaml:9: workloads[0].queue: required: a LocalQueue name (queue) or a ClusterQueue name (clusterQueue)"},
+		},
+		"both queue and ClusterQueue": {
+			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "    clusterQueue: cq\n    queue: cq\n", 1),
+			want: []string{"s.yaml:10: workloads[0].clusterQueue: set either queue (a LocalQueue) or clusterQueue, not both"},
+		},
+		"unknown LocalQueue": {
+			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "    queue: team\n", 1),
+			want: []string{`s.yaml:10: workloads[0].queue: no LocalQueue "team" (declare it under localQueues)`},
+		},
+		"unknown priority class": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    priorityClass: high\n", 1),
+			want: []string{`s.yaml:13: workloads[0].priorityClass: priority class "high" is not declared under priorityClasses`},
+		},
+		"unknown flavor": {
+			yaml: strings.Replace(minimal, "flavor: f\n", "flavor: g\n", 1),
+			want: []string{`s.yaml:6: clusterQueues[0].quota[0].flavor: flavor "g" is not declared under flavors`},
+		},
+		"name the API would refuse": {
+			yaml: strings.Replace(minimal, "name: cq", "name: CQ_1", 1),
+			want: []string{`s.yaml:4: clusterQueues[0].name: "CQ_1" is not a valid name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		},
+		"negative quota, as upstream's webhook says": {
+			yaml: strings.Replace(minimal, "        resources: {cpu: 1}", "        resources: {cpu: -1}", 1),
+			want: []string{"s.yaml:7: clusterQueues[0].quota[0].resources[cpu].nominal: must not be negative"},
+		},
+		"minAdmitDuration under a minute, as our webhook says": {
+			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerOrNewerEqualPriority\n      withinClusterQueueConfig: {minAdmitDuration: 30s}\nworkloads:", 1),
+			want: []string{`s.yaml:10: clusterQueues[0].preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: "30s": must be at least 1m0s`},
+		},
+		"minAdmitDuration with the wrong policy": {
+			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerPriority\n      withinClusterQueueConfig: {minAdmitDuration: 1h}\nworkloads:", 1),
+			want: []string{`s.yaml:10: clusterQueues[0].preemption.withinClusterQueueConfig: Invalid value: "LowerPriority": requires spec.preemption.withinClusterQueue to be LowerOrNewerEqualPriority, not LowerPriority`},
+		},
+		"unknown preemption policy": {
+			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: Sometimes\nworkloads:", 1),
+			want: []string{`s.yaml:9: clusterQueues[0].preemption.withinClusterQueue: "Sometimes" is not supported; use one of Never, LowerPriority, LowerOrNewerEqualPriority`},
+		},
+		"negative min-runtime on a Cohort": {
+			yaml: "cohorts:\n  - name: org\n    preemption: {reclaimMinRuntime: -5m}\n" + minimal,
+			want: []string{"s.yaml:3: cohorts[0].preemption.reclaimMinRuntime: must not be negative, not -5m0s"},
+		},
+		"Cohort cycle": {
+			yaml: "cohorts:\n  - name: a\n    parent: b\n  - name: b\n    parent: a\n" + minimal,
+			want: []string{
+				`s.yaml:3: cohorts[0].parent: cohort "a" is its own ancestor (the parents form a cycle)`,
+				`s.yaml:5: cohorts[1].parent: cohort "b" is its own ancestor (the parents form a cycle)`,
+			},
+		},
+		"toleration annotation that is not a number": {
+			yaml: "priorityClasses:\n  - name: low\n    value: 1\n    annotations:\n      preemption-toleration.scheduling.x-k8s.io/toleration-seconds: an hour\n" + minimal,
+			want: []string{`s.yaml:5: priorityClasses[0].annotations[preemption-toleration.scheduling.x-k8s.io/toleration-seconds]: Invalid value: "an hour": must be a 64-bit integer (seconds; negative: forever)`},
+		},
+		"expected runtime that is not a duration": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    annotations:\n      kueue-timeshare.io/expected-runtime: ten minutes\n", 1),
+			want: []string{`s.yaml:14: workloads[0].annotations[kueue-timeshare.io/expected-runtime]: annotation kueue-timeshare.io/expected-runtime: "ten minutes" is not a duration`},
+		},
+		"feature gate that is not ours": {
+			yaml: "featureGates: {TopologyAwareScheduling: true}\n" + minimal,
+			want: []string{"s.yaml:1: featureGates[TopologyAwareScheduling]: not a kueue-timeshare feature gate; use one of TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue"},
+		},
+		"bad reclaim resolve method": {
+			yaml: "timeshare: {reclaimResolveMethod: Root}\n" + minimal,
+			want: []string{`s.yaml:1: timeshare.reclaimResolveMethod: Unsupported value: "Root": supported values: "LCA", "Queue"`},
+		},
+		"duplicate workload names from copies": {
+			yaml: minimal + "  - name: a\n    clusterQueue: cq\n    resources: {cpu: 1}\n    duration: 1m\n",
+			want: []string{"s.yaml:13: workloads[1].name: workload default/a is declared twice (first at workloads[0])"},
+		},
+		"every without copies": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    every: 5m\n", 1),
+			want: []string{"s.yaml:13: workloads[0].every: only applies with copies greater than 1"},
+		},
+		"too many copies": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),
+			want: []string{"s.yaml:13: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},
+		},
+		"several problems are all reported, in line order": {
+			yaml: strings.Replace(strings.Replace(minimal, "duration: 1m", "duration: soon", 1), "name: f\n", "name: f\n    size: big\n", 1),
+			want: []string{
+				"s.yaml:3: flavors[0].size: unknown field; known fields: name",
+				`s.yaml:13: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("the scenario was accepted")
+			}
+			if diff := cmp.Diff(tc.want, strings.Split(err.Error(), "\n")); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseReadsEveryField(t *testing.T) {
+	const text = `name: every-field
+simulation:
+  start: 2026-03-01T08:00:00Z
+  until: 12h
+  schedulingInterval: 2s
+featureGates: {ExpectedRuntimeRequeue: false}
+fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}
+timeshare:
+  defaultPreemptMinRuntime: 5m
+  defaultReclaimMinRuntime: 10m
+  reclaimResolveMethod: Queue
+  defaultRequeueDelay: 15m
+flavors: [{name: gpu}]
+cohorts:
+  - name: org
+    preemption: {preemptMinRuntime: 30m, reclaimMinRuntime: 1h}
+    fairSharing: {weight: 2}
+  - name: team
+    parent: org
+    quota:
+      - flavor: gpu
+        resources: {nvidia.com/gpu: 2}
+clusterQueues:
+  - name: cq
+    cohort: team
+    queueingStrategy: StrictFIFO
+    quota:
+      - flavor: gpu
+        resources:
+          nvidia.com/gpu: {nominal: 4, borrowingLimit: 2, lendingLimit: 1}
+    preemption:
+      withinClusterQueue: LowerOrNewerEqualPriority
+      reclaimWithinCohort: Any
+      borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 10}
+      withinClusterQueueConfig: {minAdmitDuration: 4h}
+      preemptMinRuntime: 1h
+      reclaimMinRuntime: 2h
+    fairSharing: {weight: 1}
+localQueues:
+  - {name: lq, namespace: team-a, clusterQueue: cq}
+priorityClasses:
+  - name: low
+    kind: PriorityClass
+    value: 10
+    annotations:
+      preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"
+workloads:
+  - name: job
+    queue: lq
+    namespace: team-a
+    arrival: 1m
+    priorityClass: low
+    pods: 2
+    resources: {nvidia.com/gpu: 1}
+    duration: 3h
+    checkpointed: true
+    annotations: {kueue-timeshare.io/expected-runtime: 2h}
+    copies: 2
+    every: 30m
+`
+	s, err := Parse("every.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	base := WorkloadSpec{
+		Namespace: "team-a", LocalQueue: "lq", ClusterQueue: "cq", Duration: 3 * time.Hour, Checkpointed: true,
+		Pods: 2, Requests: gpu, PriorityClass: "low", PriorityKind: kueue.PodPriorityClassKind, Priority: 10,
+		Annotations: map[string]string{"kueue-timeshare.io/expected-runtime": "2h"},
+	}
+	first, second := base, base
+	first.Name, first.Arrival = "job-1", time.Minute
+	second.Name, second.Arrival = "job-2", 31*time.Minute
+	opts := cmp.Options{cmpopts.IgnoreUnexported(WorkloadSpec{}), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })}
+	if diff := cmp.Diff([]WorkloadSpec{first, second}, s.WorkloadSpecs(), opts); diff != "" {
+		t.Errorf("workloads (-want +got):\n%s", diff)
+	}
+
+	objs, err := s.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq, err := typedClusterQueue(objs.ClusterQueues[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&kueue.ClusterQueuePreemption{
+		WithinClusterQueue:  kueue.PreemptionPolicyLowerOrNewerEqualPriority,
+		ReclaimWithinCohort: kueue.PreemptionPolicyAny,
+		BorrowWithinCohort:  &kueue.BorrowWithinCohort{Policy: kueue.BorrowWithinCohortPolicyLowerPriority, MaxPriorityThreshold: ptrTo[int32](10)},
+	}, cq.Spec.Preemption); diff != "" {
+		t.Errorf("Kueue's view of the preemption (-want +got):\n%s", diff)
+	}
+	if cq.Spec.QueueingStrategy != kueue.StrictFIFO || cq.Spec.CohortName != "team" {
+		t.Errorf("strategy %s, cohort %s", cq.Spec.QueueingStrategy, cq.Spec.CohortName)
+	}
+	q := cq.Spec.ResourceGroups[0].Flavors[0].Resources[0]
+	if q.NominalQuota.String() != "4" || q.BorrowingLimit.String() != "2" || q.LendingLimit.String() != "1" {
+		t.Errorf("quota %+v", q)
+	}
+	ext := objs.ClusterQueues[0].Object["spec"].(map[string]any)["preemption"].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"minAdmitDuration": "4h0m0s"}, ext["withinClusterQueueConfig"]); diff != "" {
+		t.Errorf("our fields on the raw ClusterQueue (-want +got):\n%s", diff)
+	}
+	if len(objs.PriorityClasses) != 1 || len(objs.WorkloadPriorityClasses) != 0 || objs.Namespaces[0].Name != "team-a" {
+		t.Errorf("objects: %d PriorityClasses, %d WorkloadPriorityClasses, namespaces %v", len(objs.PriorityClasses), len(objs.WorkloadPriorityClasses), objs.Namespaces)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestResourceGroups(t *testing.T) {
+	q := func(n string) ResourceQuota { return ResourceQuota{Nominal: Quantity{resource.MustParse(n)}} }
+	got := resourceGroups([]FlavorQuota{
+		{Flavor: "a100", Resources: map[string]ResourceQuota{"nvidia.com/gpu": q("8"), "cpu": q("64")}},
+		{Flavor: "spot", Resources: map[string]ResourceQuota{"memory": q("1Ti")}},
+		{Flavor: "h100", Resources: map[string]ResourceQuota{"cpu": q("32"), "nvidia.com/gpu": q("4")}},
+	})
+	want := []any{
+		map[string]any{"coveredResources": []any{"cpu", "nvidia.com/gpu"}, "flavors": []any{
+			map[string]any{"name": "a100", "resources": []any{map[string]any{"name": "cpu", "nominalQuota": "64"}, map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "8"}}},
+			map[string]any{"name": "h100", "resources": []any{map[string]any{"name": "cpu", "nominalQuota": "32"}, map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "4"}}},
+		}},
+		map[string]any{"coveredResources": []any{"memory"}, "flavors": []any{
+			map[string]any{"name": "spot", "resources": []any{map[string]any{"name": "memory", "nominalQuota": "1Ti"}}},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resource groups (-want +got):\n%s", diff)
+	}
+}
