@@ -178,6 +178,8 @@ type search struct {
 	protected protectedTally
 	// nominations counts expected-runtime nominations and skips.
 	nominations nominationTally
+	// scratch holds the workload being judged, so that refused ones cost no allocation.
+	scratch candidate
 }
 
 // newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
@@ -336,10 +338,13 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 	return out
 }
 
-// eligibleIn asks the policy about every workload of cq that holds contested quota. Candidates
-// live in one slice per queue; build fills in what the caller's search needs.
+// eligibleIn asks the policy about every workload of cq that holds contested quota. Each workload
+// is judged in the search's scratch candidate; eligible ones are copied into one slice per queue,
+// allocated at the first eligible one with room for the rest of the queue, so that a queue without
+// candidates costs nothing and pointers into the slice stay valid. build fills in what the
+// caller's search needs.
 func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool) []*candidate {
-	slab := make([]candidate, 0, len(cq.Workloads))
+	var chunk []candidate
 	var out []*candidate
 	scope, pol, kind := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue, kindPreempt
 	if cq != s.cq {
@@ -347,12 +352,14 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 	}
 	pr := p.protectionFor(s, cq)
 	tolerations, expected := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq
+	c := &s.scratch
+	seen := 0
 	for _, info := range cq.Workloads {
+		seen++
 		if !classical.WorkloadUsesResources(info, s.contested) {
 			continue
 		}
-		slab = append(slab, candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)})
-		c := &slab[len(slab)-1]
+		*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
 		if tolerations {
 			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
 		}
@@ -367,12 +374,18 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		}
 		if !d.Eligible {
 			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
-			slab = slab[:len(slab)-1]
 			continue
 		}
 		c.reason = d.Reason
-		if build(c) {
-			out = append(out, c)
+		if chunk == nil {
+			chunk = make([]candidate, 0, len(cq.Workloads)-seen+1)
+		}
+		chunk = append(chunk, *c)
+		kept := &chunk[len(chunk)-1]
+		if build(kept) {
+			out = append(out, kept)
+		} else {
+			chunk = chunk[:len(chunk)-1]
 		}
 	}
 	return out
