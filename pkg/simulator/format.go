@@ -32,19 +32,19 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintln(out)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tPREEMPTIONS\tFINISHED AT\tSHARE")
+	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tLOST\tPREEMPTIONS\tFINISHED AT\tSHARE")
 	for i, w := range first.Workloads {
 		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, formatOffset(w.Arrival), formatOffset(w.Duration)}
 		cells := [][]string{}
 		for _, r := range runs {
 			rw := r.workload(i, w.Name)
 			if rw == nil {
-				cells = append(cells, []string{"-", "-", "-", "-", "-", "-"})
+				cells = append(cells, []string{"-", "-", "-", "-", "-", "-", "-"})
 				continue
 			}
 			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
 			cells = append(cells, []string{
-				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted),
+				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
 				preemptionCell(rw), finishedCell(rw), percent(share),
 			})
 		}
@@ -57,14 +57,14 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintln(out)
 
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTERQUEUE\tWORKLOADS\tFINISHED\tJAIN\tWAIT P50\tWAIT P95\tWAIT MAX\tLONGEST WAIT\tPREEMPTIONS/H\tUTILISATION")
+	fmt.Fprintln(tw, "CLUSTERQUEUE\tWORKLOADS\tFINISHED\tJAIN\tWAIT P50\tWAIT P95\tWAIT MAX\tLONGEST WAIT\tPREEMPTIONS/H\tLOST\tUTILISATION")
 	for _, q := range first.ClusterQueues {
 		cells := [][]string{}
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
 				fmt.Sprint(rq.Finished), jain(rq.Jain), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
-				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), percent(rq.Utilisation),
+				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), percent(rq.Utilisation),
 			})
 		}
 		row := append([]string{q.Name, fmt.Sprint(q.Workloads)}, joinColumns(cells)...)
@@ -206,6 +206,7 @@ type jsonWorkload struct {
 	TotalWaitSeconds   float64        `json:"totalWaitSeconds"`
 	LongestWaitSeconds float64        `json:"longestWaitSeconds"`
 	AdmittedSeconds    float64        `json:"admittedSeconds"`
+	LostSeconds        float64        `json:"lostSeconds"`
 	Admissions         int            `json:"admissions"`
 	Preemptions        map[string]int `json:"preemptions"`
 	Finished           bool           `json:"finished"`
@@ -233,6 +234,7 @@ type jsonQueue struct {
 	LongestWaitSeconds float64            `json:"longestWaitSeconds"`
 	Preemptions        int                `json:"preemptions"`
 	PreemptionsPerHour float64            `json:"preemptionsPerHour"`
+	LostSeconds        float64            `json:"lostSeconds"`
 	Utilisation        float64            `json:"utilisation"`
 }
 
@@ -255,7 +257,7 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 			jw := jsonWorkload{
 				Name: w.Name, Namespace: w.Namespace, ClusterQueue: w.ClusterQueue, Priority: w.Priority, Requests: w.Requests,
 				ArrivalSeconds: w.Arrival.Seconds(), DurationSeconds: w.Duration.Seconds(),
-				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(),
+				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(), LostSeconds: w.Lost.Seconds(),
 				Admissions: w.Admissions, Preemptions: w.Preemptions, Finished: w.Finished,
 				Share: w.Share, CapacitySeconds: w.CapacityTime, Intervals: []jsonInterval{},
 			}
@@ -272,7 +274,7 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 			jq := jsonQueue{
 				Name: q.Name, Workloads: q.Workloads, Finished: q.Finished, CapacityShare: q.CapacityShare,
 				WaitP50Seconds: q.WaitP50.Seconds(), WaitP95Seconds: q.WaitP95.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
-				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour,
+				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour, LostSeconds: q.Lost.Seconds(),
 				Utilisation: q.Utilisation,
 			}
 			if !math.IsNaN(q.Jain) {

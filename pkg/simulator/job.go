@@ -22,8 +22,10 @@ type job struct {
 	// finishAt is when a running job completes.
 	finishAt time.Duration
 
-	intervals   []Interval
-	admissions  int
+	intervals  []Interval
+	admissions int
+	// lost is run time thrown away by evictions (all of it for a job without checkpoints).
+	lost        time.Duration
 	preemptions map[string]int
 	finishedAt  time.Duration
 }
@@ -64,6 +66,8 @@ func (j *job) evicted(now time.Duration, reason string) {
 	j.close(now)
 	if j.spec.Checkpointed {
 		j.progress += now - j.since
+	} else {
+		j.lost += now - j.since
 	}
 	j.state, j.since = pending, now
 	j.preemptions[reason]++

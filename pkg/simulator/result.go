@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -40,12 +41,15 @@ type WorkloadResult struct {
 	// Admitted is the time spent holding quota; Admissions how many times it was admitted.
 	Admitted   time.Duration
 	Admissions int
+	// Lost is the run time preemptions threw away: time held before an eviction, for a workload
+	// that is not checkpointed.
+	Lost time.Duration
 	// Preemptions counts evictions by reason (InClusterQueueTimeBased, InCohortReclamation, ...).
 	Preemptions map[string]int
 	Finished    bool
 	FinishedAt  time.Duration
-	// Share is its dominant share of its ClusterQueue's nominal quota while admitted;
-	// CapacityTime is Share times Admitted, in seconds.
+	// Share is its dominant share of its ClusterQueue's capacity while admitted (see
+	// docs/simulator.md); CapacityTime is Share times Admitted, in seconds.
 	Share        float64
 	CapacityTime float64
 	Intervals    []Interval
@@ -77,6 +81,8 @@ type QueueResult struct {
 	WaitMax     time.Duration
 	LongestWait time.Duration
 	Preemptions int
+	// Lost is the run time preemptions threw away, summed over the workloads.
+	Lost time.Duration
 	// PreemptionsPerHour is Preemptions over the simulated time.
 	PreemptionsPerHour float64
 	// Utilisation is the capacity-time used over the simulated time: the average fraction of
@@ -115,7 +121,6 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			continue
 		}
 		j.close(end)
-		cq := sc.clusterQueue(j.spec.ClusterQueue)
 		wr := WorkloadResult{
 			Name:         j.spec.Name,
 			Namespace:    j.spec.Namespace,
@@ -125,10 +130,11 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			Arrival:      j.spec.Arrival,
 			Duration:     j.spec.Duration,
 			Admissions:   j.admissions,
+			Lost:         j.lost,
 			Preemptions:  j.preemptions,
 			Finished:     j.state == done,
 			FinishedAt:   j.finishedAt,
-			Share:        resourceShare(j.spec, cq),
+			Share:        resourceShare(sc, j.spec),
 			Intervals:    j.intervals,
 		}
 		for _, iv := range j.intervals {
@@ -166,6 +172,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		waits = append(waits, w.TotalWait)
 		q.LongestWait = max(q.LongestWait, w.LongestWait)
 		q.Preemptions += w.PreemptionCount()
+		q.Lost += w.Lost
 	}
 	for _, w := range wls {
 		if sum > 0 {
@@ -231,7 +238,7 @@ func shortDuration(d time.Duration) string {
 	}
 	if s > 0 || frac > 0 {
 		if frac > 0 {
-			out += fmt.Sprintf("%gs", (time.Duration(s)*time.Second + frac).Seconds())
+			out += strconv.FormatFloat((time.Duration(s)*time.Second+frac).Seconds(), 'f', -1, 64) + "s"
 		} else {
 			out += fmt.Sprintf("%ds", s)
 		}

@@ -517,22 +517,74 @@ func (w *world) schedule() (spinning bool) {
 	return true
 }
 
-// resourceShare is a workload's dominant share of its ClusterQueue's nominal quota: the largest,
+// resourceShare is a workload's dominant share of the capacity of its ClusterQueue: the largest,
 // over the resources it asks for, of its total request over the ClusterQueue's nominal quota of
-// that resource (all flavors).
-func resourceShare(spec WorkloadSpec, cq *ClusterQueue) float64 {
+// that resource (all flavors); for a resource the ClusterQueue has no nominal quota of (it only
+// borrows), over the nominal quota of its whole cohort tree.
+func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 	share := 0.0
 	for name, q := range spec.Requests {
-		nominal := 0.0
-		for _, fq := range cq.Quota {
-			if rq, ok := fq.Resources[string(name)]; ok {
-				nominal += rq.Nominal.AsApproximateFloat64()
-			}
+		capacity := sc.nominal(spec.ClusterQueue, string(name))
+		if capacity <= 0 {
+			capacity = sc.treeNominal(spec.ClusterQueue, string(name))
 		}
-		if nominal <= 0 {
+		if capacity <= 0 {
 			continue
 		}
-		share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/nominal)
+		share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/capacity)
 	}
 	return share
+}
+
+// nominal is a ClusterQueue's nominal quota of a resource, over all its flavors.
+func (s *Scenario) nominal(cq, resource string) float64 {
+	c := s.clusterQueue(cq)
+	if c == nil {
+		return 0
+	}
+	return quotaOf(c.Quota, resource)
+}
+
+func quotaOf(quota []FlavorQuota, resource string) float64 {
+	total := 0.0
+	for _, fq := range quota {
+		if rq, ok := fq.Resources[resource]; ok {
+			total += rq.Nominal.AsApproximateFloat64()
+		}
+	}
+	return total
+}
+
+// treeNominal is the nominal quota of a resource in the whole cohort tree of a ClusterQueue
+// (its own if it has no cohort).
+func (s *Scenario) treeNominal(cq, resource string) float64 {
+	parents := map[string]string{}
+	for _, c := range s.Cohorts {
+		parents[c.Name] = c.Parent
+	}
+	root := func(cohort string) string {
+		seen := map[string]bool{}
+		for parents[cohort] != "" && !seen[cohort] {
+			seen[cohort] = true
+			cohort = parents[cohort]
+		}
+		return cohort
+	}
+	c := s.clusterQueue(cq)
+	if c == nil || c.Cohort == "" {
+		return s.nominal(cq, resource)
+	}
+	tree := root(c.Cohort)
+	total := 0.0
+	for _, other := range s.ClusterQueues {
+		if other.Cohort != "" && root(other.Cohort) == tree {
+			total += quotaOf(other.Quota, resource)
+		}
+	}
+	for _, cohort := range s.Cohorts {
+		if root(cohort.Name) == tree {
+			total += quotaOf(cohort.Quota, resource)
+		}
+	}
+	return total
 }

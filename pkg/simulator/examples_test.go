@@ -1,0 +1,49 @@
+package simulator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExamples runs every scenario under examples/scenarios, as the docs tell users to, with our
+// features and without.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("found %d example scenarios, want at least the three stories", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			text, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd := "go run ./cmd/kueue-timeshare simulate -f examples/scenarios/" + filepath.Base(f); !strings.Contains(string(text), cmd) {
+				t.Errorf("the example does not say how to run it (%q)", cmd)
+			}
+			s, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []Mode{ModeTimeshare, ModeUpstream} {
+				r := mustRun(t, s, mode)
+				if got, want := len(r.Workloads), len(s.WorkloadSpecs()); got != want {
+					t.Errorf("%s: %d workloads arrived, want %d", mode, got, want)
+				}
+				for _, n := range r.Notes {
+					if !strings.HasPrefix(n, "stopped at") {
+						t.Errorf("%s: %s", mode, n)
+					}
+				}
+				if !strings.Contains(string(text), "until:") && len(r.Notes) > 0 {
+					t.Errorf("%s: an example without simulation.until should finish: %v", mode, r.Notes)
+				}
+			}
+		})
+	}
+}
