@@ -29,6 +29,24 @@ run: envtest manifests build ## Start etcd, kube-apiserver and the manager on lo
 test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
+# The long form of the reliability checks: every fuzz target for FUZZ_TIME, and the preemptor's
+# differential test against upstream on DIFF_CASES generated snapshots. `make test` runs the fuzz
+# seed corpora and 1,000 differential cases.
+FUZZ_TIME ?= 2m
+DIFF_CASES ?= 20000
+FUZZ_TARGETS := \
+  ./apis/annotations:FuzzParseToleration ./apis/annotations:FuzzParseExpectedRuntime \
+  ./apis/kueue/v1beta2:FuzzExtensions ./apis/config/v1alpha1:FuzzDecode \
+  ./pkg/scheduler/preemption/policy:FuzzVictimPolicy ./pkg/scheduler/preemption/policy:FuzzOrdering
+
+.PHONY: test-reliability
+test-reliability: ## Long fuzzing of parsers, validation and the victim policy, and a long differential run.
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg="$${t%%:*}"; fn="$${t##*:}"; echo "== fuzz $$fn ($$pkg) for $(FUZZ_TIME)"; \
+	  $(GO) test "$$pkg" -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
+	done
+	$(GO) test ./pkg/scheduler/preemption -run Differential -count 1 -timeout 60m -preemption-diff-cases=$(DIFF_CASES)
+
 .PHONY: build
 build: ## Build the manager and the local control plane into bin/.
 	$(GO) build -o $(BIN)/kueue-timeshare ./cmd/kueue-timeshare
