@@ -67,6 +67,24 @@ BENCH_COUNT ?= 1
 bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTargets), with ratios.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
 
+# Time-sharing benchmark: minAdmitDuration (and the booster's interval) and simulated time per run.
+TIMESHARING_WINDOW ?= 1h
+TIMESHARING_HORIZON ?= 24h
+
+.PHONY: bench-timesharing
+bench-timesharing: ## Time-sharing quality on the simulator: N = 2..10 same-priority workloads, ours vs upstream vs the priority booster.
+	@$(GO) test -count=1 -v -run '^TestTimeSharingBenchmark$$' ./pkg/simulator \
+	  -args -timesharing-benchmark -timesharing-window=$(TIMESHARING_WINDOW) -timesharing-horizon=$(TIMESHARING_HORIZON) \
+	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
+
+# The scenario `make simulate` runs, and its flags (see docs/simulator.md).
+SCENARIO ?= examples/scenarios/gpu-data-scientists.yaml
+SIMULATE_ARGS ?= --compare
+
+.PHONY: simulate
+simulate: ## Run a simulator scenario: make simulate SCENARIO=file.yaml SIMULATE_ARGS='--compare --timeline'.
+	$(GO) run ./cmd/kueue-timeshare simulate -f $(SCENARIO) $(SIMULATE_ARGS)
+
 ##@ Packaging
 
 CHART_DIR := charts/kueue-timeshare
