@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,6 +243,23 @@ workloads:
 			},
 		},
 	}
+	rotation := cases["time-sharing: every job gets a turn, each turn at least minAdmitDuration"]
+	cases["time-sharing with StrictFIFO: the same turns"] = struct {
+		scenario string
+		mode     Mode
+		want     []string
+	}{
+		scenario: strings.Replace(threeJobs, "    quota:", "    queueingStrategy: StrictFIFO\n    quota:", 1),
+		want:     rotation.want,
+	}
+	cases["time-sharing with fair sharing on: the same turns"] = struct {
+		scenario string
+		mode     Mode
+		want     []string
+	}{
+		scenario: "fairSharing: {}\n" + threeJobs,
+		want:     rotation.want,
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := mustRun(t, mustParse(t, tc.scenario), tc.mode)
@@ -363,4 +381,80 @@ func gateValues() map[string]bool {
 		out[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
 	}
 	return out
+}
+
+// TestRunOddScenarios runs valid scenarios at the edges: the simulator must finish them and say
+// what happened, never fail or hang.
+func TestRunOddScenarios(t *testing.T) {
+	cases := map[string]struct {
+		scenario  string
+		wantNotes []string
+		wantStory []string
+	}{
+		"a workload larger than its queue never runs": {
+			scenario: `simulation: {until: 1000h}
+flavors: [{name: f}]
+clusterQueues: [{name: cq, queueingStrategy: StrictFIFO, quota: [{flavor: f, resources: {cpu: 1}}]}]
+workloads:
+  - {name: huge, clusterQueue: cq, resources: {cpu: 2}, duration: 1h}
+  - {name: small, arrival: 1m, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
+`,
+			// StrictFIFO: the head that never fits blocks the queue.
+			wantNotes: []string{"stopped at 41d16h (simulation.until) with 2 of 2 workloads unfinished"},
+		},
+		"two flavors: the second is used when the first is full": {
+			scenario: `flavors: [{name: on-demand}, {name: spot}]
+clusterQueues:
+  - name: cq
+    quota:
+      - {flavor: on-demand, resources: {cpu: 1}}
+      - {flavor: spot, resources: {cpu: 1}}
+workloads:
+  - {name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
+  - {name: b, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
+`,
+			wantStory: []string{"+0s a admitted", "+0s b admitted", "+1h a finished", "+1h b finished"},
+		},
+		"lending limits and a Cohort's own quota": {
+			scenario: `flavors: [{name: f}]
+cohorts:
+  - {name: root, quota: [{flavor: f, resources: {cpu: 1}}]}
+  - {name: team, parent: root}
+clusterQueues:
+  - name: lender
+    cohort: team
+    quota: [{flavor: f, resources: {cpu: {nominal: 2, lendingLimit: 1}}}]
+  - name: borrower
+    cohort: root
+    quota: [{flavor: f, resources: {cpu: 0}}]
+workloads:
+  - {name: big, clusterQueue: borrower, resources: {cpu: 2}, duration: 1h}
+  - {name: too-big, clusterQueue: borrower, resources: {cpu: 3}, duration: 1h}
+`,
+			// The borrower reaches the root's cpu and the lender's lendable one, not more.
+			wantStory: []string{"+0s big admitted", "+1h big finished"},
+			wantNotes: []string{"stopped at 4h (the default limit (last arrival plus twice the sum of all durations)) with 1 of 2 workloads unfinished"},
+		},
+		"Kubernetes PriorityClasses": {
+			scenario: `flavors: [{name: f}]
+clusterQueues: [{name: cq, quota: [{flavor: f, resources: {cpu: 1}}], preemption: {withinClusterQueue: LowerPriority}}]
+priorityClasses: [{name: low, kind: PriorityClass, value: 1}, {name: high, kind: PriorityClass, value: 2}]
+workloads:
+  - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h}
+  - {name: high, arrival: 1m, clusterQueue: cq, priorityClass: high, resources: {cpu: 1}, duration: 1m}
+`,
+			wantStory: []string{"+0s low admitted", "+1m low preempted by high (InClusterQueue)", "+1m high admitted", "+2m high finished", "+2m low admitted", "+1h2m low finished"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := mustRun(t, mustParse(t, tc.scenario), ModeTimeshare)
+			if diff := cmp.Diff(tc.wantNotes, r.Notes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantStory, story(r), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("story (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
