@@ -248,7 +248,11 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Tolerations: w.tolerate.For, Log: log}
 	if mode == ModeBooster {
-		w.booster = newBooster(w, boosterWindow(sc))
+		window := boosterWindow(sc)
+		if window == 0 {
+			w.note("the priority booster never boosts: no ClusterQueue sets minAdmitDuration, which gives its interval")
+		}
+		w.booster = newBooster(w, window)
 	}
 	// Settle what adding the queues queued up.
 	w.requeuer.ProcessRequeues(w.ctx)
