@@ -178,6 +178,33 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),
 			want: []string{"s.yaml:13: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},
 		},
+		"null where a value is expected": {
+			yaml: "name: ~\n" + minimal,
+			want: []string{"s.yaml:1: name: must be a string, not null"},
+		},
+		"an alias to the wrong kind of node": {
+			yaml: "simulation: &s {until: *s}\n" + minimal,
+			want: []string{"s.yaml:1: simulation.until: must be a single value, not a mapping"},
+		},
+		"a mapping where a quantity is expected": {
+			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: {nominal: 1}}\n    duration", 1),
+			want: []string{"s.yaml:11: workloads[0].resources[cpu]: must be a single value, not a mapping"},
+		},
+		"a quota mapping without nominal": {
+			yaml: strings.Replace(minimal, "        resources: {cpu: 1}", "        resources: {cpu: {borrowingLimit: 1}}", 1),
+			want: []string{"s.yaml:7: clusterQueues[0].quota[0].resources[cpu].nominal: required"},
+		},
+		"negative pod count": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    pods: -3\n", 1),
+			want: []string{"s.yaml:13: workloads[0].pods: must be at least 1, not -3"},
+		},
+		"two problems in one ClusterQueue's settings, each at its field": {
+			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerOrNewerEqualPriority\n      withinClusterQueueConfig: {minAdmitDuration: 30s}\n      reclaimMinRuntime: -1m\nworkloads:", 1),
+			want: []string{
+				`s.yaml:10: clusterQueues[0].preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: "30s": must be at least 1m0s`,
+				`s.yaml:11: clusterQueues[0].preemption.reclaimMinRuntime: Invalid value: "-1m0s": must not be negative`,
+			},
+		},
 		"several problems are all reported, in line order": {
 			yaml: strings.Replace(strings.Replace(minimal, "duration: 1m", "duration: soon", 1), "name: f\n", "name: f\n    size: big\n", 1),
 			want: []string{
