@@ -96,6 +96,6 @@ var (
 	_ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
 	_ scheduler.WaitExplainer            = timesharePreemptor{}
 	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
-	_ scheduler.ReclaimGuarantor         = timesharePreemptor{}
+	_ scheduler.ReclaimBlocker           = timesharePreemptor{}
 	_ scheduler.HeadSubstituter          = timesharePreemptor{}
 )

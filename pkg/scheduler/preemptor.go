@@ -95,18 +95,21 @@ func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.S
 	}
 }
 
-// ReclaimGuarantor is implemented by preemptors whose protections can keep a ClusterQueue from
-// reclaiming its quota for a while. A ClusterQueue that cannot always reclaim holds the quota its
-// head waits for, so that the rest of the cohort does not take it first.
-type ReclaimGuarantor interface {
-	CanAlwaysReclaim(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
+// ReclaimBlocker is implemented by preemptors whose protections can keep a ClusterQueue from
+// reclaiming its quota for a while. While they do, the head that found no victims keeps the quota
+// it waits for out of reach of the rest of the cohort, even in a ClusterQueue that upstream
+// trusts to reclaim later (reclaimWithinCohort: Any), and stays active in the queue so that it does
+// so every cycle: parked, it would let new borrowers take each piece of quota that frees up, each
+// starting a new protection.
+type ReclaimBlocker interface {
+	ReclaimBlocked(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
 }
 
-func (s *Scheduler) canAlwaysReclaim(ctx context.Context, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) bool {
-	if g, ok := s.preemptor.(ReclaimGuarantor); ok {
-		return g.CanAlwaysReclaim(ctx, &e.Info, snap)
+func (s *Scheduler) reclaimBlocked(ctx context.Context, e *entry, snap *schdcache.Snapshot) bool {
+	if b, ok := s.preemptor.(ReclaimBlocker); ok {
+		return b.ReclaimBlocked(ctx, &e.Info, snap)
 	}
-	return preemption.CanAlwaysReclaim(cq)
+	return false
 }
 
 // AdmissionVetoer is implemented by preemptors that may hold back a workload that fits, to keep

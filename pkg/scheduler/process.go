@@ -223,7 +223,12 @@ func fitsWithout(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, u
 func (s *Scheduler) holdCapacityWithoutVictims(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
 	activePreemptor := features.Enabled(features.PrioritizePreemptorWorkloads) && e.IsPreemptor
-	if !activePreemptor && s.canAlwaysReclaim(ctx, e, cq, snap) {
+	blocked := s.reclaimBlocked(ctx, e, snap)
+	if blocked {
+		// Not parked with the inadmissible workloads: it must hold the quota in every cycle.
+		e.requeueReason = qcache.RequeueReasonFailedAfterNomination
+	}
+	if preemption.CanAlwaysReclaim(cq) && !activePreemptor && !blocked {
 		return
 	}
 	cq.AddUsage(e.netUsage(log, quotaToHold(e, cq)))

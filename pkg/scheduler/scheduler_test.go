@@ -214,7 +214,7 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       heldResult(true),
 			wantSignal: wait.KeepGoing,
 		},
-		"no victims, reclaim possible by policy but the preemptor says not now: the quota is held": {
+		"no victims, reclaim possible by policy but blocked by protections: the quota is held": {
 			objs: heldQuota(kueue.ClusterQueuePreemption{
 				WithinClusterQueue:  kueue.PreemptionPolicyLowerPriority,
 				ReclaimWithinCohort: kueue.PreemptionPolicyAny,
@@ -222,7 +222,8 @@ func TestSchedulingCycle(t *testing.T) {
 			opts: []Option{WithPreemptor(func(c PreemptorConfig) Preemptor {
 				return reclaimGuarded{Preemptor: NewUpstreamPreemptor(c)}
 			})},
-			want:       heldResult(false),
+			// ... and the head stays active, to hold it again next cycle.
+			want:       heldWhileBlocked(),
 			wantSignal: wait.SlowDown,
 			wantMessage: map[string]string{
 				"borrower": msgNoLongerFits,
@@ -344,6 +345,15 @@ func heldResult(borrowerAdmitted bool) map[string]result {
 	return out
 }
 
+// heldWhileBlocked is heldResult(false) with the waiting head kept active rather than parked.
+func heldWhileBlocked() map[string]result {
+	out := heldResult(false)
+	w := out["waiting"]
+	w.Queue = "active"
+	out["waiting"] = w
+	return out
+}
+
 func runCycleCase(t *testing.T, tc cycleCase) {
 	features.SetFeatureGatesDuringTest(t, tc.gates)
 	w := newWorld(t, tc.objs)
@@ -420,6 +430,6 @@ type reclaimGuarded struct {
 	Preemptor
 }
 
-func (reclaimGuarded) CanAlwaysReclaim(context.Context, *workload.Info, *schdcache.Snapshot) bool {
-	return false
+func (reclaimGuarded) ReclaimBlocked(context.Context, *workload.Info, *schdcache.Snapshot) bool {
+	return true
 }

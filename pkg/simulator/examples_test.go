@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestExamples runs every scenario under examples/scenarios, as the docs tell users to, with our
@@ -45,5 +46,30 @@ func TestExamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Reclaim protection must not starve the queue that reclaims: while borrowers are protected its
+// pending head keeps the quota it waits for, so new borrowers cannot take each piece of quota that
+// frees up and start new protections. Every training run of the min-runtime story therefore waits
+// at most the reclaimMinRuntime (1h); before the head was kept active, one waited over five hours.
+func TestReclaimProtectionDoesNotStarveTheOwner(t *testing.T) {
+	s, err := Load(filepath.Join("..", "..", "examples", "scenarios", "min-runtime.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, s, ModeTimeshare)
+	trains := 0
+	for _, w := range r.Workloads {
+		if w.ClusterQueue != "production" || !strings.HasPrefix(w.Name, "train") {
+			continue
+		}
+		trains++
+		if w.LongestWait > time.Hour {
+			t.Errorf("%s waited %s at a stretch, more than the reclaimMinRuntime of 1h", w.Name, w.LongestWait)
+		}
+	}
+	if trains != 3 {
+		t.Fatalf("found %d training runs, want 3", trains)
 	}
 }

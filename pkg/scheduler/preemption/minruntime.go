@@ -15,7 +15,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
-	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
@@ -206,15 +205,11 @@ func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, sn
 	return p.protectionSurvey(ctx, wl, snapshot).message()
 }
 
-// CanAlwaysReclaim is upstream's rule (reclaimWithinCohort: Any), except while some workload
-// borrowing from wl's cohort tree is protected against reclaim: then the ClusterQueue cannot count
-// on getting its quota back when it wants, so it holds what it waits for like any other.
-func (p *Preemptor) CanAlwaysReclaim(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool {
-	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if cq == nil || !upstream.CanAlwaysReclaim(cq) {
-		return false
-	}
-	return p.protectionSurvey(ctx, wl, snapshot).reclaim == 0
+// ReclaimBlocked reports whether some workload that borrows in wl's cohort tree is protected
+// (min-runtime or toleration) against wl: its ClusterQueue cannot count on getting that quota back
+// when it wants.
+func (p *Preemptor) ReclaimBlocked(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool {
+	return p.protectionSurvey(ctx, wl, snapshot).reclaim > 0
 }
 
 // ClassTolerations supplies the preemption toleration of priority classes.

@@ -91,50 +91,50 @@ func TestMinRuntimeTargets(t *testing.T) {
 		gateOff    bool
 		want       []string
 		wantOracle preemptioncommon.PreemptionPossibility
-		// wantAlwaysReclaim is CanAlwaysReclaim for the pending workload.
-		wantAlwaysReclaim bool
-		wantExplain       string
+		// wantBlocked is ReclaimBlocked for the pending workload.
+		wantBlocked bool
+		wantExplain string
 	}{
 		"reclaim: protected by team-a's reclaimMinRuntime": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute)},
-			wantOracle:  preemptioncommon.NoCandidates,
+			wantOracle: preemptioncommon.NoCandidates, wantBlocked: true,
 			wantExplain: "1 preemption candidate is protected (1 by reclaimMinRuntime 10m0s from Cohort team-a); the first protection ends at 2026-03-01T10:05:00Z",
 		},
 		"reclaim: protection over": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(5 * time.Minute)},
-			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"reclaim: gate off ignores the settings": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute)}, gateOff: true,
-			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"reclaim: Queue method starts at a1's 0s": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute), method: policy.ResolveQueue,
 				cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"a1": {Reclaim: policy.Set(0)}}},
-			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"reclaim: the manager default applies when nothing is set": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Reclaim: time.Hour}},
-			wantOracle:  preemptioncommon.NoCandidates,
+			wantOracle: preemptioncommon.NoCandidates, wantBlocked: true,
 			wantExplain: "1 preemption candidate is protected (1 by defaultReclaimMinRuntime 1h0m0s from the manager configuration); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"preempt settings do not protect from reclaim": {
 			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour}},
-			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"in queue: the protected own workload is passed over for the borrower": {
 			scenario: reclaimScenario("1", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
-			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim, wantAlwaysReclaim: true,
+			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue: protected own workload and not enough to reclaim": {
 			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
-			wantOracle: preemptioncommon.NoCandidates, wantAlwaysReclaim: true,
+			wantOracle:  preemptioncommon.NoCandidates,
 			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue and reclaim both protected": {
 			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour, Reclaim: 10 * time.Minute}},
-			wantOracle: preemptioncommon.NoCandidates,
+			wantOracle: preemptioncommon.NoCandidates, wantBlocked: true,
 			wantExplain: "2 preemption candidates are protected (1 by defaultPreemptMinRuntime 1h0m0s from the manager configuration, " +
 				"1 by defaultReclaimMinRuntime 10m0s from the manager configuration); the first protection ends at 2026-03-01T10:05:00Z",
 		},
@@ -175,8 +175,8 @@ func TestMinRuntimeTargets(t *testing.T) {
 				if possible != tc.wantOracle {
 					t.Errorf("oracle = %v, want %v", possible, tc.wantOracle)
 				}
-				if got := p.CanAlwaysReclaim(ctx, info, snap); got != tc.wantAlwaysReclaim {
-					t.Errorf("CanAlwaysReclaim = %t, want %t", got, tc.wantAlwaysReclaim)
+				if got := p.ReclaimBlocked(ctx, info, snap); got != tc.wantBlocked {
+					t.Errorf("ReclaimBlocked = %t, want %t", got, tc.wantBlocked)
 				}
 				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
 					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
@@ -246,8 +246,8 @@ func TestTolerationTargets(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("targets (-want +got):\n%s", diff)
 				}
-				if got, want := p.CanAlwaysReclaim(ctx, info, snap), len(tc.want) > 0; got != want {
-					t.Errorf("CanAlwaysReclaim = %t, want %t", got, want)
+				if got, want := p.ReclaimBlocked(ctx, info, snap), len(tc.want) == 0; got != want {
+					t.Errorf("ReclaimBlocked = %t, want %t", got, want)
 				}
 				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
 					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
