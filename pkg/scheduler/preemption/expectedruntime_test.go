@@ -13,7 +13,6 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -91,10 +90,7 @@ func TestExpectedRuntimeTargets(t *testing.T) {
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
 			info := sc.PendingInfo()
-			a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
-				Name: info.TotalRequests[0].Name, Count: 1,
-				Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
-			}}}
+			a := cpuPreemptAssignment(info)
 			var got []string
 			for _, tg := range p.GetTargets(ctx, *info, a, snapshotOf(t, ctx, sc)) {
 				got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)

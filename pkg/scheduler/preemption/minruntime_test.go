@@ -18,7 +18,6 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
-	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	preemptioncommon "sigs.k8s.io/kueue/pkg/scheduler/preemption/common"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
@@ -155,10 +154,7 @@ func TestMinRuntimeTargets(t *testing.T) {
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
 					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithMinRuntimeProtection(tc.src))
 				info := sc.PendingInfo()
-				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
-					Name: info.TotalRequests[0].Name, Count: 1,
-					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
-				}}}
+				a := cpuPreemptAssignment(info)
 				snap := snapshotOf(t, ctx, &sc)
 				var got []string
 				for _, tg := range p.GetTargets(ctx, *info, a, snap) {
@@ -234,10 +230,7 @@ func TestTolerationTargets(t *testing.T) {
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
 					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionToleration(fakeTolerations{tc.toleration}))
 				info := sc.PendingInfo()
-				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
-					Name: info.TotalRequests[0].Name, Count: 1,
-					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
-				}}}
+				a := cpuPreemptAssignment(info)
 				snap := snapshotOf(t, ctx, &sc)
 				var got []string
 				for _, tg := range p.GetTargets(ctx, *info, a, snap) {

@@ -140,10 +140,7 @@ func TestTimeBasedTargets(t *testing.T) {
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
 					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
 				info := sc.PendingInfo()
-				a := flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
-					Name: info.TotalRequests[0].Name, Count: 1,
-					Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
-				}}}
+				a := cpuPreemptAssignment(info)
 				var got []string
 				for _, tg := range p.GetTargets(ctx, *info, a, snap) {
 					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
@@ -261,4 +258,13 @@ func TestSubstituteHead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cpuPreemptAssignment is the flavor assigner's answer for a one-podset CPU workload that needs
+// preemption in flavor f0.
+func cpuPreemptAssignment(info *workload.Info) flavorassigner.Assignment {
+	return flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{{
+		Name: info.TotalRequests[0].Name, Count: 1,
+		Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
+	}}}
 }

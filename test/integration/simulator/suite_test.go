@@ -5,22 +5,17 @@ package simulator_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -48,12 +43,7 @@ func TestSimulatorHonesty(t *testing.T) {
 }
 
 var _ = ginkgo.BeforeSuite(func() {
-	opts := []zap.Opts{zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)}
-	if v, err := strconv.Atoi(os.Getenv("TEST_LOG_VERBOSITY")); err == nil {
-		opts = append(opts, zap.Level(zapcore.Level(-v)))
-	}
-	log := zap.New(opts...)
-	ctrl.SetLogger(log)
+	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	// An hour ahead of the wall clock, which stamps creation times: every workload is then
 	// created before any preemption, as in the scenarios, however slowly this machine starts.
 	clk = clocktesting.NewFakeClock(time.Now().Add(time.Hour).Truncate(time.Second))

@@ -2,21 +2,16 @@ package timebased_test
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -35,13 +30,7 @@ func TestTimeBased(t *testing.T) {
 }
 
 var _ = ginkgo.BeforeSuite(func() {
-	opts := []zap.Opts{zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)}
-	// TEST_LOG_VERBOSITY=6 shows the scheduler's and the victim policy's decisions.
-	if v, err := strconv.Atoi(os.Getenv("TEST_LOG_VERBOSITY")); err == nil {
-		opts = append(opts, zap.Level(zapcore.Level(-v)))
-	}
-	log := zap.New(opts...)
-	ctrl.SetLogger(log)
+	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	var err error
 	env, err = util.Start(util.Settings{Log: log, Clock: clk})
