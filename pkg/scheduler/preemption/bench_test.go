@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -11,20 +12,24 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
-// BenchmarkGetTargets compares target selection, upstream's and ours, on the same snapshots.
-// `make bench-scheduler` prints the ratios.
+// BenchmarkGetTargets compares target selection, upstream's and ours, on the same snapshots, and
+// measures ours again with every policy of this project on ("allpolicies": a minAdmitDuration,
+// min-runtimes through the cohort tree, priority class tolerations, expected runtimes), at 1k, 10k
+// and 50k admitted workloads to show how the cost grows. `make bench-scheduler` prints the ratios.
 func BenchmarkGetTargets(b *testing.B) {
 	for _, mode := range []string{"classical", "fairsharing"} {
-		for _, n := range []int{1000, 10000} {
+		for _, n := range []int{1000, 10000, 50000} {
 			sc := snapgen.Crowded(n, mode == "fairsharing")
 			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 			cache, err := sc.NewCache(ctx, logr.Discard())
@@ -51,8 +56,12 @@ func BenchmarkGetTargets(b *testing.B) {
 					p := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil)
 					return len(p.GetTargets(ctx, *info, assignment, s))
 				},
+				"allpolicies": func(s *schdcache.Snapshot) int {
+					p := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil, allPolicies()...)
+					return len(p.GetTargets(ctx, *info, assignment, s))
+				},
 			}
-			for _, impl := range []string{"upstream", "ours"} {
+			for _, impl := range []string{"upstream", "ours", "allpolicies"} {
 				b.Run(fmt.Sprintf("%s/admitted=%d/%s", mode, n, impl), func(b *testing.B) {
 					snap, err := cache.Snapshot(ctx)
 					if err != nil {
@@ -69,5 +78,23 @@ func BenchmarkGetTargets(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// allPolicies turns every policy on with settings that let preemption still happen: windows and
+// protections shorter than the scenario's workloads have run, a toleration on a class no workload
+// uses, and expected runtimes read (and absent) on every candidate.
+func allPolicies() []Option {
+	return []Option{
+		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+			return policy.QueueSettings{MinAdmitDuration: time.Minute}
+		}),
+		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return nil }),
+		WithMinRuntimeProtection(fakeMinRuntimes{
+			cohorts:  map[kueue.CohortReference]policy.MinRuntimes{"left": {Reclaim: policy.Set(time.Minute)}},
+			defaults: policy.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
+		}),
+		WithPreemptionToleration(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
+		WithExpectedRuntimeRequeue(10 * time.Minute),
 	}
 }
