@@ -121,10 +121,15 @@ func TestWakerSweep(t *testing.T) {
 		after    time.Duration
 		gateOff  bool
 		wantHead bool
+		// wantNext is the end the waker saw coming, for its next exact sweep.
+		wantNext time.Time
 	}{
-		"inside the window":              {after: 30 * time.Second},
+		"inside the window":              {after: 30 * time.Second, wantNext: t0.Add(time.Minute)},
+		"exactly at the end: not passed": {after: time.Minute, wantNext: t0.Add(time.Minute)},
+		"just past the end":              {after: time.Minute + WakePrecision, wantHead: true},
 		"window ended":                   {after: 61 * time.Second, wantHead: true},
 		"window ended, feature gate off": {after: 61 * time.Second, gateOff: true},
+		"inside the window, gate off":    {after: 30 * time.Second, gateOff: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -186,6 +191,9 @@ func TestWakerSweep(t *testing.T) {
 			clk.SetTime(t0.Add(tc.after))
 			w.Sweep(ctx)
 			requeuer.ProcessRequeues(ctx)
+			if !w.next.Equal(tc.wantNext) {
+				t.Errorf("next end %s, want %s", w.next, tc.wantNext)
+			}
 
 			done, cancel := context.WithCancel(ctx)
 			cancel()

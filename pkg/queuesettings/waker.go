@@ -22,8 +22,13 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
-// SweepPeriod is how often the Waker looks for windows that have run out.
+// SweepPeriod is how often the Waker looks for windows that have run out, at the least: it also
+// sweeps just after the earliest end it saw coming on its previous sweep.
 const SweepPeriod = time.Second
+
+// WakePrecision is how long after a window's end the Waker sweeps: a window counts only once
+// strictly passed, so the sweep at its end would find it still running.
+const WakePrecision = time.Millisecond
 
 // Waker re-evaluates a ClusterQueue's pending workloads when a window of one of its admitted
 // workloads runs out. Nothing in the API changes at that moment, so without it a pending workload
@@ -39,20 +44,42 @@ type Waker struct {
 	Log         logr.Logger
 
 	last time.Time
+	// next is the earliest end after the last sweep that it saw coming; zero if none.
+	next time.Time
 }
 
-// Start sweeps every SweepPeriod of the injected clock until ctx ends.
+// Start sweeps every SweepPeriod of the injected clock, and just after each end it sees coming,
+// until ctx ends: a turn then starts when the window ends, not up to a second later, which over
+// N-1 turns would add up.
 func (w *Waker) Start(ctx context.Context) error {
 	w.last = w.Clock.Now()
 	t := w.Clock.NewTicker(SweepPeriod)
 	defer t.Stop()
+	exact := w.Clock.NewTimer(SweepPeriod)
+	defer exact.Stop()
+	// A first sweep finds the windows already running, so the first exact wake-up is armed.
+	w.sweep(ctx)
 	for {
+		exact.Stop()
+		if !w.next.IsZero() {
+			exact.Reset(w.next.Sub(w.Clock.Now()) + WakePrecision)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
 			w.sweep(ctx)
+		case <-exact.C():
+			w.sweep(ctx)
 		}
+	}
+}
+
+// noteEnd remembers end if it is the earliest one still to come (a window ending now has not
+// passed yet).
+func (w *Waker) noteEnd(end, now time.Time) {
+	if !end.Before(now) && (w.next.IsZero() || end.Before(w.next)) {
+		w.next = end
 	}
 }
 
@@ -68,6 +95,7 @@ func (w *Waker) sweep(ctx context.Context) {
 	now := w.Clock.Now()
 	since := w.last
 	w.last = now
+	w.next = time.Time{}
 	for cq, qs := range w.Store.snapshot() {
 		if qs.MinAdmitDuration <= 0 {
 			continue
@@ -109,7 +137,7 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 	woken := sets.New[kueue.ClusterQueueReference]()
 	for i := range list.Items {
 		wl := &list.Items[i]
-		if wl.Status.Admission == nil || woken.Has(wl.Status.Admission.ClusterQueue) || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		if wl.Status.Admission == nil || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
 			continue
 		}
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
@@ -133,7 +161,10 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 			}
 		}
 		for _, end := range times {
-			if end.After(since) && !end.After(now) {
+			w.noteEnd(end, now)
+		}
+		for _, end := range times {
+			if end.After(since) && !end.After(now) && !woken.Has(wl.Status.Admission.ClusterQueue) {
 				cq := wl.Status.Admission.ClusterQueue
 				woken.Insert(cq)
 				w.Log.V(3).Info("A protection or cooldown ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "at", end)
@@ -145,23 +176,24 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 }
 
 // windowEnded: some workload holding quota in cq left its window in (since, now]. Eligibility is
-// strict (held longer than the window), so a window ending exactly at now counts next sweep.
+// strict (held longer than the window), so a window ending exactly at now counts next sweep. It
+// also notes the windows still to end.
 func (w *Waker) windowEnded(ctx context.Context, cq kueue.ClusterQueueReference, window time.Duration, since, now time.Time) (bool, error) {
 	var list kueue.WorkloadList
-	if err := w.Client.List(ctx, &list, client.MatchingFields{indexer.WorkloadClusterQueueKey: string(cq)}); err != nil {
+	if err := w.Client.List(ctx, &list, client.MatchingFields{indexer.WorkloadClusterQueueKey: string(cq)}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
+	ended := false
 	for i := range list.Items {
 		c := apimeta.FindStatusCondition(list.Items[i].Status.Conditions, kueue.WorkloadQuotaReserved)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}
 		end := c.LastTransitionTime.Add(window)
-		if !end.Before(since) && end.Before(now) {
-			return true, nil
-		}
+		w.noteEnd(end, now)
+		ended = ended || (!end.Before(since) && end.Before(now))
 	}
-	return false, nil
+	return ended, nil
 }
 
 // Wake makes the queue manager retry cq's inadmissible workloads, as a spec change would.

@@ -24,9 +24,9 @@ func TestWriteTableComparesRunsCellByCell(t *testing.T) {
 	for _, want := range []string{
 		"Scenario three-jobs, started 2026-01-05T09:00:00Z",
 		"Cells show: kueue-timeshare / upstream (features off)",
-		// Workload a: waited 4m4s with time-sharing and never without; two turns taken from it.
-		"a         cq            100       cpu=1  0s       2m30s     4m4s / 0s",
-		"2 / 0        6m34s / 2m30s  33% / 33%",
+		// Workload a: waited 4m (and 4ms) with time-sharing and never without; two turns taken from it.
+		"a         cq            100       cpu=1  0s       2m30s     4m / 0s",
+		"2 / 0        6m30s / 2m30s  33% / 33%",
 		// The queue: both runs finish everything; only ours preempts.
 		"cq            3          3 / 3     1.00 / 1.00",
 		"48.00 / 0.00",
@@ -50,8 +50,8 @@ func TestWriteTimeline(t *testing.T) {
 		"  +0s     cq  a is admitted",
 		"  +1s     cq  b arrives",
 		"  +2s     cq  c arrives",
-		"  +1m1s   cq  a is preempted by b (InClusterQueueTimeBased)",
-		"  +1m1s   cq  b is admitted",
+		"  +1m     cq  a is preempted by b (InClusterQueueTimeBased)",
+		"  +1m     cq  b is admitted",
 	}
 	if diff := cmp.Diff(want, lines[:len(want)]); diff != "" {
 		t.Errorf("timeline (-want +got):\n%s", diff)
@@ -101,17 +101,18 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("runs %+v", doc.Runs)
 	}
 	a := doc.Runs[0].Workloads[0]
-	if a.Name != "a" || a.LongestWaitSeconds != 122 || a.Preemptions["InClusterQueueTimeBased"] != 2 || *a.FinishedAtSeconds != 394 {
+	// Each turn starts a millisecond after the window ends.
+	if a.Name != "a" || a.LongestWaitSeconds != 120.002 || a.Preemptions["InClusterQueueTimeBased"] != 2 || *a.FinishedAtSeconds != 390.004 {
 		t.Errorf("workload a: %+v", a)
 	}
-	if iv := a.Intervals[0]; iv.FromSeconds != 0 || iv.ToSeconds != 61 || !iv.Admitted {
+	if iv := a.Intervals[0]; iv.FromSeconds != 0 || iv.ToSeconds != 60.001 || !iv.Admitted {
 		t.Errorf("a's first interval: %+v", iv)
 	}
 	if q := doc.Runs[0].ClusterQueues[0]; q.Name != "cq" || q.JainIndex == nil || *q.JainIndex != 1 {
 		t.Errorf("queue: %+v", q)
 	}
 	preempted := doc.Runs[0].Events[4]
-	if preempted.AtSeconds != 61 || preempted.Kind != "preempted" || preempted.Workload != "a" || preempted.By != "b" || preempted.Reason != "InClusterQueueTimeBased" {
+	if preempted.AtSeconds != 60.001 || preempted.Kind != "preempted" || preempted.Workload != "a" || preempted.By != "b" || preempted.Reason != "InClusterQueueTimeBased" {
 		t.Errorf("fifth event: %+v", preempted)
 	}
 }

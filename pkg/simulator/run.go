@@ -254,15 +254,13 @@ func (w *world) wakeDue(since, now time.Duration) bool {
 // window, protection or cooldown of a running workload ended: a superset (every configured
 // min-runtime is tried, as the waker does), so that the simulation steps to those sweeps.
 func (w *world) wakeTimes() []time.Duration {
-	// Sweeps run every SweepPeriod from the start. Windows count only once strictly passed;
-	// protections end at their last instant.
-	tick := queuesettings.SweepPeriod
+	// The waker sweeps just after each end it sees coming (and every SweepPeriod, which finds
+	// nothing more). Windows count only once strictly passed; protections end at their last instant.
 	sweepAfter := func(end time.Duration, strict bool) time.Duration {
-		n := end / tick
-		if strict || n*tick < end {
-			n++
+		if strict {
+			return end + queuesettings.WakePrecision
 		}
-		return n * tick
+		return end
 	}
 	timeBased := tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption)
 	minRuntime := tsfeatures.Enabled(tsfeatures.MinRuntimeProtection)

@@ -87,14 +87,15 @@ func TestRunStories(t *testing.T) {
 			scenario: threeJobs,
 			want: []string{
 				"+0s a admitted",
-				"+1m1s a preempted by b (InClusterQueueTimeBased)", "+1m1s b admitted",
-				"+2m2s b preempted by c (InClusterQueueTimeBased)", "+2m2s c admitted",
-				"+3m3s c preempted by a (InClusterQueueTimeBased)", "+3m3s a admitted",
-				"+4m4s a preempted by b (InClusterQueueTimeBased)", "+4m4s b admitted",
-				"+5m5s b preempted by c (InClusterQueueTimeBased)", "+5m5s c admitted",
-				"+6m6s c preempted by a (InClusterQueueTimeBased)", "+6m6s a admitted",
-				"+6m34s a finished", "+6m34s b admitted",
-				"+7m2s b finished", "+7m2s c admitted",
+				// Each turn starts a millisecond after the window ends (shown rounded to the second).
+				"+1m a preempted by b (InClusterQueueTimeBased)", "+1m b admitted",
+				"+2m b preempted by c (InClusterQueueTimeBased)", "+2m c admitted",
+				"+3m c preempted by a (InClusterQueueTimeBased)", "+3m a admitted",
+				"+4m a preempted by b (InClusterQueueTimeBased)", "+4m b admitted",
+				"+5m b preempted by c (InClusterQueueTimeBased)", "+5m c admitted",
+				"+6m c preempted by a (InClusterQueueTimeBased)", "+6m a admitted",
+				"+6m30s a finished", "+6m30s b admitted",
+				"+7m b finished", "+7m c admitted",
 				"+7m30s c finished",
 			},
 		},
@@ -145,10 +146,10 @@ workloads:
 `,
 			want: []string{
 				"+0s a admitted",
-				"+1m1s a preempted by b (InClusterQueueTimeBased)", "+1m1s b admitted",
-				"+1m31s b finished", "+1m31s a admitted",
-				// 90s from its second admission: the first 61s were lost.
-				"+3m1s a finished",
+				"+1m a preempted by b (InClusterQueueTimeBased)", "+1m b admitted",
+				"+1m30s b finished", "+1m30s a admitted",
+				// 90s from its second admission: the first 60s were lost.
+				"+3m a finished",
 			},
 		},
 		"preemptMinRuntime holds back a higher priority until the victim has run that long": {
@@ -285,13 +286,15 @@ func TestRunStatistics(t *testing.T) {
 		got[w.Name] = summary{w.TotalWait, w.LongestWait, w.Admitted, w.FinishedAt, w.Preemptions, w.Admissions}
 	}
 	timeBased := map[string]int{"InClusterQueueTimeBased": 2}
+	// Turns start WakePrecision (1ms) after each window ends.
+	ms := time.Millisecond
 	want := map[string]summary{
-		// a: waits 1m1s..3m3s and 4m4s..6m6s.
-		"a": {TotalWait: 4*time.Minute + 4*time.Second, LongestWait: 2*time.Minute + 2*time.Second, Admitted: 150 * time.Second,
-			FinishedAt: 6*time.Minute + 34*time.Second, Preemptions: timeBased, Admissions: 3},
-		"b": {TotalWait: 4*time.Minute + 31*time.Second, LongestWait: 2*time.Minute + 2*time.Second, Admitted: 150 * time.Second,
-			FinishedAt: 7*time.Minute + 2*time.Second, Preemptions: timeBased, Admissions: 3},
-		"c": {TotalWait: 4*time.Minute + 58*time.Second, LongestWait: 2*time.Minute + 2*time.Second, Admitted: 150 * time.Second,
+		// a: waits 1m+1ms..3m+3ms and 4m+4ms..6m+6ms.
+		"a": {TotalWait: 4*time.Minute + 4*ms, LongestWait: 2*time.Minute + 2*ms, Admitted: 150 * time.Second,
+			FinishedAt: 6*time.Minute + 30*time.Second + 4*ms, Preemptions: timeBased, Admissions: 3},
+		"b": {TotalWait: 4*time.Minute + 29*time.Second + 2*ms, LongestWait: 2*time.Minute + 2*ms, Admitted: 150 * time.Second,
+			FinishedAt: 7*time.Minute + 2*ms, Preemptions: timeBased, Admissions: 3},
+		"c": {TotalWait: 4*time.Minute + 58*time.Second, LongestWait: 2*time.Minute + 2*ms, Admitted: 150 * time.Second,
 			FinishedAt: 7*time.Minute + 30*time.Second, Preemptions: timeBased, Admissions: 3},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -302,8 +305,8 @@ func TestRunStatistics(t *testing.T) {
 		Name: "cq", Workloads: 3, Finished: 3,
 		CapacityShare: map[string]float64{"a": third, "b": third, "c": third},
 		Jain:          1,
-		WaitP50:       4*time.Minute + 31*time.Second, WaitP95: 4*time.Minute + 58*time.Second, WaitMax: 4*time.Minute + 58*time.Second,
-		LongestWait: 2*time.Minute + 2*time.Second,
+		WaitP50:       4*time.Minute + 29*time.Second + 2*ms, WaitP95: 4*time.Minute + 58*time.Second, WaitMax: 4*time.Minute + 58*time.Second,
+		LongestWait: 2*time.Minute + 2*ms,
 		Preemptions: 6,
 		// 6 preemptions in 7m30s.
 		PreemptionsPerHour: 48,

@@ -2,6 +2,7 @@ package timebased_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,9 +10,11 @@ import (
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
@@ -139,9 +142,16 @@ var _ = ginkgo.Describe("KEP-8522 integration cases", ginkgo.Ordered, func() {
 		waiter := sized("kep-many", "waiter", "2", "")
 		var waiterUID string
 		gomega.Eventually(func(g gomega.Gomega) { waiterUID = string(workloadOf(g, ctx, waiter).UID) }, timeout, interval).Should(gomega.Succeed())
+		// Read the Preempted events, not the conditions: a victim that takes its next turn at once
+		// has its condition replaced before a poll could see it.
 		preemptedBy := func(g gomega.Gomega, j *batchv1.Job) bool {
-			c := apimeta.FindStatusCondition(workloadOf(g, ctx, j).Status.Conditions, kueue.WorkloadPreempted)
-			return c != nil && c.Reason == "InClusterQueueTimeBased" && strings.Contains(c.Message, waiterUID)
+			wl := workloadOf(g, ctx, j)
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
+			return slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+				return e.Regarding.Name == wl.Name && e.Reason == "Preempted" && strings.Contains(e.Note, waiterUID) &&
+					strings.Contains(e.Note, "time-sharing")
+			})
 		}
 		gomega.Eventually(func(g gomega.Gomega) {
 			g.Expect(preemptedBy(g, oldest)).To(gomega.BeTrue(), "the longest-running workload is preempted by the waiter")
