@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -69,6 +70,17 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 		}
 		// The workload or its ClusterQueue may be gone already; nothing to do then.
 		_ = s.cache.DeleteWorkload(log, workload.Key(assumedWl))
+		if latest := s.reservedDespiteError(ctx, assumedWl); latest != nil {
+			// The API server applied the write but its reply was lost (a timeout, a dropped
+			// connection), and the update may already have been handled: keep counting the
+			// quota, or nothing would (the queue does not requeue a workload holding quota).
+			s.cache.AddOrUpdateWorkload(log, latest)
+			log.V(2).Info("Quota reservation written although the request failed", "error", err.Error())
+			if latest.Status.Admission.ClusterQueue == admission.ClusterQueue {
+				s.admitted(ctx, log, e, latest, admission, flavorsTried, oldSlice)
+			}
+			return
+		}
 		s.queues.NotifyWorkloadUpdateWatchers(assumedWl, nil)
 		if penalized {
 			s.dropEntryPenalty(log, e)
@@ -81,6 +93,21 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 		s.requeueAndUpdate(ctx, *e)
 	})
 	return nil
+}
+
+// reservedDespiteError returns the workload as the manager last saw it from the API server if it
+// holds a quota reservation there, after the request writing that reservation failed. Read after
+// the workload left the cache, it covers both orders of the failure and the watch event: an event
+// seen before this read is in the result; one seen after adds the workload to the cache itself.
+func (s *Scheduler) reservedDespiteError(ctx context.Context, wl *kueue.Workload) *kueue.Workload {
+	var latest kueue.Workload
+	if err := s.client.Get(ctx, client.ObjectKeyFromObject(wl), &latest); err != nil {
+		return nil
+	}
+	if latest.UID != wl.UID || !workload.HasQuotaReservation(&latest) || latest.Status.Admission == nil || workloadfinish.IsFinished(&latest) {
+		return nil
+	}
+	return &latest
 }
 
 // reserveQuota writes the admission into wl, and the Admitted condition when no admission
