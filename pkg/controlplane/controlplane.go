@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -96,6 +97,18 @@ type ManagerSettings struct {
 	FeatureGates map[string]bool
 	// Extra is appended verbatim to the configuration (top-level YAML keys).
 	Extra string
+	// WebhookPort is where the webhook server listens; 0 means the port the installed webhook
+	// configurations call. Another port is for managers behind a proxy on that one.
+	WebhookPort int
+	// LeaderElection, when set, turns leader election on with these durations; nil leaves it off.
+	LeaderElection *LeaderElection
+}
+
+// LeaderElection is the leaderElection section of a manager's configuration.
+type LeaderElection struct {
+	// Namespace holds the Lease; it must exist.
+	Namespace                                 string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // ManagerConfig renders a Kueue Configuration whose webhook server listens where the installed
@@ -106,9 +119,20 @@ func (c *ControlPlane) ManagerConfig(s ManagerSettings) string {
 	fmt.Fprintf(&b, "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
 	fmt.Fprintf(&b, "health:\n  healthProbeBindAddress: %q\n", s.HealthAddress)
 	fmt.Fprintf(&b, "metrics:\n  bindAddress: %q\n", s.MetricsAddress)
-	fmt.Fprintf(&b, "webhook:\n  host: %s\n  port: %d\n  certDir: %s\n", w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir)
-	// No leader election and no in-cluster certificate rotation: there is one replica and no Service.
-	fmt.Fprintf(&b, "leaderElection:\n  leaderElect: false\ninternalCertManagement:\n  enable: false\n")
+	port := w.LocalServingPort
+	if s.WebhookPort != 0 {
+		port = s.WebhookPort
+	}
+	fmt.Fprintf(&b, "webhook:\n  host: %s\n  port: %d\n  certDir: %s\n", w.LocalServingHost, port, w.LocalServingCertDir)
+	// No in-cluster certificate rotation: there is no Service. No leader election unless asked
+	// for: usually there is one replica.
+	if le := s.LeaderElection; le != nil {
+		fmt.Fprintf(&b, "leaderElection:\n  leaderElect: true\n  resourceNamespace: %s\n  leaseDuration: %s\n  renewDeadline: %s\n  retryPeriod: %s\n",
+			le.Namespace, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	} else {
+		b.WriteString("leaderElection:\n  leaderElect: false\n")
+	}
+	b.WriteString("internalCertManagement:\n  enable: false\n")
 	if len(s.FeatureGates) > 0 {
 		b.WriteString("featureGates:\n")
 		for name, on := range s.FeatureGates {

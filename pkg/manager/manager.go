@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -91,6 +92,10 @@ type Options struct {
 	UpstreamScheduler bool
 	// Clock replaces the scheduler's and preemptor's clock, for tests of time windows.
 	Clock clock.Clock
+	// ClientWrapper, when set, wraps the client the scheduler and its preemptor read and write
+	// through (quota reservations, pending messages, evictions, expected-runtime cooldowns), and
+	// nothing else's. For tests that inject API faults into admission and eviction.
+	ClientWrapper func(client.Client) client.Client
 }
 
 // Manager is a controller-runtime manager with the Kueue components it runs.
@@ -533,6 +538,9 @@ func (m *Manager) keysToCopy() (labels, annotations sets.Set[string]) {
 func (m *Manager) setupScheduler() error {
 	cfg := &m.cfg
 	queues, cache, cl, recorder := m.Queues, m.Cache, m.GetClient(), m.GetEventRecorder(constants.AdmissionName)
+	if m.opts.ClientWrapper != nil {
+		cl = m.opts.ClientWrapper(cl)
+	}
 	var s manager.Runnable
 	if m.opts.UpstreamScheduler {
 		s = upstreamscheduler.New(queues, cache, cl, recorder,

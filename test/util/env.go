@@ -43,6 +43,8 @@ type Settings struct {
 	UpstreamScheduler bool
 	// Clock replaces our scheduler's clock (manager.Options).
 	Clock clock.Clock
+	// ClientWrapper wraps the scheduler's client (manager.Options), to inject API faults.
+	ClientWrapper func(client.Client) client.Client
 }
 
 // Start brings up the control plane and runs the manager until Stop. The manager is built from a
@@ -116,7 +118,7 @@ func (e *Env) startManager() error {
 	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := e.settings
-	m, err := manager.New(ctx, e.ControlPlane.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock})
+	m, err := manager.New(ctx, e.ControlPlane.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock, ClientWrapper: s.ClientWrapper})
 	if err != nil {
 		cancel()
 		return err
