@@ -29,9 +29,11 @@ run: envtest manifests build ## Start etcd, kube-apiserver and the manager on lo
 test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
-# The long form of the reliability checks: every fuzz target for FUZZ_TIME, and the preemptor's
-# differential test against upstream on DIFF_CASES generated snapshots. `make test` runs the fuzz
-# seed corpora and 1,000 differential cases.
+# The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
+# differential test against upstream on DIFF_CASES generated snapshots, and the reliability suite
+# (manager killed and restarted, leader election handovers, API faults) with more Jobs and kills.
+# `make test` runs the fuzz seed corpora, 1,000 differential cases and the suite's short form.
+# RELIABILITY_LOG_DIR=dir keeps the managers' logs (see docs/reliability.md).
 FUZZ_TIME ?= 2m
 DIFF_CASES ?= 20000
 FUZZ_TARGETS := \
@@ -40,12 +42,13 @@ FUZZ_TARGETS := \
   ./pkg/scheduler/preemption/policy:FuzzVictimPolicy ./pkg/scheduler/preemption/policy:FuzzOrdering
 
 .PHONY: test-reliability
-test-reliability: ## Long fuzzing of parsers, validation and the victim policy, and a long differential run.
+test-reliability: envtest manifests ## Long fuzzing, a long differential run, and the long form of the restart, leader election and API-fault tests.
 	@for t in $(FUZZ_TARGETS); do \
 	  pkg="$${t%%:*}"; fn="$${t##*:}"; echo "== fuzz $$fn ($$pkg) for $(FUZZ_TIME)"; \
 	  $(GO) test "$$pkg" -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
 	$(GO) test ./pkg/scheduler/preemption -run Differential -count 1 -timeout 60m -preemption-diff-cases=$(DIFF_CASES)
+	RELIABILITY_LONG=1 $(GO) test ./test/integration/reliability -count 1 -timeout 60m -v -args -ginkgo.v
 
 .PHONY: build
 build: ## Build the manager and the local control plane into bin/.
