@@ -3,6 +3,7 @@ package chart_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -113,6 +114,19 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 
 		ginkgo.By("needing no permission the chart does not grant")
 		gomega.Expect(logs.lines("forbidden")).To(gomega.BeEmpty())
+
+		ginkgo.By("logging no token, password or key, although it writes the webhook certificate's key into a Secret")
+		for _, word := range []string{"BEGIN", "PRIVATE KEY", "password", "Password", "Bearer", "token", "Token"} {
+			gomega.Expect(logs.lines(word)).To(gomega.BeEmpty(), "a log line holds %q", word)
+		}
+		var certs corev1.Secret
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: fullname + "-webhook-server-cert"}, &certs)).To(gomega.Succeed())
+		gomega.Expect(certs.Data["tls.key"]).NotTo(gomega.BeEmpty())
+		for _, line := range strings.Split(string(certs.Data["tls.key"]), "\n") {
+			if len(line) >= 32 && !strings.HasPrefix(line, "-----") {
+				gomega.Expect(logs.lines(line)).To(gomega.BeEmpty(), "a log line holds part of the webhook certificate's key")
+			}
+		}
 	})
 
 	ginkgo.It("keeps the CRDs and every Kueue object on uninstall", func() {

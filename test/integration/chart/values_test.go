@@ -2,9 +2,11 @@ package chart_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -313,6 +315,52 @@ var _ = ginkgo.Describe("RBAC", func() {
 				}
 			}
 			gomega.Expect(checked).To(gomega.BeNumerically(">", 40))
+		}
+	})
+
+	ginkgo.It("grants least privilege where it matters: no escalation, Secrets and Leases only in the release namespace, cluster-wide writes only by name", func() {
+		rendered, err := render()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		// Resources whose access amounts to more than the manager's job: RBAC itself, credentials,
+		// and running commands in or reaching into Pods and Nodes.
+		forbidden := map[string]bool{
+			"roles": true, "rolebindings": true, "clusterroles": true, "clusterrolebindings": true,
+			"serviceaccounts": true, "serviceaccounts/token": true, "certificatesigningrequests": true,
+			"pods/exec": true, "pods/attach": true, "pods/portforward": true, "pods/proxy": true,
+			"nodes/proxy": true, "services/proxy": true, "nodes/status": true,
+		}
+		writes := []string{"create", "update", "patch", "delete", "deletecollection"}
+		// Cluster-scoped objects of other components the manager may write, and then only by name.
+		byName := map[string]bool{"mutatingwebhookconfigurations": true, "validatingwebhookconfigurations": true, "customresourcedefinitions": true}
+		for _, kind := range []string{"ClusterRole", "Role"} {
+			for _, o := range ofKind(rendered, kind) {
+				for i, r := range into[rbacv1.ClusterRole](o).Rules {
+					where := fmt.Sprintf("%s %s rule %d", kind, o.GetName(), i)
+					gomega.Expect(r.Verbs).NotTo(gomega.ContainElement(gomega.BeElementOf("escalate", "bind", "impersonate")), where)
+					for _, res := range r.Resources {
+						gomega.Expect(forbidden[res]).To(gomega.BeFalse(), "%s grants %s", where, res)
+						switch {
+						case res == "secrets", res == "leases":
+							gomega.Expect(kind).To(gomega.Equal("Role"), "%s: %s only in a namespace", where, res)
+							gomega.Expect(o.GetNamespace()).To(gomega.Equal(namespace), "%s: %s only in the release namespace", where, res)
+						case res == "nodes":
+							gomega.Expect(r.Verbs).NotTo(gomega.ContainElement(gomega.BeElementOf(writes)), "%s writes nodes", where)
+						case byName[res]:
+							if slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(writes, v) }) {
+								gomega.Expect(r.ResourceNames).NotTo(gomega.BeEmpty(), "%s writes any %s", where, res)
+							}
+						}
+					}
+				}
+			}
+		}
+		// Bindings give the roles to the manager's ServiceAccount only.
+		for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+			for _, o := range ofKind(rendered, kind) {
+				for _, sub := range into[rbacv1.ClusterRoleBinding](o).Subjects {
+					gomega.Expect(sub).To(gomega.Equal(rbacv1.Subject{Kind: "ServiceAccount", Name: fullname + "-controller-manager", Namespace: namespace}), "%s %s", kind, o.GetName())
+				}
+			}
 		}
 	})
 
