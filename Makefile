@@ -50,6 +50,14 @@ test-reliability: envtest manifests ## Long fuzzing, a long differential run, an
 	$(GO) test ./pkg/scheduler/preemption -run Differential -count 1 -timeout 60m -preemption-diff-cases=$(DIFF_CASES)
 	RELIABILITY_LONG=1 $(GO) test ./test/integration/reliability -count 1 -timeout 60m -v -args -ginkgo.v
 
+# govulncheck reads the Go vulnerability database over the network (govulncheck's default, or the
+# database that VULNDB names: a URL or file:///path to a local copy).
+VULNDB ?=
+
+.PHONY: vulncheck
+vulncheck: $(BIN)/govulncheck ## Known vulnerabilities in the code the binaries call (govulncheck; see docs/reliability.md).
+	$(BIN)/govulncheck $(if $(VULNDB),-db $(VULNDB)) ./...
+
 .PHONY: build
 build: ## Build the manager and the local control plane into bin/.
 	$(GO) build -o $(BIN)/kueue-timeshare ./cmd/kueue-timeshare
@@ -145,6 +153,8 @@ $(BIN)/kubectl: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$(KUBE_LDFLAGS)"
 $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
+$(BIN)/govulncheck: FORCE
+	hack/build-tool.sh tools/govulncheck golang.org/x/vuln/cmd/govulncheck govulncheck
 # Helm's release build stamps its version and the Kubernetes version it assumes when not talking to
 # a cluster (`helm template`, `helm lint`); without them it reports v1.20.
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.19.0 \

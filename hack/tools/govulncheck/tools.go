@@ -1,0 +1,5 @@
+//go:build tools
+
+package tools
+
+import _ "golang.org/x/vuln/cmd/govulncheck"
