@@ -564,6 +564,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
 			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration)),
+			scheduler.WithAPIReader(m.GetAPIReader()),
 		}
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -68,12 +70,23 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 			s.admitted(ctx, log, e, written, admission, flavorsTried, oldSlice)
 			return
 		}
+		// The write may have been applied although the request failed (a timeout, a 5xx, a
+		// dropped connection): ask the API server; a reservation it holds is kept, not written
+		// again with a new start.
+		var latest *kueue.Workload
+		if writeMayHaveHappened(err) {
+			latest = s.reservedInAPIServer(ctx, written)
+		}
 		// The workload or its ClusterQueue may be gone already; nothing to do then.
 		_ = s.cache.DeleteWorkload(log, workload.Key(assumedWl))
-		if latest := s.reservedDespiteError(ctx, assumedWl); latest != nil {
-			// The API server applied the write but its reply was lost (a timeout, a dropped
-			// connection), and the update may already have been handled: keep counting the
-			// quota, or nothing would (the queue does not requeue a workload holding quota).
+		if latest == nil {
+			// Without an answer from the API server, the informer's: read after the workload
+			// left the cache, it covers the watch event being handled before or after.
+			latest = s.reservedDespiteError(ctx, assumedWl)
+		}
+		if latest != nil {
+			// Keep counting the quota it holds, or nothing would: the queue does not take
+			// back a workload that holds quota.
 			s.cache.AddOrUpdateWorkload(log, latest)
 			log.V(2).Info("Quota reservation written although the request failed", "error", err.Error())
 			if latest.Status.Admission.ClusterQueue == admission.ClusterQueue {
@@ -95,6 +108,39 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 	return nil
 }
 
+// writeMayHaveHappened reports whether a failed request may still have been applied: the server
+// timed out or failed (5xx), or never answered. A 4xx answer (a conflict, throttling, a rejection)
+// says it was not.
+func writeMayHaveHappened(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == 0 || code >= http.StatusInternalServerError
+	}
+	return true
+}
+
+// reservedInAPIServer reads wl from the API server, when the scheduler has a reader for it, and
+// returns it if it holds a quota reservation there; nil if it does not or cannot be read.
+func (s *Scheduler) reservedInAPIServer(ctx context.Context, wl *kueue.Workload) *kueue.Workload {
+	if s.opts.apiReader == nil {
+		return nil
+	}
+	var latest kueue.Workload
+	if err := s.opts.apiReader.Get(ctx, client.ObjectKeyFromObject(wl), &latest); err != nil {
+		return nil
+	}
+	return reservedVersion(wl, &latest)
+}
+
+// reservedVersion returns latest if it is wl (same UID) holding a quota reservation, unfinished.
+func reservedVersion(wl, latest *kueue.Workload) *kueue.Workload {
+	if latest.UID != wl.UID || !workload.HasQuotaReservation(latest) || latest.Status.Admission == nil || workloadfinish.IsFinished(latest) {
+		return nil
+	}
+	return latest
+}
+
 // reservedDespiteError returns the workload as the manager last saw it from the API server if it
 // holds a quota reservation there, after the request writing that reservation failed. Read after
 // the workload left the cache, it covers both orders of the failure and the watch event: an event
@@ -104,10 +150,7 @@ func (s *Scheduler) reservedDespiteError(ctx context.Context, wl *kueue.Workload
 	if err := s.client.Get(ctx, client.ObjectKeyFromObject(wl), &latest); err != nil {
 		return nil
 	}
-	if latest.UID != wl.UID || !workload.HasQuotaReservation(&latest) || latest.Status.Admission == nil || workloadfinish.IsFinished(&latest) {
-		return nil
-	}
-	return &latest
+	return reservedVersion(wl, &latest)
 }
 
 // reserveQuota writes the admission into wl, and the Admitted condition when no admission

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,13 +16,20 @@ import (
 // A quota reservation whose request fails may still have been written (its reply lost): the
 // cache must then keep counting it, since the queue does not take back a workload that holds
 // quota and no other event may come for it. One that was not written goes back to the queue.
+// The scheduler learns which from the API server when it has a reader for it, else from the
+// informer (here both are the fake client).
 func TestAdmissionWriteFails(t *testing.T) {
 	cases := map[string]struct {
+		err         error
 		written     bool
+		apiReader   bool
 		wantCounted bool
 	}{
-		"written, the reply lost": {written: true, wantCounted: true},
-		"not written":             {written: false},
+		"timeout, written, read back from the informer":   {err: apierrors.NewTimeoutError("injected", 1), written: true, wantCounted: true},
+		"timeout, written, read back from the API server": {err: apierrors.NewTimeoutError("injected", 1), written: true, apiReader: true, wantCounted: true},
+		"500, written, read back from the API server":     {err: apierrors.NewInternalError(errors.New("injected")), written: true, apiReader: true, wantCounted: true},
+		"timeout, not written":                            {err: apierrors.NewTimeoutError("injected", 1), apiReader: true},
+		"conflict, not written":                           {err: apierrors.NewConflict(kueue.Resource("workloads"), "a", errors.New("injected")), apiReader: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -36,10 +44,14 @@ func TestAdmissionWriteFails(t *testing.T) {
 							return err
 						}
 					}
-					return apierrors.NewTimeoutError("injected", 1)
+					return tc.err
 				},
 			})
-			s, wait := w.scheduler()
+			var opts []Option
+			if tc.apiReader {
+				opts = append(opts, WithAPIReader(w.client))
+			}
+			s, wait := w.scheduler(opts...)
 			s.client = failing
 			s.Cycle(w.ctx)
 			wait()

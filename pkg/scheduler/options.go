@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/kueue/pkg/metrics"
@@ -28,6 +29,7 @@ type settings struct {
 	customLabels           *metrics.CustomLabels
 	resourceFormatter      *resources.ResourceFormatter
 	newPreemptor           PreemptorFactory
+	apiReader              client.Reader
 }
 
 func defaultSettings() settings {
@@ -71,6 +73,15 @@ func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
 // WithPreemptionExpectations sets the store of in-flight preemptions.
 func WithPreemptionExpectations(store *expectations.Store) Option {
 	return func(s *settings) { s.preemptionExpectations = store }
+}
+
+// WithAPIReader gives the scheduler a reader that goes to the API server, not to the informer
+// cache. After a quota reservation's write fails in a way that does not say whether it happened
+// (a timeout, a 5xx, no answer), the scheduler reads the workload back with it: a reservation that
+// was written is then kept, instead of being written a second time with a new start. Upstream's
+// scheduler has no such option.
+func WithAPIReader(r client.Reader) Option {
+	return func(s *settings) { s.apiReader = r }
 }
 
 // WithCustomLabels sets the custom metric labels.
