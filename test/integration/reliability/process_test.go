@@ -146,6 +146,13 @@ type managerProcess struct {
 // ready (see waitReady).
 func (k *cluster) startManager(name string, le *controlplane.LeaderElection) *managerProcess {
 	ginkgo.GinkgoHelper()
+	return k.startManagerWith(name, le, "0")
+}
+
+// startManagerWith is startManager with /metrics served over plain HTTP at metricsAddress ("0":
+// none).
+func (k *cluster) startManagerWith(name string, le *controlplane.LeaderElection, metricsAddress string) *managerProcess {
+	ginkgo.GinkgoHelper()
 	health, err := controlplane.FreeLoopbackAddress()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	webhook, err := controlplane.FreeLoopbackAddress()
@@ -153,7 +160,7 @@ func (k *cluster) startManager(name string, le *controlplane.LeaderElection) *ma
 	_, portText, _ := net.SplitHostPort(webhook)
 	port, _ := strconv.Atoi(portText)
 	cfg := k.cp.ManagerConfig(controlplane.ManagerSettings{
-		MetricsAddress: "0", HealthAddress: health, FeatureGates: controlplane.LocalFeatureGates(),
+		MetricsAddress: metricsAddress, HealthAddress: health, FeatureGates: controlplane.LocalFeatureGates(),
 		WebhookPort: port, LeaderElection: le,
 	})
 	cfgPath := filepath.Join(k.dir, name+".yaml")

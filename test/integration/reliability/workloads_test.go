@@ -104,7 +104,8 @@ func (s jobSpec) job(ns string) *batchv1.Job {
 }
 
 // drawJobs draws n Jobs over queues: one or two CPUs, priority low, tolerant or high, a third
-// opting in to expected-runtime requeue; submitted every 0.2-0.8 s, running 4-20 s.
+// opting in to expected-runtime requeue; submitted every 0.2-0.8 s, running 4-20 s. In the long
+// form one in eight runs 70-120 s, past minAdmitDuration, so that time-sharing preempts too.
 func drawJobs(rng *rand.Rand, n int, queues []queueSetup) []jobSpec {
 	classes := []string{"low", "low", "tolerant", "high", "high"}
 	out := make([]jobSpec, n)
@@ -117,6 +118,9 @@ func drawJobs(rng *rand.Rand, n int, queues []queueSetup) []jobSpec {
 			expected: rng.IntN(3) == 0,
 			after:    time.Duration(200+rng.IntN(600)) * time.Millisecond,
 			runFor:   time.Duration(4+rng.IntN(17)) * time.Second,
+		}
+		if long && rng.IntN(8) == 0 {
+			out[i].runFor = time.Duration(70+rng.IntN(51)) * time.Second
 		}
 	}
 	return out
