@@ -88,6 +88,16 @@ bench-timesharing: ## Time-sharing quality on the simulator: N = 2..10 same-prio
 	  -args -timesharing-benchmark -timesharing-window=$(TIMESHARING_WINDOW) -timesharing-horizon=$(TIMESHARING_HORIZON) \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
+# The same benchmark on a local control plane in real time, with a window of TIMESHARING_ENVTEST_WINDOW
+# (the webhook's minimum is 1m): every N and approach at once, for 9 windows plus 2 minutes.
+TIMESHARING_ENVTEST_WINDOW ?= 1m
+
+.PHONY: bench-timesharing-envtest
+bench-timesharing-envtest: envtest manifests ## Time-sharing quality on envtest (real time, about 12 minutes): ours vs upstream vs the priority booster.
+	@$(GO) test -count=1 -v -timeout 60m -run '^TestTimeSharingOnEnvtest$$' ./test/performance/timesharing \
+	  -args -timesharing-envtest -timesharing-envtest-window=$(TIMESHARING_ENVTEST_WINDOW) \
+	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
+
 # The scenario `make simulate` runs, and its flags (see docs/simulator.md).
 SCENARIO ?= examples/scenarios/gpu-data-scientists.yaml
 SIMULATE_ARGS ?= --compare
