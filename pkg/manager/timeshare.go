@@ -13,6 +13,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
@@ -46,7 +47,8 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 }
 
 // setupTimeshare adds the parts behind our per-ClusterQueue features: the settings store and its
-// controller, and the waker that re-evaluates a queue when a window runs out.
+// controller, the controller that requeues workloads evicted for our preemption reasons, and the
+// waker that re-evaluates a queue when a window runs out.
 func (m *Manager) setupTimeshare() error {
 	log := m.log.WithName("timeshare")
 	ts := m.timeshareCfg
@@ -80,6 +82,9 @@ func (m *Manager) setupTimeshare() error {
 	}
 	if err := expectedruntime.Setup(m); err != nil {
 		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
+	}
+	if err := requeue.Setup(m, m.opts.Clock); err != nil {
+		return fmt.Errorf("setting up the requeue controller: %w", err)
 	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
