@@ -38,14 +38,16 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // world is the in-process cluster: a fake API server, Kueue's scheduler cache and queue manager,
-// our scheduler with the manager's preemptor, upstream's workload controller event handlers, the
-// window waker, and an emulation of the job controllers. It is driven one step at a time.
+// our scheduler with the manager's preemptor, upstream's workload controller event handlers, our
+// requeue controller, the window waker, and an emulation of the job controllers. It is driven one
+// step at a time.
 type world struct {
 	ctx   context.Context
 	log   logr.Logger
@@ -58,6 +60,7 @@ type world struct {
 	requeuer  interface{ ProcessRequeues(context.Context) int }
 	sched     *scheduler.Scheduler
 	workloads *core.WorkloadReconciler
+	requeue   *requeue.Reconciler
 	waker     *queuesettings.Waker
 	settings  *queuesettings.Store
 	tolerate  *toleration.Store
@@ -246,6 +249,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		scheduler.WithPreemptor(manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)),
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
+	w.requeue = requeue.New(w.client, recorder, w.clock)
 	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Tolerations: w.tolerate.For, Log: log}
 	if mode == ModeBooster {
 		window := boosterWindow(sc)
@@ -356,7 +360,8 @@ func (w *world) finish(j *job) error {
 
 // sync hands every Workload change since the last call to upstream's workload controller event
 // handlers (which keep the queue manager and the cache in step, as its informer would), lets the
-// emulated job controller react to evictions, and records what happened to each job. It returns
+// emulated job controller react to evictions and our requeue controller to the evictions it left
+// unrequeued, and records what happened to each job. It returns
 // whether anything happened to a job (admitted, evicted, finished), as opposed to status updates.
 func (w *world) sync() bool {
 	acted := false
@@ -402,6 +407,9 @@ func (w *world) sync() bool {
 			if w.stopEvictedJob(wl) {
 				acted = true
 			}
+			if w.requeueEvicted(wl) {
+				acted = true
+			}
 		}
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
@@ -432,6 +440,20 @@ func (w *world) stopEvictedJob(wl *kueue.Workload) bool {
 	return true
 }
 
+// requeueEvicted runs our requeue controller on a Workload version it would be handed (its
+// predicate is requeue.Needed): one that the emulated job controller left with Requeued=False
+// after an eviction for one of our preemption reasons.
+func (w *world) requeueEvicted(wl *kueue.Workload) bool {
+	if requeue.Needed(wl) == "" {
+		return false
+	}
+	if _, err := w.requeue.Reconcile(w.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wl)}); err != nil {
+		w.note("requeuing workload %s: %v", wl.Name, err)
+		return false
+	}
+	return true
+}
+
 // observe records what a Workload change means for its job; it reports admissions, evictions and
 // completions.
 func (w *world) observe(old, wl *kueue.Workload) bool {
@@ -456,7 +478,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
 	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
 		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
-		if ev.Reason == kueue.WorkloadEvictedByPreemption {
+		if ev.Reason == kueue.WorkloadEvictedByPreemption || policy.IsOwnReason(ev.Reason) {
 			e.Kind = EventPreempted
 			if pc := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); pc != nil {
 				e.Reason = pc.Reason

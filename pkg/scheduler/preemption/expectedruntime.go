@@ -11,9 +11,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
-	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
@@ -76,37 +74,6 @@ func (t *nominationTally) report() {
 	for reason, n := range t.skipped {
 		metrics.ExpectedRuntimeNominationsSkipped.WithLabelValues(reason).Add(float64(n))
 	}
-}
-
-// issueWithCooldowns evicts the targets; those preempted for their expected runtime are evicted
-// one by one so that each successful eviction gets its cooldown, and a failed one does not.
-func (p *Preemptor) issueWithCooldowns(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	var rest, nominated []*Target
-	for _, t := range targets {
-		if t.Reason == policy.ExpectedRuntimeReason {
-			nominated = append(nominated, t)
-		} else {
-			rest = append(rest, t)
-		}
-	}
-	if len(nominated) == 0 {
-		return p.issuer.IssuePreemptions(ctx, cache, preemptor, targets, snap)
-	}
-	preempted, failed, err := 0, 0, error(nil)
-	if len(rest) > 0 {
-		preempted, failed, err = p.issuer.IssuePreemptions(ctx, cache, preemptor, rest, snap)
-	}
-	for _, t := range nominated {
-		ok, bad, e := p.issuer.IssuePreemptions(ctx, cache, preemptor, []*Target{t}, snap)
-		preempted, failed = preempted+ok, failed+bad
-		if e != nil && err == nil {
-			err = e
-		}
-		if ok > 0 {
-			p.writeCooldown(ctx, t.WorkloadInfo.Obj)
-		}
-	}
-	return preempted, failed, err
 }
 
 // writeCooldown sets requeue-not-before on a workload preempted for its expected runtime.

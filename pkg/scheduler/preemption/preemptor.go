@@ -3,8 +3,10 @@
 // and for fair sharing. Which candidates are eligible, and in which order they are tried, is
 // asked of the victim policy (package policy); this package only does the search over quota.
 //
-// Targets are upstream's preemption.Target, and evictions are issued by upstream's exported code,
-// so events, conditions and metrics look exactly as with upstream Kueue.
+// Targets are upstream's preemption.Target. Evictions for upstream's reasons are issued by
+// upstream's exported code, so events, conditions and metrics look exactly as with upstream Kueue;
+// evictions for our reasons are issued the same way by this package, with the preemption reason
+// on the Evicted condition too (see issue).
 package preemption
 
 import (
@@ -63,8 +65,14 @@ type Preemptor struct {
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
 	client              client.Client
-	// issuer evicts targets exactly as upstream does (conditions, events, metrics, expectations).
+	// issuer evicts targets preempted for upstream's reasons exactly as upstream does (conditions,
+	// events, metrics, expectations).
 	issuer *upstream.Preemptor
+	// What evicting targets preempted for our reasons needs, the same as issuer has.
+	recorder     events.EventRecorder
+	tracker      *roletracker.RoleTracker
+	expectations *expectations.Store
+	customLabels *metrics.CustomLabels
 }
 
 // Option configures a Preemptor beyond upstream's arguments.
@@ -147,6 +155,10 @@ func New(
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		client:              cl,
 		issuer:              upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
+		recorder:            recorder,
+		tracker:             tracker,
+		expectations:        store,
+		customLabels:        customLabels,
 	}
 }
 
@@ -225,9 +237,9 @@ func (p *Preemptor) targets(s *search) []*Target {
 	return p.classicalTargets(s)
 }
 
-// IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions.
+// IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions and issue.
 func (p *Preemptor) IssuePreemptions(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	return p.issueWithCooldowns(ctx, cache, preemptor, targets, snap)
+	return p.issue(ctx, cache, preemptor, targets, snap)
 }
 
 // SatisfyPreemptionExpectation records that an eviction issued earlier has been observed.

@@ -55,6 +55,7 @@ var _ = ginkgo.Describe("Expected-runtime requeue", ginkgo.Ordered, func() {
 		gomega.Consistently(func(g gomega.Gomega) { g.Expect(unsuspended(g, ctx, long)).To(gomega.BeTrue()) }, 2*time.Second, interval).Should(gomega.Succeed())
 
 		before := counter("kueue_expected_runtime_nominations_total", "")
+		evictedBefore := counter("kueue_evicted_workloads_total", "InClusterQueueExpectedRuntime")
 		contender := expectedRuntimeJob(ns, "expected", "contender", nil)
 		submit(ctx, contender)
 		expectPreempted(ctx, long, contender, "InClusterQueueExpectedRuntime")
@@ -68,7 +69,18 @@ var _ = ginkgo.Describe("Expected-runtime requeue", ginkgo.Ordered, func() {
 		gomega.Eventually(func(g gomega.Gomega) {
 			c := apimeta.FindStatusCondition(workloadOf(g, ctx, long).Status.Conditions, kueue.WorkloadEvicted)
 			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Reason).To(gomega.Equal("InClusterQueueExpectedRuntime"))
 			g.Expect(c.Message).To(gomega.ContainSubstring("expected runtime"))
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Expect(counter("kueue_evicted_workloads_total", "InClusterQueueExpectedRuntime")).To(gomega.BeNumerically(">", evictedBefore))
+
+		ginkgo.By("putting it back in the queue, under the same reason")
+		gomega.Eventually(func(g gomega.Gomega) {
+			c := apimeta.FindStatusCondition(workloadOf(g, ctx, long).Status.Conditions, kueue.WorkloadRequeued)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(gomega.Equal("InClusterQueueExpectedRuntime"))
+			g.Expect(c.Message).To(gomega.Equal("Requeued after preemption for running past its expected runtime"))
 		}, timeout, interval).Should(gomega.Succeed())
 
 		ginkgo.By("not nominating it again during the cooldown")

@@ -20,6 +20,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -113,7 +114,7 @@ func (o *observer) change(old, wl *kueue.Workload) {
 	if ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); ev != nil && ev.Status == metav1.ConditionTrue &&
 		!apimeta.IsStatusConditionTrue(old.Status.Conditions, kueue.WorkloadEvicted) {
 		what := name + " evicted (" + ev.Reason + ")"
-		if ev.Reason == kueue.WorkloadEvictedByPreemption {
+		if ev.Reason == kueue.WorkloadEvictedByPreemption || policy.IsOwnReason(ev.Reason) {
 			if pc := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); pc != nil {
 				what = name + " preempted (" + pc.Reason + ")"
 			}
