@@ -301,8 +301,8 @@ func checkSettled(g gomega.Gomega, ctx context.Context, c client.Client, ns stri
 		case apimeta.IsStatusConditionTrue(conds, kueue.WorkloadQuotaReserved):
 			g.Expect(wl.Status.Admission).NotTo(gomega.BeNil(), "%s holds quota with status.admission", name)
 			g.Expect(apimeta.IsStatusConditionTrue(conds, kueue.WorkloadAdmitted)).To(gomega.BeTrue(), "%s holds quota and is admitted", name)
-			g.Expect(apimeta.IsStatusConditionTrue(conds, kueue.WorkloadEvicted)).To(gomega.BeFalse(), "%s holds quota and is not being evicted", name)
-			g.Expect(suspended).To(gomega.BeFalse(), "the Job of admitted %s runs", name)
+			// A CI log keeps only the end of a failure: the Job's state goes last.
+			g.Expect(stuckAdmission(wl, j)).To(gomega.BeEmpty(), "an admitted workload that stays half evicted or whose Job does not run")
 			cq := string(wl.Status.Admission.ClusterQueue)
 			g.Expect(used).To(gomega.HaveKey(cq))
 			for _, ps := range wl.Status.Admission.PodSetAssignments {
@@ -356,6 +356,27 @@ func checkSettled(g gomega.Gomega, ctx context.Context, c client.Client, ns stri
 	// Each ClusterQueue may borrow what the others do not use: the cohort is the bound.
 	g.Expect(total.Cmp(*nominal)).To(gomega.BeNumerically("<=", 0), "the cohort holds %s of %s CPUs", total.String(), nominal.String())
 	return st
+}
+
+// stuckAdmission says what is wrong with a workload holding quota that is being evicted or whose
+// Job is suspended, ending with the Job's state; "" if nothing is.
+func stuckAdmission(wl *kueue.Workload, j *batchv1.Job) string {
+	var what []string
+	if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		what = append(what, "being evicted while holding quota")
+	}
+	if ptr.Deref(j.Spec.Suspend, false) {
+		what = append(what, "admitted while its Job is suspended")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	var jc []string
+	for _, c := range j.Status.Conditions {
+		jc = append(jc, fmt.Sprintf("%s=%s", c.Type, c.Status))
+	}
+	return fmt.Sprintf("%s: %s\nJob %s: suspend=%t, active=%d, conditions %v, generation %d, resourceVersion %s",
+		describe(wl), strings.Join(what, ", "), j.Name, ptr.Deref(j.Spec.Suspend, false), j.Status.Active, jc, j.Generation, j.ResourceVersion)
 }
 
 // expectSettled waits until checkSettled holds. Protections that end later may still start
