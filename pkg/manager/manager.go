@@ -341,7 +341,8 @@ func (m *Manager) buildCaches(ctx context.Context) error {
 	}
 	m.Cache = schdcache.New(m.GetClient(), cacheOpts...)
 
-	requeuer := qcache.NewRequeuer()
+	// Upstream's own batch period, set explicitly so that the waker's early wake-ups match it.
+	requeuer := qcache.NewRequeuer(qcache.WithBatchPeriod(queuesettings.RequeueBatchPeriod()))
 	if err := m.Add(requeuer); err != nil {
 		return fmt.Errorf("adding the inadmissible workload requeuer: %w", err)
 	}

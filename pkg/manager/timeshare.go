@@ -90,7 +90,8 @@ func (m *Manager) setupTimeshare() error {
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		tick = c
 	}
-	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log}
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
+		Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
 	if err := m.Add(w); err != nil {
 		return fmt.Errorf("adding the window waker: %w", err)
 	}

@@ -117,8 +117,10 @@ func errString(err error) string {
 // ClusterQueue has ended, when the caller sweeps, and not before.
 func TestWakerSweep(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lead := time.Second - LeadMargin
 	cases := map[string]struct {
 		after    time.Duration
+		lead     time.Duration
 		gateOff  bool
 		wantHead bool
 		// wantNext is the end the waker saw coming, for its next exact sweep.
@@ -130,6 +132,13 @@ func TestWakerSweep(t *testing.T) {
 		"window ended":                   {after: 61 * time.Second, wantHead: true},
 		"window ended, feature gate off": {after: 61 * time.Second, gateOff: true},
 		"inside the window, gate off":    {after: 30 * time.Second, gateOff: true},
+		// With a lead, the queue is also woken a requeue batch period early, so that its retry
+		// lands just after the end; the end itself is still to come.
+		"inside the window, before the lead": {after: 30 * time.Second, lead: lead, wantNext: t0.Add(time.Minute - lead)},
+		"at the lead":                        {after: time.Minute - lead + WakePrecision, lead: lead, wantHead: true, wantNext: t0.Add(time.Minute)},
+		"window ended, with a lead":          {after: 61 * time.Second, lead: lead, wantHead: true},
+		"at the lead time, without a lead":   {after: time.Minute - lead + WakePrecision, wantNext: t0.Add(time.Minute)},
+		"at the lead, gate off":              {after: time.Minute - lead + WakePrecision, lead: lead, gateOff: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -186,7 +195,7 @@ func TestWakerSweep(t *testing.T) {
 
 			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
 			store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
-			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard()}
+			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard(), Lead: tc.lead}
 			w.last = t0
 			clk.SetTime(t0.Add(tc.after))
 			w.Sweep(ctx)

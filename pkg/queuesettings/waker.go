@@ -9,6 +9,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
@@ -42,6 +44,12 @@ type Waker struct {
 	// waker also watches for.
 	Tolerations func(*kueue.PriorityClassRef) *policy.Toleration
 	Log         logr.Logger
+	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue manager
+	// retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod): waking
+	// that much early, less a margin, makes the retry land just after the end instead of a
+	// second later. The wake at the end itself stays, so an early retry that finds the window
+	// still running costs only the delay the lead was meant to save. Zero: no early wake.
+	Lead time.Duration
 
 	last time.Time
 	// next is the earliest end after the last sweep that it saw coming; zero if none.
@@ -75,13 +83,36 @@ func (w *Waker) Start(ctx context.Context) error {
 	}
 }
 
-// noteEnd remembers end if it is the earliest one still to come (a window ending now has not
-// passed yet).
+// noteEnd remembers end, and the early wake-up Lead before it, if it is the earliest one still to
+// come (a window ending now has not passed yet).
 func (w *Waker) noteEnd(end, now time.Time) {
-	if !end.Before(now) && (w.next.IsZero() || end.Before(w.next)) {
-		w.next = end
+	for _, t := range w.wakeTimes(end) {
+		if !t.Before(now) && (w.next.IsZero() || t.Before(w.next)) {
+			w.next = t
+		}
 	}
 }
+
+// wakeTimes are the moments at which the end of a window or protection wakes its queue.
+func (w *Waker) wakeTimes(end time.Time) []time.Time {
+	if w.Lead <= 0 {
+		return []time.Time{end}
+	}
+	return []time.Time{end.Add(-w.Lead), end}
+}
+
+// RequeueBatchPeriod is how long upstream's queue manager waits before it retries a queue's
+// inadmissible workloads (its own default: a second, ten with SchedulerLongRequeueInterval). The
+// manager builds the queue's requeuer with it, so that the Waker's Lead is known to match.
+func RequeueBatchPeriod() time.Duration {
+	if utilfeature.DefaultFeatureGate.Enabled(kueuefeatures.SchedulerLongRequeueInterval) {
+		return 10 * time.Second
+	}
+	return time.Second
+}
+
+// LeadMargin is how long after an end the early wake-up's retry is meant to land.
+const LeadMargin = 20 * time.Millisecond
 
 // Sweep runs one sweep at the clock's current time. It covers everything since the previous sweep
 // (or since Start), however long ago that was. Start sweeps every SweepPeriod; a caller that drives
@@ -106,7 +137,7 @@ func (w *Waker) sweep(ctx context.Context) {
 			continue
 		}
 		if expired {
-			w.Log.V(3).Info("A minAdmitDuration ran out; re-evaluating pending workloads", "clusterQueue", cq)
+			w.Log.V(3).Info("A minAdmitDuration ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "clusterQueue", cq)
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
 		}
 	}
@@ -163,11 +194,15 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 		for _, end := range times {
 			w.noteEnd(end, now)
 		}
+		var wakes []time.Time
 		for _, end := range times {
+			wakes = append(wakes, w.wakeTimes(end)...)
+		}
+		for _, end := range wakes {
 			if end.After(since) && !end.After(now) && !woken.Has(wl.Status.Admission.ClusterQueue) {
 				cq := wl.Status.Admission.ClusterQueue
 				woken.Insert(cq)
-				w.Log.V(3).Info("A protection or cooldown ran out; re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "at", end)
+				w.Log.V(3).Info("A protection or cooldown ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "at", end)
 				Wake(ctx, w.Client, w.Queues, cq, w.Log)
 				break
 			}
@@ -191,7 +226,9 @@ func (w *Waker) windowEnded(ctx context.Context, cq kueue.ClusterQueueReference,
 		}
 		end := c.LastTransitionTime.Add(window)
 		w.noteEnd(end, now)
-		ended = ended || (!end.Before(since) && end.Before(now))
+		for _, t := range w.wakeTimes(end) {
+			ended = ended || (!t.Before(since) && t.Before(now))
+		}
 	}
 	return ended, nil
 }

@@ -42,6 +42,7 @@ var (
 	run    = flag.Bool("timesharing-envtest", false, "run the time-sharing benchmark on envtest (real time: about 9 windows plus 3 minutes)")
 	window = flag.Duration("timesharing-envtest-window", time.Minute, "minAdmitDuration, and the priority booster's interval")
 	maxN   = flag.Int("timesharing-envtest-max-n", 10, "largest N; every N from 2 up to it runs")
+	logTo  = flag.String("timesharing-envtest-log", "", "write the manager's log to this file (verbosity from TEST_LOG_VERBOSITY)")
 )
 
 // approachLabel is copied from each Job to its Workload, so that the booster acts only on its own.
@@ -77,10 +78,21 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 	if !*run {
 		t.Skip("real-time benchmark; run it with make bench-timesharing-envtest")
 	}
-	ctrl.SetLogger(logr.Discard())
+	// controller-runtime takes its logger once.
+	log := logr.Discard()
+	if *logTo != "" {
+		f, err := os.Create(*logTo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		log = util.SuiteLogger(f)
+	} else {
+		ctrl.SetLogger(log)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	env, err := util.Start(util.Settings{
-		Log:          logr.Discard(),
+		Log:          log,
 		FeatureGates: map[string]bool{"PriorityBoost": true},
 		ConfigExtra:  fmt.Sprintf("integrations:\n  labelKeysToCopy: [%q]\n", approachLabel),
 	})
