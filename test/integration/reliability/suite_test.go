@@ -70,6 +70,7 @@ var _ = ginkgo.BeforeSuite(func() {
 	// the manager processes' logs when RELIABILITY_LOG_DIR keeps them.
 	logDir := scratch
 	if d := os.Getenv("RELIABILITY_LOG_DIR"); d != "" {
+		gomega.Expect(os.MkdirAll(d, 0o755)).To(gomega.Succeed())
 		logDir = d
 	}
 	logFile, err := os.Create(filepath.Join(logDir, "in-process.log"))
