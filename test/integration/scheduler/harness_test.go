@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ import (
 	kueueconstants "sigs.k8s.io/kueue/pkg/constants"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 	jobcontroller "sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	tasutil "sigs.k8s.io/kueue/pkg/util/tas"
+	"sigs.k8s.io/kueue/pkg/workload"
+	"sigs.k8s.io/kueue/pkg/workloadslicing"
 
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -77,7 +81,10 @@ type run struct {
 	// counters are the scheduler's counters of the run's ClusterQueues when it started:
 	// the registry is shared by every manager of the process.
 	counters map[string]float64
-	result   scenarioResult
+	// racyEvents are event reasons left out of the result: a scenario sets them for events
+	// that a race outside the scheduler's decisions lets it emit or not.
+	racyEvents []string
+	result     scenarioResult
 }
 
 // scenarioResult is what the two schedulers must agree on.
@@ -131,12 +138,16 @@ func (r *run) finish() {
 	gomega.Eventually(func(g gomega.Gomega) {
 		var list eventsv1.EventList
 		g.Expect(r.env.Client.List(r.ctx, &list, client.InNamespace(r.ns))).To(gomega.Succeed())
+		later := r.laterSlices(g)
 		events := map[string][]string{}
 		for _, e := range list.Items {
-			if e.ReportingController != kueueconstants.AdmissionName || e.Regarding.Kind != "Workload" {
+			if e.ReportingController != kueueconstants.AdmissionName || e.Regarding.Kind != "Workload" || slices.Contains(r.racyEvents, e.Reason) {
 				continue
 			}
 			job := normalize(e.Regarding.Name)
+			if n, ok := later[e.Regarding.Name]; ok {
+				job += fmt.Sprintf("#%d", n)
+			}
 			if !slices.Contains(events[job], e.Reason) {
 				events[job] = append(events[job], e.Reason)
 			}
@@ -157,6 +168,24 @@ func (r *run) finish() {
 		r.result.Events, r.result.Counters = events, counters
 		g.Expect(stable).To(gomega.BeTrue(), "events still arriving")
 	}, timeout, settle).Should(gomega.Succeed())
+}
+
+// laterSlices maps the names of the Workloads that are not the first slice of their Job to
+// their place in the Job's slice order, so that each slice's events are kept apart.
+func (r *run) laterSlices(g gomega.Gomega) map[string]int {
+	var list kueue.WorkloadList
+	g.Expect(r.env.Client.List(r.ctx, &list, client.InNamespace(r.ns))).To(gomega.Succeed())
+	out := map[string]int{}
+	for _, key := range r.jobs {
+		name, n := splitSliceKey(key)
+		if n != 1 {
+			continue
+		}
+		for i, wl := range slicesOf(list.Items, name)[1:] {
+			out[wl.Name] = i + 2
+		}
+	}
+	return out
 }
 
 type cqOption func(*kueue.ClusterQueue)
@@ -252,19 +281,60 @@ func (r *run) deleteJob(name string) {
 	r.jobs = slices.DeleteFunc(r.jobs, func(s string) bool { return s == name })
 }
 
-// workload returns the Workload the job controller made for the named Job.
-func (r *run) workload(g gomega.Gomega, jobName string) *kueue.Workload {
+// workload returns the Workload the job controller made for a Job. key is the Job's name for
+// its first Workload; "name#n" is the n-th slice of an elastic Job (see slices).
+func (r *run) workload(g gomega.Gomega, key string) *kueue.Workload {
+	jobName, n := splitSliceKey(key)
 	var list kueue.WorkloadList
 	g.Expect(r.env.Client.List(r.ctx, &list, client.InNamespace(r.ns))).To(gomega.Succeed())
-	for i := range list.Items {
-		for _, ref := range list.Items[i].OwnerReferences {
+	chain := slicesOf(list.Items, jobName)
+	g.Expect(len(chain)).To(gomega.BeNumerically(">=", n), "workload %s", key)
+	return chain[n-1]
+}
+
+// splitSliceKey parses "name#n" into name and n; a plain name is slice 1.
+func splitSliceKey(key string) (string, int) {
+	name, nth, found := strings.Cut(key, "#")
+	if !found {
+		return name, 1
+	}
+	n, err := strconv.Atoi(nth)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "slice key %s", key)
+	return name, n
+}
+
+// slicesOf returns the Workloads of the named Job in slice order: the first one replaces no
+// other, and each next one is the replacement of the one before. Workloads outside the chain
+// come last, by name. A Job that is not elastic has one Workload.
+func slicesOf(items []kueue.Workload, jobName string) []*kueue.Workload {
+	var owned []*kueue.Workload
+	for i := range items {
+		for _, ref := range items[i].OwnerReferences {
 			if ref.Kind == "Job" && ref.Name == jobName {
-				return &list.Items[i]
+				owned = append(owned, &items[i])
+				break
 			}
 		}
 	}
-	g.Expect("workload of job " + jobName).To(gomega.BeEmpty())
-	return nil
+	slices.SortFunc(owned, func(a, b *kueue.Workload) int { return strings.Compare(a.Name, b.Name) })
+	var chain []*kueue.Workload
+	var prev *kueue.Workload
+	for len(owned) > 0 {
+		i := slices.IndexFunc(owned, func(wl *kueue.Workload) bool {
+			replaced := workloadslicing.ReplacementForKey(wl)
+			if prev == nil {
+				return replaced == nil
+			}
+			return replaced != nil && *replaced == workload.Key(prev)
+		})
+		if i < 0 {
+			break
+		}
+		prev = owned[i]
+		chain = append(chain, prev)
+		owned = slices.Delete(owned, i, i+1)
+	}
+	return append(chain, owned...)
 }
 
 // jobOutcome is what the comparison looks at for one Job's Workload.
@@ -278,6 +348,10 @@ type jobOutcome struct {
 	Active    bool
 	// Counts are the admitted pod counts per pod set.
 	Counts []int32
+	// Finished is the reason of the Finished condition while true (a replaced slice).
+	Finished string
+	// Topology is the admitted topology assignment of each pod set that has one.
+	Topology []string
 }
 
 var (
@@ -305,12 +379,31 @@ func summarize(wl *kueue.Workload) jobOutcome {
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); c != nil && c.Status == metav1.ConditionTrue {
 		o.Preempted = c.Reason
 	}
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
+		o.Finished = c.Reason
+	}
 	if o.Admitted && wl.Status.Admission != nil {
 		for _, psa := range wl.Status.Admission.PodSetAssignments {
 			o.Counts = append(o.Counts, ptr.Deref(psa.Count, 0))
+			if psa.TopologyAssignment != nil {
+				o.Topology = append(o.Topology, string(psa.Name)+": "+formatTopology(psa.TopologyAssignment))
+			}
 		}
 	}
 	return o
+}
+
+// formatTopology writes a topology assignment as its levels and each domain with its pod
+// count, e.g. "[kubernetes.io/hostname] h1=2 h2=1". It is decoded and its domains sorted, so
+// that two encodings of the same placement compare equal, and a string, so that outcomes
+// print by value.
+func formatTopology(ta *kueue.TopologyAssignment) string {
+	var domains []string
+	for d := range tasutil.InternalSeqFrom(ta) {
+		domains = append(domains, fmt.Sprintf("%s=%d", strings.Join(d.Values, "/"), d.Count))
+	}
+	slices.Sort(domains)
+	return fmt.Sprintf("%v %s", ta.Levels, strings.Join(domains, " "))
 }
 
 // want is the expected state of one Job: nil fields are not checked.
@@ -322,6 +415,7 @@ type want struct {
 	preempted string
 	active    *bool
 	counts    []int32
+	finished  string // Finished reason, when set
 	// racyMessage leaves the QuotaReserved message out of the recorded outcome: upstream
 	// leaves either of two messages, depending on whether its informer saw its own last
 	// write before the next cycle (the condition is computed on the queued copy).
@@ -333,11 +427,12 @@ var (
 	pending  = want{admitted: ptr.To(false)}
 )
 
-func (w want) withReason(reason string) want  { w.reason = reason; return w }
-func (w want) withMessage(msg string) want    { w.message = msg; return w }
-func (w want) preemptedBy(reason string) want { w.evicted, w.preempted = "Preempted", reason; return w }
-func (w want) withCounts(c ...int32) want     { w.counts = c; return w }
-func (w want) withRacyMessage() want          { w.racyMessage = true; return w }
+func (w want) withReason(reason string) want   { w.reason = reason; return w }
+func (w want) withMessage(msg string) want     { w.message = msg; return w }
+func (w want) preemptedBy(reason string) want  { w.evicted, w.preempted = "Preempted", reason; return w }
+func (w want) withCounts(c ...int32) want      { w.counts = c; return w }
+func (w want) withRacyMessage() want           { w.racyMessage = true; return w }
+func (w want) withFinished(reason string) want { w.finished = reason; return w }
 
 // record is what the comparison keeps of wl.
 func (w want) record(wl *kueue.Workload) jobOutcome {
@@ -373,6 +468,9 @@ func (w want) check(g gomega.Gomega, name string, wl *kueue.Workload) {
 	}
 	if w.counts != nil {
 		g.Expect(got.Counts).To(gomega.Equal(w.counts), "%s admitted counts", name)
+	}
+	if w.finished != "" {
+		g.Expect(got.Finished).To(gomega.Equal(w.finished), "%s Finished reason", name)
 	}
 }
 
