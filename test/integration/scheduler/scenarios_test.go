@@ -69,6 +69,30 @@ var profiles = []profile{
 			{name: "podsready", run: podsReadyRequeue},
 		},
 	},
+	{
+		// Beta in Kueue v0.19.2 and on by default; named so that the profile says what it covers.
+		name: "default-on beta gates",
+		gates: map[string]bool{
+			"UnadmittedWorkloadsObservability": true,
+			"TopologyAwareScheduling":          true,
+			"AdmissionFairSharing":             true,
+			"ElasticJobsViaWorkloadSlices":     true,
+		},
+		// A long half-life keeps the LocalQueues' usage in the order the scenarios give it.
+		// The weight only scales usage, the same for every LocalQueue.
+		config: `admissionFairSharing:
+  usageHalfLifeTime: 30s
+  usageSamplingInterval: 1s
+  resourceWeights:
+    cpu: 2
+`,
+		scenarios: []scenario{
+			{name: "tas", run: topologyAwareScheduling},
+			{name: "afs-order", run: admissionFairSharingOrder},
+			{name: "afs-preempt", run: admissionFairSharingPreemption},
+			{name: "elastic", run: elasticScaleUp},
+		},
+	},
 }
 
 var _ = ginkgo.Describe("Scheduler parity with upstream", func() {
