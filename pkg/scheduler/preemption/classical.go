@@ -106,7 +106,7 @@ func (p *Preemptor) classicalCandidates(s *search) candidateSet {
 
 	var sameQueue []*candidate
 	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
-		sameQueue = p.collectFromQueue(s, s.cq, nil, false)
+		sameQueue = p.collectFromQueue(s, s.cq, nil, false, nil)
 	}
 	hierarchy, byPriority := p.collectFromCohorts(s)
 	set.noneOutsideQueue = len(hierarchy) == 0 && len(byPriority) == 0
@@ -138,11 +138,10 @@ func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*cand
 	advantage, remaining := schdcache.QuantitiesFitInQuota(s.cq, s.usage.Quota)
 	var visited *schdcache.CohortSnapshot
 	for root := range s.cq.PathParentToRoot() {
-		found := p.collectFromSubtree(s, root, root, visited, advantage)
 		if advantage {
-			hierarchy = append(hierarchy, found...)
+			hierarchy = p.collectFromSubtree(s, root, root, visited, advantage, hierarchy)
 		} else {
-			byPriority = append(byPriority, found...)
+			byPriority = p.collectFromSubtree(s, root, root, visited, advantage, byPriority)
 		}
 		var fits bool
 		fits, remaining = schdcache.QuantitiesFitInQuota(root, remaining)
@@ -152,32 +151,32 @@ func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*cand
 	return hierarchy, byPriority
 }
 
-// collectFromSubtree gathers candidates under node, skipping the subtree already visited and any
-// cohort or ClusterQueue within its nominal quota (it borrows nothing that could be reclaimed).
-func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool) []*candidate {
-	var out []*candidate
+// collectFromSubtree appends to out the candidates under node, skipping the subtree already
+// visited and any cohort or ClusterQueue within its nominal quota (it borrows nothing that could
+// be reclaimed).
+func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	for _, child := range node.ChildCohorts() {
 		if child == skip || schdcache.IsWithinNominalInResources(child, s.contested) {
 			continue
 		}
-		out = append(out, p.collectFromSubtree(s, child, lca, skip, advantage)...)
+		out = p.collectFromSubtree(s, child, lca, skip, advantage, out)
 	}
 	for _, cq := range node.ChildCQs() {
 		if cq == s.cq || schdcache.IsWithinNominalInResources(cq, s.contested) {
 			continue
 		}
-		out = append(out, p.collectFromQueue(s, cq, lca, advantage)...)
+		out = p.collectFromQueue(s, cq, lca, advantage, out)
 	}
 	return out
 }
 
-// collectFromQueue returns the eligible candidates of cq, classified.
-func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool) []*candidate {
+// collectFromQueue appends to out the eligible candidates of cq, classified.
+func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	return p.eligibleIn(s, cq, func(c *candidate) bool {
 		c.lca = lca
 		c.variant = s.classify(c, advantage)
 		return true
-	})
+	}, out)
 }
 
 // classify says how an eligible candidate may be preempted.

@@ -155,7 +155,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 	keep := func(*candidate) bool { return true }
 	var out []*candidate
 	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
-		out = append(out, p.eligibleIn(s, s.cq, keep)...)
+		out = p.eligibleIn(s, s.cq, keep, out)
 	}
 	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
 		return out
@@ -164,7 +164,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 		if other == s.cq || !s.borrowsContested(other) {
 			continue
 		}
-		out = append(out, p.eligibleIn(s, other, keep)...)
+		out = p.eligibleIn(s, other, keep, out)
 	}
 	return out
 }

@@ -354,10 +354,9 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 // is judged in the search's scratch candidate; eligible ones are copied into one slice per queue,
 // allocated at the first eligible one with room for the rest of the queue, so that a queue without
 // candidates costs nothing and pointers into the slice stay valid. build fills in what the
-// caller's search needs.
-func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool) []*candidate {
+// caller's search needs. The candidates are appended to out, which is returned.
+func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool, out []*candidate) []*candidate {
 	var chunk []candidate
-	var out []*candidate
 	scope, pol, kind := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue, kindPreempt
 	if cq != s.cq {
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
@@ -390,7 +389,9 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		}
 		c.reason = d.Reason
 		if chunk == nil {
+			// Room for the rest of the queue at once, in the slab and in out.
 			chunk = make([]candidate, 0, len(cq.Workloads)-seen+1)
+			out = slices.Grow(out, cap(chunk))
 		}
 		chunk = append(chunk, *c)
 		kept := &chunk[len(chunk)-1]
