@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/recorder"
+)
+
+// workloadClasses lists the workload class names of cfg in the order they first appear.
+func workloadClasses(cfg *generator.Config) []string {
+	var out []string
+	for _, c := range cfg.Cohorts {
+		for _, qs := range c.QueuesSets {
+			for _, ws := range qs.WorkloadsSets {
+				for _, w := range ws.Workloads {
+					if !slices.Contains(out, w.ClassName) {
+						out = append(out, w.ClassName)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// usagePercent is a ClusterQueue class's average usage of its nominal quota over the time it was
+// monitored, computed as upstream's checker does.
+func usagePercent(s *recorder.CQGroupSummary) float64 {
+	elapsed := s.LastEventTime.Sub(s.FirstEventTime).Milliseconds()
+	if s.NominalQuota == 0 || elapsed == 0 {
+		return 0
+	}
+	return float64(s.CPUUsed) * 100 / (float64(s.NominalQuota) * float64(elapsed))
+}
+
+// metric is one column of the report.
+type metric struct {
+	name  string
+	value func(*result) float64
+	// format renders a value; ratios are value/value.
+	format func(float64) string
+}
+
+func seconds(v float64) string { return fmt.Sprintf("%.1f s", v) }
+
+func count(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+// requestCounts splits the scheduler's client calls ("<verb> <kind>" or "<subresource> <verb> <kind>")
+// into writes, which are API requests, and reads (get, list), which the manager's client serves
+// from its informer cache.
+func requestCounts(requests map[string]int) (writes, reads int) {
+	for op, n := range requests {
+		f := strings.Fields(op)
+		verb := f[0]
+		if len(f) == 3 {
+			verb = f[1]
+		}
+		if verb == "get" || verb == "list" {
+			reads += n
+		} else {
+			writes += n
+		}
+	}
+	return writes, reads
+}
+
+func metrics(results []*result, classes []string) []metric {
+	ms := []metric{
+		{"all admitted", func(r *result) float64 { return r.lastAdmitted.Seconds() }, seconds},
+		{"all finished", func(r *result) float64 { return r.lastFinished.Seconds() }, seconds},
+	}
+	for _, c := range classes {
+		ms = append(ms, metric{"avg admission " + c, func(r *result) float64 {
+			if s := r.summary.WorkloadClasses[c]; s != nil {
+				return (time.Duration(s.AverageTimeToAdmissionMs) * time.Millisecond).Seconds()
+			}
+			return 0
+		}, seconds})
+	}
+	var cqClasses []string
+	for _, r := range results {
+		for c := range r.summary.ClusterQueueClasses {
+			if !slices.Contains(cqClasses, c) {
+				cqClasses = append(cqClasses, c)
+			}
+		}
+	}
+	sort.Strings(cqClasses)
+	for _, c := range cqClasses {
+		ms = append(ms, metric{"usage " + c, func(r *result) float64 {
+			if s := r.summary.ClusterQueueClasses[c]; s != nil {
+				return usagePercent(s)
+			}
+			return 0
+		}, func(v float64) string { return fmt.Sprintf("%.1f%%", v) }})
+	}
+	ms = append(ms,
+		metric{"evictions", func(r *result) float64 {
+			n := 0
+			for _, s := range r.summary.WorkloadClasses {
+				n += int(s.TotalEvictions)
+			}
+			return float64(n)
+		}, count},
+		metric{"admission cycles", func(r *result) float64 {
+			n := 0
+			for _, c := range r.counts.Cycles {
+				n += c
+			}
+			return float64(n)
+		}, count},
+		metric{"time in cycles", func(r *result) float64 { return r.counts.CycleSeconds }, seconds},
+		metric{"scheduler writes", func(r *result) float64 { w, _ := requestCounts(r.counts.Requests); return float64(w) }, count},
+		metric{"scheduler cache reads", func(r *result) float64 { _, rd := requestCounts(r.counts.Requests); return float64(rd) }, count},
+		metric{"manager CPU", func(r *result) float64 { return float64(r.manager.UserMs+r.manager.SysMs) / 1000 }, seconds},
+		metric{"manager max RSS", func(r *result) float64 { return float64(r.manager.Maxrss) / 1024 }, func(v float64) string { return fmt.Sprintf("%.0f MB", v) }},
+	)
+	return ms
+}
+
+// printReport writes one row per run and, for each round that has an upstream run, one row of
+// ratios ours/upstream per other run of that round; with several rounds, the median ratio too.
+func printReport(w io.Writer, results []*result, classes []string) {
+	ms := metrics(results, classes)
+	rounds := 0
+	for _, r := range results {
+		rounds = max(rounds, r.round+1)
+	}
+	label := func(s string, round int) string {
+		if rounds > 1 {
+			return fmt.Sprintf("%s, round %d", s, round+1)
+		}
+		return s
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"run", "finished"}
+	for _, m := range ms {
+		header = append(header, m.name)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, r := range results {
+		row := []string{label(r.variant.title, r.round), fmt.Sprintf("%d/%d", r.finished, r.workloads)}
+		for _, m := range ms {
+			row = append(row, m.format(m.value(r)))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	// ratios[variant name][metric] over the rounds, in the order variants first appear.
+	ratios := map[string][][]float64{}
+	var names []string
+	for round := range rounds {
+		var upstream *result
+		for _, r := range results {
+			if r.round == round && r.variant.upstream {
+				upstream = r
+			}
+		}
+		if upstream == nil {
+			continue
+		}
+		for _, r := range results {
+			if r.round != round || r == upstream {
+				continue
+			}
+			if _, seen := ratios[r.variant.name]; !seen {
+				names = append(names, r.variant.name)
+				ratios[r.variant.name] = make([][]float64, len(ms))
+			}
+			row := []string{label(r.variant.name+"/upstream", round), ""}
+			for i, m := range ms {
+				ours, up := m.value(r), m.value(upstream)
+				row = append(row, ratio(ours, up))
+				if up != 0 {
+					ratios[r.variant.name][i] = append(ratios[r.variant.name][i], ours/up)
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+	}
+	if rounds > 1 {
+		for _, name := range names {
+			row := []string{name + "/upstream, median", ""}
+			for i := range ms {
+				if vals := ratios[name][i]; len(vals) > 0 {
+					row = append(row, fmt.Sprintf("%.2fx", median(vals)))
+				} else {
+					row = append(row, "-")
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w)
+	for _, r := range results {
+		fmt.Fprintf(w, "%s: generation %s, recorder ended at %s, manager wall %s, mean load average %.1f",
+			label(r.variant.title, r.round), r.generated.Round(time.Millisecond), r.recorded.Round(time.Millisecond),
+			(time.Duration(r.manager.WallMs) * time.Millisecond).Round(time.Millisecond), r.load)
+		if r.variant.minAdmitDuration > 0 {
+			fmt.Fprintf(w, ", withinClusterQueue LowerOrNewerEqualPriority, %d/%d ClusterQueues store minAdmitDuration", r.windows, r.clusterQueues)
+		}
+		if r.timedOut {
+			fmt.Fprint(w, ", TIMED OUT: figures cover only what was recorded")
+		}
+		if dropped := r.summary.DroppedWLEvents; dropped > 0 {
+			fmt.Fprintf(w, ", %d workload events dropped by the recorder", dropped)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "ratios are ours/upstream from this invocation; below 1.00 is faster for times, above 1.00 is better for usage")
+}
+
+func median(vals []float64) float64 {
+	s := slices.Clone(vals)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ratio(ours, upstream float64) string {
+	if upstream == 0 {
+		if ours == 0 {
+			return "-"
+		}
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", ours/upstream)
+}

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/controller"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/recorder"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/stats"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+)
+
+// runOptions are the settings shared by every run of one invocation.
+type runOptions struct {
+	root       string
+	scheme     *runtime.Scheme
+	timeout    time.Duration
+	webhooks   bool
+	cpuProfile bool
+	verbosity  int
+	progress   io.Writer
+}
+
+// result is what one run measured.
+type result struct {
+	variant variant
+	// round counts from 0 (see -rounds).
+	round   int
+	summary recorder.Summary
+	// lastAdmitted and lastFinished: from the generator's start to the last admission and the last
+	// finish the recorder saw.
+	lastAdmitted, lastFinished time.Duration
+	// recorded: from the generator's start until the recorder ended (no ClusterQueue with pending
+	// or reserving workloads); generated: until the generator had created everything.
+	recorded, generated time.Duration
+	workloads           int
+	admitted            int
+	finished            int
+	manager             stats.CmdStats
+	// counts: the scheduler's requests and admission cycles, from the manager process.
+	counts   managerCounts
+	timedOut bool
+	// windows: ClusterQueues whose stored spec carries minAdmitDuration, read back at the end.
+	windows, clusterQueues int
+	// load is the machine's mean one-minute load average during the run, sampled every 30 s: the
+	// benchmark shares the machine with whatever else runs on it.
+	load float64
+}
+
+// startControlPlane starts etcd and kube-apiserver with our CRDs (config/_output/crd, which carry
+// the extension fields), like pkg/controlplane, with the request limits upstream's runner raises
+// for this load. Webhook configurations are installed only when asked: upstream's runner runs
+// minimalkueue without webhooks.
+func startControlPlane(root string, webhooks bool) (*controlplane.ControlPlane, error) {
+	bin := filepath.Join(root, controlplane.BinDir)
+	for _, p := range []string{filepath.Join(bin, "etcd"), filepath.Join(bin, "kube-apiserver"), filepath.Join(root, controlplane.CRDDir)} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s missing: run `make envtest manifests` first", p)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: bin,
+		CRDDirectoryPaths:     []string{filepath.Join(root, controlplane.CRDDir)},
+		ErrorIfCRDPathMissing: true,
+		// Without paths nothing is installed, but envtest still makes the serving certificate
+		// the manager's webhook server needs to start.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
+	}
+	if webhooks {
+		env.WebhookInstallOptions.Paths = []string{filepath.Join(root, controlplane.WebhookDir)}
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Append("max-requests-inflight", "5000").
+		Append("max-mutating-requests-inflight", "2500")
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	return &controlplane.ControlPlane{Env: env, Config: cfg, Root: root}, nil
+}
+
+// runVariant runs cfg through one variant on a fresh control plane and collects what upstream's
+// recorder saw. dir receives the artifacts (summary, CSVs, manager log, stats, profile).
+func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Config, dir string) (*result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("variant", v.name)
+	ctx = ctrl.LoggerInto(ctx, log)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(o.progress, "[%s %s] %s\n", time.Now().Format("15:04:05"), v.name, fmt.Sprintf(format, args...))
+	}
+
+	cp, err := startControlPlane(o.root, o.webhooks)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			log.Error(err, "Stopping the control plane")
+		}
+	}()
+
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteAdminKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	health, err := controlplane.FreeLoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
+	gates := controlplane.LocalFeatureGates()
+	for k, on := range v.gates {
+		gates[k] = on
+	}
+	configFile := filepath.Join(dir, "kueue-config.yaml")
+	text := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates})
+	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
+		return nil, err
+	}
+	proc, err := startManagerProcess(dir, kubeconfig, configFile, health, v.upstream, o.cpuProfile, o.verbosity)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_, _ = proc.stop()
+		}
+	}()
+	if err := proc.waitReady(2 * time.Minute); err != nil {
+		return nil, err
+	}
+	progress("manager ready")
+
+	// Upstream's runner side: its controller plays the workloads (finishes each after its
+	// runtime, completes evictions) and feeds its recorder.
+	rec := recorder.New(o.timeout)
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+		Scheme: o.scheme,
+		Controller: crconfig.Controller{
+			SkipNameValidation: ptr.To(true),
+			GroupKindConcurrency: map[string]int{
+				kueue.SchemeGroupVersion.WithKind("Workload").GroupKind().String(): 5,
+			},
+		},
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := controller.NewReconciler(mgr.GetClient(), rec).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(runCtx) }()
+
+	// The recorder stops at the first moment after generation when no ClusterQueue reports pending
+	// or reserving workloads. When generation is short (a small -scale), that can be before the
+	// ClusterQueues' statuses count the last workloads, so it is told only once they do.
+	genFinished, genDone := make(chan struct{}), make(chan struct{})
+	recDone := make(chan error, 1)
+	go func() { recDone <- rec.Run(runCtx, genDone) }()
+	if !mgr.GetCache().WaitForCacheSync(runCtx) {
+		return nil, errors.New("runner cache did not sync")
+	}
+
+	genClient, err := client.New(cp.Config, client.Options{Scheme: o.scheme})
+	if err != nil {
+		return nil, err
+	}
+	genClient = generatorClient{Client: genClient, window: v.minAdmitDuration}
+	res := &result{variant: v}
+	res.workloads, res.clusterQueues = workloadCount(cfg)
+	start := time.Now()
+	genErr := make(chan error, 1)
+	go func() {
+		defer close(genFinished)
+		err := generator.Generate(runCtx, genClient, cfg)
+		res.generated = time.Since(start)
+		genErr <- err
+	}()
+	go func() {
+		<-genFinished
+		for runCtx.Err() == nil {
+			if workloadsAccounted(runCtx, mgr.GetClient(), res.workloads) {
+				close(genDone)
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	progress("generating %d workloads in %d ClusterQueues", res.workloads, res.clusterQueues)
+
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	var runErr error
+	var loads []float64
+wait:
+	for {
+		select {
+		case err := <-genErr:
+			if err != nil {
+				runErr = fmt.Errorf("generator: %w", err)
+				break wait
+			}
+			progress("generation done after %s", res.generated.Round(time.Millisecond))
+		case err := <-recDone:
+			if errors.Is(err, context.DeadlineExceeded) {
+				res.timedOut = true
+				progress("recorder timed out after %s", o.timeout)
+			} else if err != nil {
+				runErr = fmt.Errorf("recorder: %w", err)
+			}
+			break wait
+		case err := <-mgrDone:
+			runErr = fmt.Errorf("runner manager stopped: %w", err)
+			break wait
+		case <-tick.C:
+			if l, ok := loadAverage(); ok {
+				loads = append(loads, l)
+			}
+			if proc.exited() {
+				runErr = fmt.Errorf("manager process exited; see %s", filepath.Join(dir, "manager.log"))
+				break wait
+			}
+			progress("%s", queueTotals(runCtx, mgr.GetClient()))
+		}
+	}
+	res.recorded = time.Since(start)
+	for _, l := range loads {
+		res.load += l / float64(len(loads))
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.windows = countWindows(runCtx, genClient)
+	cancel()
+	<-mgrDone
+
+	if res.manager, err = proc.stop(); err != nil {
+		log.Error(err, "Stopping the manager")
+	}
+	stopped = true
+	if err := writeYAML(filepath.Join(dir, "manager.stats.yaml"), res.manager); err != nil {
+		return nil, err
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, countsFileName)); err == nil {
+		if err := yaml.Unmarshal(raw, &res.counts); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Error(err, "The manager wrote no counts")
+	}
+	summaryFile := filepath.Join(dir, "summary.yaml")
+	if err := rec.WriteSummary(summaryFile); err != nil {
+		return nil, err
+	}
+	if err := rec.WriteCQCsv(filepath.Join(dir, "cqStates.csv")); err != nil {
+		return nil, err
+	}
+	if err := rec.WriteWLCsv(filepath.Join(dir, "wlStates.csv")); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(summaryFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.Unmarshal(raw, &res.summary); err != nil {
+		return nil, err
+	}
+	for _, wl := range rec.Store.WL {
+		if wl.LastEvent.Admitted || wl.LastEvent.Finished || wl.TimeToAdmitMs > 0 {
+			res.admitted++
+			res.lastAdmitted = max(res.lastAdmitted, wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs)*time.Millisecond).Sub(start))
+		}
+		if wl.LastEvent.Finished {
+			res.finished++
+			res.lastFinished = max(res.lastFinished, wl.FirstEventTime.Add(time.Duration(wl.TimeToFinishedMs)*time.Millisecond).Sub(start))
+		}
+	}
+	progress("done: %d/%d finished, last admission at %s, last finish at %s",
+		res.finished, res.workloads, res.lastAdmitted.Round(time.Millisecond), res.lastFinished.Round(time.Millisecond))
+	return res, nil
+}
+
+// queueTotals sums the ClusterQueues' status counters, from the runner's cache.
+func queueTotals(ctx context.Context, c client.Reader) string {
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return "ClusterQueues unreadable: " + err.Error()
+	}
+	var pending, reserving, admitted int32
+	for _, cq := range cqs.Items {
+		pending += cq.Status.PendingWorkloads
+		reserving += cq.Status.ReservingWorkloads
+		admitted += cq.Status.AdmittedWorkloads
+	}
+	return fmt.Sprintf("%d ClusterQueues: %d pending, %d reserving, %d admitted", len(cqs.Items), pending, reserving, admitted)
+}
+
+// workloadsAccounted: some ClusterQueue reports pending or reserving workloads, or every
+// generated workload has finished (read from the runner's cache).
+func workloadsAccounted(ctx context.Context, c client.Reader, total int) bool {
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return false
+	}
+	for _, cq := range cqs.Items {
+		if cq.Status.PendingWorkloads > 0 || cq.Status.ReservingWorkloads > 0 {
+			return true
+		}
+	}
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return false
+	}
+	finished := 0
+	for i := range wls.Items {
+		if workloadfinish.IsFinished(&wls.Items[i]) {
+			finished++
+		}
+	}
+	return finished >= total
+}
+
+// countWindows reads the ClusterQueues back as stored and counts those with a minAdmitDuration:
+// proof that the field reached the API and was not pruned.
+func countWindows(ctx context.Context, c client.Reader) int {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueueList"))
+	if err := c.List(ctx, list); err != nil {
+		return -1
+	}
+	n := 0
+	for _, cq := range list.Items {
+		if _, found, _ := unstructured.NestedString(cq.Object, "spec", "preemption", "withinClusterQueueConfig", "minAdmitDuration"); found {
+			n++
+		}
+	}
+	return n
+}
+
+func writeYAML(path string, v any) error {
+	raw, err := yaml.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
+
+// loadAverage reads the one-minute load average (Linux); false where there is none.
+func loadAverage() (float64, bool) {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0, false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	return l, err == nil
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+)
+
+// variant is one way of running the same generated load.
+type variant struct {
+	// name is the short name used in flags, file names and ratios.
+	name string
+	// title describes the run in the report.
+	title string
+	// upstream runs upstream's admission loop (manager.Options.UpstreamScheduler).
+	upstream bool
+	// gates are feature gates set in the manager's configuration, beyond the local defaults.
+	gates map[string]bool
+	// minAdmitDuration, when set, goes on every ClusterQueue, whose withinClusterQueue policy then
+	// becomes LowerOrNewerEqualPriority, the only policy that accepts it.
+	minAdmitDuration time.Duration
+}
+
+// variants returns the runs, in the order they execute, that names selects (all when empty).
+func variants(names []string, window time.Duration) ([]variant, error) {
+	ourGatesOff := map[string]bool{}
+	for _, g := range []string{
+		string(tsfeatures.TimeBasedSamePriorityPreemption), string(tsfeatures.MinRuntimeProtection),
+		string(tsfeatures.PreemptionToleration), string(tsfeatures.ExpectedRuntimeRequeue),
+	} {
+		ourGatesOff[g] = false
+	}
+	all := []variant{
+		{name: "upstream", title: "(a) upstream's scheduler", upstream: true},
+		{name: "off", title: "(b) ours, features off", gates: ourGatesOff},
+		{name: "on", title: fmt.Sprintf("(c) ours, minAdmitDuration %s on every ClusterQueue", window), minAdmitDuration: window},
+	}
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []variant
+	for _, n := range names {
+		found := false
+		for _, v := range all {
+			if v.name == strings.TrimSpace(n) {
+				out, found = append(out, v), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on)", n)
+		}
+	}
+	return out, nil
+}
+
+// prepareConfig applies the scale and the variant's policy to a copy of the generator's config.
+func prepareConfig(base *generator.Config, scale float64, v variant) (*generator.Config, error) {
+	raw, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &generator.Config{}
+	if err := json.Unmarshal(raw, cfg); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Cohorts {
+		for j := range cfg.Cohorts[i].QueuesSets {
+			qs := &cfg.Cohorts[i].QueuesSets[j]
+			if v.minAdmitDuration > 0 {
+				qs.WithinClusterQueue = kueue.PreemptionPolicyLowerOrNewerEqualPriority
+			}
+			for k := range qs.WorkloadsSets {
+				ws := &qs.WorkloadsSets[k]
+				ws.Count = scaledCount(ws.Count, scale)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// scaledCount keeps at least one workload per set, so that every class still shows up.
+func scaledCount(n int, scale float64) int {
+	if scale >= 1 || n == 0 {
+		return n
+	}
+	return max(1, int(math.Ceil(float64(n)*scale)))
+}
+
+// workloadCount is how many workloads the generator creates for cfg.
+func workloadCount(cfg *generator.Config) (workloads, clusterQueues int) {
+	for _, c := range cfg.Cohorts {
+		for _, qs := range c.QueuesSets {
+			clusterQueues += c.Count * qs.Count
+			for _, ws := range qs.WorkloadsSets {
+				workloads += c.Count * qs.Count * ws.Count * len(ws.Workloads)
+			}
+		}
+	}
+	return workloads, clusterQueues
+}
+
+// generatorClient is the client upstream's generator creates objects with. Every ClusterQueue
+// gets Kueue's resource-in-use finalizer at creation, as Kueue's defaulting webhook would add it:
+// without that webhook (upstream's runner installs none), Kueue's ClusterQueue controller adds
+// the finalizer with a full Update of its typed object, which drops the fields that type does not
+// have, minAdmitDuration among them. With window set, each ClusterQueue also gets
+// spec.preemption.withinClusterQueueConfig.minAdmitDuration; upstream's typed ClusterQueue has no
+// such field, so the object is sent unstructured. Everything else passes through.
+type generatorClient struct {
+	client.Client
+	window time.Duration
+}
+
+func (c generatorClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	cq, ok := obj.(*kueue.ClusterQueue)
+	if !ok {
+		return c.Client.Create(ctx, obj, opts...)
+	}
+	controllerutil.AddFinalizer(cq, kueue.ResourceInUseFinalizerName)
+	if c.window == 0 {
+		return c.Client.Create(ctx, cq, opts...)
+	}
+	u, err := withMinAdmitDuration(cq, c.window)
+	if err != nil {
+		return err
+	}
+	if err := c.Client.Create(ctx, u, opts...); err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cq)
+}
+
+// withMinAdmitDuration renders cq with the window, checked by the same rules as our webhook.
+func withMinAdmitDuration(cq *kueue.ClusterQueue, window time.Duration) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cq)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+	delete(u.Object, "status")
+	if err := unstructured.SetNestedField(u.Object, window.String(), "spec", "preemption", "withinClusterQueueConfig", "minAdmitDuration"); err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(u.Object["spec"])
+	if err != nil {
+		return nil, err
+	}
+	ext, err := tsapi.ParseClusterQueueExtension(spec)
+	if err != nil {
+		return nil, err
+	}
+	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
+		return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, errs.ToAggregate())
+	}
+	return u, nil
+}
