@@ -352,6 +352,8 @@ type jobOutcome struct {
 	Finished string
 	// Topology is the admitted topology assignment of each pod set that has one.
 	Topology []string
+	// Checks are the Workload's admission checks as "name=state", by name.
+	Checks []string
 }
 
 var (
@@ -382,6 +384,10 @@ func summarize(wl *kueue.Workload) jobOutcome {
 	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
 		o.Finished = c.Reason
 	}
+	for _, ac := range wl.Status.AdmissionChecks {
+		o.Checks = append(o.Checks, string(ac.Name)+"="+string(ac.State))
+	}
+	slices.Sort(o.Checks)
 	if o.Admitted && wl.Status.Admission != nil {
 		for _, psa := range wl.Status.Admission.PodSetAssignments {
 			o.Counts = append(o.Counts, ptr.Deref(psa.Count, 0))
@@ -415,7 +421,8 @@ type want struct {
 	preempted string
 	active    *bool
 	counts    []int32
-	finished  string // Finished reason, when set
+	finished  string   // Finished reason, when set
+	checks    []string // admission checks as "name=state", when set
 	// racyMessage leaves the QuotaReserved message out of the recorded outcome: upstream
 	// leaves either of two messages, depending on whether its informer saw its own last
 	// write before the next cycle (the condition is computed on the queued copy).
@@ -433,6 +440,7 @@ func (w want) preemptedBy(reason string) want  { w.evicted, w.preempted = "Preem
 func (w want) withCounts(c ...int32) want      { w.counts = c; return w }
 func (w want) withRacyMessage() want           { w.racyMessage = true; return w }
 func (w want) withFinished(reason string) want { w.finished = reason; return w }
+func (w want) withChecks(c ...string) want     { w.checks = c; return w }
 
 // record is what the comparison keeps of wl.
 func (w want) record(wl *kueue.Workload) jobOutcome {
@@ -471,6 +479,9 @@ func (w want) check(g gomega.Gomega, name string, wl *kueue.Workload) {
 	}
 	if w.finished != "" {
 		g.Expect(got.Finished).To(gomega.Equal(w.finished), "%s Finished reason", name)
+	}
+	if w.checks != nil {
+		g.Expect(got.Checks).To(gomega.Equal(w.checks), "%s admission checks", name)
 	}
 }
 

@@ -42,6 +42,7 @@ var profiles = []profile{
 			{name: "strict-fifo", run: queueingStrategy(kueue.StrictFIFO)},
 			{name: "best-effort", run: queueingStrategy(kueue.BestEffortFIFO)},
 			{name: "cross-cq-order", run: orderAcrossClusterQueues(false)},
+			{name: "admission-checks", run: admissionChecks},
 		},
 	},
 	{
