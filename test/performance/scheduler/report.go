@@ -119,6 +119,14 @@ func metrics(results []*result, classes []string) []metric {
 		metric{"time in cycles", func(r *result) float64 { return r.counts.CycleSeconds }, seconds},
 		metric{"scheduler writes", func(r *result) float64 { w, _ := requestCounts(r.counts.Requests); return float64(w) }, count},
 		metric{"scheduler cache reads", func(r *result) float64 { _, rd := requestCounts(r.counts.Requests); return float64(rd) }, count},
+	)
+	if slices.ContainsFunc(results, func(r *result) bool { return r.cpu.Total > 0 }) {
+		ms = append(ms,
+			metric{"scheduler CPU", func(r *result) float64 { return r.cpu.Scheduler.Seconds() }, seconds},
+			metric{"waker CPU", func(r *result) float64 { return r.cpu.Waker.Seconds() }, seconds},
+		)
+	}
+	ms = append(ms,
 		metric{"manager CPU", func(r *result) float64 { return float64(r.manager.UserMs+r.manager.SysMs) / 1000 }, seconds},
 		metric{"manager max RSS", func(r *result) float64 { return float64(r.manager.Maxrss) / 1024 }, func(v float64) string { return fmt.Sprintf("%.0f MB", v) }},
 	)

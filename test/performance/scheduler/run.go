@@ -59,7 +59,9 @@ type result struct {
 	finished            int
 	manager             stats.CmdStats
 	// counts: the scheduler's requests and admission cycles, from the manager process.
-	counts   managerCounts
+	counts managerCounts
+	// cpu: where the manager's CPU went, with -cpuprofile.
+	cpu      cpuShares
 	timedOut bool
 	// windows: ClusterQueues whose stored spec carries minAdmitDuration, read back at the end.
 	windows, clusterQueues int
@@ -267,6 +269,11 @@ wait:
 	stopped = true
 	if err := writeYAML(filepath.Join(dir, "manager.stats.yaml"), res.manager); err != nil {
 		return nil, err
+	}
+	if o.cpuProfile {
+		if res.cpu, err = readCPUShares(filepath.Join(dir, "manager.cpu.prof")); err != nil {
+			log.Error(err, "Reading the manager's CPU profile")
+		}
 	}
 	if raw, err := os.ReadFile(filepath.Join(dir, countsFileName)); err == nil {
 		if err := yaml.Unmarshal(raw, &res.counts); err != nil {

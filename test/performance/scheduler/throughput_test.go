@@ -161,6 +161,9 @@ func TestReport(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
 	}
+	if strings.Contains(text, "scheduler CPU") {
+		t.Errorf("CPU shares reported without profiles:\n%s", text)
+	}
 }
 
 func TestMedianOverRounds(t *testing.T) {
