@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -18,6 +19,7 @@ import (
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 
 	// Client auth plugins (exec, OIDC, ...) for kubeconfigs that use them.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -40,6 +42,7 @@ func run() int {
 	flag.StringVar(&featureGates, "feature-gates", "", "Comma-separated key=value pairs that turn feature gates on or off; they override the configuration file.")
 	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", manager.DefaultMetricsCertDir, "Directory with tls.crt and tls.key for the metrics endpoint when internalCertManagement is disabled.")
 	flag.BoolVar(&opts.InsecureMetrics, "metrics-insecure", false, "Serve metrics over plain HTTP without authentication. For local development only.")
+	flag.StringVar(&opts.VisibilityCertDir, "visibility-cert-dir", visibility.DefaultCertDir, "Directory with tls.crt and tls.key for the visibility API server; with internalCertManagement enabled, where it writes a self-signed certificate.")
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -68,6 +71,7 @@ func run() int {
 	features.LogFeatureGates(setupLog)
 	tsfeatures.Log(setupLog)
 
+	opts.Kubeconfig = kubeconfigPath()
 	kubeConfig, err := ctrl.GetConfig()
 	if err != nil {
 		setupLog.Error(err, "Unable to find a kubeconfig")
@@ -85,4 +89,17 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// kubeconfigPath is the kubeconfig file the manager connects with, if it names one: --kubeconfig
+// (registered by controller-runtime), else a KUBECONFIG of a single file. The visibility server
+// delegates authentication and authorization with it; empty means the in-cluster configuration.
+func kubeconfigPath() string {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return f.Value.String()
+	}
+	if env := os.Getenv("KUBECONFIG"); env != "" && !strings.Contains(env, string(os.PathListSeparator)) {
+		return env
+	}
+	return ""
 }

@@ -37,6 +37,7 @@ type options struct {
 	demo        string
 	metricsAddr string
 	healthAddr  string
+	visibility  string
 	runFor      time.Duration
 	refresh     time.Duration
 	extraArgs   string
@@ -48,6 +49,7 @@ func run() error {
 	flag.StringVar(&o.demo, "demo", "examples/demo", "Directory of manifests applied once the manager is ready, or \"none\".")
 	flag.StringVar(&o.metricsAddr, "metrics-address", "127.0.0.1:8080", "Where the manager serves /metrics (plain HTTP).")
 	flag.StringVar(&o.healthAddr, "health-address", "127.0.0.1:8081", "Where the manager serves /healthz and /readyz.")
+	flag.StringVar(&o.visibility, "visibility-address", "127.0.0.1:8082", "Where the manager serves the visibility API (pending workloads), or \"\" to turn it off.")
 	flag.DurationVar(&o.runFor, "run-for", 0, "Stop by itself after this long (0: run until interrupted).")
 	flag.DurationVar(&o.refresh, "refresh", 2*time.Second, "How often the live view refreshes.")
 	flag.StringVar(&o.extraArgs, "manager-args", "", "Extra flags for the manager, space separated.")
@@ -90,16 +92,20 @@ func run() error {
 	}
 	cfgPath := filepath.Join(local, "config.yaml")
 	cfg := cp.ManagerConfig(controlplane.ManagerSettings{
-		MetricsAddress: o.metricsAddr,
-		HealthAddress:  o.healthAddr,
-		FeatureGates:   controlplane.LocalFeatureGates(),
+		MetricsAddress:    o.metricsAddr,
+		HealthAddress:     o.healthAddr,
+		VisibilityAddress: o.visibility,
 	})
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}
 
 	logPath := filepath.Join(local, "manager.log")
-	mgr, err := startManager(o, kubeconfig, cfgPath, logPath)
+	caPath := filepath.Join(local, "serving-ca.crt")
+	if err := os.WriteFile(caPath, cp.ServingCA(), 0o644); err != nil {
+		return err
+	}
+	mgr, err := startManager(o, kubeconfig, cfgPath, logPath, cp.ServingCertDir())
 	if err != nil {
 		return err
 	}
@@ -133,10 +139,10 @@ admission shows as Jobs being unsuspended).
   export KUBECONFIG=%s
   kubectl get clusterqueues,localqueues,workloads -A     (bin/kubectl after `+"`make kubectl`"+`)
   curl -s http://%s/metrics | grep kueue_               (manager metrics)
-  manager log: %s
+%s  manager log: %s
 
 Press Ctrl-C to stop everything.
-`, kubeconfig, o.metricsAddr, logPath)
+`, kubeconfig, o.metricsAddr, visibilityHint(o.visibility, caPath), logPath)
 	fmt.Print(banner)
 
 	err = watch(ctx, c, o.refresh, term.IsTerminal(int(os.Stdout.Fd())), banner, mgr)
@@ -152,7 +158,7 @@ type managerProcess struct {
 	err  error
 }
 
-func startManager(o options, kubeconfig, cfgPath, logPath string) (*managerProcess, error) {
+func startManager(o options, kubeconfig, cfgPath, logPath, certDir string) (*managerProcess, error) {
 	bin := filepath.Join(o.root, "bin", "kueue-timeshare")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("manager binary %s not found: run `make build`", bin)
@@ -161,7 +167,7 @@ func startManager(o options, kubeconfig, cfgPath, logPath string) (*managerProce
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--kubeconfig", kubeconfig, "--config", cfgPath, "--metrics-insecure", "--zap-log-level=2"}
+	args := []string{"--kubeconfig", kubeconfig, "--config", cfgPath, "--metrics-insecure", "--zap-log-level=2", "--visibility-cert-dir", certDir}
 	args = append(args, strings.Fields(o.extraArgs)...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -244,4 +250,16 @@ func rel(root, path string) string {
 		return r
 	}
 	return path
+}
+
+// visibilityHint says how to read the visibility API, which the manager serves itself here: no
+// APIService routes it through kube-apiserver, since the control plane has no Service network.
+func visibilityHint(addr, caPath string) string {
+	if addr == "" {
+		return ""
+	}
+	return fmt.Sprintf("  kubectl --server https://%s --certificate-authority %s \\\n"+
+		"    get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/<name>/pendingworkloads\n"+
+		"                                                        (pending workloads in the order they will be admitted)\n",
+		addr, caPath)
 }

@@ -7,14 +7,17 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -31,6 +34,8 @@ type ControlPlane struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Root   string
+	// tmp holds files the API server reads (the front proxy's CA).
+	tmp string
 }
 
 // Start brings up the control plane. root is the repository root (see FindRoot).
@@ -59,16 +64,51 @@ func Start(root string) (*ControlPlane, error) {
 	// controller has set its JobSuspended condition. No controller-manager runs here, so keep the
 	// older rule (suspended and never started), which is what Kueue relies on when it admits a Job.
 	env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "MutableSchedulingDirectivesForSuspendedJobs=false")
+	tmp, err := os.MkdirTemp("", "kueue-timeshare-controlplane-")
+	if err != nil {
+		return nil, err
+	}
+	if err := configureFrontProxy(env, tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	return &ControlPlane{Env: env, Config: cfg, Root: root}, nil
+	return &ControlPlane{Env: env, Config: cfg, Root: root, tmp: tmp}, nil
+}
+
+// configureFrontProxy gives kube-apiserver the request-header (aggregation layer) settings a
+// cluster has. It publishes them, with its client CA, in kube-system's
+// extension-apiserver-authentication ConfigMap, which an extension API server such as the
+// manager's visibility server reads, and complains about until they are there.
+func configureFrontProxy(env *envtest.Environment, dir string) error {
+	caCert, _, err := certutil.GenerateSelfSignedCertKey("front-proxy-ca", nil, nil)
+	if err != nil {
+		return fmt.Errorf("front proxy CA: %w", err)
+	}
+	caFile := filepath.Join(dir, "front-proxy-ca.crt")
+	if err := os.WriteFile(caFile, caCert, 0o600); err != nil {
+		return err
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("requestheader-client-ca-file", caFile)
+	args.Set("requestheader-allowed-names", "front-proxy-client")
+	args.Set("requestheader-username-headers", "X-Remote-User")
+	args.Set("requestheader-group-headers", "X-Remote-Group")
+	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
+	return nil
 }
 
 // Stop ends every process Start began.
 func (c *ControlPlane) Stop() error {
-	return c.Env.Stop()
+	err := c.Env.Stop()
+	if c.tmp != "" {
+		_ = os.RemoveAll(c.tmp)
+	}
+	return err
 }
 
 // WriteAdminKubeconfig writes a kubeconfig for a cluster-admin user to path.
@@ -102,6 +142,9 @@ type ManagerSettings struct {
 	WebhookPort int
 	// LeaderElection, when set, turns leader election on with these durations; nil leaves it off.
 	LeaderElection *LeaderElection
+	// VisibilityAddress is host:port for the visibility API server, which serves with the
+	// certificate in ServingCertDir; empty turns it off (VisibilityOnDemand=false).
+	VisibilityAddress string
 }
 
 // LeaderElection is the leaderElection section of a manager's configuration.
@@ -133,20 +176,35 @@ func (c *ControlPlane) ManagerConfig(s ManagerSettings) string {
 		b.WriteString("leaderElection:\n  leaderElect: false\n")
 	}
 	b.WriteString("internalCertManagement:\n  enable: false\n")
-	if len(s.FeatureGates) > 0 {
+	gates := maps.Clone(s.FeatureGates)
+	if s.VisibilityAddress != "" {
+		host, port, _ := net.SplitHostPort(s.VisibilityAddress)
+		fmt.Fprintf(&b, "visibilityServer:\n  bindAddress: %q\n  bindPort: %s\n", host, port)
+	} else if _, set := gates["VisibilityOnDemand"]; !set {
+		if gates == nil {
+			gates = map[string]bool{}
+		}
+		gates["VisibilityOnDemand"] = false
+	}
+	if len(gates) > 0 {
 		b.WriteString("featureGates:\n")
-		for name, on := range s.FeatureGates {
-			fmt.Fprintf(&b, "  %s: %t\n", name, on)
+		for _, name := range slices.Sorted(maps.Keys(gates)) {
+			fmt.Fprintf(&b, "  %s: %t\n", name, gates[name])
 		}
 	}
 	b.WriteString(s.Extra)
 	return b.String()
 }
 
-// LocalFeatureGates are the gates a manager next to a local control plane needs. The visibility
-// server reads its serving certificate from a fixed in-cluster path, which does not exist here.
-func LocalFeatureGates() map[string]bool {
-	return map[string]bool{"VisibilityOnDemand": false}
+// ServingCertDir holds tls.crt and tls.key for 127.0.0.1 and localhost, signed by ServingCA: the
+// webhook server's, and the visibility server's when a manager runs one here.
+func (c *ControlPlane) ServingCertDir() string {
+	return c.Env.WebhookInstallOptions.LocalServingCertDir
+}
+
+// ServingCA is the PEM certificate of the CA that signed the certificate in ServingCertDir.
+func (c *ControlPlane) ServingCA() []byte {
+	return c.Env.WebhookInstallOptions.LocalServingCAData
 }
 
 // FindRoot walks up from the working directory to the directory holding go.mod.

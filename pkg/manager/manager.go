@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -32,6 +33,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/cache/scheduler/was"
@@ -64,13 +66,14 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/util/tlsconfig"
 	"sigs.k8s.io/kueue/pkg/util/useragent"
-	"sigs.k8s.io/kueue/pkg/visibility"
 	"sigs.k8s.io/kueue/pkg/webhooks"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
+	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
 
@@ -92,6 +95,12 @@ type Options struct {
 	UpstreamScheduler bool
 	// Clock replaces the scheduler's and preemptor's clock, for tests of time windows.
 	Clock clock.Clock
+	// VisibilityCertDir holds the visibility server's certificate (tls.crt, tls.key), or receives a
+	// self-signed one when internal certificate management is on.
+	VisibilityCertDir string
+	// Kubeconfig is the file the visibility server delegates authentication and authorization
+	// with; empty means the in-cluster configuration.
+	Kubeconfig string
 	// ClientWrapper, when set, wraps the client the scheduler and its preemptor read and write
 	// through (quota reservations, pending messages, evictions, expected-runtime cooldowns), and
 	// nothing else's. For tests that inject API faults into admission and eviction.
@@ -129,6 +138,9 @@ type Manager struct {
 func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, all Config, o Options) (*Manager, error) {
 	if o.MetricsCertDir == "" {
 		o.MetricsCertDir = DefaultMetricsCertDir
+	}
+	if o.VisibilityCertDir == "" {
+		o.VisibilityCertDir = tsvisibility.DefaultCertDir
 	}
 	cfg := all.Kueue
 	tsconfig.SetDefaults(&all.Timeshare)
@@ -230,13 +242,35 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, al
 		return nil, err
 	}
 	if features.Enabled(features.VisibilityOnDemand) {
-		if err := mgr.Add(nonLeaderRunnable(func(ctx context.Context) error {
-			return visibility.CreateAndStartVisibilityServer(ctx, m.Queues, &m.cfg, m.kubeConfig, m.tlsOpts)
-		})); err != nil {
+		if err := mgr.Add(nonLeaderRunnable(m.runVisibilityServer)); err != nil {
 			return nil, fmt.Errorf("adding visibility server: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// runVisibilityServer serves the pending workloads API with the positions our scheduler takes
+// them in (turn order in ClusterQueues with a minAdmitDuration).
+func (m *Manager) runVisibilityServer(ctx context.Context) error {
+	o := tsvisibility.Options{BindPort: int(configapi.DefaultVisibilityBindPort), CertDir: m.opts.VisibilityCertDir,
+		GenerateCert: internalCertsEnabled(&m.cfg), Kubeconfig: m.opts.Kubeconfig, TLS: m.tlsOpts}
+	if v := m.cfg.VisibilityServer; v != nil {
+		o.BindPort = int(ptr.Deref(v.BindPort, configapi.DefaultVisibilityBindPort))
+		if v.BindAddress != nil {
+			if o.BindAddress = net.ParseIP(*v.BindAddress); o.BindAddress == nil {
+				return fmt.Errorf("visibilityServer.bindAddress: %q is not an IP address", *v.BindAddress)
+			}
+		}
+	}
+	pending := tsvisibility.TurnOrdered{
+		Queues:   m.Queues,
+		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)},
+		TakesTurns: func(cq kueue.ClusterQueueReference) bool {
+			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).MinAdmitDuration > 0
+		},
+		Log: m.log.WithName("visibility"),
+	}
+	return tsvisibility.Run(ctx, pending, m.kubeConfig, o)
 }
 
 // Start runs the caches' clean-up loops and the manager until ctx ends.

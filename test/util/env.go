@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,10 +28,15 @@ type Env struct {
 	Client       client.Client
 	Scheme       *runtime.Scheme
 
-	cancel   context.CancelFunc
-	stopped  chan error
-	cfgFile  string
-	settings Settings
+	// VisibilityConfig reaches the visibility API server as the control plane's admin, when
+	// Settings.Visibility runs one.
+	VisibilityConfig *rest.Config
+
+	cancel     context.CancelFunc
+	stopped    chan error
+	cfgFile    string
+	kubeconfig string
+	settings   Settings
 }
 
 // Settings tune the manager a suite runs.
@@ -45,6 +52,8 @@ type Settings struct {
 	Clock clock.Clock
 	// ClientWrapper wraps the scheduler's client (manager.Options), to inject API faults.
 	ClientWrapper func(client.Client) client.Client
+	// Visibility runs the visibility API server (VisibilityOnDemand) at Env.VisibilityConfig.
+	Visibility bool
 }
 
 // Start brings up the control plane and runs the manager until Stop. The manager is built from a
@@ -66,9 +75,23 @@ func Start(s Settings) (*Env, error) {
 		}
 	}()
 
-	cfgFile := filepath.Join(cp.Env.WebhookInstallOptions.LocalServingCertDir, "kueue-config.yaml")
+	cfgFile := filepath.Join(cp.ServingCertDir(), "kueue-config.yaml")
 	e.cfgFile, e.settings = cfgFile, s
-	if err := e.writeConfig(); err != nil {
+	var visibilityAddress string
+	if s.Visibility {
+		// The server delegates authentication and authorization to kube-apiserver through a file.
+		e.kubeconfig = filepath.Join(cp.ServingCertDir(), "admin.kubeconfig")
+		if err := cp.WriteAdminKubeconfig(e.kubeconfig); err != nil {
+			return nil, err
+		}
+		if visibilityAddress, err = controlplane.FreeLoopbackAddress(); err != nil {
+			return nil, err
+		}
+		e.VisibilityConfig = rest.CopyConfig(cp.Config)
+		e.VisibilityConfig.Host = "https://" + visibilityAddress
+		e.VisibilityConfig.CAData, e.VisibilityConfig.CAFile = cp.ServingCA(), ""
+	}
+	if err := e.writeConfig(visibilityAddress); err != nil {
 		return nil, err
 	}
 	if e.Scheme, err = manager.NewScheme(); err != nil {
@@ -85,12 +108,9 @@ func Start(s Settings) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) writeConfig() error {
-	gates := controlplane.LocalFeatureGates()
-	for k, v := range e.settings.FeatureGates {
-		gates[k] = v
-	}
-	text := e.ControlPlane.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0", FeatureGates: gates, Extra: e.settings.ConfigExtra})
+func (e *Env) writeConfig(visibilityAddress string) error {
+	text := e.ControlPlane.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0",
+		FeatureGates: e.settings.FeatureGates, VisibilityAddress: visibilityAddress, Extra: e.settings.ConfigExtra})
 	return os.WriteFile(e.cfgFile, []byte(text), 0o600)
 }
 
@@ -101,7 +121,11 @@ func (e *Env) Reconfigure(extra string) error {
 		return nil
 	}
 	e.settings.ConfigExtra = extra
-	if err := e.writeConfig(); err != nil {
+	var visibilityAddress string
+	if e.VisibilityConfig != nil {
+		visibilityAddress = strings.TrimPrefix(e.VisibilityConfig.Host, "https://")
+	}
+	if err := e.writeConfig(visibilityAddress); err != nil {
 		return err
 	}
 	return e.RestartManager()
@@ -118,7 +142,8 @@ func (e *Env) startManager() error {
 	ctrlOpts.Controller.SkipNameValidation = ptr.To(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := e.settings
-	m, err := manager.New(ctx, e.ControlPlane.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock, ClientWrapper: s.ClientWrapper})
+	m, err := manager.New(ctx, e.ControlPlane.Config, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: s.Log,
+		VisibilityCertDir: e.ControlPlane.ServingCertDir(), Kubeconfig: e.kubeconfig, UpstreamScheduler: s.UpstreamScheduler, Clock: s.Clock, ClientWrapper: s.ClientWrapper})
 	if err != nil {
 		cancel()
 		return err

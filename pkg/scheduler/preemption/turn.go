@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,4 +171,55 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info) string
 		return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", who)
 	}
 	return ""
+}
+
+// TurnOrder returns a ClusterQueue's pending workloads, given in the queue's own order, in the
+// order the scheduler takes them when the ClusterQueue has a minAdmitDuration: the first one left
+// goes next, unless it was rotated out for time-sharing and a same-priority workload's turn comes
+// first, in which case that one goes next (SubstituteHead). The visibility API shows this order.
+// pending is not changed.
+func TurnOrder(log logr.Logger, pending []*workload.Info, ordering workload.Ordering) []*workload.Info {
+	type entry struct {
+		at  time.Time
+		idx int
+	}
+	prio := make([]int64, len(pending))
+	// Per priority, the workloads by turn time (ties: smaller UID), consumed from the front.
+	byPrio := map[int64][]entry{}
+	for i, info := range pending {
+		prio[i] = priority.EffectivePriority(log, info.Obj)
+		byPrio[prio[i]] = append(byPrio[prio[i]], entry{at: turnTime(info.Obj, ordering), idx: i})
+	}
+	for _, list := range byPrio {
+		slices.SortFunc(list, func(a, b entry) int {
+			if c := a.at.Compare(b.at); c != 0 {
+				return c
+			}
+			return cmp.Compare(pending[a.idx].Obj.UID, pending[b.idx].Obj.UID)
+		})
+	}
+	taken := make([]bool, len(pending))
+	// firstTurn drops the taken entries at the front of a priority's list and returns its first.
+	firstTurn := func(p int64) int {
+		list := byPrio[p]
+		for taken[list[0].idx] {
+			list = list[1:]
+		}
+		byPrio[p] = list
+		return list[0].idx
+	}
+	out := make([]*workload.Info, 0, len(pending))
+	next := 0
+	for len(out) < len(pending) {
+		for taken[next] {
+			next++
+		}
+		pick := next
+		if timeBasedPreemption(pending[next].Obj) != nil {
+			pick = firstTurn(prio[next])
+		}
+		taken[pick] = true
+		out = append(out, pending[pick])
+	}
+	return out
 }

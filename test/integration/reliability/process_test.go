@@ -160,7 +160,7 @@ func (k *cluster) startManagerWith(name string, le *controlplane.LeaderElection,
 	_, portText, _ := net.SplitHostPort(webhook)
 	port, _ := strconv.Atoi(portText)
 	cfg := k.cp.ManagerConfig(controlplane.ManagerSettings{
-		MetricsAddress: metricsAddress, HealthAddress: health, FeatureGates: controlplane.LocalFeatureGates(),
+		MetricsAddress: metricsAddress, HealthAddress: health,
 		WebhookPort: port, LeaderElection: le,
 	})
 	cfgPath := filepath.Join(k.dir, name+".yaml")

@@ -33,7 +33,7 @@ var _ = ginkgo.BeforeSuite(func() {
 	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	var err error
-	env, err = util.Start(util.Settings{Log: log, Clock: clk})
+	env, err = util.Start(util.Settings{Log: log, Clock: clk, Visibility: true})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 })
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,10 +133,7 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	if err != nil {
 		return nil, err
 	}
-	gates := controlplane.LocalFeatureGates()
-	for k, on := range v.gates {
-		gates[k] = on
-	}
+	gates := maps.Clone(v.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
 	text := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates})
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {

@@ -1,0 +1,145 @@
+package visibility
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
+	"sigs.k8s.io/kueue/pkg/constants"
+	"sigs.k8s.io/kueue/pkg/util/priority"
+	utilqueue "sigs.k8s.io/kueue/pkg/util/queue"
+	upstreamstorage "sigs.k8s.io/kueue/pkg/visibility/storage"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// Pending is what the API reads: a ClusterQueue's pending workloads in the order they will be
+// tried, and the ClusterQueue a LocalQueue feeds.
+type Pending interface {
+	PendingWorkloadsInfo(kueue.ClusterQueueReference) []*workload.Info
+	ClusterQueueFromLocalQueue(utilqueue.LocalQueueReference) (kueue.ClusterQueueReference, bool)
+}
+
+// Storage returns the resources of the API group: ClusterQueues and LocalQueues exist only to
+// carry their pendingworkloads subresources, which read pending.
+func Storage(pending Pending) map[string]rest.Storage {
+	return map[string]rest.Storage{
+		"clusterqueues":                  upstreamstorage.NewCqREST(),
+		"clusterqueues/pendingworkloads": &clusterQueuePending{pending: pending},
+		"localqueues":                    upstreamstorage.NewLqREST(),
+		"localqueues/pendingworkloads":   &localQueuePending{pending: pending},
+	}
+}
+
+type clusterQueuePending struct{ pending Pending }
+
+type localQueuePending struct{ pending Pending }
+
+var (
+	_ rest.GetterWithOptions = &clusterQueuePending{}
+	_ rest.Scoper            = &clusterQueuePending{}
+	_ rest.GetterWithOptions = &localQueuePending{}
+	_ rest.Scoper            = &localQueuePending{}
+)
+
+func (*clusterQueuePending) New() runtime.Object                           { return &visibilityapi.PendingWorkloadsSummary{} }
+func (*clusterQueuePending) Destroy()                                      {}
+func (*clusterQueuePending) NamespaceScoped() bool                         { return false }
+func (*clusterQueuePending) NewGetOptions() (runtime.Object, bool, string) { return newOptions() }
+
+func (*localQueuePending) New() runtime.Object                           { return &visibilityapi.PendingWorkloadsSummary{} }
+func (*localQueuePending) Destroy()                                      {}
+func (*localQueuePending) NamespaceScoped() bool                         { return true }
+func (*localQueuePending) NewGetOptions() (runtime.Object, bool, string) { return newOptions() }
+
+// newOptions carries the default limit: defaulting functions do not run for a request without
+// query parameters.
+func newOptions() (runtime.Object, bool, string) {
+	return &visibilityapi.PendingWorkloadOptions{Limit: constants.DefaultPendingWorkloadsLimit}, false, ""
+}
+
+// window is the part of a list a request asks for: offset and limit, clamped to what the API allows.
+func window(opts runtime.Object) (offset, limit int, err error) {
+	o, ok := opts.(*visibilityapi.PendingWorkloadOptions)
+	if !ok {
+		return 0, 0, fmt.Errorf("unexpected options %T", opts)
+	}
+	return int(max(o.Offset, 0)), int(min(max(o.Limit, 0), constants.MaxPendingWorkloadsLimit)), nil
+}
+
+// Get lists a ClusterQueue's pending workloads with their positions in it and in their LocalQueues.
+func (s *clusterQueuePending) Get(_ context.Context, name string, opts runtime.Object) (runtime.Object, error) {
+	offset, limit, err := window(opts)
+	if err != nil {
+		return nil, err
+	}
+	pending := s.pending.PendingWorkloadsInfo(kueue.ClusterQueueReference(name))
+	if pending == nil {
+		return nil, errors.NewNotFound(visibilityapi.Resource("clusterqueue"), name)
+	}
+	// A LocalQueue position counts every workload of that LocalQueue ahead, also those before offset.
+	inLocalQueue := map[utilqueue.LocalQueueReference]int32{}
+	items := make([]visibilityapi.PendingWorkload, 0, min(limit, max(len(pending)-offset, 0)))
+	for i := 0; i < len(pending) && i < offset+limit; i++ {
+		lq := utilqueue.KeyFromWorkload(pending[i].Obj)
+		if i >= offset {
+			items = append(items, item(pending[i], i, inLocalQueue[lq]))
+		}
+		inLocalQueue[lq]++
+	}
+	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
+}
+
+// Get lists a LocalQueue's pending workloads with their positions in it and in its ClusterQueue.
+func (s *localQueuePending) Get(ctx context.Context, name string, opts runtime.Object) (runtime.Object, error) {
+	offset, limit, err := window(opts)
+	if err != nil {
+		return nil, err
+	}
+	ns := genericapirequest.NamespaceValue(ctx)
+	lq := utilqueue.NewLocalQueueReference(ns, kueue.LocalQueueName(name))
+	cq, ok := s.pending.ClusterQueueFromLocalQueue(lq)
+	if !ok {
+		return nil, errors.NewNotFound(visibilityapi.Resource("localqueue"), name)
+	}
+	pending := s.pending.PendingWorkloadsInfo(cq)
+	items := make([]visibilityapi.PendingWorkload, 0, min(limit, len(pending)))
+	seen := 0
+	for i := 0; i < len(pending) && len(items) < limit; i++ {
+		if utilqueue.KeyFromWorkload(pending[i].Obj) != lq {
+			continue
+		}
+		if seen >= offset {
+			items = append(items, item(pending[i], i, int32(seen)))
+		}
+		seen++
+	}
+	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
+}
+
+// item is one workload as the API shows it.
+func item(info *workload.Info, inClusterQueue int, inLocalQueue int32) visibilityapi.PendingWorkload {
+	wl := info.Obj
+	var owners []metav1.OwnerReference
+	for _, o := range wl.OwnerReferences {
+		owners = append(owners, metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID})
+	}
+	return visibilityapi.PendingWorkload{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              wl.Name,
+			Namespace:         wl.Namespace,
+			OwnerReferences:   owners,
+			CreationTimestamp: wl.CreationTimestamp,
+		},
+		Priority:               priority.Priority(wl),
+		LocalQueueName:         wl.Spec.QueueName,
+		PositionInClusterQueue: int32(inClusterQueue),
+		PositionInLocalQueue:   inLocalQueue,
+	}
+}
