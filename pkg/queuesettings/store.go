@@ -39,6 +39,8 @@ type Store struct {
 	settings map[kueue.ClusterQueueReference]policy.QueueSettings
 	cqMin    map[kueue.ClusterQueueReference]policy.MinRuntimes
 	cohorts  map[kueue.CohortReference]policy.MinRuntimes
+	// known are the ClusterQueues whose objects the store has read, with settings or without.
+	known    sets.Set[kueue.ClusterQueueReference]
 	defaults policy.Defaults
 	method   policy.ResolveMethod
 }
@@ -49,6 +51,7 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 		settings: map[kueue.ClusterQueueReference]policy.QueueSettings{},
 		cqMin:    map[kueue.ClusterQueueReference]policy.MinRuntimes{},
 		cohorts:  map[kueue.CohortReference]policy.MinRuntimes{},
+		known:    sets.New[kueue.ClusterQueueReference](),
 		defaults: defaults,
 		method:   method,
 	}
@@ -133,6 +136,28 @@ func (s *Store) Settings(cq kueue.ClusterQueueReference) policy.QueueSettings {
 	return out
 }
 
+// Known reports whether the store has read cq's object. Kueue's cache learns of a new ClusterQueue
+// through another watch than ours, so the scheduler may see it first: until the store has read
+// it, its settings (a min-runtime, say) are not known to be absent.
+func (s *Store) Known(cq kueue.ClusterQueueReference) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.known.Has(cq)
+}
+
+// setKnown records whether cq exists and reports whether it was unknown before.
+func (s *Store) setKnown(cq kueue.ClusterQueueReference, exists bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.known.Has(cq)
+	if exists {
+		s.known.Insert(cq)
+	} else {
+		s.known.Delete(cq)
+	}
+	return exists && !was
+}
+
 // set stores the settings and reports whether they changed.
 func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) bool {
 	s.mu.Lock()
@@ -190,6 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
 			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{})
+			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -202,6 +228,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr) || changed
+	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
+	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
@@ -255,6 +283,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	qs, mr, problem := parse(u)
 	s.set(name, qs)
 	s.setClusterQueueMinRuntimes(name, mr)
+	s.setKnown(name, true)
 	if problem != "" {
 		return errors.New(problem)
 	}
@@ -285,6 +314,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		qs, mr, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr)
+		s.setKnown(name, true)
 	}
 	cohorts := &unstructured.UnstructuredList{}
 	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))

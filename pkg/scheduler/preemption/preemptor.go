@@ -57,6 +57,9 @@ type Preemptor struct {
 	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
+	// settingsKnown, when set, reports whether a ClusterQueue's settings have been read; no
+	// workload of a ClusterQueue whose settings are not is preempted, nor preempts.
+	settingsKnown func(kueue.ClusterQueueReference) bool
 	// minRuntimes, when set, feeds min-runtime protection.
 	minRuntimes MinRuntimeSource
 	// tolerations, when set, feeds preemption toleration.
@@ -82,6 +85,7 @@ type config struct {
 	policyOpts          []policy.Option
 	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending             func(kueue.ClusterQueueReference) []*workload.Info
+	settingsKnown       func(kueue.ClusterQueueReference) bool
 	minRuntimes         MinRuntimeSource
 	tolerations         ClassTolerations
 	expectedRuntime     bool
@@ -93,6 +97,13 @@ type config struct {
 // may take a turn.
 func WithPendingWorkloads(pending func(kueue.ClusterQueueReference) []*workload.Info) Option {
 	return func(c *config) { c.pending = pending }
+}
+
+// WithSettingsKnown makes the preemptor leave alone, as preemptor and as victims, the workloads of
+// a ClusterQueue whose kueue-timeshare settings known does not report read yet: a ClusterQueue
+// just created may reach the scheduler before its min-runtimes reach the preemptor.
+func WithSettingsKnown(known func(kueue.ClusterQueueReference) bool) Option {
+	return func(c *config) { c.settingsKnown = known }
 }
 
 // WithPolicy extends the victim policy.
@@ -149,6 +160,7 @@ func New(
 		policy:              policy.New(po, c.policyOpts...),
 		settings:            settings,
 		pending:             c.pending,
+		settingsKnown:       c.settingsKnown,
 		minRuntimes:         c.minRuntimes,
 		tolerations:         c.tolerations,
 		expectedRuntime:     c.expectedRuntime,
@@ -219,6 +231,10 @@ func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *
 // GetTargets returns the workloads to evict so that wl fits with the given assignment, or nil.
 func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment flavorassigner.Assignment, snapshot *schdcache.Snapshot) []*Target {
 	log := ctrllog.FromContext(ctx)
+	if !p.knows(wl.ClusterQueue) {
+		log.V(3).Info("No preemption until the ClusterQueue's kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue)
+		return nil
+	}
 	s := p.newSearch(ctx, &wl, snapshot, contestedResources(assignment),
 		workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()})
 	if features.Enabled(features.TopologyAwareScheduling) {
@@ -228,6 +244,11 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	s.protected.report(wl.ClusterQueue)
 	s.nominations.report()
 	return targets
+}
+
+// knows reports whether cq's settings are read, or nobody tracks that.
+func (p *Preemptor) knows(cq kueue.ClusterQueueReference) bool {
+	return p.settingsKnown == nil || p.settingsKnown(cq)
 }
 
 func (p *Preemptor) targets(s *search) []*Target {
@@ -356,6 +377,9 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 // candidates costs nothing and pointers into the slice stay valid. build fills in what the
 // caller's search needs. The candidates are appended to out, which is returned.
 func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool, out []*candidate) []*candidate {
+	if !p.knows(cq.Name) {
+		return out
+	}
 	var chunk []candidate
 	scope, pol, kind := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue, kindPreempt
 	if cq != s.cq {

@@ -115,6 +115,9 @@ func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) boo
 // ExplainWait says why a workload found no victims, as far as our features are the cause: turns
 // and minAdmitDuration windows, and min-runtime protection.
 func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	if !p.knows(wl.ClusterQueue) {
+		return fmt.Sprintf("kueue-timeshare has not read ClusterQueue %s's settings yet", wl.ClusterQueue)
+	}
 	var notes []string
 	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), p.ExplainProtection(ctx, wl, snapshot)} {
 		if note != "" {

@@ -1,0 +1,75 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// A ClusterQueue whose settings the store has not read yet (just created) takes no part in
+// preemption, as preemptor or as victim, until they are read.
+func TestSettingsNotReadYet(t *testing.T) {
+	cases := map[string]struct {
+		scenario    *snapgen.Scenario
+		unknown     kueue.ClusterQueueReference
+		want        []string
+		wantExplain string
+	}{
+		"every ClusterQueue read: the borrower before its own lower-priority workload": {
+			scenario: reclaimScenario("1", true), want: []string{"borrower: InCohortReclamation"},
+		},
+		"every ClusterQueue read: reclaim from the borrower": {
+			scenario: reclaimScenario("2", false), want: []string{"borrower: InCohortReclamation"},
+		},
+		"the preemptor's ClusterQueue not read: no preemption, and it says why": {
+			scenario: reclaimScenario("2", false), unknown: "b1",
+			wantExplain: "kueue-timeshare has not read ClusterQueue b1's settings yet",
+		},
+		"the borrower's ClusterQueue not read: its workloads are left alone": {
+			scenario: reclaimScenario("2", false), unknown: "a1",
+		},
+		"the borrower's ClusterQueue not read: its own lower-priority workload instead": {
+			scenario: reclaimScenario("1", true), unknown: "a1", want: []string{"own: InClusterQueue"},
+		},
+	}
+	for _, fairSharing := range []bool{false, true} {
+		for name, tc := range cases {
+			t.Run(fmt.Sprintf("fairSharing=%t/%s", fairSharing, name), func(t *testing.T) {
+				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+				sc := *tc.scenario
+				sc.FairSharing = fairSharing
+				var fs *configapi.FairSharing
+				if fairSharing {
+					fs = &configapi.FairSharing{}
+				}
+				known := func(cq kueue.ClusterQueueReference) bool { return cq != tc.unknown }
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSettingsKnown(known))
+				info := sc.PendingInfo()
+				snap := snapshotOf(t, ctx, &sc)
+				var got []string
+				for _, tg := range p.GetTargets(ctx, *info, cpuPreemptAssignment(info), snap) {
+					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
+					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				}
+			})
+		}
+	}
+}
