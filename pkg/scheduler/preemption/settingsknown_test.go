@@ -18,6 +18,14 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
+// fairSharingConfig is the manager's fairSharing section with fair sharing on or off.
+func fairSharingConfig(on bool) *configapi.FairSharing {
+	if on {
+		return &configapi.FairSharing{}
+	}
+	return nil
+}
+
 // A ClusterQueue whose settings the store has not read yet (just created) takes no part in
 // preemption, as preemptor or as victim, until they are read.
 func TestSettingsNotReadYet(t *testing.T) {
@@ -50,12 +58,8 @@ func TestSettingsNotReadYet(t *testing.T) {
 				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 				sc := *tc.scenario
 				sc.FairSharing = fairSharing
-				var fs *configapi.FairSharing
-				if fairSharing {
-					fs = &configapi.FairSharing{}
-				}
 				known := func(cq kueue.ClusterQueueReference) bool { return cq != tc.unknown }
-				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fairSharingConfig(fairSharing), false,
 					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSettingsKnown(known))
 				info := sc.PendingInfo()
 				snap := snapshotOf(t, ctx, &sc)

@@ -26,16 +26,7 @@ var _ = ginkgo.Describe("Fair rotation", func() {
 				jobs = append(jobs, j)
 				names = append(names, j.Name)
 			}
-			running := func(g gomega.Gomega) string {
-				var holders []string
-				for _, j := range jobs {
-					if unsuspended(g, ctx, j) {
-						holders = append(holders, j.Name)
-					}
-				}
-				g.Expect(holders).To(gomega.HaveLen(1), "exactly one job holds the quota")
-				return holders[0]
-			}
+			running := func(g gomega.Gomega) string { return soleHolder(g, ctx, jobs) }
 			var turns []string
 			gomega.Eventually(func(g gomega.Gomega) { turns = append(turns[:0], running(g)) }, timeout, interval).Should(gomega.Succeed())
 

@@ -32,16 +32,7 @@ var _ = ginkgo.Describe("Visibility API", func() {
 				gomega.Expect(env.Client.Create(ctx, j)).To(gomega.Succeed())
 				jobs = append(jobs, j)
 			}
-			holder := func(g gomega.Gomega) string {
-				var holders []string
-				for _, j := range jobs {
-					if unsuspended(g, ctx, j) {
-						holders = append(holders, j.Name)
-					}
-				}
-				g.Expect(holders).To(gomega.HaveLen(1), "exactly one job holds the quota")
-				return holders[0]
-			}
+			holder := func(g gomega.Gomega) string { return soleHolder(g, ctx, jobs) }
 			// pendingJobs reads both lists of the API and returns the Jobs of the pending workloads
 			// by position, once every job but the holder is listed.
 			pendingJobs := func(g gomega.Gomega, holding string) []string {
@@ -102,6 +93,18 @@ var _ = ginkgo.Describe("Visibility API", func() {
 		ginkgo.Entry("StrictFIFO", "StrictFIFO"),
 	)
 })
+
+// soleHolder returns the name of the one job of jobs that runs, and fails unless exactly one does.
+func soleHolder(g gomega.Gomega, ctx context.Context, jobs []*batchv1.Job) string {
+	var holders []string
+	for _, j := range jobs {
+		if unsuspended(g, ctx, j) {
+			holders = append(holders, j.Name)
+		}
+	}
+	g.Expect(holders).To(gomega.HaveLen(1), "exactly one job holds the quota")
+	return holders[0]
+}
 
 // ownerJobs returns the names of the Jobs owning the listed workloads, in list order.
 func ownerJobs(g gomega.Gomega, items []visibilityv1beta2.PendingWorkload) []string {
