@@ -43,6 +43,9 @@ var (
 	window = flag.Duration("timesharing-envtest-window", time.Minute, "minAdmitDuration, and the priority booster's interval")
 	maxN   = flag.Int("timesharing-envtest-max-n", 10, "largest N; every N from 2 up to it runs")
 	logTo  = flag.String("timesharing-envtest-log", "", "write the manager's log to this file (verbosity from TEST_LOG_VERBOSITY)")
+	// On a small machine, 27 queues whose windows all end in the same instant measure their own
+	// contention; a cluster's queues are not synchronised.
+	stagger = flag.Duration("timesharing-envtest-stagger", 2*time.Second, "delay between the starts of consecutive queues (0: all at once)")
 )
 
 // approachLabel is copied from each Job to its Workload, so that the booster acts only on its own.
@@ -123,9 +126,10 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 		t.Fatal(err)
 	}
 	type queue struct {
-		a  approach
-		n  int
-		ns string
+		a     approach
+		n     int
+		ns    string
+		start time.Duration // after the first queue's start
 	}
 	var queues []queue
 	for _, a := range approaches {
@@ -142,38 +146,54 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 			queues = append(queues, queue{a: a, n: n, ns: ns})
 		}
 	}
-
-	// The i-th workload of every queue arrives i seconds after the first.
-	start := time.Now()
-	for i := range *maxN {
-		for _, q := range queues {
-			if i >= q.n {
-				continue
-			}
-			j := util.CPUJob(q.ns, fmt.Sprintf("n%d-job-%d", q.n, i), fmt.Sprintf("%s-%d", q.a.name, q.n), "1")
-			j.Labels[constants.WorkloadPriorityClassLabel] = "normal"
-			j.Labels[approachLabel] = q.a.name
-			if err := c.Create(ctx, j); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(time.Until(start.Add(time.Duration(i+1) * time.Second)))
+	// Interleave the approaches, so that each is spread over the whole stagger range.
+	slices.SortStableFunc(queues, func(a, b queue) int { return a.n - b.n })
+	for i := range queues {
+		queues[i].start = time.Duration(i) * *stagger
 	}
 
+	// The i-th workload of a queue arrives i seconds after the queue's first.
+	type arrival struct {
+		at time.Duration
+		q  queue
+		i  int
+	}
+	var arrivals []arrival
+	for _, q := range queues {
+		for i := range q.n {
+			arrivals = append(arrivals, arrival{at: q.start + time.Duration(i)*time.Second, q: q, i: i})
+		}
+	}
+	slices.SortStableFunc(arrivals, func(a, b arrival) int { return int(a.at - b.at) })
 	// Long enough for the last of ten workloads to get its first turn, and a minute more.
 	horizon := time.Duration(*maxN-1)**window + 2*time.Minute
-	t.Logf("running for %s (minAdmitDuration %s, N = 2..%d)", horizon, *window, *maxN)
-	time.Sleep(time.Until(start.Add(horizon)))
-	end := time.Now()
+	t.Logf("running each queue for %s (minAdmitDuration %s, N = 2..%d, queues started %s apart)", horizon, *window, *maxN, *stagger)
+	start := time.Now()
+	for _, a := range arrivals {
+		time.Sleep(time.Until(start.Add(a.at)))
+		j := util.CPUJob(a.q.ns, fmt.Sprintf("n%d-job-%d", a.q.n, a.i), fmt.Sprintf("%s-%d", a.q.a.name, a.q.n), "1")
+		j.Labels[constants.WorkloadPriorityClassLabel] = "normal"
+		j.Labels[approachLabel] = a.q.a.name
+		if err := c.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := queues[len(queues)-1].start
+	time.Sleep(time.Until(start.Add(last + horizon)))
+	endOf := map[string]time.Time{}
+	for _, q := range queues {
+		endOf[fmt.Sprintf("%s-%d", q.a.name, q.n)] = start.Add(q.start + horizon)
+	}
 
 	var rows []simulator.TimeSharingRow
 	for n := 2; n <= *maxN; n++ {
 		row := simulator.TimeSharingRow{
-			Case:     simulator.TimeSharingCase{N: n, Window: *window, Horizon: end.Sub(start)},
+			Case:     simulator.TimeSharingCase{N: n, Window: *window, Horizon: horizon},
 			Measures: map[simulator.Mode]simulator.TimeSharingMeasure{},
 		}
 		for _, a := range approaches {
-			ms, err := rec.measure(fmt.Sprintf("%s-%d", a.name, n), n, end)
+			name := fmt.Sprintf("%s-%d", a.name, n)
+			ms, err := rec.measure(name, n, endOf[name])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,8 +201,8 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	fmt.Fprintf(os.Stdout, "\nTime-sharing on envtest: minAdmitDuration (and booster interval) %s, %s of real time per queue, all %d queues at once\n\n",
-		*window, end.Sub(start).Round(time.Second), len(queues))
+	fmt.Fprintf(os.Stdout, "\nTime-sharing on envtest: minAdmitDuration (and booster interval) %s, %s of real time per queue, %d queues started %s apart\n\n",
+		*window, horizon, len(queues), *stagger)
 	if err := simulator.WriteTimeSharingTable(os.Stdout, rows); err != nil {
 		t.Fatal(err)
 	}
@@ -343,8 +363,12 @@ func (r *recorder) measure(queue string, n int, end time.Time) (simulator.TimeSh
 		if first.IsZero() || h.arrived.Before(first) {
 			first = h.arrived
 		}
-		waitFrom, total := h.arrived, time.Duration(0)
+		waitFrom, total, admitted := h.arrived, time.Duration(0), 0
 		for _, s := range h.spans {
+			if !s.from.Before(end) {
+				break // after this queue's horizon (queues start at different times)
+			}
+			admitted++
 			ms.LongestWait = max(ms.LongestWait, s.from.Sub(waitFrom))
 			to := s.to
 			if to.IsZero() || to.After(end) {
@@ -353,7 +377,7 @@ func (r *recorder) measure(queue string, n int, end time.Time) (simulator.TimeSh
 			total += to.Sub(s.from)
 			waitFrom = s.to
 		}
-		if len(h.spans) == 0 {
+		if admitted == 0 {
 			ms.NeverAdmitted++
 		}
 		if !waitFrom.IsZero() {
