@@ -40,6 +40,7 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
+			preemption.WithCohortSettingsKnown(store.CohortKnown),
 			preemption.WithMinRuntimeProtection(store),
 			preemption.WithPreemptionToleration(tolerations),
 			preemption.WithExpectedRuntimeRequeue(requeueDelay),
@@ -74,6 +75,7 @@ func (m *Manager) setupTimeshare() error {
 			queuesettings.Wake(ctx, m.GetClient(), m.Queues, kueue.ClusterQueueReference(cqs.Items[i].Name), log)
 		}
 	}
+	m.settings.SetCohortExists(queuesettings.CohortInCache(m.GetCache()))
 	if err := queuesettings.SetupCohorts(m, m.settings, wakeAll); err != nil {
 		return fmt.Errorf("setting up the Cohort settings controller: %w", err)
 	}

@@ -37,6 +37,16 @@ func SetupCohorts(mgr ctrl.Manager, store *Store, onChange func(context.Context,
 		Complete(r)
 }
 
+// CohortInCache reports whether a Cohort object is in r, the manager's informer cache: Kueue's
+// cache is fed from the same informer, so a Cohort Kueue has seen is there first. An error other
+// than not found counts as present, so that preemption waits rather than ignores a protection.
+func CohortInCache(r client.Reader) func(kueue.CohortReference) bool {
+	return func(c kueue.CohortReference) bool {
+		err := r.Get(context.Background(), client.ObjectKey{Name: string(c)}, &kueue.Cohort{})
+		return !apierrors.IsNotFound(err)
+	}
+}
+
 func newCohort() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Cohort"))
@@ -51,6 +61,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	u := newCohort()
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.store.setCohortRead(name, false)
 			if r.store.setCohort(name, policy.MinRuntimes{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
@@ -64,7 +75,10 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"kueue-timeshare settings ignored: %s", problem)
 	}
-	if r.store.setCohort(name, mr) && r.onChange != nil {
+	changed := r.store.setCohort(name, mr)
+	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
+	changed = r.store.setCohortRead(name, true) || changed
+	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
 	log.V(3).Info("Cohort settings", "cohort", req.Name, "preemptMinRuntime", mr.Preempt, "reclaimMinRuntime", mr.Reclaim)

@@ -40,21 +40,35 @@ type Store struct {
 	cqMin    map[kueue.ClusterQueueReference]policy.MinRuntimes
 	cohorts  map[kueue.CohortReference]policy.MinRuntimes
 	// known are the ClusterQueues whose objects the store has read, with settings or without.
-	known    sets.Set[kueue.ClusterQueueReference]
-	defaults policy.Defaults
-	method   policy.ResolveMethod
+	known sets.Set[kueue.ClusterQueueReference]
+	// cohortsRead are the Cohorts whose objects the store has read; cohortExists, when set,
+	// reports whether a Cohort object exists in the cache that feeds Kueue's own.
+	cohortsRead  sets.Set[kueue.CohortReference]
+	cohortExists func(kueue.CohortReference) bool
+	defaults     policy.Defaults
+	method       policy.ResolveMethod
 }
 
 // NewStore returns a store without settings, with the manager's min-runtime defaults.
 func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 	return &Store{
-		settings: map[kueue.ClusterQueueReference]policy.QueueSettings{},
-		cqMin:    map[kueue.ClusterQueueReference]policy.MinRuntimes{},
-		cohorts:  map[kueue.CohortReference]policy.MinRuntimes{},
-		known:    sets.New[kueue.ClusterQueueReference](),
-		defaults: defaults,
-		method:   method,
+		settings:    map[kueue.ClusterQueueReference]policy.QueueSettings{},
+		cqMin:       map[kueue.ClusterQueueReference]policy.MinRuntimes{},
+		cohorts:     map[kueue.CohortReference]policy.MinRuntimes{},
+		known:       sets.New[kueue.ClusterQueueReference](),
+		cohortsRead: sets.New[kueue.CohortReference](),
+		defaults:    defaults,
+		method:      method,
 	}
+}
+
+// SetCohortExists tells the store how to learn that a Cohort object exists before the store has
+// read it: a lookup in the informer cache that Kueue's own cache is fed from. Without it every
+// Cohort counts as known (the simulator sets Cohorts before it schedules).
+func (s *Store) SetCohortExists(exists func(kueue.CohortReference) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cohortExists = exists
 }
 
 // ClusterQueueMinRuntimes returns the min-runtimes set on cq; unset fields inherit.
@@ -143,6 +157,29 @@ func (s *Store) Known(cq kueue.ClusterQueueReference) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.known.Has(cq)
+}
+
+// CohortKnown reports whether c's settings are known: the store has read its object, or there is
+// no object to read (a Cohort only named by ClusterQueues). Like a ClusterQueue, a Cohort just
+// created may reach Kueue's cache before the store has read its min-runtimes.
+func (s *Store) CohortKnown(c kueue.CohortReference) bool {
+	s.mu.RLock()
+	read, exists := s.cohortsRead.Has(c), s.cohortExists
+	s.mu.RUnlock()
+	return read || exists == nil || !exists(c)
+}
+
+// setCohortRead records whether c's object exists and reports whether it was unread before.
+func (s *Store) setCohortRead(c kueue.CohortReference, exists bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.cohortsRead.Has(c)
+	if exists {
+		s.cohortsRead.Insert(c)
+	} else {
+		s.cohortsRead.Delete(c)
+	}
+	return exists && !was
 }
 
 // setKnown records whether cq exists and reports whether it was unknown before.
@@ -294,6 +331,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	mr, problem := parseCohort(u)
 	s.setCohort(kueue.CohortReference(u.GetName()), mr)
+	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
 	}
@@ -324,6 +362,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	for i := range cohorts.Items {
 		mr, _ := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr)
+		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil
 }

@@ -60,6 +60,9 @@ type Preemptor struct {
 	// settingsKnown, when set, reports whether a ClusterQueue's settings have been read; no
 	// workload of a ClusterQueue whose settings are not is preempted, nor preempts.
 	settingsKnown func(kueue.ClusterQueueReference) bool
+	// cohortKnown is settingsKnown for the Cohorts above a ClusterQueue, whose min-runtimes it
+	// inherits.
+	cohortKnown func(kueue.CohortReference) bool
 	// minRuntimes, when set, feeds min-runtime protection.
 	minRuntimes MinRuntimeSource
 	// tolerations, when set, feeds preemption toleration.
@@ -86,6 +89,7 @@ type config struct {
 	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending             func(kueue.ClusterQueueReference) []*workload.Info
 	settingsKnown       func(kueue.ClusterQueueReference) bool
+	cohortKnown         func(kueue.CohortReference) bool
 	minRuntimes         MinRuntimeSource
 	tolerations         ClassTolerations
 	expectedRuntime     bool
@@ -104,6 +108,12 @@ func WithPendingWorkloads(pending func(kueue.ClusterQueueReference) []*workload.
 // just created may reach the scheduler before its min-runtimes reach the preemptor.
 func WithSettingsKnown(known func(kueue.ClusterQueueReference) bool) Option {
 	return func(c *config) { c.settingsKnown = known }
+}
+
+// WithCohortSettingsKnown is WithSettingsKnown for Cohorts: a ClusterQueue below a Cohort whose
+// settings known does not report read yet is left alone in the same way.
+func WithCohortSettingsKnown(known func(kueue.CohortReference) bool) Option {
+	return func(c *config) { c.cohortKnown = known }
 }
 
 // WithPolicy extends the victim policy.
@@ -161,6 +171,7 @@ func New(
 		settings:            settings,
 		pending:             c.pending,
 		settingsKnown:       c.settingsKnown,
+		cohortKnown:         c.cohortKnown,
 		minRuntimes:         c.minRuntimes,
 		tolerations:         c.tolerations,
 		expectedRuntime:     c.expectedRuntime,
@@ -231,8 +242,8 @@ func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *
 // GetTargets returns the workloads to evict so that wl fits with the given assignment, or nil.
 func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment flavorassigner.Assignment, snapshot *schdcache.Snapshot) []*Target {
 	log := ctrllog.FromContext(ctx)
-	if !p.knows(wl.ClusterQueue) {
-		log.V(3).Info("No preemption until the ClusterQueue's kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue)
+	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
+		log.V(3).Info("No preemption until kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue, "unread", unread)
 		return nil
 	}
 	s := p.newSearch(ctx, &wl, snapshot, contestedResources(assignment),
@@ -246,9 +257,24 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	return targets
 }
 
-// knows reports whether cq's settings are read, or nobody tracks that.
-func (p *Preemptor) knows(cq kueue.ClusterQueueReference) bool {
-	return p.settingsKnown == nil || p.settingsKnown(cq)
+// unread names the first of ClusterQueue name (cq in the snapshot, if there) and the Cohorts above
+// it whose settings are not read yet, as "ClusterQueue x" or "Cohort y"; "" when all are read or
+// nobody tracks that.
+func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.ClusterQueueReference) string {
+	if p.settingsKnown != nil && !p.settingsKnown(name) {
+		return "ClusterQueue " + string(name)
+	}
+	if p.cohortKnown == nil || cq == nil || !cq.HasParent() {
+		return ""
+	}
+	for c := cq.Parent(); ; c = c.Parent() {
+		if !p.cohortKnown(c.Name) {
+			return "Cohort " + string(c.Name)
+		}
+		if !c.HasParent() {
+			return ""
+		}
+	}
 }
 
 func (p *Preemptor) targets(s *search) []*Target {
@@ -377,7 +403,7 @@ func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 // candidates costs nothing and pointers into the slice stay valid. build fills in what the
 // caller's search needs. The candidates are appended to out, which is returned.
 func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool, out []*candidate) []*candidate {
-	if !p.knows(cq.Name) {
+	if p.unread(cq, cq.Name) != "" {
 		return out
 	}
 	var chunk []candidate

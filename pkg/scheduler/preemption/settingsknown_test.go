@@ -26,12 +26,14 @@ func fairSharingConfig(on bool) *configapi.FairSharing {
 	return nil
 }
 
-// A ClusterQueue whose settings the store has not read yet (just created) takes no part in
-// preemption, as preemptor or as victim, until they are read.
+// A ClusterQueue whose settings the store has not read yet (just created), or one below a Cohort
+// whose settings are not read yet, takes no part in preemption, as preemptor or as victim, until
+// they are read. The tree is org <- team-a <- a1 (borrowing), org <- b1 (the preemptor).
 func TestSettingsNotReadYet(t *testing.T) {
 	cases := map[string]struct {
 		scenario    *snapgen.Scenario
 		unknown     kueue.ClusterQueueReference
+		unknownCo   kueue.CohortReference
 		want        []string
 		wantExplain string
 	}{
@@ -51,6 +53,16 @@ func TestSettingsNotReadYet(t *testing.T) {
 		"the borrower's ClusterQueue not read: its own lower-priority workload instead": {
 			scenario: reclaimScenario("1", true), unknown: "a1", want: []string{"own: InClusterQueue"},
 		},
+		"the borrower's parent Cohort not read: its workloads are left alone": {
+			scenario: reclaimScenario("2", false), unknownCo: "team-a",
+		},
+		"the borrower's parent Cohort not read: its own lower-priority workload instead": {
+			scenario: reclaimScenario("1", true), unknownCo: "team-a", want: []string{"own: InClusterQueue"},
+		},
+		"the root Cohort not read: no preemption, and it says why": {
+			scenario: reclaimScenario("1", true), unknownCo: "org",
+			wantExplain: "kueue-timeshare has not read Cohort org's settings yet",
+		},
 	}
 	for _, fairSharing := range []bool{false, true} {
 		for name, tc := range cases {
@@ -59,8 +71,9 @@ func TestSettingsNotReadYet(t *testing.T) {
 				sc := *tc.scenario
 				sc.FairSharing = fairSharing
 				known := func(cq kueue.ClusterQueueReference) bool { return cq != tc.unknown }
+				cohortKnown := func(c kueue.CohortReference) bool { return c != tc.unknownCo }
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fairSharingConfig(fairSharing), false,
-					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSettingsKnown(known))
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSettingsKnown(known), WithCohortSettingsKnown(cohortKnown))
 				info := sc.PendingInfo()
 				snap := snapshotOf(t, ctx, &sc)
 				var got []string

@@ -115,8 +115,8 @@ func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) boo
 // ExplainWait says why a workload found no victims, as far as our features are the cause: turns
 // and minAdmitDuration windows, and min-runtime protection.
 func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	if !p.knows(wl.ClusterQueue) {
-		return fmt.Sprintf("kueue-timeshare has not read ClusterQueue %s's settings yet", wl.ClusterQueue)
+	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
+		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
 	var notes []string
 	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), p.ExplainProtection(ctx, wl, snapshot)} {
