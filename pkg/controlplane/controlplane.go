@@ -5,9 +5,16 @@
 package controlplane
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,7 +41,7 @@ type ControlPlane struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Root   string
-	// tmp holds files the API server reads (the front proxy's CA).
+	// tmp holds files the API server reads (the front proxy's CA and client certificate).
 	tmp string
 }
 
@@ -68,7 +75,7 @@ func Start(root string) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := configureFrontProxy(env, tmp); err != nil {
+	if err := ConfigureFrontProxy(env, tmp); err != nil {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -80,27 +87,68 @@ func Start(root string) (*ControlPlane, error) {
 	return &ControlPlane{Env: env, Config: cfg, Root: root, tmp: tmp}, nil
 }
 
-// configureFrontProxy gives kube-apiserver the request-header (aggregation layer) settings a
-// cluster has. It publishes them, with its client CA, in kube-system's
-// extension-apiserver-authentication ConfigMap, which an extension API server such as the
-// manager's visibility server reads, and complains about until they are there.
-func configureFrontProxy(env *envtest.Environment, dir string) error {
-	caCert, _, err := certutil.GenerateSelfSignedCertKey("front-proxy-ca", nil, nil)
+// ConfigureFrontProxy gives kube-apiserver the aggregation layer's settings a cluster has: the
+// request-header settings, published with their CA in kube-system's
+// extension-apiserver-authentication ConfigMap (which an extension API server such as the
+// manager's visibility server reads, and complains about until they are there), and the client
+// certificate kube-apiserver presents when it proxies an APIService's requests. dir receives the
+// files, which kube-apiserver reads while it runs.
+func ConfigureFrontProxy(env *envtest.Environment, dir string) error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("front proxy CA key: %w", err)
+	}
+	ca, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "front-proxy-ca"}, caKey)
 	if err != nil {
 		return fmt.Errorf("front proxy CA: %w", err)
 	}
-	caFile := filepath.Join(dir, "front-proxy-ca.crt")
-	if err := os.WriteFile(caFile, caCert, 0o600); err != nil {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("front proxy client key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
 		return err
 	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: frontProxyClient},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	if err != nil {
+		return fmt.Errorf("front proxy client certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"front-proxy-ca.crt":     pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: ca.Raw}),
+		"front-proxy-client.crt": pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: der}),
+		"front-proxy-client.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
 	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Set("requestheader-client-ca-file", caFile)
-	args.Set("requestheader-allowed-names", "front-proxy-client")
+	args.Set("requestheader-client-ca-file", filepath.Join(dir, "front-proxy-ca.crt"))
+	args.Set("requestheader-allowed-names", frontProxyClient)
 	args.Set("requestheader-username-headers", "X-Remote-User")
 	args.Set("requestheader-group-headers", "X-Remote-Group")
 	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
+	args.Set("proxy-client-cert-file", filepath.Join(dir, "front-proxy-client.crt"))
+	args.Set("proxy-client-key-file", filepath.Join(dir, "front-proxy-client.key"))
 	return nil
 }
+
+const frontProxyClient = "front-proxy-client"
 
 // Stop ends every process Start began.
 func (c *ControlPlane) Stop() error {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -33,7 +34,8 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 		k.helm("install", release, chartDir, "--namespace", namespace, "--create-namespace",
 			"--set", fmt.Sprintf("webhook.port=%d", freePort()),
 			"--set", fmt.Sprintf("health.port=%d", freePort()),
-			"--set", fmt.Sprintf("metrics.port=%d", freePort()))
+			"--set", fmt.Sprintf("metrics.port=%d", freePort()),
+			"--set", fmt.Sprintf("visibility.port=%d", freePort()))
 	})
 
 	ginkgo.It("installs Kueue's CRDs with kueue-timeshare's fields", func() {
@@ -75,6 +77,22 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 			g.Expect(util.Unsuspended(g, ctx, k.client, job)).To(gomega.BeTrue())
 		}, timeout, interval).Should(gomega.Succeed())
 
+		ginkgo.By("serving the visibility API through the chart's APIServices")
+		waiting := util.CPUJob(ns.Name, "waiting", "team-a", "2")
+		gomega.Expect(k.client.Create(ctx, waiting)).To(gomega.Succeed())
+		api, err := visibilityclient.NewForConfig(k.cfg)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Eventually(func(g gomega.Gomega) {
+			inCQ, err := api.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, "team-a", metav1.GetOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(inCQ.Items).To(gomega.HaveLen(1))
+			g.Expect(inCQ.Items[0].OwnerReferences).To(gomega.ContainElement(gomega.HaveField("Name", "waiting")))
+			inLQ, err := api.VisibilityV1beta1().LocalQueues(ns.Name).GetPendingWorkloadsSummary(ctx, "team-a", metav1.GetOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(inLQ.Items).To(gomega.HaveLen(1))
+			g.Expect(inLQ.Items[0].Name).To(gomega.Equal(inCQ.Items[0].Name))
+		}, timeout, interval).Should(gomega.Succeed())
+
 		ginkgo.By("rejecting an invalid kueue-timeshare field through our webhook entry")
 		bad, err := util.RawCPUClusterQueue("too-short", "1", map[string]any{
 			"withinClusterQueue":       "LowerOrNewerEqualPriority",
@@ -96,7 +114,7 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 		gomega.Expect(k.client.Create(ctx, &kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}})).To(gomega.Succeed())
 		var workloads kueue.WorkloadList
 		gomega.Expect(k.client.List(ctx, &workloads, client.InNamespace(ns.Name))).To(gomega.Succeed())
-		gomega.Expect(workloads.Items).To(gomega.HaveLen(1))
+		gomega.Expect(workloads.Items).To(gomega.HaveLen(2))
 		for kind, key := range map[string]client.ObjectKey{
 			"ClusterQueue":      {Name: "team-a"},
 			"Cohort":            {Name: "org"},
@@ -139,6 +157,9 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: "team-a"}, &cq)).To(gomega.Succeed())
 		var jobs batchv1.JobList
 		gomega.Expect(k.client.List(ctx, &jobs, client.InNamespace("team-a"))).To(gomega.Succeed())
-		gomega.Expect(jobs.Items).To(gomega.HaveLen(1))
+		gomega.Expect(jobs.Items).To(gomega.HaveLen(2))
+		var workloads kueue.WorkloadList
+		gomega.Expect(k.client.List(ctx, &workloads, client.InNamespace("team-a"))).To(gomega.Succeed())
+		gomega.Expect(workloads.Items).To(gomega.HaveLen(2))
 	})
 })

@@ -79,7 +79,8 @@ func managerBinary() string {
 // reachable through the release's webhook Service (an EndpointSlice sends it to this machine),
 // and ready when its readiness probe says so. What cannot be the same out of cluster: the
 // webhook certificate directory is a temporary one that the test fills from the Secret, as the
-// kubelet would, and the visibility server, which writes its certificate to /visibility, is off.
+// kubelet would, and the visibility server writes its self-signed certificate to a temporary
+// directory instead of /visibility.
 func (k *cluster) startManager(ctx context.Context, ns, name string) *runningManager {
 	ginkgo.GinkgoHelper()
 	var d appsv1.Deployment
@@ -126,44 +127,28 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 	health, _ := file["health"].(map[string]any)["healthProbeBindAddress"].(string)
 	gomega.Expect(health).To(gomega.HavePrefix(":"))
 
-	args := []string{"--config=" + local, "--kubeconfig=" + k.serviceAccountKubeconfig(ns, pod.ServiceAccountName)}
-	gates := ""
+	visibilityCerts := filepath.Join(dir, "visibility")
+	gomega.Expect(os.Mkdir(visibilityCerts, 0o700)).To(gomega.Succeed())
+	args := []string{"--config=" + local, "--kubeconfig=" + k.serviceAccountKubeconfig(ns, pod.ServiceAccountName),
+		"--visibility-cert-dir=" + visibilityCerts}
 	for _, a := range c.Args {
-		switch {
-		case strings.HasPrefix(a, "--config="), strings.HasPrefix(a, "--kubeconfig="):
-		case strings.HasPrefix(a, "--feature-gates="):
-			gates = strings.TrimPrefix(a, "--feature-gates=")
-		default:
+		if !strings.HasPrefix(a, "--config=") && !strings.HasPrefix(a, "--kubeconfig=") {
 			args = append(args, a)
 		}
 	}
-	if !strings.Contains(gates, "VisibilityOnDemand=") {
-		gates = strings.Trim(gates+",VisibilityOnDemand=false", ",")
-	}
-	args = append(args, "--feature-gates="+gates)
 
-	// The webhook Service's endpoint: this machine, on the container's webhook port.
-	var svc corev1.Service
-	gomega.Expect(k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-webhook-service"}, &svc)).To(gomega.Succeed())
-	gomega.Expect(svc.Spec.Ports).To(gomega.HaveLen(1))
-	port := containerPort(c, svc.Spec.Ports[0].TargetPort.String())
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, GenerateName: svc.Name + "-",
-			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{hostIP()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(svc.Spec.Ports[0].Name), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	// The webhook Service's endpoint, and the visibility Service's if the release has one: this
+	// machine, on the container's port.
+	port := k.routeToThisMachine(ctx, ns, name+"-webhook-service", c)
+	if hasPort(c, "visibility") {
+		k.routeToThisMachine(ctx, ns, name+"-visibility-server", c)
 	}
-	gomega.Expect(k.client.Create(ctx, slice)).To(gomega.Succeed())
-	ginkgo.DeferCleanup(func() { _ = k.client.Delete(context.Background(), slice) })
 
 	cmd := exec.Command(managerBinary(), args...)
 	cmd.Stdout = io.MultiWriter(ginkgo.GinkgoWriter, logs)
 	cmd.Stderr = cmd.Stdout
 	gomega.Expect(cmd.Start()).To(gomega.Succeed())
-	m := &runningManager{cmd: cmd, done: make(chan error, 1), webhookPort: port, serverName: fmt.Sprintf("%s.%s.svc", svc.Name, ns)}
+	m := &runningManager{cmd: cmd, done: make(chan error, 1), webhookPort: port, serverName: fmt.Sprintf("%s-webhook-service.%s.svc", name, ns)}
 	go func() { m.done <- cmd.Wait() }()
 	ginkgo.DeferCleanup(m.stop)
 
@@ -194,6 +179,37 @@ func (k *cluster) serviceAccountKubeconfig(ns, sa string) string {
 	out := filepath.Join(ginkgo.GinkgoT().TempDir(), "kubeconfig")
 	gomega.Expect(clientcmd.WriteToFile(*cfg, out)).To(gomega.Succeed())
 	return out
+}
+
+// routeToThisMachine gives Service ns/name an EndpointSlice that sends its one port to this
+// machine, on the container port the Service targets, and returns that port.
+func (k *cluster) routeToThisMachine(ctx context.Context, ns, name string, c corev1.Container) int32 {
+	ginkgo.GinkgoHelper()
+	var svc corev1.Service
+	gomega.Expect(k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &svc)).To(gomega.Succeed())
+	gomega.Expect(svc.Spec.Ports).To(gomega.HaveLen(1))
+	port := containerPort(c, svc.Spec.Ports[0].TargetPort.String())
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, GenerateName: svc.Name + "-",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{hostIP()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(svc.Spec.Ports[0].Name), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	gomega.Expect(k.client.Create(ctx, slice)).To(gomega.Succeed())
+	ginkgo.DeferCleanup(func() { _ = k.client.Delete(context.Background(), slice) })
+	return port
+}
+
+func hasPort(c corev1.Container, name string) bool {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func containerPort(c corev1.Container, name string) int32 {

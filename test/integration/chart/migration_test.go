@@ -166,7 +166,8 @@ var _ = ginkgo.Describe("Replacing an upstream Kueue v0.19.2 install, and back",
 		k.helm("install", release, chartDir, "--namespace", upstreamNS,
 			"--set", fmt.Sprintf("webhook.port=%d", freePort()),
 			"--set", fmt.Sprintf("health.port=%d", freePort()),
-			"--set", fmt.Sprintf("metrics.port=%d", freePort()))
+			"--set", fmt.Sprintf("metrics.port=%d", freePort()),
+			"--set", fmt.Sprintf("visibility.port=%d", freePort()))
 
 		ginkgo.By("4. waiting for kueue-timeshare's manager")
 		logs.reset()

@@ -197,7 +197,8 @@ func flagValue(args []string, name string) (string, bool) {
 // cluster is a bare local control plane (etcd and kube-apiserver, nothing installed) with an
 // admin kubeconfig for helm and kubectl. The API server resolves Services to their
 // EndpointSlices (--enable-aggregator-routing), so webhooks, conversion and APIServices reach a
-// manager running out of cluster through the chart's own Services.
+// manager running out of cluster through the chart's own Services; it has the aggregation layer's
+// front-proxy settings, so that it can proxy the visibility API.
 type cluster struct {
 	env        *envtest.Environment
 	cfg        *rest.Config
@@ -212,6 +213,8 @@ func startCluster() *cluster {
 	// As in pkg/controlplane: no job controller runs, so keep the pre-1.36 rule Kueue relies on.
 	api.Append("feature-gates", "MutableSchedulingDirectivesForSuspendedJobs=false")
 	api.Set("enable-aggregator-routing", "true")
+	// So that kube-apiserver can proxy the chart's visibility APIService to the manager.
+	gomega.Expect(controlplane.ConfigureFrontProxy(env, ginkgo.GinkgoT().TempDir())).To(gomega.Succeed())
 	cfg, err := env.Start()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting etcd and kube-apiserver (run `make envtest`)")
 	c := &cluster{env: env, cfg: cfg}
