@@ -391,6 +391,9 @@ func (m *Manager) setupIndexes(ctx context.Context, resourceSliceAPI bool) error
 	if err := indexer.Setup(ctx, fi); err != nil {
 		return err
 	}
+	if err := queuesettings.SetupIndexes(ctx, fi); err != nil {
+		return err
+	}
 	if err := provisioning.ServerSupportsProvisioningRequest(m); err != nil {
 		m.log.V(2).Info("Provisioning admission check disabled: the ProvisioningRequest API is not served", "reason", err.Error())
 	} else if err := provisioning.SetupIndexer(ctx, fi); err != nil {

@@ -113,15 +113,21 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestWakerSweep: a pending workload that found no victim is retried once a window of its
-// ClusterQueue has ended, when the caller sweeps, and not before.
+// TestWakerSweep: a pending workload that found no victim is retried once a window (or, with
+// protection, a preemptMinRuntime) of its ClusterQueue has ended, when the caller sweeps, and not
+// before.
 func TestWakerSweep(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	lead := time.Second - LeadMargin
 	cases := map[string]struct {
-		after    time.Duration
-		lead     time.Duration
-		gateOff  bool
+		after   time.Duration
+		lead    time.Duration
+		gateOff bool
+		// protection: the ClusterQueue has preemptMinRuntime 1m instead of minAdmitDuration 1m
+		// (and gateOff turns MinRuntimeProtection off).
+		protection bool
+		// finished: the workload holding the quota has finished (it keeps its admission).
+		finished bool
 		wantHead bool
 		// wantNext is the end the waker saw coming, for its next exact sweep.
 		wantNext time.Time
@@ -138,12 +144,21 @@ func TestWakerSweep(t *testing.T) {
 		"at the lead":                        {after: time.Minute - lead + WakePrecision, lead: lead, wantHead: true, wantNext: t0.Add(time.Minute)},
 		"window ended, with a lead":          {after: 61 * time.Second, lead: lead, wantHead: true},
 		"at the lead time, without a lead":   {after: time.Minute - lead + WakePrecision, wantNext: t0.Add(time.Minute)},
+		"protected":                          {after: 30 * time.Second, protection: true, wantNext: t0.Add(time.Minute)},
+		"protection ended":                   {after: 61 * time.Second, protection: true, wantHead: true},
+		"protection ended, gate off":         {after: 61 * time.Second, protection: true, gateOff: true},
+		"window ended, the holder finished":  {after: 61 * time.Second, finished: true},
+		"protection ended, holder finished":  {after: 61 * time.Second, protection: true, finished: true},
 		"at the lead, gate off":              {after: time.Minute - lead + WakePrecision, lead: lead, gateOff: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if tc.gateOff {
-				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.TimeBasedSamePriorityPreemption, false)
+				gate := features.TimeBasedSamePriorityPreemption
+				if tc.protection {
+					gate = features.MinRuntimeProtection
+				}
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, false)
 			}
 			ctx := context.Background()
 			clk := testingclock.NewFakeClock(t0)
@@ -152,6 +167,11 @@ func TestWakerSweep(t *testing.T) {
 			lq := testingwrappers.MakeLocalQueue("lq", "ns").ClusterQueue("cq").Obj()
 			running := testingwrappers.MakeWorkload("running", "ns").Queue("lq").Request(corev1.ResourceCPU, "1").
 				SimpleReserveQuota("cq", "default", t0).AdmittedAt(true, t0).Obj()
+			if tc.finished {
+				running.Status.Conditions = append(running.Status.Conditions, metav1.Condition{
+					Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded", LastTransitionTime: metav1.NewTime(t0.Add(time.Second)),
+				})
+			}
 			waiting := testingwrappers.MakeWorkload("waiting", "ns").Queue("lq").Request(corev1.ResourceCPU, "1").Creation(t0).Obj()
 
 			scheme := runtime.NewScheme()
@@ -163,6 +183,7 @@ func TestWakerSweep(t *testing.T) {
 			}
 			cl := fake.NewClientBuilder().WithScheme(scheme).
 				WithIndex(&kueue.Workload{}, indexer.WorkloadClusterQueueKey, indexer.IndexWorkloadClusterQueue).
+				WithIndex(&kueue.Workload{}, HoldingQuotaKey, indexHoldingQuota).
 				WithIndex(&kueue.Workload{}, indexer.WorkloadQueueKey, indexer.IndexWorkloadQueue).
 				WithIndex(&kueue.LocalQueue{}, indexer.QueueClusterQueueKey, indexer.IndexQueueClusterQueue).
 				WithObjects(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, cq, lq, running, waiting).WithStatusSubresource(&kueue.Workload{}).Build()
@@ -194,7 +215,11 @@ func TestWakerSweep(t *testing.T) {
 			requeuer.ProcessRequeues(ctx)
 
 			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
-			store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+			if tc.protection {
+				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)})
+			} else {
+				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+			}
 			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard(), Lead: tc.lead}
 			w.last = t0
 			clk.SetTime(t0.Add(tc.after))

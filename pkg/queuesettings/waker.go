@@ -16,7 +16,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
-	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -121,54 +120,62 @@ func (w *Waker) Sweep(ctx context.Context) {
 	w.sweep(ctx)
 }
 
-// sweep wakes every queue in which some window ended since the previous sweep.
+// sweep wakes every queue in which some window, protection or cooldown ended since the previous
+// sweep.
 func (w *Waker) sweep(ctx context.Context) {
 	now := w.Clock.Now()
 	since := w.last
 	w.last = now
 	w.next = time.Time{}
+	windows := map[kueue.ClusterQueueReference]time.Duration{}
 	for cq, qs := range w.Store.snapshot() {
-		if qs.MinAdmitDuration <= 0 {
-			continue
-		}
-		expired, err := w.windowEnded(ctx, cq, qs.MinAdmitDuration, since, now)
-		if err != nil {
-			w.Log.V(2).Info("Could not check windows", "clusterQueue", cq, "error", err.Error())
-			continue
-		}
-		if expired {
-			w.Log.V(3).Info("A minAdmitDuration ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "clusterQueue", cq)
-			Wake(ctx, w.Client, w.Queues, cq, w.Log)
+		if qs.MinAdmitDuration > 0 {
+			windows[cq] = qs.MinAdmitDuration
 		}
 	}
-	w.sweepProtections(ctx, since, now)
-}
-
-// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload whose
-// min-runtime (for any value configured anywhere), priority class toleration or expected-runtime
-// cooldown ended, or that reached its expected runtime, in (since, now]. Which min-runtime applies
-// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
-func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 	var values []time.Duration
 	if features.Enabled(features.MinRuntimeProtection) {
 		values = w.Store.minRuntimeValues()
 	}
 	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
 	expected := features.Enabled(features.ExpectedRuntimeRequeue)
-	if len(values) == 0 && !tolerations && !expected {
+	protections := len(values) > 0 || tolerations || expected
+	if len(windows) == 0 && !protections {
 		return
 	}
 	var list kueue.WorkloadList
-	// Read-only use of the cache's objects: copying every workload each second would cost more
-	// than the rest of the sweep.
-	if err := w.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		w.Log.V(2).Info("Could not check min-runtime protections", "error", err.Error())
+	// Only unfinished workloads holding quota, through our index, read-only from the cache: a
+	// full list copies every workload, and pending and finished ones can outnumber running ones
+	// by far (in upstream's performance load, that copy was most of the manager's CPU).
+	if err := w.Client.List(ctx, &list, client.MatchingFields{HoldingQuotaKey: AnyClusterQueue}, client.UnsafeDisableDeepCopy); err != nil {
+		w.Log.V(2).Info("Could not check windows and protections", "error", err.Error())
 		return
 	}
-	woken := sets.New[kueue.ClusterQueueReference]()
+	holding := map[kueue.ClusterQueueReference][]*kueue.Workload{}
 	for i := range list.Items {
 		wl := &list.Items[i]
-		if wl.Status.Admission == nil || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		holding[wl.Status.Admission.ClusterQueue] = append(holding[wl.Status.Admission.ClusterQueue], wl)
+	}
+	for cq, window := range windows {
+		if w.windowEnded(holding[cq], window, since, now) {
+			w.Log.V(3).Info("A minAdmitDuration ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "clusterQueue", cq)
+			Wake(ctx, w.Client, w.Queues, cq, w.Log)
+		}
+	}
+	if protections {
+		w.sweepProtections(ctx, list.Items, values, tolerations, expected, since, now)
+	}
+}
+
+// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload whose
+// min-runtime (for any value configured anywhere), priority class toleration or expected-runtime
+// cooldown ended, or that reached its expected runtime, in (since, now]. Which min-runtime applies
+// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
+func (w *Waker) sweepProtections(ctx context.Context, holding []kueue.Workload, values []time.Duration, tolerations, expected bool, since, now time.Time) {
+	woken := sets.New[kueue.ClusterQueueReference]()
+	for i := range holding {
+		wl := &holding[i]
+		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
 			continue
 		}
 		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
@@ -210,17 +217,13 @@ func (w *Waker) sweepProtections(ctx context.Context, since, now time.Time) {
 	}
 }
 
-// windowEnded: some workload holding quota in cq left its window in (since, now]. Eligibility is
-// strict (held longer than the window), so a window ending exactly at now counts next sweep. It
-// also notes the windows still to end.
-func (w *Waker) windowEnded(ctx context.Context, cq kueue.ClusterQueueReference, window time.Duration, since, now time.Time) (bool, error) {
-	var list kueue.WorkloadList
-	if err := w.Client.List(ctx, &list, client.MatchingFields{indexer.WorkloadClusterQueueKey: string(cq)}, client.UnsafeDisableDeepCopy); err != nil {
-		return false, err
-	}
+// windowEnded: some workload holding quota in a ClusterQueue (holding) left its window in
+// (since, now]. Eligibility is strict (held longer than the window), so a window ending exactly at
+// now counts next sweep. It also notes the windows still to end.
+func (w *Waker) windowEnded(holding []*kueue.Workload, window time.Duration, since, now time.Time) bool {
 	ended := false
-	for i := range list.Items {
-		c := apimeta.FindStatusCondition(list.Items[i].Status.Conditions, kueue.WorkloadQuotaReserved)
+	for _, wl := range holding {
+		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}
@@ -230,7 +233,7 @@ func (w *Waker) windowEnded(ctx context.Context, cq kueue.ClusterQueueReference,
 			ended = ended || (!t.Before(since) && t.Before(now))
 		}
 	}
-	return ended, nil
+	return ended
 }
 
 // Wake makes the queue manager retry cq's inadmissible workloads, as a spec change would.

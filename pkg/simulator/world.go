@@ -137,6 +137,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	if err := indexer.Setup(w.ctx, idx); err != nil {
 		return nil, fmt.Errorf("field indexes: %w", err)
 	}
+	if err := queuesettings.SetupIndexes(w.ctx, idx); err != nil {
+		return nil, err
+	}
 	var initial []client.Object
 	for _, ns := range objs.Namespaces {
 		initial = append(initial, ns)

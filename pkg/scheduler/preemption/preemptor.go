@@ -57,6 +57,8 @@ type Preemptor struct {
 	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
+	// pendingCycle keeps what pending returned during the current scheduling cycle.
+	pendingCycle pendingCycle
 	// settingsKnown, when set, reports whether a ClusterQueue's settings have been read; no
 	// workload of a ClusterQueue whose settings are not is preempted, nor preempts.
 	settingsKnown func(kueue.ClusterQueueReference) bool

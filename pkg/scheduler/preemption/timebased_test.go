@@ -268,3 +268,60 @@ func cpuPreemptAssignment(info *workload.Info) flavorassigner.Assignment {
 		Flavors: flavorassigner.ResourceAssignment{corev1.ResourceCPU: {Name: "f0", Mode: flavorassigner.Preempt}},
 	}}}
 }
+
+// The queue manager sorts a ClusterQueue's pending list on every read, so a scheduling cycle (one
+// snapshot) reads it once, however many searches it runs; the next cycle reads it again.
+func TestPendingReadOncePerCycle(t *testing.T) {
+	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+	sc := timeSharingScenario("1")
+	var pending []*kueue.Workload
+	reads := 0
+	p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+		clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
+		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+			return policy.QueueSettings{MinAdmitDuration: time.Hour}
+		}),
+		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+			reads++
+			var out []*workload.Info
+			for _, wl := range pending {
+				out = append(out, workload.NewInfo(wl))
+			}
+			return out
+		}))
+	info := sc.PendingInfo()
+	targets := func(snap *schdcache.Snapshot) []string {
+		var got []string
+		for _, tg := range p.GetTargets(ctx, *info, cpuPreemptAssignment(info), snap) {
+			got = append(got, tg.WorkloadInfo.Obj.Name)
+		}
+		return got
+	}
+	type step struct {
+		Targets []string
+		Explain string
+		Reads   int
+	}
+	var got []step
+	cycle := func(snap *schdcache.Snapshot) {
+		s := step{Targets: targets(snap), Explain: p.ExplainWait(ctx, info, snap)}
+		s.Reads = reads
+		got = append(got, s)
+	}
+	first := snapshotOf(t, ctx, sc)
+	cycle(first)
+	// A workload that waited longer joins the queue during the cycle: the cycle keeps its view.
+	pending = []*kueue.Workload{older}
+	cycle(first)
+	cycle(snapshotOf(t, ctx, sc))
+	protected := "same-priority workloads are protected by minAdmitDuration 1h0m0s; the first becomes preemptible after 2026-03-01T13:30:00Z"
+	want := []step{
+		{Targets: []string{"ran-2h30m0s"}, Explain: protected, Reads: 1},
+		{Targets: []string{"ran-2h30m0s"}, Explain: protected, Reads: 1},
+		{Explain: "waiting for a time-sharing turn: ns/older has waited longer", Reads: 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("per cycle (-want +got):\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -59,24 +60,59 @@ func (p *Preemptor) waitingLonger(s *search) string {
 	if s.settings.MinAdmitDuration <= 0 {
 		return ""
 	}
-	return p.earlierTurn(s.log, s.cq.Name, s.info.Obj, s.preemptor.Priority)
-}
-
-// earlierTurn returns a pending workload of cq with priority prio whose turn comes before wl's, or
-// "". Ties go to the smaller UID, as in the queue.
-func (p *Preemptor) earlierTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) string {
-	if first := p.firstTurn(log, cq, wl, prio); first != nil {
+	if first := p.firstTurn(s.log, p.pendingIn(s.snapshot, s.cq.Name), s.info.Obj, s.preemptor.Priority); first != nil {
 		return klog.KObj(first.Obj).String()
 	}
 	return ""
 }
 
-// firstTurn returns the pending workload of cq with priority prio whose turn comes first, if it
-// comes before wl's; nil otherwise.
-func (p *Preemptor) firstTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) *workload.Info {
+// pendingCycle keeps the ClusterQueues' pending workloads for one scheduling cycle, known by its
+// snapshot: the queue manager sorts a ClusterQueue's whole list on every read, and a cycle reads
+// it for every search (oracle, targets, explanation) of every head; with hundreds pending per
+// queue that sort was a large part of the scheduler's CPU.
+type pendingCycle struct {
+	mu       sync.Mutex
+	snapshot *schdcache.Snapshot
+	byCQ     map[kueue.ClusterQueueReference][]*workload.Info
+}
+
+// pendingIn returns cq's pending workloads as read once during the cycle of snapshot.
+func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference) []*workload.Info {
 	if p.pending == nil {
 		return nil
 	}
+	if snapshot == nil {
+		return p.pending(cq)
+	}
+	c := &p.pendingCycle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snapshot != snapshot {
+		c.snapshot, c.byCQ = snapshot, map[kueue.ClusterQueueReference][]*workload.Info{}
+	}
+	list, ok := c.byCQ[cq]
+	if !ok {
+		list = p.pending(cq)
+		c.byCQ[cq] = list
+	}
+	return list
+}
+
+// earlierTurn returns a pending workload of cq with priority prio whose turn comes before wl's, or
+// "". Ties go to the smaller UID, as in the queue.
+func (p *Preemptor) earlierTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) string {
+	if p.pending == nil {
+		return ""
+	}
+	if first := p.firstTurn(log, p.pending(cq), wl, prio); first != nil {
+		return klog.KObj(first.Obj).String()
+	}
+	return ""
+}
+
+// firstTurn returns the workload of pending with priority prio whose turn comes first, if it comes
+// before wl's; nil otherwise.
+func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kueue.Workload, prio int64) *workload.Info {
 	before := func(a *kueue.Workload, at time.Time, b *kueue.Workload, bt time.Time) bool {
 		c := at.Compare(bt)
 		return c < 0 || (c == 0 && cmp.Compare(string(a.UID), string(b.UID)) < 0)
@@ -84,7 +120,7 @@ func (p *Preemptor) firstTurn(log logr.Logger, cq kueue.ClusterQueueReference, w
 	var first *workload.Info
 	firstAt := turnTime(wl, p.ordering)
 	firstObj := wl
-	for _, other := range p.pending(cq) {
+	for _, other := range pending {
 		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
@@ -103,7 +139,10 @@ func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info) *wo
 		return nil
 	}
 	log := ctrllog.FromContext(ctx)
-	return p.firstTurn(log, head.ClusterQueue, head.Obj, priority.EffectivePriority(log, head.Obj))
+	if p.pending == nil {
+		return nil
+	}
+	return p.firstTurn(log, p.pending(head.ClusterQueue), head.Obj, priority.EffectivePriority(log, head.Obj))
 }
 
 // RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get
