@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
@@ -260,13 +261,19 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 }
 
 // unread names the first of ClusterQueue name (cq in the snapshot, if there) and the Cohorts above
-// it whose settings are not read yet, as "ClusterQueue x" or "Cohort y"; "" when all are read or
-// nobody tracks that.
+// it whose settings are not read yet, as "ClusterQueue x" or "Cohort y"; "" when all are read,
+// nobody tracks that, or the gates that read them are off (then the settings cannot change the
+// outcome, and waiting for them would only delay preemptions that upstream makes at once).
 func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.ClusterQueueReference) string {
+	// A ClusterQueue carries minAdmitDuration and min-runtimes; a Cohort only min-runtimes.
+	protection := p.protectionOn()
+	if !protection && !tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption) {
+		return ""
+	}
 	if p.settingsKnown != nil && !p.settingsKnown(name) {
 		return "ClusterQueue " + string(name)
 	}
-	if p.cohortKnown == nil || cq == nil || !cq.HasParent() {
+	if !protection || p.cohortKnown == nil || cq == nil || !cq.HasParent() {
 		return ""
 	}
 	for c := cq.Parent(); ; c = c.Parent() {
