@@ -11,9 +11,10 @@ COPY pkg/ pkg/
 ARG TARGETOS=linux
 ARG TARGETARCH
 ARG GIT_COMMIT=unknown
-# The version stamped is the Kueue library's, which the manager logs at start.
+ARG VERSION=v0.0.0-dev
+# kueue_build_info and --version report this version with the Kueue release it is built on.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} go build -trimpath \
-      -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=v0.19.2 -X sigs.k8s.io/kueue/pkg/version.GitCommit=${GIT_COMMIT}" \
+      -ldflags "-s -w -X github.com/kueue-timeshare/kueue-timeshare/pkg/version.Version=${VERSION} -X github.com/kueue-timeshare/kueue-timeshare/pkg/version.GitCommit=${GIT_COMMIT}" \
       -o /out/kueue-timeshare ./cmd/kueue-timeshare
 
 # Runtime stage: no shell, no package manager, non-root.

@@ -50,17 +50,23 @@ test-reliability: envtest manifests ## Long fuzzing, a long differential run, an
 	$(GO) test ./pkg/scheduler/preemption -run Differential -count 1 -timeout 60m -preemption-diff-cases=$(DIFF_CASES)
 	RELIABILITY_LONG=1 $(GO) test ./test/integration/reliability -count 1 -timeout 60m -v -args -ginkgo.v
 
-# govulncheck reads the Go vulnerability database over the network (govulncheck's default, or the
-# database that VULNDB names: a URL or file:///path to a local copy).
-VULNDB ?=
+# govulncheck reads the Go vulnerability database that VULNDB names (a URL or file:///ABS/PATH of
+# an offline copy); by default an offline copy in ../shared/vulndb when there is one, else the
+# network's.
+VULNDB ?= $(if $(wildcard $(ROOT)/../shared/vulndb/index/db.json),file://$(abspath $(ROOT)/../shared/vulndb))
 
 .PHONY: vulncheck
-vulncheck: $(BIN)/govulncheck ## Known vulnerabilities in the code the binaries call (govulncheck; see docs/reliability.md).
-	$(BIN)/govulncheck $(if $(VULNDB),-db $(VULNDB)) ./...
+vulncheck: $(BIN)/govulncheck ## Known vulnerabilities in the code the binaries call (govulncheck; fails on any not fixed nor accepted, see docs/reliability.md).
+	$(BIN)/govulncheck $(if $(VULNDB),-db $(VULNDB)) -format json ./... > $(BIN)/govulncheck.json
+	$(GO) run ./hack/vulnreport -accepted hack/vulncheck-accepted.txt < $(BIN)/govulncheck.json
+
+# The version --version and kueue_build_info report: the chart's appVersion and the commit built.
+VERSION_PKG := github.com/kueue-timeshare/kueue-timeshare/pkg/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).Version=$(APP_VERSION) -X $(VERSION_PKG).GitCommit=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: build
 build: ## Build the manager and the local control plane into bin/.
-	$(GO) build -o $(BIN)/kueue-timeshare ./cmd/kueue-timeshare
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kueue-timeshare ./cmd/kueue-timeshare
 	$(GO) build -o $(BIN)/local-control-plane ./cmd/local-control-plane
 
 .PHONY: verify
@@ -139,9 +145,16 @@ helm-lint: helm-generate $(BIN)/helm ## Lint the Helm chart (strict).
 .PHONY: helm-generate
 helm-generate: manifests
 
+# Platforms `make release` builds the manager for.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+
+.PHONY: release
+release: helm-lint $(BIN)/kubectl ## Release artifacts from HEAD into dist/release-<version>: image build context, chart, manifests.yaml, binaries, SHA256SUMS.
+	hack/release.sh "$(APP_VERSION)" "$(CHART_VERSION)" "$(RELEASE_PLATFORMS)"
+
 .PHONY: image-build
 image-build: ## Build the manager's container image $(IMG) (needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) --build-arg GIT_COMMIT=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
+	$(CONTAINER_TOOL) build -t $(IMG) --build-arg VERSION=$(APP_VERSION) --build-arg GIT_COMMIT=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
 
 ##@ Build outputs (git-ignored)
 

@@ -15,10 +15,10 @@ import (
 
 	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/features"
-	"sigs.k8s.io/kueue/pkg/version"
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 
 	// Client auth plugins (exec, OIDC, ...) for kubeconfigs that use them.
@@ -36,8 +36,10 @@ func run() int {
 	var (
 		configFile   string
 		featureGates string
+		showVersion  bool
 		opts         manager.Options
 	)
+	flag.BoolVar(&showVersion, "version", false, "Print kueue-timeshare's version and the Kueue release it is built on, then exit.")
 	flag.StringVar(&configFile, "config", "", "Path to a Kueue Configuration (config.kueue.x-k8s.io/v1beta2). Defaults apply when empty.")
 	flag.StringVar(&featureGates, "feature-gates", "", "Comma-separated key=value pairs that turn feature gates on or off; they override the configuration file.")
 	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", manager.DefaultMetricsCertDir, "Directory with tls.crt and tls.key for the metrics endpoint when internalCertManagement is disabled.")
@@ -46,6 +48,10 @@ func run() int {
 	zapOpts := zap.Options{TimeEncoder: zapcore.RFC3339NanoTimeEncoder}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if showVersion {
+		fmt.Println(version.Get())
+		return 0
+	}
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)
@@ -67,7 +73,8 @@ func run() int {
 	if encoded, err := config.Encode(scheme, &cfg.Kueue); err == nil {
 		setupLog.V(2).Info("Configuration loaded", "config", encoded, "timeshare", cfg.Timeshare)
 	}
-	setupLog.Info("Starting kueue-timeshare", "kueueVersion", version.GitVersion, "gitCommit", version.GitCommit)
+	v := version.Get()
+	setupLog.Info("Starting kueue-timeshare", "version", v.Version, "kueueVersion", v.KueueVersion, "gitCommit", v.GitCommit)
 	features.LogFeatureGates(setupLog)
 	tsfeatures.Log(setupLog)
 

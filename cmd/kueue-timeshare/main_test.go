@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 )
 
 // The test binary doubles as the manager binary: feature gates and flags are process-wide, so
@@ -82,5 +84,18 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "KUEUE_TIMESHARE_TEST_RUN_MAIN=1", "KUEUE_TIMESHARE_TEST_ARGS=--version")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v; output:\n%s", err, out)
+	}
+	want := "kueue-timeshare " + version.Version + " (Kueue " + version.KueueVersion + ", commit "
+	if !strings.HasPrefix(string(out), want) || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("--version printed %q, want one line starting %q", out, want)
 	}
 }

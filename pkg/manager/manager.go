@@ -73,6 +73,8 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
+	// Stamps upstream's version variables, read by kueue_build_info, with this build's.
+	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 	tswebhooks "github.com/kueue-timeshare/kueue-timeshare/pkg/webhooks"
 )
