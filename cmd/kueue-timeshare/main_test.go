@@ -56,8 +56,8 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
 		},
 		"our gates are set like upstream's": {
-			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
-			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"MinRuntimeProtection":false,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
 		},
 		"invalid timeshare settings": {
 			args: "--config=" + badTimeshare,

@@ -30,6 +30,12 @@ const (
 	// they ran that long, by workloads of equal or higher priority of their ClusterQueue when that
 	// lets one be admitted. Off: the annotations are ignored.
 	ExpectedRuntimeRequeue featuregate.Feature = "ExpectedRuntimeRequeue"
+
+	// HandoverAfterVictimTermination keeps the quota of a Job preempted for a turn's end or its
+	// expected runtime until its Pods have terminated, so that the next holder neither runs beside
+	// them nor starts its turn with Pods that cannot be placed. Off: the quota goes when Kueue
+	// releases it, as soon as the Job has no active Pods.
+	HandoverAfterVictimTermination featuregate.Feature = "HandoverAfterVictimTermination"
 )
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
@@ -43,6 +49,9 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 	ExpectedRuntimeRequeue: {
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	HandoverAfterVictimTermination: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 }

@@ -12,15 +12,18 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -609,12 +612,39 @@ func (m *Manager) setupScheduler() error {
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
 		}
-		s = m.afterSettingsLoaded(scheduler.New(queues, cache, cl, recorder, opts...))
+		sched := scheduler.New(queues, cache, cl, recorder, opts...)
+		if slices.Contains(cfg.Integrations.Frameworks, "batch/job") {
+			if err := m.Add(nonLeaderRunnable(func(ctx context.Context) error { return m.watchJobs(ctx, sched) })); err != nil {
+				return fmt.Errorf("adding the Job watch of the scheduler: %w", err)
+			}
+		}
+		s = m.afterSettingsLoaded(sched)
 	}
 	if err := m.Add(s); err != nil {
 		return fmt.Errorf("adding scheduler: %w", err)
 	}
 	return nil
+}
+
+// watchJobs tells the scheduler when a Job's Pods change, so that a ClusterQueue waiting for a
+// preempted Job's Pods to terminate is retried as soon as they are gone.
+func (m *Manager) watchJobs(ctx context.Context, sched *scheduler.Scheduler) error {
+	inf, err := m.GetCache().GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		return fmt.Errorf("watching Jobs: %w", err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if job, ok := obj.(*batchv1.Job); ok {
+				sched.JobChanged(ctx, job)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching Jobs: %w", err)
+	}
+	<-ctx.Done()
+	return inf.RemoveEventHandler(reg)
 }
 
 // afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and every

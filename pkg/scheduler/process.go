@@ -72,6 +72,16 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		log.V(3).Info("Skipping workload as FlavorAssigner assigned NoFit mode")
 		return
 	case flavorassigner.Preempt:
+		if victims := c.draining[e.ClusterQueue]; len(victims) > 0 {
+			e.message = drainMessage(victims)
+			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
+			// Inadmissible, not retried every cycle: the Job's update or the hold's deadline wakes
+			// the ClusterQueue (drainHolds).
+			e.requeueReason = qcache.RequeueReasonGeneric
+			e.LastAssignment = nil
+			log.V(3).Info("Waiting for preempted workloads' Pods to terminate", "victims", victims)
+			return
+		}
 		if len(e.targets) == 0 {
 			e.requeueReason = qcache.RequeueReasonPreemptionNoCandidates
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
@@ -134,6 +144,9 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		preempted, failed, err := s.preemptor.IssuePreemptions(ctx, s.cache, &e.Info, victims, e.cq)
 		if err != nil {
 			log.Error(err, "Failed to preempt workloads")
+		}
+		if preempted > 0 {
+			s.drains.record(ctx, &e.Info, victims)
 		}
 		e.preemptionIssued(preempted, failed)
 		return

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 // Scheduler admits the heads of the ClusterQueues, one cycle at a time.
@@ -38,6 +40,9 @@ type Scheduler struct {
 
 	// async runs the API write of an admission; tests make it synchronous.
 	async routine.Wrapper
+
+	// drains keeps the quota of victims of our preemptions until their Pods are gone.
+	drains *drainHolds
 
 	// cycle counts scheduling attempts since start. The flavor assigner records it on
 	// assignments to tell how old a resumed flavor scan is.
@@ -54,7 +59,7 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 		o.resourceFormatter = resources.NewResourceFormatter()
 	}
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: o.requeuingTimestamp}
-	return &Scheduler{
+	s := &Scheduler{
 		queues:   queues,
 		cache:    cache,
 		client:   cl,
@@ -74,6 +79,10 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 			CustomLabels:         o.customLabels,
 		}),
 	}
+	s.drains = newDrainHolds(cl, o.clock, func(ctx context.Context, cq kueue.ClusterQueueReference) {
+		queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
+	})
+	return s
 }
 
 // Start runs the loop in the background until ctx ends (manager.Runnable).
@@ -158,6 +167,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		snap.Log(v)
 	}
 	log.V(2).Info("Snapshot taken", "duration", clk.Since(phase))
+	draining := s.drains.apply(ctx, snap)
 
 	phase = clk.Now()
 	candidates, rejected := s.nominate(ctx, heads, snap)
@@ -166,6 +176,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	phase = clk.Now()
 	c := cycleState{
 		snapshot:  snap,
+		draining:  draining,
 		preempted: make(preemption.PreemptedWorkloads),
 		skipped:   make(map[kueue.ClusterQueueReference]int),
 	}
@@ -209,4 +220,7 @@ type cycleState struct {
 	preempted preemption.PreemptedWorkloads
 	// skipped counts, per ClusterQueue, preemptions given up because of such overlaps.
 	skipped map[kueue.ClusterQueueReference]int
+	// draining lists, per ClusterQueue, our victims whose Pods still terminate: their quota is
+	// held in the snapshot and no new preemption starts there until they are gone.
+	draining draining
 }

@@ -1,0 +1,225 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// drainMargin is added to a victim's grace period: the job controller deletes the Pods a moment
+// after the Job is suspended, and a hold must not outlive Pods that never go away.
+const drainMargin = 10 * time.Second
+
+// defaultGracePeriod is the Pod default, for a template that sets none.
+const defaultGracePeriod = 30 * time.Second
+
+// drainHolds keeps the room of a workload evicted for one of our reasons (a turn that ended, an
+// expected runtime) until its Pods are gone. Kueue releases a Job's quota once it has no active
+// Pods, but terminating Pods are not active: without the hold the next holder is admitted while
+// the victim's Pods still run their grace period, overcommitting the quota or starting its turn
+// with Pods that cannot be scheduled. Only batch/v1 Jobs report terminating Pods
+// (status.terminating); other owners get no hold. Upstream's own preemptions are left alone.
+type drainHolds struct {
+	client client.Client
+	clock  clock.Clock
+	// wake retries a ClusterQueue's inadmissible workloads.
+	wake func(context.Context, kueue.ClusterQueueReference)
+
+	mu    sync.Mutex
+	holds map[types.NamespacedName]*drainHold
+}
+
+type drainHold struct {
+	uid       types.UID
+	cq        kueue.ClusterQueueReference
+	usage     workload.Usage
+	preemptor string
+	job       types.NamespacedName
+	deadline  time.Time
+}
+
+func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference)) *drainHolds {
+	return &drainHolds{client: c, clock: clk, wake: wake, holds: map[types.NamespacedName]*drainHold{}}
+}
+
+// record starts a hold for every target evicted for one of our reasons whose owner is a Job.
+func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targets []*preemption.Target) {
+	if d == nil || !features.Enabled(features.HandoverAfterVictimTermination) {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, t := range targets {
+		if !policy.IsOwnReason(t.Reason) {
+			continue
+		}
+		wl := t.WorkloadInfo.Obj
+		owner := metav1.GetControllerOf(wl)
+		if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
+			continue
+		}
+		job := types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}
+		grace := defaultGracePeriod
+		var obj batchv1.Job
+		if err := d.client.Get(ctx, job, &obj); err == nil {
+			grace = gracePeriod(&obj.Spec.Template.Spec)
+		}
+		h := &drainHold{
+			uid:       wl.UID,
+			cq:        t.WorkloadInfo.ClusterQueue,
+			usage:     t.WorkloadInfo.Usage(),
+			preemptor: klog.KObj(preemptor.Obj).String(),
+			job:       job,
+			deadline:  d.clock.Now().Add(grace + drainMargin),
+		}
+		d.mu.Lock()
+		d.holds[client.ObjectKeyFromObject(wl)] = h
+		d.mu.Unlock()
+		log.V(3).Info("Holding the quota of a preempted workload until its Pods are gone", "victim", klog.KObj(wl), "job", job, "until", h.deadline)
+		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
+			cq := h.cq
+			after.AfterFunc(h.deadline.Sub(d.clock.Now())+time.Millisecond, func() { d.wake(context.WithoutCancel(ctx), cq) })
+		}
+	}
+}
+
+// draining is what the holds add to one scheduling cycle: per ClusterQueue, the victims whose
+// quota Kueue released while their Pods still terminate.
+type draining map[kueue.ClusterQueueReference][]string
+
+// apply adds the usage of each victim still draining to the snapshot, drops the holds that are
+// over, and returns the ClusterQueues that have victims draining.
+func (d *drainHolds) apply(ctx context.Context, snap *schdcache.Snapshot) draining {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.holds) == 0 {
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	var out draining
+	for key, h := range d.holds {
+		held, why := d.holding(ctx, key, h)
+		if !held {
+			log.V(3).Info("Stopped holding the quota of a preempted workload", "victim", key, "reason", why)
+			delete(d.holds, key)
+			continue
+		}
+		if why != reasonDraining {
+			continue
+		}
+		cq := snap.ClusterQueue(h.cq)
+		if cq == nil {
+			continue
+		}
+		cq.AddUsage(h.usage)
+		if out == nil {
+			out = draining{}
+		}
+		out[h.cq] = append(out[h.cq], key.String())
+	}
+	for _, victims := range out {
+		slices.Sort(victims)
+	}
+	return out
+}
+
+const reasonDraining = "its Pods are terminating"
+
+// holding says whether the hold on key still applies and why; reasonDraining means the victim's
+// quota is released and its Pods are not gone yet, so the hold's usage must be added.
+func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *drainHold) (bool, string) {
+	if !d.clock.Now().Before(h.deadline) {
+		return false, "its grace period is over"
+	}
+	var wl kueue.Workload
+	if err := d.client.Get(ctx, key, &wl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, "the workload is gone"
+		}
+		return true, "the workload could not be read"
+	}
+	if wl.UID != h.uid {
+		return false, "the workload was replaced"
+	}
+	if workload.HasQuotaReservation(&wl) {
+		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+			return true, "its eviction is under way"
+		}
+		return false, "it holds quota again"
+	}
+	var job batchv1.Job
+	if err := d.client.Get(ctx, h.job, &job); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, "its Job is gone"
+		}
+		return true, reasonDraining
+	}
+	if job.Status.Active == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
+		return false, "its Pods are gone"
+	}
+	return true, reasonDraining
+}
+
+// jobChanged wakes the ClusterQueue of a hold whose Job has no Pods left, so that the workload
+// waiting for the room is retried at once rather than at the hold's deadline.
+func (d *drainHolds) jobChanged(ctx context.Context, job *batchv1.Job) {
+	if d == nil || job.Status.Active != 0 || ptr.Deref(job.Status.Terminating, 0) != 0 {
+		return
+	}
+	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
+	var wake []kueue.ClusterQueueReference
+	d.mu.Lock()
+	for _, h := range d.holds {
+		if h.job == key {
+			wake = append(wake, h.cq)
+		}
+	}
+	d.mu.Unlock()
+	for _, cq := range wake {
+		d.wake(ctx, cq)
+	}
+}
+
+// drainMessage is the pending message of a head whose ClusterQueue waits for victims' Pods.
+func drainMessage(victims []string) string {
+	return fmt.Sprintf("waiting for the Pods of the preempted workload(s) %s to terminate before taking their quota", strings.Join(victims, ", "))
+}
+
+// JobChanged tells the scheduler that a Job's Pods changed (its status was updated); the manager
+// calls it from its Job informer.
+func (s *Scheduler) JobChanged(ctx context.Context, job *batchv1.Job) {
+	s.drains.jobChanged(ctx, job)
+}
+
+// gracePeriod is a Pod template's termination grace period.
+func gracePeriod(spec *corev1.PodSpec) time.Duration {
+	if spec.TerminationGracePeriodSeconds == nil {
+		return defaultGracePeriod
+	}
+	return time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+}
