@@ -29,13 +29,17 @@ bin/helm package charts/kueue-timeshare --destination "$out" >/dev/null
 
 bin/kubectl kustomize config/default > "$out/manifests.yaml"
 
+# The binaries are built from the image context, so that they are HEAD's whatever the work tree holds.
+src="$(mktemp -d)"
+trap 'rm -rf "$src"' EXIT
+tar -xzf "$out/kueue-timeshare-$version-image-context.tar.gz" -C "$src"
 pkg=github.com/kueue-timeshare/kueue-timeshare/pkg/version
 for p in $platforms; do
   os="${p%/*}" arch="${p#*/}"
   echo "building the manager for $os/$arch..." >&2
-  CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" go build -trimpath \
+  (cd "$src" && CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" GOFLAGS=-mod=readonly go build -trimpath \
     -ldflags "-s -w -X $pkg.Version=$version -X $pkg.GitCommit=$commit" \
-    -o "$out/kueue-timeshare-$os-$arch" ./cmd/kueue-timeshare
+    -o "$out/kueue-timeshare-$os-$arch" ./cmd/kueue-timeshare)
 done
 
 (cd "$out" && sha256sum -- * > SHA256SUMS && sha256sum --quiet -c SHA256SUMS)
