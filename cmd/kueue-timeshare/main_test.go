@@ -33,6 +33,7 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 	withGates := write("gates.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  VisibilityOnDemand: false\n")
 	badField := write("bad-field.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  timeout: -1s\n")
 	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
+	podsReadyClock := write("pods-ready-clock.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: PodsReady\n")
 	badTimeshare := write("bad-timeshare.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n  defaultPreemptMinRuntime: -5m\n")
 
 	cases := map[string]struct {
@@ -63,6 +64,10 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			args: "--config=" + badTimeshare,
 			wantText: []string{"invalid configuration", "timeshare.defaultPreemptMinRuntime", "must not be negative",
 				"timeshare.reclaimResolveMethod", `supported values: "LCA", "Queue"`},
+		},
+		"the PodsReady clock without waitForPodsReady": {
+			args:     "--config=" + podsReadyClock + " --feature-gates=DisableWaitForPodsReady=true",
+			wantText: []string{"invalid configuration", "timeshare.runtimeClock", "PodsReady needs waitForPodsReady"},
 		},
 		"wrong kind": {
 			args:     "--config=" + unknownKind,

@@ -19,7 +19,7 @@ func TestGatesLiveInUpstreamsGate(t *testing.T) {
 		"turned off":           {set: ptr(false), want: false},
 		"turned on":            {set: ptr(true), want: true},
 	}
-	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue} {
+	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue, HandoverAfterVictimTermination} {
 		for name, tc := range cases {
 			t.Run(string(gate)+"/"+name, func(t *testing.T) {
 				if tc.set != nil {

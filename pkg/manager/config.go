@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
@@ -42,6 +43,10 @@ func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options
 		return opts, all, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 	}
 	opts, err = validateKueue(scheme, opts, &all.Kueue, featureGates)
+	if err == nil && all.Timeshare.RuntimeClock == tsconfig.RuntimeClockPodsReady && !waitforpodsready.Enabled(all.Kueue.WaitForPodsReady) {
+		err = fmt.Errorf("invalid configuration: %w", field.Invalid(field.NewPath(tsconfig.SectionKey, "runtimeClock"), all.Timeshare.RuntimeClock,
+			"PodsReady needs waitForPodsReady, which keeps the PodsReady condition up to date and is off while the DisableWaitForPodsReady feature gate is on"))
+	}
 	return opts, all, err
 }
 

@@ -19,6 +19,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	DefaultReclaimMinRuntime: &metav1.Duration{},
 	ReclaimResolveMethod:     tsconfig.ReclaimResolveLCA,
 	DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
+	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 }
 
 // Feature gates are process-wide, so the cases that set them run the binary instead
@@ -74,6 +75,7 @@ webhook:
 timeshare:
   defaultPreemptMinRuntime: 5m
   reclaimResolveMethod: Queue
+  runtimeClock: PodsReady
 `,
 			check: func(t *testing.T, cfg Config) {
 				if diff := cmp.Diff(ptr.To(9556), cfg.Kueue.Webhook.Port); diff != "" {
@@ -84,6 +86,7 @@ timeshare:
 					DefaultReclaimMinRuntime: &metav1.Duration{},
 					ReclaimResolveMethod:     tsconfig.ReclaimResolveQueue,
 					DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
+					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
 					t.Errorf("timeshare section (-want +got):\n%s", diff)
@@ -93,6 +96,10 @@ timeshare:
 		"negative min-runtime names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultReclaimMinRuntime: -1m\n",
 			wantErr: []string{"invalid configuration", "timeshare.defaultReclaimMinRuntime", "must not be negative"},
+		},
+		"unknown runtime clock names the field and the choices": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: Running\n",
+			wantErr: []string{"timeshare.runtimeClock", `"Admitted"`, `"PodsReady"`},
 		},
 		"unknown resolve method names the field and the choices": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n",

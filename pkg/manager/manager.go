@@ -75,6 +75,8 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 	// Stamps upstream's version variables, read by kueue_build_info, with this build's.
 	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/version"
@@ -606,7 +608,8 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration)),
+			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
+				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 		}
 		if m.opts.Clock != nil {

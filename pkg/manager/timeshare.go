@@ -31,12 +31,11 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 
 // PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the
 // priority classes' tolerations, the pending workloads of queues (to decide whose turn it is) and
-// the default expected-runtime cooldown. The manager passes it to scheduler.WithPreemptor; the
-// simulator does the same, so both choose victims with the same code.
-func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration) scheduler.PreemptorFactory {
+// the default expected-runtime cooldown, plus extra options. The manager passes it to
+// scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
+func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
-		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
-			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
+		opts := append([]preemption.Option{
 			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
@@ -44,7 +43,9 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithMinRuntimeProtection(store),
 			preemption.WithPreemptionToleration(tolerations),
 			preemption.WithExpectedRuntimeRequeue(requeueDelay),
-		)}
+		}, extra...)
+		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
+			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels, opts...)}
 	}
 }
 
@@ -94,7 +95,8 @@ func (m *Manager) setupTimeshare() error {
 		tick = c
 	}
 	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
-		Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
+		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock),
+		Lead:         queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
 	if err := m.Add(w); err != nil {
 		return fmt.Errorf("adding the window waker: %w", err)
 	}

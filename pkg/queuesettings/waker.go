@@ -2,7 +2,6 @@ package queuesettings
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -42,7 +41,10 @@ type Waker struct {
 	// Tolerations, if set, gives the preemption toleration of priority classes, whose end the
 	// waker also watches for.
 	Tolerations func(*kueue.PriorityClassRef) *policy.Toleration
-	Log         logr.Logger
+	// RuntimeClock is the condition min-runtimes and expected runtimes count from (Admitted if
+	// empty); toleration counts from Admitted.
+	RuntimeClock policy.RuntimeClock
+	Log          logr.Logger
 	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue manager
 	// retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod): waking
 	// that much early, less a margin, makes the retry land just after the end instead of a
@@ -182,20 +184,27 @@ func (w *Waker) sweepProtections(ctx context.Context, holding []kueue.Workload, 
 		if c == nil || c.Status != metav1.ConditionTrue {
 			continue
 		}
-		ends := values
-		if tolerations {
-			if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
-				ends = append(slices.Clip(values), t.Duration)
+		// Min-runtimes and expected runtimes count from the runtime clock (zero: not started yet,
+		// and so no end known); tolerations from admission.
+		running := policy.RunningSince(wl, w.RuntimeClock)
+		times := make([]time.Time, 0, len(values)+3)
+		if !running.IsZero() {
+			for _, d := range values {
+				times = append(times, running.Add(d))
 			}
 		}
-		times := make([]time.Time, 0, len(ends)+2)
-		for _, d := range ends {
-			times = append(times, c.LastTransitionTime.Add(d))
+		if tolerations {
+			if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
+				times = append(times, c.LastTransitionTime.Add(t.Duration))
+			}
 		}
 		if expected {
 			// Reaching the expected runtime, or the end of a cooldown, nominates the workload.
 			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Skip == "" {
-				times = append(times, c.LastTransitionTime.Add(er.Expected), er.NotBefore)
+				if !running.IsZero() {
+					times = append(times, running.Add(er.Expected))
+				}
+				times = append(times, er.NotBefore)
 			}
 		}
 		for _, end := range times {

@@ -43,7 +43,21 @@ type Configuration struct {
 	ReclaimResolveMethod ReclaimResolveMethod `json:"reclaimResolveMethod,omitempty"`
 	// DefaultRequeueDelay is the expected-runtime cooldown when a workload does not set one.
 	DefaultRequeueDelay *metav1.Duration `json:"defaultRequeueDelay,omitempty"`
+	// RuntimeClock is the condition from which min-runtimes and expected runtimes count a
+	// workload's running time: Admitted (default) or PodsReady (needs waitForPodsReady, which
+	// maintains that condition).
+	RuntimeClock RuntimeClock `json:"runtimeClock,omitempty"`
 }
+
+// RuntimeClock names the condition running time is counted from.
+type RuntimeClock string
+
+const (
+	// RuntimeClockAdmitted counts from the Admitted condition: quota reserved and checks passed.
+	RuntimeClockAdmitted RuntimeClock = "Admitted"
+	// RuntimeClockPodsReady counts from the PodsReady condition: every Pod is running and ready.
+	RuntimeClockPodsReady RuntimeClock = "PodsReady"
+)
 
 // SetDefaults fills unset fields.
 func SetDefaults(c *Configuration) {
@@ -58,6 +72,9 @@ func SetDefaults(c *Configuration) {
 	}
 	if c.DefaultRequeueDelay == nil {
 		c.DefaultRequeueDelay = &metav1.Duration{Duration: DefaultRequeueDelay}
+	}
+	if c.RuntimeClock == "" {
+		c.RuntimeClock = RuntimeClockAdmitted
 	}
 }
 
@@ -78,6 +95,12 @@ func Validate(c *Configuration) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(path.Child("reclaimResolveMethod"), c.ReclaimResolveMethod,
 			[]ReclaimResolveMethod{ReclaimResolveLCA, ReclaimResolveQueue}))
+	}
+	switch c.RuntimeClock {
+	case RuntimeClockAdmitted, RuntimeClockPodsReady:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("runtimeClock"), c.RuntimeClock,
+			[]RuntimeClock{RuntimeClockAdmitted, RuntimeClockPodsReady}))
 	}
 	return errs
 }

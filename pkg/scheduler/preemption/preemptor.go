@@ -73,7 +73,9 @@ type Preemptor struct {
 	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
-	client              client.Client
+	// runtimeClock says from which condition min-runtimes and expected runtimes count.
+	runtimeClock policy.RuntimeClock
+	client       client.Client
 	// issuer evicts targets preempted for upstream's reasons exactly as upstream does (conditions,
 	// events, metrics, expectations).
 	issuer *upstream.Preemptor
@@ -97,6 +99,13 @@ type config struct {
 	tolerations         ClassTolerations
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
+	runtimeClock        policy.RuntimeClock
+}
+
+// WithRuntimeClock makes min-runtimes and expected runtimes count from clock's condition
+// (Admitted by default).
+func WithRuntimeClock(clock policy.RuntimeClock) Option {
+	return func(c *config) { c.runtimeClock = clock }
 }
 
 // WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
@@ -179,6 +188,7 @@ func New(
 		tolerations:         c.tolerations,
 		expectedRuntime:     c.expectedRuntime,
 		defaultRequeueDelay: c.defaultRequeueDelay,
+		runtimeClock:        c.runtimeClock,
 		client:              cl,
 		issuer:              upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
 		recorder:            recorder,
@@ -430,6 +440,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 			continue
 		}
 		*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
+		c.CountRuntimeFrom(p.runtimeClock)
 		if tolerations {
 			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
 		}

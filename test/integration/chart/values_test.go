@@ -111,7 +111,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 })
 
 // ourGates are kueue-timeshare's feature gates, as the chart documents them.
-var ourGates = []string{"TimeBasedSamePriorityPreemption", "MinRuntimeProtection", "PreemptionToleration", "ExpectedRuntimeRequeue"}
+var ourGates = []string{"TimeBasedSamePriorityPreemption", "MinRuntimeProtection", "PreemptionToleration", "ExpectedRuntimeRequeue", "HandoverAfterVictimTermination"}
 
 // registeredGates are the gates pkg/features declares, read from its source: the package keeps
 // its list private, and upstream's gates share the same process-wide registry.
@@ -176,6 +176,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultReclaimMinRuntime: &metav1.Duration{},
 			ReclaimResolveMethod:     tsconfig.ReclaimResolveLCA,
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
+			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		k := cfg.Kueue
@@ -199,6 +200,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.defaultPreemptMinRuntime=5m",
 			"timeshare.defaultReclaimMinRuntime=1h30m",
 			"timeshare.defaultRequeueDelay=2m",
+			"timeshare.runtimeClock=PodsReady",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
 			"integrations.frameworks={batch/job,kubeflow.org/pytorchjob}",
@@ -210,6 +212,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultReclaimMinRuntime: &metav1.Duration{Duration: 90 * time.Minute},
 			ReclaimResolveMethod:     tsconfig.ReclaimResolveQueue,
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 2 * time.Minute},
+			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		gomega.Expect(cfg.Kueue.ManageJobsWithoutQueueName).To(gomega.BeTrue())
@@ -227,7 +230,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		_, c := managerContainer(objs)
 		gates, _ := flagValue(c.Args, "feature-gates")
-		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,MinRuntimeProtection=false,PreemptionToleration=false," +
+		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,MinRuntimeProtection=false,PreemptionToleration=false," +
 			"TimeBasedSamePriorityPreemption=false,TopologyAwareScheduling=true,VisibilityOnDemand=false"))
 	})
 

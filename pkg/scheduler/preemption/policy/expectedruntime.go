@@ -30,11 +30,13 @@ func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
 		return false, annotations.SkipNotRunning
 	case c.AdmittedAt.IsZero():
 		return false, annotations.SkipMissingStart
-	case now.Before(c.AdmittedAt):
+	case c.NotStarted:
+		return false, "" // PodsReady clock: its Pods are not ready yet
+	case now.Before(c.runningSince()):
 		return false, annotations.SkipClockSkew
 	case !er.NotBefore.IsZero() && now.Before(er.NotBefore):
 		return false, annotations.SkipCooldown
-	case now.Sub(c.AdmittedAt) < er.Expected:
+	case now.Sub(c.runningSince()) < er.Expected:
 		return false, ""
 	}
 	return true, ""
@@ -57,7 +59,7 @@ func WithExpectedRuntimeRequeue() Option {
 			return ok
 		},
 		Why: func(in *Input) string {
-			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.AdmittedAt).Round(time.Second),
+			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.runningSince()).Round(time.Second),
 				in.Candidate.ExpectedRuntime.Expected)
 		},
 	})

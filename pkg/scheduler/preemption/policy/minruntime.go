@@ -109,7 +109,10 @@ func WithMinRuntimeProtection() Option {
 		Name: RuleMinRuntime,
 		When: func(in *Input) bool { return Protected(in.Candidate, in.Protection, in.Now) },
 		Why: func(in *Input) string {
-			return fmt.Sprintf("running for %s, less than %s", in.Now.Sub(in.Candidate.AdmittedAt).Round(time.Second), in.Protection.Source)
+			if in.Candidate.NotStarted {
+				return fmt.Sprintf("its Pods are not ready yet, and %s counts from then", in.Protection.Source)
+			}
+			return fmt.Sprintf("running for %s, less than %s", in.Now.Sub(in.Candidate.runningSince()).Round(time.Second), in.Protection.Source)
 		},
 	})
 }
@@ -117,10 +120,14 @@ func WithMinRuntimeProtection() Option {
 // Protected reports whether c is inside the min-runtime of p at now: strictly less than the
 // minimum; at exactly the minimum it may be preempted.
 func Protected(c *Candidate, p Protection, now time.Time) bool {
-	return p.MinRuntime > 0 && !c.Evicted && !c.AdmittedAt.IsZero() && now.Sub(c.AdmittedAt) < p.MinRuntime
+	return p.MinRuntime > 0 && !c.Evicted && !c.AdmittedAt.IsZero() && (c.NotStarted || now.Sub(c.runningSince()) < p.MinRuntime)
 }
 
 // ProtectionEnds is when c stops being protected by p.
 func ProtectionEnds(c *Candidate, p Protection) time.Time {
-	return c.AdmittedAt.Add(p.MinRuntime)
+	since := c.runningSince()
+	if since.IsZero() {
+		return time.Time{} // not known until it starts running
+	}
+	return since.Add(p.MinRuntime)
 }

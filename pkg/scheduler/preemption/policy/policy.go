@@ -63,6 +63,11 @@ type Candidate struct {
 	QuotaReservedAt time.Time
 	// AdmittedAt is when the Admitted condition last became true (work started); zero if it is not true.
 	AdmittedAt time.Time
+	// RunningSince is when the running time that min-runtimes and expected runtimes count began,
+	// by the RuntimeClock in use; zero means AdmittedAt. NotStarted: admitted, but not started by
+	// that clock (its Pods are not ready yet).
+	RunningSince time.Time
+	NotStarted   bool
 	// Evicted candidates are already on their way out.
 	Evicted bool
 	// Toleration is the preemption toleration of the candidate's priority class, if any.
@@ -313,4 +318,57 @@ func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Orderi
 		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
 	}
 	return c
+}
+
+// RuntimeClock names the condition from which running time is counted (the manager's
+// timeshare.runtimeClock).
+type RuntimeClock string
+
+const (
+	// RuntimeClockAdmitted counts from the Admitted condition.
+	RuntimeClockAdmitted RuntimeClock = "Admitted"
+	// RuntimeClockPodsReady counts from the PodsReady condition, which Kueue maintains while
+	// waitForPodsReady is enabled: an admitted workload whose Pods are not ready has not started.
+	RuntimeClockPodsReady RuntimeClock = "PodsReady"
+)
+
+// RunningSince is when wl's running time began by clock; zero if it has not begun.
+func RunningSince(wl *kueue.Workload, clock RuntimeClock) time.Time {
+	admitted := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
+	if admitted == nil || admitted.Status != metav1.ConditionTrue {
+		return time.Time{}
+	}
+	if clock != RuntimeClockPodsReady {
+		return admitted.LastTransitionTime.Time
+	}
+	ready := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue {
+		return time.Time{}
+	}
+	// A PodsReady left over from before the last admission does not count.
+	if ready.LastTransitionTime.Before(&admitted.LastTransitionTime) {
+		return time.Time{}
+	}
+	return ready.LastTransitionTime.Time
+}
+
+// CountRuntimeFrom sets RunningSince and NotStarted by clock.
+func (c *Candidate) CountRuntimeFrom(clock RuntimeClock) {
+	if clock != RuntimeClockPodsReady || !c.Admitted {
+		return
+	}
+	c.RunningSince = RunningSince(c.Info.Obj, clock)
+	c.NotStarted = c.RunningSince.IsZero()
+}
+
+// runningSince is when the counted running time began; zero if it has not (not admitted, or
+// not started by the clock in use).
+func (c *Candidate) runningSince() time.Time {
+	if c.NotStarted || c.AdmittedAt.IsZero() {
+		return time.Time{}
+	}
+	if !c.RunningSince.IsZero() {
+		return c.RunningSince
+	}
+	return c.AdmittedAt
 }
