@@ -1,0 +1,48 @@
+package v1beta2
+
+import (
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Field is one of kueue-timeshare's fields in a Kueue kind: the object that holds it (Parent, a
+// path from the object's root), its name there and its schema. It lives at the same path in
+// every served version of the kind.
+type Field struct {
+	Parent []string
+	Name   string
+	Schema apiextensionsv1.JSONSchemaProps
+}
+
+// Path is the field's full path, for example [spec preemption preemptMinRuntime].
+func (f Field) Path() []string {
+	return append(slices.Clone(f.Parent), f.Name)
+}
+
+// String is the dotted path, as field errors write it.
+func (f Field) String() string {
+	return strings.Join(f.Path(), ".")
+}
+
+// Fields lists kueue-timeshare's fields by Kueue kind. It is the one place a field is declared:
+// hack/crdpatch adds each to every version of its kind's CRD, and the manager's conversion
+// webhook carries each unchanged between versions (upstream's types, which it converts with,
+// lack them). Within a kind, fields are sorted by path.
+func Fields() map[string][]Field {
+	preemption := []string{"spec", "preemption"}
+	cq := []Field{{Parent: preemption, Name: "withinClusterQueueConfig", Schema: WithinClusterQueueConfigSchema()}}
+	for name, s := range MinRuntimeSchemaProperties() {
+		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
+	}
+	fields := map[string][]Field{
+		"ClusterQueue": cq,
+		// Upstream's Cohort has no spec.preemption: all of it is ours.
+		"Cohort": {{Parent: []string{"spec"}, Name: "preemption", Schema: CohortPreemptionSchema()}},
+	}
+	for _, fs := range fields {
+		slices.SortFunc(fs, func(a, b Field) int { return strings.Compare(a.String(), b.String()) })
+	}
+	return fields
+}
