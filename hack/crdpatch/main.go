@@ -62,7 +62,7 @@ func patchFile(path, kind string, fields []tsapi.Field) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// AddFields puts fields into every version of kind's CRD. Each field's parent must already be an
+// AddFields puts fields, and the rules they need on their parents, into every version of kind's CRD. Each field's parent must already be an
 // object in every version, so that the field sits at the same path in all of them (which the
 // conversion webhook relies on), and the field itself must not exist yet: a field upstream
 // added under the same name would otherwise be silently replaced.
@@ -99,6 +99,7 @@ func setProperty(obj *apiextensionsv1.JSONSchemaProps, path []string, f tsapi.Fi
 			obj.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 		}
 		obj.Properties[f.Name] = f.Schema
+		obj.XValidations = append(obj.XValidations, f.ParentRules...)
 		return nil
 	}
 	child, ok := obj.Properties[path[depth]]

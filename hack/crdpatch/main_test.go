@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,21 @@ func TestPatchesEveryVersionOfKueuesCRDs(t *testing.T) {
 					}
 					if diff := cmp.Diff(f.Schema, got); diff != "" {
 						t.Errorf("%s: %s schema (-want +got):\n%s", v.Name, f, diff)
+					}
+					parent, _ := schemaAt(*v.Schema.OpenAPIV3Schema, f.Parent)
+					for _, r := range f.ParentRules {
+						if !slices.Contains(parent.XValidations, r) {
+							t.Errorf("%s: rule %q of %s missing on its parent", v.Name, r.Rule, f)
+						}
+					}
+				}
+				if kind == "ClusterQueue" {
+					// Upstream's own rule on spec.preemption stays beside ours.
+					p, _ := schemaAt(*v.Schema.OpenAPIV3Schema, []string{"spec", "preemption"})
+					if !slices.ContainsFunc(p.XValidations, func(r apiextensionsv1.ValidationRule) bool {
+						return strings.Contains(r.Rule, "reclaimWithinCohort")
+					}) {
+						t.Errorf("%s: upstream's rule on spec.preemption lost", v.Name)
 					}
 				}
 				for _, p := range keep[kind] {

@@ -14,6 +14,9 @@ type Field struct {
 	Parent []string
 	Name   string
 	Schema apiextensionsv1.JSONSchemaProps
+	// ParentRules are validation rules the field needs on its parent object, because they
+	// relate it to its siblings.
+	ParentRules apiextensionsv1.ValidationRules
 }
 
 // Path is the field's full path, for example [spec preemption preemptMinRuntime].
@@ -32,7 +35,8 @@ func (f Field) String() string {
 // lack them). Within a kind, fields are sorted by path.
 func Fields() map[string][]Field {
 	preemption := []string{"spec", "preemption"}
-	cq := []Field{{Parent: preemption, Name: "withinClusterQueueConfig", Schema: WithinClusterQueueConfigSchema()}}
+	cq := []Field{{Parent: preemption, Name: "withinClusterQueueConfig", Schema: WithinClusterQueueConfigSchema(),
+		ParentRules: WithinClusterQueueConfigParentRules()}}
 	for name, s := range MinRuntimeSchemaProperties() {
 		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
 	}
