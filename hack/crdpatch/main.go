@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,15 +24,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: crdpatch <crd directory>")
 		os.Exit(2)
 	}
-	fields := tsapi.Fields()
-	for _, kind := range slices.Sorted(func(yield func(string) bool) {
-		for k := range fields {
-			if !yield(k) {
-				return
-			}
+	fields, columns := tsapi.Fields(), tsapi.PrinterColumns()
+	kinds := slices.Sorted(maps.Keys(fields))
+	for kind := range columns {
+		if _, ok := fields[kind]; !ok {
+			kinds = append(kinds, kind)
 		}
-	}) {
-		if err := patchFile(filepath.Join(os.Args[1], CRDFile(kind)), kind, fields[kind]); err != nil {
+	}
+	for _, kind := range kinds {
+		err := patchFile(filepath.Join(os.Args[1], CRDFile(kind)), func(crd *apiextensionsv1.CustomResourceDefinition) error {
+			if err := AddFields(crd, kind, fields[kind]); err != nil {
+				return err
+			}
+			return AddPrinterColumns(crd, columns[kind])
+		})
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "crdpatch: %v\n", err)
 			os.Exit(1)
 		}
@@ -43,7 +50,7 @@ func CRDFile(kind string) string {
 	return "kueue.x-k8s.io_" + strings.ToLower(kind) + "s.yaml"
 }
 
-func patchFile(path, kind string, fields []tsapi.Field) error {
+func patchFile(path string, patch func(*apiextensionsv1.CustomResourceDefinition) error) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -52,7 +59,7 @@ func patchFile(path, kind string, fields []tsapi.Field) error {
 	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := AddFields(&crd, kind, fields); err != nil {
+	if err := patch(&crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	out, err := yaml.Marshal(&crd)
@@ -110,5 +117,19 @@ func setProperty(obj *apiextensionsv1.JSONSchemaProps, path []string, f tsapi.Fi
 		return err
 	}
 	obj.Properties[path[depth]] = child
+	return nil
+}
+
+// AddPrinterColumns appends columns to every version's, refusing a name upstream already uses.
+func AddPrinterColumns(crd *apiextensionsv1.CustomResourceDefinition, columns []apiextensionsv1.CustomResourceColumnDefinition) error {
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		for _, c := range columns {
+			if slices.ContainsFunc(v.AdditionalPrinterColumns, func(u apiextensionsv1.CustomResourceColumnDefinition) bool { return u.Name == c.Name }) {
+				return fmt.Errorf("version %s: printer column %q exists already", v.Name, c.Name)
+			}
+			v.AdditionalPrinterColumns = append(v.AdditionalPrinterColumns, c)
+		}
+	}
 	return nil
 }

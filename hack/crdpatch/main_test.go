@@ -55,7 +55,7 @@ func TestPatchesEveryVersionOfKueuesCRDs(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := patchFile(path, kind, fields); err != nil {
+			if err := patchFile(path, func(crd *apiextensionsv1.CustomResourceDefinition) error { return AddFields(crd, kind, fields) }); err != nil {
 				t.Fatal(err)
 			}
 			out, err := os.ReadFile(path)
@@ -160,6 +160,44 @@ func TestRefusesWhatItCannotPatchFaithfully(t *testing.T) {
 			err := AddFields(tc.crd, "ClusterQueue", []tsapi.Field{field})
 			if err == nil || err.Error() != tc.want {
 				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Columns land after upstream's in every version, whose columns stay; each points at a field
+// that exists in that version's schema.
+func TestPrinterColumns(t *testing.T) {
+	for kind, columns := range tsapi.PrinterColumns() {
+		t.Run(kind, func(t *testing.T) {
+			_, data := kueueCRD(t, kind)
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+				t.Fatal(err)
+			}
+			upstream := map[string]int{}
+			for _, v := range crd.Spec.Versions {
+				upstream[v.Name] = len(v.AdditionalPrinterColumns)
+			}
+			if err := AddFields(&crd, kind, tsapi.Fields()[kind]); err != nil {
+				t.Fatal(err)
+			}
+			if err := AddPrinterColumns(&crd, columns); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range crd.Spec.Versions {
+				got := v.AdditionalPrinterColumns[upstream[v.Name]:]
+				if diff := cmp.Diff(columns, got); diff != "" {
+					t.Errorf("%s: columns (-want +got):\n%s", v.Name, diff)
+				}
+				for _, c := range got {
+					if _, ok := schemaAt(*v.Schema.OpenAPIV3Schema, strings.Split(strings.TrimPrefix(c.JSONPath, "."), ".")); !ok {
+						t.Errorf("%s: column %q reads %s, which is not in the schema", v.Name, c.Name, c.JSONPath)
+					}
+				}
+			}
+			if err := AddPrinterColumns(&crd, columns[:1]); err == nil || !strings.Contains(err.Error(), "exists already") {
+				t.Errorf("adding a column twice: got %v", err)
 			}
 		})
 	}

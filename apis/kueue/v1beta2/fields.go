@@ -50,3 +50,26 @@ func Fields() map[string][]Field {
 	}
 	return fields
 }
+
+// PrinterColumns are the columns kubectl get shows for kueue-timeshare's fields, by Kueue kind;
+// hack/crdpatch appends them to upstream's in every version (the paths are the same in all).
+func PrinterColumns() map[string][]apiextensionsv1.CustomResourceColumnDefinition {
+	minRuntimes := func(priority int32) []apiextensionsv1.CustomResourceColumnDefinition {
+		return []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Preempt Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.preemptMinRuntime",
+				Description: "Protection against preemption within the ClusterQueue, where set here (kueue-timeshare)"},
+			{Name: "Reclaim Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.reclaimMinRuntime",
+				Description: "Protection against reclaim by other ClusterQueues, where set here (kueue-timeshare)"},
+		}
+	}
+	return map[string][]apiextensionsv1.CustomResourceColumnDefinition{
+		"ClusterQueue": append([]apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Min Admit Duration", Type: "string", JSONPath: ".spec.preemption.withinClusterQueueConfig.minAdmitDuration",
+				Description: "Time-sharing window: how long a workload keeps its quota before one of the same priority may preempt it (kueue-timeshare)"},
+		}, minRuntimes(1)...),
+		// Upstream's Cohort has no columns: its parent helps to read the tree.
+		"Cohort": append([]apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Parent", Type: "string", JSONPath: ".spec.parentName", Description: "The parent Cohort"},
+		}, minRuntimes(0)...),
+	}
+}
