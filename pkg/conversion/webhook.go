@@ -23,6 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 	sigsjson "sigs.k8s.io/json"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
@@ -33,7 +35,7 @@ const Path = "/convert"
 // of them the conversion.Hub and the others conversion.Convertible, as Kueue's do.
 type Handler struct {
 	Scheme *runtime.Scheme
-	// Fields are kueue-timeshare's fields by kind, carried across every conversion.
+	// Fields are kueue-timeshare's fields by kind of Kueue's group, carried across every conversion.
 	Fields map[string][]tsapi.Field
 	Log    logr.Logger
 }
@@ -124,7 +126,11 @@ func (h *Handler) convertObject(raw []byte, desired schema.GroupVersion) ([]byte
 
 	// Take our fields out, so that what remains is exactly what upstream's type holds.
 	var ours []carried
-	for _, f := range h.Fields[from.Kind] {
+	var fields []tsapi.Field
+	if from.Group == kueue.SchemeGroupVersion.Group {
+		fields = h.Fields[from.Kind]
+	}
+	for _, f := range fields {
 		v, found, err := take(obj, f.Path())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", name, f, err)
