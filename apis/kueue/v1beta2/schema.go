@@ -38,8 +38,8 @@ const (
 const durationPattern = `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 
 // The schema's rules repeat the webhook's (ValidateClusterQueueExtension,
-// ValidateCohortExtension) with the same messages, so that the API server holds them even while
-// the manager is down: a server-side dry run or a GitOps diff shows them. CEL's duration() reads
+// ValidateCohortExtension) with the same messages, so that the API server holds them itself,
+// without the manager's webhook (a dry run where only the CRDs are installed, schema-aware tools). CEL's duration() reads
 // Go duration strings.
 // A value that is not a duration fails the pattern only: the rules let it pass rather than add an
 // error of their own.
