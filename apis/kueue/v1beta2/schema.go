@@ -39,10 +39,9 @@ const durationPattern = `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 
 // The schema's rules repeat the webhook's (ValidateClusterQueueExtension,
 // ValidateCohortExtension) with the same messages, so that the API server holds them itself,
-// without the manager's webhook (a dry run where only the CRDs are installed, schema-aware tools). CEL's duration() reads
-// Go duration strings.
-// A value that is not a duration fails the pattern only: the rules let it pass rather than add an
-// error of their own.
+// without the manager's webhook (a dry run where only the CRDs are installed, schema-aware
+// tools). CEL's duration() reads Go duration strings. A value that is not a duration fails the
+// pattern only: the rules let it pass rather than add an error of their own.
 var (
 	minAdmitDurationRule = apiextensionsv1.ValidationRule{
 		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) >= duration('%s')", celString(durationPattern), MinimumMinAdmitDuration),
