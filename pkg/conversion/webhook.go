@@ -111,7 +111,7 @@ func (h *Handler) convertObject(raw []byte, desired schema.GroupVersion) ([]byte
 		return nil, fmt.Errorf("object is not JSON: %w", err)
 	}
 	var typeMeta metav1.TypeMeta
-	if err := json.Unmarshal(raw, &typeMeta); err != nil {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &typeMeta); err != nil {
 		return nil, fmt.Errorf("object without apiVersion and kind: %w", err)
 	}
 	from := typeMeta.GroupVersionKind()
