@@ -39,7 +39,8 @@ DIFF_CASES ?= 20000
 FUZZ_TARGETS := \
   ./apis/annotations:FuzzParseToleration ./apis/annotations:FuzzParseExpectedRuntime \
   ./apis/kueue/v1beta2:FuzzExtensions ./apis/config/v1alpha1:FuzzDecode \
-  ./pkg/scheduler/preemption/policy:FuzzVictimPolicy ./pkg/scheduler/preemption/policy:FuzzOrdering
+  ./pkg/scheduler/preemption/policy:FuzzVictimPolicy ./pkg/scheduler/preemption/policy:FuzzOrdering \
+  ./pkg/conversion:FuzzConvertObject
 
 .PHONY: test-reliability
 test-reliability: envtest manifests ## Long fuzzing, a long differential run, and the long form of the restart, leader election and API-fault tests.

@@ -1,7 +1,8 @@
 // Package controlplane starts a local Kubernetes control plane (etcd and kube-apiserver on
 // loopback, through controller-runtime's envtest) with Kueue's CRDs and webhook configurations
-// installed, for `make run` and the integration tests. Webhooks point at a manager serving TLS
-// on localhost with a self-signed CA that envtest creates.
+// installed, for `make run` and the integration tests. Webhooks, and the conversion of Kueue's
+// kinds that exist in two versions, point at a manager serving TLS on localhost with a
+// self-signed CA that envtest creates, as the chart points them at the manager's Service.
 package controlplane
 
 import (
@@ -23,9 +24,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Paths are where build outputs live, relative to the repository root.
@@ -58,10 +63,18 @@ func Start(root string) (*ControlPlane, error) {
 			return nil, fmt.Errorf("generated manifests not found in %s: %s", dir, missingAdvice)
 		}
 	}
+	convertible, err := ConvertibleScheme()
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: bin,
 		CRDDirectoryPaths:     []string{filepath.Join(root, CRDDir)},
 		ErrorIfCRDPathMissing: true,
+		// envtest points the CRDs of the scheme's convertible kinds at /convert of the local
+		// webhook server, as the chart points them at the manager's Service: every version but
+		// the stored one is served through the manager's conversion webhook.
+		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: convertible},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:            []string{filepath.Join(root, WebhookDir)},
 			LocalServingHost: "127.0.0.1",
@@ -85,6 +98,19 @@ func Start(root string) (*ControlPlane, error) {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
 	return &ControlPlane{Env: env, Config: cfg, Root: root, tmp: tmp}, nil
+}
+
+// ConvertibleScheme holds every version of Kueue's API kinds: envtest gives conversion through
+// the webhook to the kinds with a hub version and convertible others (the five the chart wires).
+func ConvertibleScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := kueuev1beta1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := kueuev1beta2.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // ConfigureFrontProxy gives kube-apiserver the aggregation layer's settings a cluster has: the

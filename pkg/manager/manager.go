@@ -73,6 +73,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsconversion "github.com/kueue-timeshare/kueue-timeshare/pkg/conversion"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
@@ -238,6 +239,9 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, al
 	if err := m.setupControllers(ctx, versions, resourceSliceAPI); err != nil {
 		return nil, err
 	}
+	// Ours first: controller-runtime's webhook builder, which upstream's set-up calls, registers
+	// its own /convert (which drops our fields) only while nothing serves that path.
+	mgr.GetWebhookServer().Register(tsconversion.Path, tsconversion.NewHandler(mgr.GetScheme(), m.log.WithName("conversion-webhook")))
 	if name, err := webhooks.Setup(mgr, m.roleTracker); err != nil {
 		return nil, fmt.Errorf("setting up webhook %s: %w", name, err)
 	}

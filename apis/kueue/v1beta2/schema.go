@@ -1,7 +1,11 @@
 package v1beta2
 
 import (
+	"fmt"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // Descriptions shown by `kubectl explain`; keep them in step with the field comments above.
@@ -29,9 +33,33 @@ const (
 		"and child Cohorts (kueue-timeshare)."
 )
 
-// durationPattern accepts Go duration strings; the sign and the minimum are left to the webhook,
-// whose message says what the rule is.
+// durationPattern accepts Go duration strings; the sign and the minimum are checked by the
+// rules below, whose messages say what the rule is.
 const durationPattern = `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+
+// The schema's rules repeat the webhook's (ValidateClusterQueueExtension,
+// ValidateCohortExtension) with the same messages, so that the API server holds them itself,
+// without the manager's webhook (a dry run where only the CRDs are installed, schema-aware
+// tools). CEL's duration() reads Go duration strings. A value that is not a duration fails the
+// pattern only: the rules let it pass rather than add an error of their own.
+var (
+	minAdmitDurationRule = apiextensionsv1.ValidationRule{
+		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) >= duration('%s')", celString(durationPattern), MinimumMinAdmitDuration),
+		Message: fmt.Sprintf("must be at least %s", MinimumMinAdmitDuration),
+	}
+	notNegativeRule = apiextensionsv1.ValidationRule{
+		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) >= duration('0s')", celString(durationPattern)),
+		Message: "must not be negative",
+	}
+	// withinClusterQueueConfigRule sits on spec.preemption, where the policy it depends on is.
+	withinClusterQueueConfigRule = apiextensionsv1.ValidationRule{
+		Rule: fmt.Sprintf("!has(self.withinClusterQueueConfig) || (has(self.withinClusterQueue) && self.withinClusterQueue == '%s')",
+			kueue.PreemptionPolicyLowerOrNewerEqualPriority),
+		MessageExpression: fmt.Sprintf("'requires spec.preemption.withinClusterQueue to be %s, not ' + (has(self.withinClusterQueue) ? self.withinClusterQueue : '%s')",
+			kueue.PreemptionPolicyLowerOrNewerEqualPriority, kueue.PreemptionPolicyNever),
+		FieldPath: ".withinClusterQueueConfig",
+	}
+)
 
 // WithinClusterQueueConfigSchema is the OpenAPI schema of spec.preemption.withinClusterQueueConfig.
 func WithinClusterQueueConfigSchema() apiextensionsv1.JSONSchemaProps {
@@ -40,20 +68,30 @@ func WithinClusterQueueConfigSchema() apiextensionsv1.JSONSchemaProps {
 		Description: withinClusterQueueConfigDescription,
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"minAdmitDuration": {
-				Type:        "string",
-				Description: minAdmitDurationDescription,
-				Pattern:     durationPattern,
+				Type:         "string",
+				Description:  minAdmitDurationDescription,
+				Pattern:      durationPattern,
+				XValidations: apiextensionsv1.ValidationRules{minAdmitDurationRule},
 			},
 		},
 	}
 }
 
+// WithinClusterQueueConfigParentRules go on spec.preemption of a ClusterQueue, beside upstream's.
+func WithinClusterQueueConfigParentRules() apiextensionsv1.ValidationRules {
+	return apiextensionsv1.ValidationRules{withinClusterQueueConfigRule}
+}
+
 // MinRuntimeSchemaProperties are the min-runtime fields, for spec.preemption of ClusterQueues
 // and Cohorts.
 func MinRuntimeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
+	prop := func(description string) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "string", Description: description, Pattern: durationPattern,
+			XValidations: apiextensionsv1.ValidationRules{notNegativeRule}}
+	}
 	return map[string]apiextensionsv1.JSONSchemaProps{
-		"preemptMinRuntime": {Type: "string", Description: preemptMinRuntimeDescription, Pattern: durationPattern},
-		"reclaimMinRuntime": {Type: "string", Description: reclaimMinRuntimeDescription, Pattern: durationPattern},
+		"preemptMinRuntime": prop(preemptMinRuntimeDescription),
+		"reclaimMinRuntime": prop(reclaimMinRuntimeDescription),
 	}
 }
 
@@ -64,4 +102,9 @@ func CohortPreemptionSchema() apiextensionsv1.JSONSchemaProps {
 		Description: cohortPreemptionDescription,
 		Properties:  MinRuntimeSchemaProperties(),
 	}
+}
+
+// celString quotes s as a CEL raw string literal (no escapes inside).
+func celString(s string) string {
+	return "r'" + s + "'"
 }
