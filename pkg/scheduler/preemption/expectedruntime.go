@@ -44,6 +44,12 @@ func (p *Preemptor) expectedRuntimeOn() bool {
 type nominationTally struct {
 	nominated int
 	skipped   map[string]int
+	// keys name each nomination or skip by workload, admission and outcome, for the metrics.
+	keys []nominationKey
+}
+
+type nominationKey struct {
+	key, skip string
 }
 
 // add records what the search made of a candidate that opted in.
@@ -54,10 +60,12 @@ func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision)
 		skip = annotations.SkipMinRuntime
 	case nominated:
 		t.nominated++
+		t.keys = append(t.keys, nominationKey{key: string(c.Info.Obj.UID) + "/" + c.AdmittedAt.String() + "/nominated"})
 	}
 	if skip == "" {
 		return
 	}
+	t.keys = append(t.keys, nominationKey{key: string(c.Info.Obj.UID) + "/" + c.AdmittedAt.String() + "/" + skip, skip: skip})
 	if t.skipped == nil {
 		t.skipped = map[string]int{}
 	}
@@ -67,12 +75,16 @@ func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision)
 	}
 }
 
-func (t *nominationTally) report() {
-	if t.nominated > 0 {
-		metrics.ExpectedRuntimeNominations.Add(float64(t.nominated))
-	}
-	for reason, n := range t.skipped {
-		metrics.ExpectedRuntimeNominationsSkipped.WithLabelValues(reason).Add(float64(n))
+func (t *nominationTally) report(log *metrics.Decisions, role string, now time.Time) {
+	for _, k := range t.keys {
+		if !log.First(k.key, now, time.Time{}) {
+			continue
+		}
+		if k.skip == "" {
+			metrics.ExpectedRuntimeNominations.WithLabelValues(role).Inc()
+		} else {
+			metrics.ExpectedRuntimeNominationsSkipped.WithLabelValues(k.skip, role).Inc()
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
@@ -101,6 +102,14 @@ type protectedTally struct {
 	reclaim int
 	// firstEnd is when the earliest protection that ends at all ends.
 	firstEnd time.Time
+	// minRuntime lists the min-runtime skips, so that the metric counts each once.
+	minRuntime []protectedCandidate
+}
+
+type protectedCandidate struct {
+	uid  types.UID
+	kind string
+	end  time.Time
 }
 
 // add records a skipped candidate; end is zero for a protection that lasts as long as it runs.
@@ -111,6 +120,7 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 	t.bySource[source]++
 	if kind != kindToleration {
 		t.byKind[kind]++
+		t.minRuntime = append(t.minRuntime, protectedCandidate{uid: c.Info.Obj.UID, kind: kind, end: end})
 	}
 	if c.Info.ClusterQueue != s.cq.Name {
 		t.reclaim++
@@ -142,10 +152,13 @@ func (t *protectedTally) total() int {
 	return n
 }
 
-// report counts min-runtime skips on kueue_preemption_protected_candidates_total.
-func (t *protectedTally) report(cq kueue.ClusterQueueReference) {
-	for kind, n := range t.byKind {
-		metrics.ProtectedCandidates.WithLabelValues(string(cq), kind).Add(float64(n))
+// report counts on kueue_preemption_protected_candidates_total the min-runtime skips that log
+// has not seen for this preemptor and protection yet.
+func (t *protectedTally) report(log *metrics.Decisions, preemptor types.UID, cq kueue.ClusterQueueReference, role string, now time.Time) {
+	for _, c := range t.minRuntime {
+		if log.First(string(preemptor)+"/"+string(c.uid)+"/"+c.kind+"/"+c.end.String(), now, c.end) {
+			metrics.ProtectedCandidates.WithLabelValues(string(cq), c.kind, role).Inc()
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
@@ -84,6 +85,8 @@ type Preemptor struct {
 	tracker      *roletracker.RoleTracker
 	expectations *expectations.Store
 	customLabels *metrics.CustomLabels
+	// decisions makes our counters count decisions, not searches.
+	decisions *tsmetrics.Decisions
 }
 
 // Option configures a Preemptor beyond upstream's arguments.
@@ -195,6 +198,7 @@ func New(
 		tracker:             tracker,
 		expectations:        store,
 		customLabels:        customLabels,
+		decisions:           tsmetrics.NewDecisions(),
 	}
 }
 
@@ -265,8 +269,9 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
 	}
 	targets := p.targets(s)
-	s.protected.report(wl.ClusterQueue)
-	s.nominations.report()
+	role := roletracker.GetRole(p.tracker)
+	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, s.now)
+	s.nominations.report(p.decisions, role, s.now)
 	return targets
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -132,7 +133,7 @@ func counter(name, reason string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if reason == "" && len(m.GetLabel()) == 0 {
+			if reason == "" && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "reason" }) {
 				return m.GetCounter().GetValue()
 			}
 			for _, l := range m.GetLabel() {

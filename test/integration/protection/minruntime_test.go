@@ -37,6 +37,8 @@ var _ = ginkgo.Describe("preemptMinRuntime within a ClusterQueue", ginkgo.Ordere
 		ginkgo.By("still protecting it one second before the end")
 		clk.SetTime(started.Add(10*time.Minute - time.Second))
 		expectHeld(ctx, low, high)
+		ginkgo.By("counting the protection once, however often the pending workload was retried")
+		gomega.Expect(protectedTotal("solo", "preempt")).To(gomega.Equal(before + 1))
 
 		ginkgo.By("preempting it at the end, woken by the clock alone")
 		clk.SetTime(started.Add(10 * time.Minute))
