@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, c := range []prometheus.Collector{ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped} {
+	for _, c := range []prometheus.Collector{ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped, TurnHolders, NextTurnSeconds, ProtectedWorkloads} {
 		descs := make(chan *prometheus.Desc, 1)
 		c.Describe(descs)
 		m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-descs).String())
@@ -44,6 +45,47 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	for _, n := range names {
 		if !strings.Contains(string(doc), "`"+n+"`") {
 			t.Errorf("docs/metrics.md does not describe %s", n)
+		}
+	}
+}
+
+// The Grafana dashboard uses only metrics that docs/metrics.md describes (ours and upstream's),
+// and every panel has a query.
+func TestDashboardUsesDocumentedMetrics(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "grafana", "kueue-timeshare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("dashboard is not valid JSON: %v", err)
+	}
+	if len(dash.Panels) == 0 {
+		t.Fatal("dashboard has no panels")
+	}
+	metric := regexp.MustCompile(`\bkueue_[a-z_]+`)
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 || p.Targets[0].Expr == "" {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			for _, name := range metric.FindAllString(q.Expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+				if !strings.Contains(string(doc), "`"+base+"`") {
+					t.Errorf("panel %q uses %s, which docs/metrics.md does not describe", p.Title, name)
+				}
+			}
 		}
 	}
 }

@@ -20,7 +20,8 @@ var ProtectedCandidates = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"cluster_queue", "kind", "replica_role"})
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped)
+	ctrlmetrics.Registry.MustRegister(ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped,
+		TurnHolders, NextTurnSeconds, ProtectedWorkloads)
 }
 
 // ExpectedRuntimeNominations counts admitted workloads found past their expected runtime (and so
@@ -38,3 +39,28 @@ var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.Coun
 	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
 		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
 }, []string{"reason", "replica_role"})
+
+// TurnHolders is, per ClusterQueue with minAdmitDuration, how many workloads hold a turn
+// (hold quota and are not being evicted).
+var TurnHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Subsystem: subsystem,
+	Name:      "time_sharing_turn_holders",
+	Help:      "Workloads holding a time-sharing turn (quota) in a ClusterQueue with minAdmitDuration, by ClusterQueue.",
+}, []string{"cluster_queue", "replica_role"})
+
+// NextTurnSeconds is, per ClusterQueue with minAdmitDuration and a turn holder, how long until
+// the earliest holder's turn ends (0 once it has).
+var NextTurnSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Subsystem: subsystem,
+	Name:      "time_sharing_next_turn_seconds",
+	Help:      "Seconds until the earliest turn holder of a ClusterQueue with minAdmitDuration passes its window (0: passed; a waiting workload of the same priority may take its turn).",
+}, []string{"cluster_queue", "replica_role"})
+
+// ProtectedWorkloads is, per ClusterQueue and setting, how many running workloads are
+// protected now.
+var ProtectedWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Subsystem: subsystem,
+	Name:      "protected_workloads",
+	Help: "Running workloads protected from preemption now, by ClusterQueue and setting: preemptMinRuntime, " +
+		"reclaimMinRuntime (resolved from the workload's own ClusterQueue up), toleration.",
+}, []string{"cluster_queue", "setting", "replica_role"})

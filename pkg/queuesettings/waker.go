@@ -16,6 +16,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
@@ -44,7 +45,9 @@ type Waker struct {
 	// RuntimeClock is the condition min-runtimes and expected runtimes count from (Admitted if
 	// empty); toleration counts from Admitted.
 	RuntimeClock policy.RuntimeClock
-	Log          logr.Logger
+	// RoleTracker gives the replica_role of the state gauges (standalone if nil).
+	RoleTracker *roletracker.RoleTracker
+	Log         logr.Logger
 	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue manager
 	// retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod): waking
 	// that much early, less a margin, makes the retry land just after the end instead of a
@@ -55,6 +58,8 @@ type Waker struct {
 	last time.Time
 	// next is the earliest end after the last sweep that it saw coming; zero if none.
 	next time.Time
+	// gauges are the state gauges' series of the last sweep.
+	gauges gauges
 }
 
 // Start sweeps every SweepPeriod of the injected clock, and just after each end it sees coming,
@@ -143,6 +148,7 @@ func (w *Waker) sweep(ctx context.Context) {
 	expected := features.Enabled(features.ExpectedRuntimeRequeue)
 	protections := len(values) > 0 || tolerations || expected
 	if len(windows) == 0 && !protections {
+		w.setGauges(ctx, nil, nil, now)
 		return
 	}
 	var list kueue.WorkloadList
@@ -167,6 +173,7 @@ func (w *Waker) sweep(ctx context.Context) {
 	if protections {
 		w.sweepProtections(ctx, list.Items, values, tolerations, expected, since, now)
 	}
+	w.setGauges(ctx, holding, windows, now)
 }
 
 // sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload whose

@@ -1,0 +1,130 @@
+package queuesettings
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// maxTreeDepth stops a walk up a cohort tree that loops (Kueue refuses cycles, but a gauge must
+// not hang on one).
+const maxTreeDepth = 64
+
+// gaugeKey names one series of a gauge without its replica_role.
+type gaugeKey struct{ cq, setting string }
+
+// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads)
+// from the workloads holding quota, and deletes the series of the previous sweep that are gone.
+type gauges struct {
+	holders, nextTurn, protected map[gaugeKey]float64
+}
+
+// setGauges computes the gauges at now from holding (unfinished workloads holding quota, by
+// ClusterQueue) and windows (minAdmitDuration by ClusterQueue).
+func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, windows map[kueue.ClusterQueueReference]time.Duration, now time.Time) {
+	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}}
+	for cq, window := range windows {
+		var n int
+		next := time.Duration(-1)
+		for _, wl := range holding[cq] {
+			c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+			if c == nil || c.Status != metav1.ConditionTrue || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+				continue
+			}
+			n++
+			left := max(c.LastTransitionTime.Add(window).Sub(now), 0)
+			if next < 0 || left < next {
+				next = left
+			}
+		}
+		k := gaugeKey{cq: string(cq)}
+		g.holders[k] = float64(n)
+		if next >= 0 {
+			g.nextTurn[k] = next.Seconds()
+		}
+	}
+	minRuntimes := features.Enabled(features.MinRuntimeProtection)
+	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
+	if minRuntimes || tolerations {
+		defaults, _ := w.Store.MinRuntimeDefaults()
+		for cq, wls := range holding {
+			var path policy.Path
+			if minRuntimes {
+				path = w.treePath(ctx, cq)
+			}
+			for _, wl := range wls {
+				if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+					continue
+				}
+				admitted := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
+				if admitted == nil || admitted.Status != metav1.ConditionTrue {
+					continue
+				}
+				c := policy.Candidate{Admitted: true, AdmittedAt: admitted.LastTransitionTime.Time}
+				c.RunningSince = policy.RunningSince(wl, w.RuntimeClock)
+				c.NotStarted = c.RunningSince.IsZero()
+				if minRuntimes {
+					if policy.Protected(&c, policy.ResolvePreempt(path, defaults), now) {
+						g.protected[gaugeKey{string(cq), "preemptMinRuntime"}]++
+					}
+					if policy.Protected(&c, policy.ResolveReclaim(policy.ResolveQueue, nil, path, defaults), now) {
+						g.protected[gaugeKey{string(cq), "reclaimMinRuntime"}]++
+					}
+				}
+				if tolerations {
+					if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && t.Tolerates() && (t.Forever || now.Sub(c.AdmittedAt) < t.Duration) {
+						g.protected[gaugeKey{string(cq), "toleration"}]++
+					}
+				}
+			}
+		}
+	}
+	role := roletracker.GetRole(w.RoleTracker)
+	setAll(metrics.TurnHolders, g.holders, w.gauges.holders, func(k gaugeKey) []string { return []string{k.cq, role} })
+	setAll(metrics.NextTurnSeconds, g.nextTurn, w.gauges.nextTurn, func(k gaugeKey) []string { return []string{k.cq, role} })
+	setAll(metrics.ProtectedWorkloads, g.protected, w.gauges.protected, func(k gaugeKey) []string { return []string{k.cq, k.setting, role} })
+	w.gauges = g
+}
+
+// setAll sets every series of cur and deletes those of prev that cur no longer has.
+func setAll(vec *prometheus.GaugeVec, cur, prev map[gaugeKey]float64, labels func(gaugeKey) []string) {
+	for k, v := range cur {
+		vec.WithLabelValues(labels(k)...).Set(v)
+	}
+	for k := range prev {
+		if _, ok := cur[k]; !ok {
+			vec.DeleteLabelValues(labels(k)...)
+		}
+	}
+}
+
+// treePath is cq's path up its cohort tree with the min-runtimes the store holds, read from the
+// informer cache.
+func (w *Waker) treePath(ctx context.Context, cq kueue.ClusterQueueReference) policy.Path {
+	path := policy.Path{{Kind: "ClusterQueue", Name: string(cq), Settings: w.Store.ClusterQueueMinRuntimes(cq)}}
+	var obj kueue.ClusterQueue
+	if err := w.Client.Get(ctx, client.ObjectKey{Name: string(cq)}, &obj); err != nil {
+		return path
+	}
+	parent := obj.Spec.CohortName
+	for i := 0; parent != "" && i < maxTreeDepth; i++ {
+		path = append(path, policy.TreeNode{Kind: "Cohort", Name: string(parent), Settings: w.Store.CohortMinRuntimes(parent)})
+		var c kueue.Cohort
+		if err := w.Client.Get(ctx, client.ObjectKey{Name: string(parent)}, &c); err != nil {
+			break
+		}
+		parent = c.Spec.ParentName
+	}
+	return path
+}
