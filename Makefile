@@ -25,9 +25,18 @@ export GOFLAGS := -mod=readonly
 run: envtest manifests build ## Start etcd, kube-apiserver and the manager on loopback with a live view.
 	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
 
+# Unit and simulator packages run once, under the race detector (test-race); the envtest suites
+# under test/ run without it: their API server and etcd are separate processes, and the race
+# detector would slow the manager's specs several times over.
+RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
+
 .PHONY: test
-test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
-	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
+test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race) and envtest integration tests.
+	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
+
+.PHONY: test-race
+test-race: ## Unit and simulator tests under the race detector.
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
 # differential test against upstream on DIFF_CASES generated snapshots, and the reliability suite
