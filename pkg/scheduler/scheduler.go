@@ -8,6 +8,7 @@ import (
 	"context"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,7 +141,6 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	if len(heads) == 0 {
 		return wait.KeepGoing
 	}
-	heads = s.substituteHeads(ctx, heads)
 	headsAt := clk.Now()
 	log.V(2).Info("Obtained heads", "headCount", len(heads), "waitDuration", headsAt.Sub(began))
 
@@ -158,6 +158,9 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		snap.Log(v)
 	}
 	log.V(2).Info("Snapshot taken", "duration", clk.Since(phase))
+	// After the snapshot: whose turn it is depends on who could use it.
+	waitedForTurn := sets.New[kueue.ClusterQueueReference]()
+	heads = s.substituteHeads(ctx, heads, snap, waitedForTurn)
 
 	phase = clk.Now()
 	candidates, rejected := s.nominate(ctx, heads, snap)
@@ -168,6 +171,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		snapshot:  snap,
 		preempted: make(preemption.PreemptedWorkloads),
 		skipped:   make(map[kueue.ClusterQueueReference]int),
+		waited:    waitedForTurn,
 	}
 	next := s.orderEntries(ctx, candidates)
 	for e := next(); e != nil; e = next() {
@@ -189,6 +193,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		logEvaluation(log, &rejected[i])
 		s.requeueAndUpdate(ctx, rejected[i])
 	}
+	s.retryAfterTurns(c.waited, candidates)
 	log.V(2).Info("Workload processing done", "duration", clk.Since(phase))
 
 	for cq, n := range c.skipped {
@@ -209,4 +214,7 @@ type cycleState struct {
 	preempted preemption.PreemptedWorkloads
 	// skipped counts, per ClusterQueue, preemptions given up because of such overlaps.
 	skipped map[kueue.ClusterQueueReference]int
+	// waited are the ClusterQueues where a head stepped aside or was held back for the workload
+	// whose turn it was.
+	waited sets.Set[kueue.ClusterQueueReference]
 }

@@ -122,8 +122,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		jobs:    map[types.NamespacedName]*job{},
 		byUID:   map[types.UID]string{},
 		windows: map[string]time.Duration{},
-		// One cycle per flavor a head may try, plus two.
-		stallLimit: len(sc.Flavors) + 2,
+		// One cycle per flavor a head may try, plus a few for a head that comes back to the active
+		// queue a couple of times (its own status write) before it is parked.
+		stallLimit: len(sc.Flavors) + 5,
 	}
 	if mode == ModeBooster {
 		objs = boosterObjects(objs)
