@@ -65,14 +65,20 @@ var (
 //     start of its wait, b being the other admissions meanwhile (quota freed by completions
 //     taken without preemption, lower priorities preempted, turns repeated).
 func TestRotationProperties(t *testing.T) {
+	cases := *rotationCases
+	if raceDetector && !flagSet("rotation-cases") {
+		// Under the race detector every scenario costs five to ten times as much; a few suffice to
+		// exercise the concurrent evictions, and make test runs the full set without it.
+		cases = 30
+	}
 	seed := *rotationSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	}
-	t.Logf("rotation property checker: %d scenarios from seed %d (rerun with -rotation-seed=%d)", *rotationCases, seed, seed)
+	t.Logf("rotation property checker: %d scenarios from seed %d (rerun with -rotation-seed=%d)", cases, seed, seed)
 	started := time.Now()
 	failed := 0
-	for i := range *rotationCases {
+	for i := range cases {
 		s := seed + int64(i)
 		m := generate(s)
 		problems, err := checkModel(m)
@@ -92,7 +98,13 @@ func TestRotationProperties(t *testing.T) {
 			t.Fatalf("stopping after %d failing scenarios", failed)
 		}
 	}
-	t.Logf("%d scenarios in %s", *rotationCases, time.Since(started).Round(time.Millisecond))
+	t.Logf("%d scenarios in %s", cases, time.Since(started).Round(time.Millisecond))
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // TestRotationRegressions runs the scenarios the checker once found failing (testdata/rotation),

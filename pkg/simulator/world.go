@@ -87,6 +87,8 @@ type world struct {
 	notes  []string
 	// stallLimit is how many fruitless cycles in a row end a step's scheduling.
 	stallLimit int
+	// versions counts the Workload versions handed to the event handlers.
+	versions int
 }
 
 // discardRecorder drops events: the simulator reports from conditions.
@@ -122,9 +124,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		jobs:    map[types.NamespacedName]*job{},
 		byUID:   map[types.UID]string{},
 		windows: map[string]time.Duration{},
-		// One cycle per flavor a head may try, plus a few for a head that comes back to the active
-		// queue a couple of times (its own status write) before it is parked.
-		stallLimit: len(sc.Flavors) + 5,
+		// One cycle per flavor a head may try, plus two.
+		stallLimit: len(sc.Flavors) + 2,
 	}
 	if mode == ModeBooster {
 		objs = boosterObjects(objs)
@@ -404,6 +405,7 @@ func (w *world) sync() bool {
 				continue
 			}
 			w.seen[k] = wl
+			w.versions++
 			if old == nil {
 				w.workloads.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl.DeepCopy()})
 			} else {
@@ -543,13 +545,17 @@ func (w *world) schedule() (spinning bool) {
 	const maxCycles = 1000
 	stalled := 0
 	for range maxCycles {
+		versions := w.versions
 		heads, progress := w.sched.Cycle(w.ctx)
 		w.cycles++
 		acted := w.sync()
 		if heads == 0 {
 			return false
 		}
-		if progress || acted {
+		// A cycle that changed a Workload (a pending message, say) can change the next one: an
+		// updated workload goes back to the active queue, a parked one stays parked. The manager's
+		// loop goes on at once; so does the simulation, until the writes stop.
+		if progress || acted || w.versions != versions {
 			stalled = 0
 			continue
 		}
