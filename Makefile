@@ -25,17 +25,32 @@ export GOFLAGS := -mod=readonly
 run: envtest manifests build ## Start etcd, kube-apiserver and the manager on loopback with a live view.
 	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
 
+# Unit and simulator packages run once, under the race detector (test-race); the envtest suites
+# under test/ run without it: their API server and etcd are separate processes, and the race
+# detector would slow the manager's specs several times over. Under the detector the rotation
+# property checker runs 30 scenarios; its 300 run again without it (about 30 seconds).
+RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
+
 .PHONY: test
-test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
-	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
+test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race) and envtest integration tests.
+	$(if $(GOTEST_FLAGS),,$(GO) test -count=1 -run '^TestRotationProperties$$' ./pkg/simulator)
+	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
+
+.PHONY: test-race
+test-race: ## Unit and simulator tests under the race detector.
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
-# differential test against upstream on DIFF_CASES generated snapshots, and the reliability suite
+# differential test against upstream on DIFF_CASES generated snapshots, the rotation property checker
+# on ROTATION_CASES generated simulator scenarios, and the reliability suite
 # (manager killed and restarted, leader election handovers, API faults) with more Jobs and kills.
-# `make test` runs the fuzz seed corpora, 1,000 differential cases and the suite's short form.
+# `make test` runs the fuzz seed corpora, 1,000 differential cases, 300 rotation scenarios and the
+# suite's short form.
 # RELIABILITY_LOG_DIR=dir keeps the managers' logs (see docs/reliability.md).
 FUZZ_TIME ?= 2m
 DIFF_CASES ?= 20000
+# Generated scenarios the rotation property checker runs (make test: 300).
+ROTATION_CASES ?= 10000
 FUZZ_TARGETS := \
   ./apis/annotations:FuzzParseToleration ./apis/annotations:FuzzParseExpectedRuntime \
   ./apis/kueue/v1beta2:FuzzExtensions ./apis/config/v1alpha1:FuzzDecode \
@@ -49,6 +64,7 @@ test-reliability: envtest manifests ## Long fuzzing, a long differential run, an
 	  $(GO) test "$$pkg" -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
 	$(GO) test ./pkg/scheduler/preemption -run Differential -count 1 -timeout 60m -preemption-diff-cases=$(DIFF_CASES)
+	$(GO) test ./pkg/simulator -run '^TestRotationProperties$$' -count 1 -timeout 120m -v -rotation-cases=$(ROTATION_CASES) | grep -v -e '^=== RUN'
 	RELIABILITY_LONG=1 $(GO) test ./test/integration/reliability -count 1 -timeout 60m -v -args -ginkgo.v
 
 # govulncheck reads the Go vulnerability database that VULNDB names (a URL or file:///ABS/PATH of

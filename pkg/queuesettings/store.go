@@ -292,7 +292,8 @@ func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntim
 	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
 		return policy.QueueSettings{}, policy.MinRuntimes{}, errs.ToAggregate().Error()
 	}
-	return policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration()}, minRuntimes(ext.MinRuntimes()), ""
+	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
+	return qs, minRuntimes(ext.MinRuntimes()), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {

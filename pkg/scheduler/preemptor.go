@@ -116,12 +116,12 @@ func (s *Scheduler) reclaimBlocked(ctx context.Context, e *entry, snap *schdcach
 // an order of their own: with time-based preemption, a workload rotated out does not take quota
 // back from those that waited longer for a turn.
 type AdmissionVetoer interface {
-	VetoAdmission(ctx context.Context, wl *workload.Info) string
+	VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
 }
 
-func (s *Scheduler) admissionVeto(ctx context.Context, e *entry) string {
+func (s *Scheduler) admissionVeto(ctx context.Context, e *entry, snap *schdcache.Snapshot) string {
 	if v, ok := s.preemptor.(AdmissionVetoer); ok {
-		return v.VetoAdmission(ctx, &e.Info)
+		return v.VetoAdmission(ctx, &e.Info, snap)
 	}
 	return ""
 }

@@ -123,10 +123,11 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		return
 	}
 	if mode == flavorassigner.Fit {
-		if msg := s.admissionVeto(ctx, e); msg != "" {
+		if msg := s.admissionVeto(ctx, e, c.snapshot); msg != "" {
 			// Still pending, not skipped: it must step aside (inadmissible) so that the
 			// workload whose turn it is becomes the head, not come straight back to the heap.
 			e.message = msg
+			c.waited.Insert(cq.Name)
 			e.requeueReason = qcache.RequeueReasonGeneric
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 			return

@@ -8,6 +8,7 @@ import (
 	"context"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -149,7 +150,6 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	if len(heads) == 0 {
 		return wait.KeepGoing
 	}
-	heads = s.substituteHeads(ctx, heads)
 	headsAt := clk.Now()
 	log.V(2).Info("Obtained heads", "headCount", len(heads), "waitDuration", headsAt.Sub(began))
 
@@ -168,6 +168,10 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	}
 	log.V(2).Info("Snapshot taken", "duration", clk.Since(phase))
 	draining := s.drains.apply(ctx, snap)
+	// After the snapshot (and the quota of draining victims): whose turn it is depends on who
+	// could use it.
+	waitedForTurn := sets.New[kueue.ClusterQueueReference]()
+	heads = s.substituteHeads(ctx, heads, snap, waitedForTurn)
 
 	phase = clk.Now()
 	candidates, rejected := s.nominate(ctx, heads, snap)
@@ -179,6 +183,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		draining:  draining,
 		preempted: make(preemption.PreemptedWorkloads),
 		skipped:   make(map[kueue.ClusterQueueReference]int),
+		waited:    waitedForTurn,
 	}
 	next := s.orderEntries(ctx, candidates)
 	for e := next(); e != nil; e = next() {
@@ -200,6 +205,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		logEvaluation(log, &rejected[i])
 		s.requeueAndUpdate(ctx, rejected[i])
 	}
+	s.retryAfterTurns(c.waited, candidates)
 	log.V(2).Info("Workload processing done", "duration", clk.Since(phase))
 
 	for cq, n := range c.skipped {
@@ -223,4 +229,7 @@ type cycleState struct {
 	// draining lists, per ClusterQueue, our victims whose Pods still terminate: their quota is
 	// held in the snapshot and no new preemption starts there until they are gone.
 	draining draining
+	// waited are the ClusterQueues where a head stepped aside or was held back for the workload
+	// whose turn it was.
+	waited sets.Set[kueue.ClusterQueueReference]
 }

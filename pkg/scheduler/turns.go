@@ -3,10 +3,13 @@ package scheduler
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -14,12 +17,13 @@ import (
 // ClusterQueues. For a queue head that must wait for its turn, SubstituteHead returns the pending
 // workload of the same ClusterQueue to try instead, or nil to keep the head.
 type HeadSubstituter interface {
-	SubstituteHead(ctx context.Context, head *workload.Info) *workload.Info
+	SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info
 }
 
 // substituteHeads puts back each head the preemptor wants to step aside and takes the workload
 // whose turn it is out of the queue in its place, as the queue's own pop would.
-func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head) []qcache.Head {
+// The ClusterQueues where a head stepped aside are added to steppedAside.
+func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot, steppedAside sets.Set[kueue.ClusterQueueReference]) []qcache.Head {
 	sub, ok := s.preemptor.(HeadSubstituter)
 	if !ok {
 		return heads
@@ -27,7 +31,7 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head) []
 	log := ctrl.LoggerFrom(ctx)
 	for i := range heads {
 		h := &heads[i]
-		turn := sub.SubstituteHead(ctx, &h.Info)
+		turn := sub.SubstituteHead(ctx, &h.Info, snap)
 		if turn == nil || turn.Obj.UID == h.Obj.UID {
 			continue
 		}
@@ -37,9 +41,25 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head) []
 		s.queues.RequeueWorkload(ctx, &back, qcache.RequeueReasonGeneric, qcache.QuotaReservedReasonGeneric)
 		s.queues.DeleteWorkload(log, workload.Key(turn.Obj))
 		log.V(3).Info("Queue head steps aside for the workload whose turn it is", "head", klog.KObj(h.Obj), "turn", klog.KObj(turn.Obj), "clusterQueue", cq)
+		steppedAside.Insert(cq)
 		info := *turn
 		info.ClusterQueue = cq
 		*h = qcache.Head{Info: info}
 	}
 	return heads
+}
+
+// retryAfterTurns wakes the workloads parked in ClusterQueues where a workload stepped aside or
+// was held back for the one whose turn it was, once that one is admitted: nothing else would wake
+// them (an admission frees no quota), and a workload held back may fit in what is left.
+func (s *Scheduler) retryAfterTurns(waited sets.Set[kueue.ClusterQueueReference], admitted []entry) {
+	wake := sets.New[kueue.ClusterQueueReference]()
+	for i := range admitted {
+		if admitted[i].status == assumed && waited.Has(admitted[i].ClusterQueue) {
+			wake.Insert(admitted[i].ClusterQueue)
+		}
+	}
+	if wake.Len() > 0 {
+		qcache.NotifyRetryInadmissible(s.queues, wake)
+	}
 }

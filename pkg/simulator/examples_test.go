@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestExamples runs every scenario under examples/scenarios, as the docs tell users to, with our
@@ -71,5 +73,44 @@ func TestReclaimProtectionDoesNotStarveTheOwner(t *testing.T) {
 	}
 	if trains != 3 {
 		t.Fatalf("found %d training runs, want 3", trains)
+	}
+}
+
+// A job that can never fit must not stop time-sharing (the unfit-job example): the turn passes
+// over it, so every 2-GPU job is admitted again and again and waits about two hours at most
+// (six jobs, two at a time, turns of an hour), while without the feature two of them never start.
+func TestUnfitJobDoesNotStopRotation(t *testing.T) {
+	s, err := Load(filepath.Join("..", "..", "examples", "scenarios", "unfit-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fate struct {
+		Admitted           bool
+		Repeatedly         bool
+		WaitedAtMostTwoHrs bool
+	}
+	fates := func(r *Result) map[string]fate {
+		out := map[string]fate{}
+		for _, w := range r.Workloads {
+			if w.Name == "too-big" {
+				continue
+			}
+			out[w.Name] = fate{Admitted: w.Admissions > 0, Repeatedly: w.Admissions >= 3, WaitedAtMostTwoHrs: w.LongestWait <= 2*time.Hour+time.Minute}
+		}
+		return out
+	}
+	good := fate{Admitted: true, Repeatedly: true, WaitedAtMostTwoHrs: true}
+	want := map[string]fate{"train-1": good, "train-2": good, "train-3": good, "late-1": good, "late-2": good, "late-3": good}
+	if diff := cmp.Diff(want, fates(mustRun(t, s, ModeTimeshare))); diff != "" {
+		t.Errorf("kueue-timeshare (-want +got):\n%s", diff)
+	}
+	starved := 0
+	for _, f := range fates(mustRun(t, s, ModeUpstream)) {
+		if !f.Admitted {
+			starved++
+		}
+	}
+	if starved == 0 {
+		t.Error("upstream semantics: every job was admitted; the example no longer shows the starvation it is about")
 	}
 }

@@ -57,6 +57,9 @@ type Options struct {
 	// Progress, when set, is called after every step with the simulated time reached and the
 	// time the simulation stops at, at the latest.
 	Progress func(reached, end time.Duration)
+	// observe, when set, is called at every instant once scheduling has settled (the property
+	// checker reads the cluster there).
+	observe func(now time.Duration, w *world)
 }
 
 // Run simulates the scenario. Runs change process-wide feature gates while they last, so they must
@@ -135,6 +138,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		}
 		if len(w.events) > before {
 			retries = 0
+		}
+		if opts.observe != nil {
+			opts.observe(now, w)
 		}
 		if opts.Progress != nil {
 			opts.Progress(now, horizon)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -68,9 +69,12 @@ type world struct {
 
 	// seen is the last version of every Workload that the event handlers were given; dirty are
 	// the Workloads written since.
-	seen  map[types.NamespacedName]*kueue.Workload
-	dirty sets.Set[types.NamespacedName]
-	jobs  map[types.NamespacedName]*job
+	seen map[types.NamespacedName]*kueue.Workload
+	// dirtyMu guards dirty: evictions are written from several goroutines at once (upstream's
+	// IssuePreemptions and ours evict in parallel).
+	dirtyMu sync.Mutex
+	dirty   sets.Set[types.NamespacedName]
+	jobs    map[types.NamespacedName]*job
 	// byUID names workloads by UID, to say who preempted whom.
 	byUID map[types.UID]string
 	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
@@ -83,6 +87,8 @@ type world struct {
 	notes  []string
 	// stallLimit is how many fruitless cycles in a row end a step's scheduling.
 	stallLimit int
+	// versions counts the Workload versions handed to the event handlers.
+	versions int
 }
 
 // discardRecorder drops events: the simulator reports from conditions.
@@ -272,7 +278,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 func (w *world) watchWrites() interceptor.Funcs {
 	mark := func(obj client.Object) {
 		if _, ok := obj.(*kueue.Workload); ok {
+			w.dirtyMu.Lock()
 			w.dirty.Insert(client.ObjectKeyFromObject(obj))
+			w.dirtyMu.Unlock()
 		}
 	}
 	return interceptor.Funcs{
@@ -368,14 +376,15 @@ func (w *world) finish(j *job) error {
 // whether anything happened to a job (admitted, evicted, finished), as opposed to status updates.
 func (w *world) sync() bool {
 	acted := false
-	for round := 0; w.dirty.Len() > 0; round++ {
-		if round == 100 {
-			w.note("workload updates did not settle at %s", formatOffset(w.now()))
-			w.dirty.Clear()
+	for round := 0; ; round++ {
+		keys := w.takeDirty()
+		if len(keys) == 0 {
 			break
 		}
-		keys := w.dirty.UnsortedList()
-		w.dirty.Clear()
+		if round == 100 {
+			w.note("workload updates did not settle at %s", formatOffset(w.now()))
+			break
+		}
 		slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 		var changed []*kueue.Workload
 		for _, k := range keys {
@@ -396,6 +405,7 @@ func (w *world) sync() bool {
 				continue
 			}
 			w.seen[k] = wl
+			w.versions++
 			if old == nil {
 				w.workloads.Create(event.TypedCreateEvent[*kueue.Workload]{Object: wl.DeepCopy()})
 			} else {
@@ -417,6 +427,15 @@ func (w *world) sync() bool {
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
 	return acted
+}
+
+// takeDirty returns the Workloads written since the last call and forgets them.
+func (w *world) takeDirty() []types.NamespacedName {
+	w.dirtyMu.Lock()
+	defer w.dirtyMu.Unlock()
+	keys := w.dirty.UnsortedList()
+	w.dirty.Clear()
+	return keys
 }
 
 // stopEvictedJob does what the job controller does for an evicted workload that still holds its
@@ -526,13 +545,17 @@ func (w *world) schedule() (spinning bool) {
 	const maxCycles = 1000
 	stalled := 0
 	for range maxCycles {
+		versions := w.versions
 		heads, progress := w.sched.Cycle(w.ctx)
 		w.cycles++
 		acted := w.sync()
 		if heads == 0 {
 			return false
 		}
-		if progress || acted {
+		// A cycle that changed a Workload (a pending message, say) can change the next one: an
+		// updated workload goes back to the active queue, a parked one stays parked. The manager's
+		// loop goes on at once; so does the simulation, until the writes stop.
+		if progress || acted || w.versions != versions {
 			stalled = 0
 			continue
 		}

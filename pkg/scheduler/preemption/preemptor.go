@@ -236,6 +236,11 @@ type search struct {
 
 // newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
 func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, contested sets.Set[resources.FlavorResource], usage workload.Usage) *search {
+	return p.newSearchFor(ctx, wl, snapshot, contested, usage, true)
+}
+
+// newSearchFor is newSearch; without turns the workload searches as if it had the turn.
+func (p *Preemptor) newSearchFor(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, contested sets.Set[resources.FlavorResource], usage workload.Usage, turns bool) *search {
 	log := ctrllog.FromContext(ctx)
 	s := &search{
 		ctx:       ctx,
@@ -252,7 +257,7 @@ func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *
 	if s.cq != nil {
 		s.borrowForbidden, s.borrowThreshold = classical.IsBorrowingWithinCohortForbidden(s.cq)
 	}
-	p.applyTurns(s)
+	p.applyTurns(s, turns)
 	return s
 }
 

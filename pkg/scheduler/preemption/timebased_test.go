@@ -250,7 +250,7 @@ func TestSubstituteHead(t *testing.T) {
 			info := workload.NewInfo(tc.head)
 			info.ClusterQueue = "cq"
 			got := ""
-			if sub := p.SubstituteHead(ctx, info); sub != nil {
+			if sub := p.SubstituteHead(ctx, info, nil); sub != nil {
 				got = sub.Obj.Name
 			}
 			if got != tc.want {

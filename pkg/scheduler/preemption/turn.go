@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -45,22 +46,26 @@ func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 // applyTurns adjusts the preemptor's facts in a ClusterQueue with minAdmitDuration: it waits
 // since its turn time, so a workload rotated out does not count as older than those that took
 // their turn after it and preempt them back at once (upstream's "newer equal priority" rule
-// compares queue times), and it may take a time-based turn only if nobody waited longer.
-func (p *Preemptor) applyTurns(s *search) {
+// compares queue times), and, with turns, it may take a time-based turn only if nobody waited
+// longer.
+func (p *Preemptor) applyTurns(s *search, turns bool) {
 	if s.settings.MinAdmitDuration <= 0 {
 		return
 	}
 	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.ordering)
-	s.preemptor.WaitingLonger = p.waitingLonger(s)
+	if turns {
+		s.preemptor.WaitingLonger = p.waitingLonger(s)
+	}
 }
 
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
-// before the preemptor's, or "" when the preemptor has the turn.
+// before the preemptor's and that can use it, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {
 	if s.settings.MinAdmitDuration <= 0 {
 		return ""
 	}
-	if first := p.firstTurn(s.log, p.pendingIn(s.snapshot, s.cq.Name), s.info.Obj, s.preemptor.Priority); first != nil {
+	pending := p.pendingIn(s.snapshot, s.cq.Name)
+	if first := p.firstTurn(s.log, pending, s.info.Obj, s.preemptor.Priority, p.canHoldTurn(s.ctx, s.snapshot, s.info)); first != nil {
 		return klog.KObj(first.Obj).String()
 	}
 	return ""
@@ -74,6 +79,8 @@ type pendingCycle struct {
 	mu       sync.Mutex
 	snapshot *schdcache.Snapshot
 	byCQ     map[kueue.ClusterQueueReference][]*workload.Info
+	// use is, by UID, whether a pending workload could use a turn (turnUseOf).
+	use map[types.UID]turnUse
 }
 
 // pendingIn returns cq's pending workloads as read once during the cycle of snapshot.
@@ -88,7 +95,7 @@ func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueu
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snapshot != snapshot {
-		c.snapshot, c.byCQ = snapshot, map[kueue.ClusterQueueReference][]*workload.Info{}
+		c.reset(snapshot)
 	}
 	list, ok := c.byCQ[cq]
 	if !ok {
@@ -98,43 +105,42 @@ func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueu
 	return list
 }
 
-// earlierTurn returns a pending workload of cq with priority prio whose turn comes before wl's, or
-// "". Ties go to the smaller UID, as in the queue.
-func (p *Preemptor) earlierTurn(log logr.Logger, cq kueue.ClusterQueueReference, wl *kueue.Workload, prio int64) string {
-	if p.pending == nil {
-		return ""
-	}
-	if first := p.firstTurn(log, p.pending(cq), wl, prio); first != nil {
-		return klog.KObj(first.Obj).String()
-	}
-	return ""
-}
-
 // firstTurn returns the workload of pending with priority prio whose turn comes first, if it comes
-// before wl's; nil otherwise.
-func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kueue.Workload, prio int64) *workload.Info {
+// before wl's; nil otherwise. With canHold, only workloads it accepts are considered.
+func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kueue.Workload, prio int64, canHold func(*workload.Info) bool) *workload.Info {
 	before := func(a *kueue.Workload, at time.Time, b *kueue.Workload, bt time.Time) bool {
 		c := at.Compare(bt)
 		return c < 0 || (c == 0 && cmp.Compare(string(a.UID), string(b.UID)) < 0)
 	}
-	var first *workload.Info
-	firstAt := turnTime(wl, p.ordering)
-	firstObj := wl
+	var earlier []*workload.Info
+	wlAt := turnTime(wl, p.ordering)
 	for _, other := range pending {
 		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
-		if theirs := turnTime(other.Obj, p.ordering); before(other.Obj, theirs, firstObj, firstAt) {
-			first, firstAt, firstObj = other, theirs, other.Obj
+		if before(other.Obj, turnTime(other.Obj, p.ordering), wl, wlAt) {
+			earlier = append(earlier, other)
 		}
 	}
-	return first
+	slices.SortFunc(earlier, func(a, b *workload.Info) int {
+		if before(a.Obj, turnTime(a.Obj, p.ordering), b.Obj, turnTime(b.Obj, p.ordering)) {
+			return -1
+		}
+		return 1
+	})
+	for _, other := range earlier {
+		if canHold == nil || canHold(other) {
+			return other
+		}
+	}
+	return nil
 }
 
 // SubstituteHead lets a queue head that was rotated out for time-sharing step aside for the
 // same-priority workload of its ClusterQueue whose turn comes first. Without it a StrictFIFO queue,
 // which orders by creation, would keep the rotated-out workload at its head and block the others.
-func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info) *workload.Info {
+// Under BestEffortFIFO a workload that cannot use a turn (see turnUse) is passed over.
+func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info {
 	if p.settings(head.ClusterQueue).MinAdmitDuration <= 0 || timeBasedPreemption(head.Obj) == nil {
 		return nil
 	}
@@ -142,7 +148,23 @@ func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info) *wo
 	if p.pending == nil {
 		return nil
 	}
-	return p.firstTurn(log, p.pending(head.ClusterQueue), head.Obj, priority.EffectivePriority(log, head.Obj))
+	first := p.firstTurn(log, p.pendingIn(snapshot, head.ClusterQueue), head.Obj, priority.EffectivePriority(log, head.Obj), p.canHoldTurn(ctx, snapshot, head))
+	if first == nil || !p.takesTurnNow(ctx, snapshot, head, first) {
+		return nil
+	}
+	return first
+}
+
+// takesTurnNow reports whether first, whose turn it is in wl's ClusterQueue, can take it now.
+// Under BestEffortFIFO one that must wait for windows or protections to end does not hold back a
+// rotated-out workload that fits in quota nobody else can use meanwhile; under StrictFIFO it does.
+func (p *Preemptor) takesTurnNow(ctx context.Context, snapshot *schdcache.Snapshot, wl, first *workload.Info) bool {
+	if snapshot == nil || !p.passesOver(wl) {
+		return true
+	}
+	o := *first
+	o.ClusterQueue = wl.ClusterQueue
+	return p.turnUseOf(ctx, &o, snapshot) == turnNow
 }
 
 // RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get
@@ -175,6 +197,9 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
 		return ""
 	}
+	if why := p.explainPassedOver(ctx, wl, snapshot); why != "" {
+		return why
+	}
 	s := p.newSearch(ctx, wl, snapshot, nil, workload.Usage{})
 	if who := s.preemptor.WaitingLonger; who != "" {
 		return fmt.Sprintf("waiting for a time-sharing turn: %s has waited longer", who)
@@ -201,18 +226,21 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 }
 
 // VetoAdmission holds back a workload that was rotated out for time-sharing while a same-priority
-// workload of its ClusterQueue has waited longer for a turn: it goes behind them, as if it had
-// joined the queue when it was preempted.
-func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info) string {
+// workload of its ClusterQueue has waited longer for a turn and can take it now: it goes behind
+// them, as if it had joined the queue when it was preempted. When the one whose turn it is must
+// still wait for windows or protections to end, the quota the rotated-out workload fits in would
+// stay idle meanwhile, so it is admitted.
+func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || timeBasedPreemption(wl.Obj) == nil {
+	if settings.MinAdmitDuration <= 0 || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)
-	if who := p.earlierTurn(log, wl.ClusterQueue, wl.Obj, priority.EffectivePriority(log, wl.Obj)); who != "" {
-		return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", who)
+	first := p.firstTurn(log, p.pendingIn(snapshot, wl.ClusterQueue), wl.Obj, priority.EffectivePriority(log, wl.Obj), p.canHoldTurn(ctx, snapshot, wl))
+	if first == nil || !p.takesTurnNow(ctx, snapshot, wl, first) {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", klog.KObj(first.Obj))
 }
 
 // TurnOrder returns a ClusterQueue's pending workloads, given in the queue's own order, in the

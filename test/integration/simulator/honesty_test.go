@@ -73,6 +73,7 @@ var _ = ginkgo.Describe("The simulator and the manager", func() {
 		},
 		ginkgo.Entry("three same-priority jobs taking turns (minAdmitDuration 1m)", "time-sharing.yaml"),
 		ginkgo.Entry("reclaim and in-queue preemption held back by min-runtimes", "min-runtime.yaml"),
+		ginkgo.Entry("a rotated-out workload takes idle quota while the next turn waits for a window", "step-aside.yaml"),
 	)
 })
 

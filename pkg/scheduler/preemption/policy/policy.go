@@ -83,6 +83,9 @@ type Candidate struct {
 type QueueSettings struct {
 	// MinAdmitDuration is spec.preemption.withinClusterQueueConfig.minAdmitDuration (KEP-8522).
 	MinAdmitDuration time.Duration
+	// StrictFIFO: spec.queueingStrategy is StrictFIFO, so a turn never passes over the workload
+	// whose turn it is, even one that cannot use it (upstream's head-of-line blocking).
+	StrictFIFO bool
 }
 
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?

@@ -1,0 +1,170 @@
+package preemption
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// turnUse says whether a pending workload could use a time-sharing turn if it had it.
+type turnUse int
+
+const (
+	// turnUseless: it does not fit even if every candidate that the rules will ever allow were
+	// evicted (it asks for more than the ClusterQueue and what it may borrow, or what it needs
+	// is held by workloads it may never preempt). It does not hold the rotation.
+	turnUseless turnUse = iota
+	// turnLater: it fits once the windows and protections running now have ended. It keeps its
+	// place in line: passing it over would let the others' staggered windows starve it.
+	turnLater
+	// turnNow: it fits now, or after evicting candidates the rules allow now.
+	turnNow
+)
+
+// timelessFuture is how far ahead the "later" question looks: every window, min-runtime and
+// finite toleration has ended by then.
+const timelessFuture = 100 * 365 * 24 * time.Hour
+
+// turnUseOf answers for info on snapshot, once per workload and scheduling cycle.
+func (p *Preemptor) turnUseOf(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) turnUse {
+	c := &p.pendingCycle
+	c.mu.Lock()
+	if c.snapshot != snapshot {
+		c.reset(snapshot)
+	}
+	use, ok := c.use[info.Obj.UID]
+	c.mu.Unlock()
+	if ok {
+		return use
+	}
+	use = p.computeTurnUse(ctx, info, snapshot)
+	c.mu.Lock()
+	if c.snapshot == snapshot {
+		c.use[info.Obj.UID] = use
+	}
+	c.mu.Unlock()
+	return use
+}
+
+// computeTurnUse tries each resource group of the ClusterQueue on its own, every flavor of the
+// group in order, with the whole request of the workload in that flavor, as the flavor assigner
+// assigns one flavor per resource group. Node labels and taints of flavors are not looked at: a
+// workload they exclude may be taken for one that can use a turn, which only keeps it in line as
+// before.
+func (p *Preemptor) computeTurnUse(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) turnUse {
+	cq := snapshot.ClusterQueue(info.ClusterQueue)
+	if cq == nil {
+		return turnUseless
+	}
+	requests := map[corev1.ResourceName]int64{}
+	for _, ps := range info.TotalRequests {
+		if ps.Requests == nil {
+			continue
+		}
+		for r, v := range ps.Requests.Iter() {
+			requests[r] += v
+		}
+	}
+	byGroup := map[int]map[corev1.ResourceName]int64{}
+	for r, v := range requests {
+		if v == 0 {
+			continue
+		}
+		found := false
+		for i := range cq.ResourceGroups {
+			if cq.ResourceGroups[i].CoveredResources.Has(r) {
+				if byGroup[i] == nil {
+					byGroup[i] = map[corev1.ResourceName]int64{}
+				}
+				byGroup[i][r] = v
+				found = true
+				break
+			}
+		}
+		if !found {
+			return turnUseless
+		}
+	}
+	use := turnNow
+	for i, reqs := range byGroup {
+		best := turnUseless
+		for _, f := range cq.ResourceGroups[i].Flavors {
+			quota := resources.FlavorResourceQuantities{}
+			for r, v := range reqs {
+				quota[resources.FlavorResource{Flavor: f, Resource: r}] = resources.NewAmount(v)
+			}
+			best = max(best, p.flavorTurnUse(ctx, info, snapshot, cq, quota))
+			if best == turnNow {
+				break
+			}
+		}
+		use = min(use, best)
+	}
+	return use
+}
+
+// flavorTurnUse answers for one flavor of one resource group: the search for victims runs as if
+// the workload had the turn, now and then at a time when every window and protection has ended.
+func (p *Preemptor) flavorTurnUse(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, quota resources.FlavorResourceQuantities) turnUse {
+	for fr, v := range quota {
+		if _, ok := cq.ResourceNode.Quotas[fr]; !ok || v.Cmp(cq.PotentialAvailable(fr)) > 0 {
+			return turnUseless
+		}
+	}
+	contested := sets.New[resources.FlavorResource]()
+	for fr := range quota {
+		contested.Insert(fr)
+	}
+	for _, use := range []turnUse{turnNow, turnLater} {
+		s := p.newSearchFor(ctx, info, snapshot, contested, workload.Usage{Quota: quota}, false)
+		if use == turnLater {
+			s.now = s.now.Add(timelessFuture)
+		}
+		if s.fits(true) || len(p.targets(s)) > 0 {
+			return use
+		}
+	}
+	return turnUseless
+}
+
+// passesOver reports whether workloads that cannot use a turn are passed over in the rotation of
+// a ClusterQueue: not under StrictFIFO, where the head of the line blocks as in upstream Kueue.
+func (p *Preemptor) passesOver(info *workload.Info) bool {
+	return !p.settings(info.ClusterQueue).StrictFIFO
+}
+
+// canHoldTurn filters the workloads that may hold the turn in info's ClusterQueue on snapshot.
+func (p *Preemptor) canHoldTurn(ctx context.Context, snapshot *schdcache.Snapshot, info *workload.Info) func(*workload.Info) bool {
+	if snapshot == nil || !p.passesOver(info) {
+		return nil
+	}
+	return func(other *workload.Info) bool {
+		o := *other
+		o.ClusterQueue = info.ClusterQueue
+		return p.turnUseOf(ctx, &o, snapshot) != turnUseless
+	}
+}
+
+// explainPassedOver says why a workload of a rotating ClusterQueue is passed over, or "".
+func (p *Preemptor) explainPassedOver(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) string {
+	if !p.passesOver(info) || p.turnUseOf(ctx, info, snapshot) != turnUseless {
+		return ""
+	}
+	return fmt.Sprintf("passed over for time-sharing turns: it does not fit in ClusterQueue %s even if every workload it may preempt were preempted; the turn goes to the next workload in line and comes back to it once it can fit", info.ClusterQueue)
+}
+
+// reset starts the cache of a new cycle.
+func (c *pendingCycle) reset(snapshot *schdcache.Snapshot) {
+	c.snapshot = snapshot
+	c.byCQ = map[kueue.ClusterQueueReference][]*workload.Info{}
+	c.use = map[types.UID]turnUse{}
+}

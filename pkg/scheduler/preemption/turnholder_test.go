@@ -1,0 +1,132 @@
+package preemption
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// Who holds the turn in the 3-CPU ClusterQueue of timeSharingScenario (running workloads reserved
+// 30, 90 and 150 minutes ago, window 1h: the first is protected for another 30 minutes), when a
+// same-priority workload created before the pending one waits too.
+func TestTurnGoesToWhoCanUseIt(t *testing.T) {
+	waiting := func(cpus string) *kueue.Workload {
+		return utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).
+			Request(corev1.ResourceCPU, cpus).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	}
+	// What ExplainWait says of a workload that keeps its place while windows run.
+	protected := "same-priority workloads are protected by minAdmitDuration 1h0m0s; the first becomes preemptible after 2026-03-01T13:30:00Z"
+	passedOver := "passed over for time-sharing turns: it does not fit in ClusterQueue cq even if every workload it may preempt were preempted; the turn goes to the next workload in line and comes back to it once it can fit"
+	type outcome struct {
+		// Targets of the pending 1-CPU workload, and what ExplainWait says of the older one.
+		Targets      []string
+		OlderExplain string
+	}
+	cases := map[string]struct {
+		older  *kueue.Workload
+		strict bool
+		want   outcome
+	}{
+		"older can use the turn now: it keeps it": {
+			older: waiting("1"),
+			want:  outcome{OlderExplain: protected},
+		},
+		"older needs the protected workload too: it keeps its place": {
+			older: waiting("3"),
+			want:  outcome{OlderExplain: protected},
+		},
+		"older can never fit: the turn passes over it": {
+			older: waiting("4"),
+			want:  outcome{Targets: []string{"ran-2h30m0s"}, OlderExplain: passedOver},
+		},
+		"StrictFIFO: older blocks the line as upstream's head does": {
+			older: waiting("4"), strict: true,
+			want: outcome{OlderExplain: protected},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			sc := timeSharingScenario("1")
+			snap := snapshotOf(t, ctx, sc)
+			opts := timeSharingOptions(time.Hour, []*kueue.Workload{tc.older})
+			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
+			})
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
+			info := sc.PendingInfo()
+			var got outcome
+			for _, tg := range p.GetTargets(ctx, *info, cpuPreemptAssignment(info), snap) {
+				got.Targets = append(got.Targets, tg.WorkloadInfo.Obj.Name)
+			}
+			older := workload.NewInfo(tc.older)
+			older.ClusterQueue = "cq"
+			got.OlderExplain = p.ExplainWait(ctx, older, snap)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A rotated-out queue head steps aside only for a workload that can take its turn now; under
+// StrictFIFO for the one whose turn it is, whatever it can do.
+func TestSubstituteHeadOnlyForWhoCanGoNow(t *testing.T) {
+	head := utiltestingapi.MakeWorkload("head", "ns").UID("uid-head").Priority(10).
+		Request(corev1.ResourceCPU, "1").Creation(snapgen.Epoch).Obj()
+	head.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
+		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
+	waiting := func(cpus string) *kueue.Workload {
+		return utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).
+			Request(corev1.ResourceCPU, cpus).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	}
+	cases := map[string]struct {
+		older  *kueue.Workload
+		strict bool
+		want   string
+	}{
+		"it can preempt now":                    {older: waiting("1"), want: "older"},
+		"it waits for a protection to end":      {older: waiting("3")},
+		"it can never fit":                      {older: waiting("4")},
+		"StrictFIFO: it waits for a protection": {older: waiting("3"), strict: true, want: "older"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+			sc := timeSharingScenario("1")
+			snap := snapshotOf(t, ctx, sc)
+			opts := timeSharingOptions(time.Hour, []*kueue.Workload{tc.older})
+			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
+			})
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
+			info := workload.NewInfo(head)
+			info.ClusterQueue = "cq"
+			got := ""
+			if sub := p.SubstituteHead(ctx, info, snap); sub != nil {
+				got = sub.Obj.Name
+			}
+			if got != tc.want {
+				t.Errorf("SubstituteHead = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
