@@ -153,6 +153,9 @@ manifests: ## Write Kueue's CRDs, webhook configurations and RBAC under config/_
 .PHONY: envtest
 envtest: $(BIN)/etcd $(BIN)/kube-apiserver ## Build etcd and kube-apiserver for envtest from the Go module proxy.
 
+.PHONY: cluster
+cluster: envtest $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build kube-controller-manager, kube-scheduler and KWOK for the local cluster with Pods.
+
 .PHONY: tools
 tools: $(BIN)/controller-gen $(BIN)/helm ## Build controller-gen and helm.
 
@@ -172,6 +175,12 @@ $(BIN)/kube-apiserver: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$(KUBE_LDFLAGS)"
 $(BIN)/kubectl: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$(KUBE_LDFLAGS)"
+$(BIN)/kube-controller-manager: FORCE
+	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$(KUBE_LDFLAGS)"
+$(BIN)/kube-scheduler: FORCE
+	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$(KUBE_LDFLAGS)"
+$(BIN)/kwok: FORCE
+	hack/build-tool.sh tools/kwok sigs.k8s.io/kwok/cmd/kwok kwok
 $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 $(BIN)/govulncheck: FORCE
