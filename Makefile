@@ -1,6 +1,6 @@
 # kueue-timeshare: a drop-in Kueue controller manager with runtime-aware preemption.
 #
-#   make run    start a local control plane with the manager and a demo (DEMO=none to skip it)
+#   make run    start a local cluster (simulated Nodes, PODS=false for none) with the manager and a demo (DEMO=none to skip it)
 #   make test   everything CI runs: format and vet checks, unit and envtest integration tests
 
 SHELL := /usr/bin/env bash
@@ -13,6 +13,8 @@ GO ?= go
 # DEMO: a directory of manifests, "none", or the name of one under examples/ (demo, timesharing).
 DEMO ?= demo
 DEMO_DIR = $(if $(filter none,$(DEMO)),none,$(if $(wildcard examples/$(DEMO)),examples/$(DEMO),$(DEMO)))
+# PODS=false: `make run` starts etcd and kube-apiserver only (no Pods), and needs fewer binaries.
+PODS ?= true
 TEST_TIMEOUT ?= 40m
 # Extra flags for go test, e.g. GOTEST_FLAGS='-run TestManager -v'.
 GOTEST_FLAGS ?=
@@ -22,8 +24,8 @@ export GOFLAGS := -mod=readonly
 ##@ Everyday
 
 .PHONY: run
-run: envtest manifests build ## Start etcd, kube-apiserver and the manager on loopback with a live view.
-	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
+run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a local cluster with simulated Nodes and the manager on loopback, with a live view.
+	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" --pods=$(PODS) $(RUN_ARGS)
 
 .PHONY: test
 test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
