@@ -31,6 +31,12 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
+# The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
+# Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
+.PHONY: test-e2e
+test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 10 minutes).
+	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v
+
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
 # differential test against upstream on DIFF_CASES generated snapshots, and the reliability suite
 # (manager killed and restarted, leader election handovers, API faults) with more Jobs and kills.
