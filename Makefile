@@ -1,7 +1,8 @@
 # kueue-timeshare: a drop-in Kueue controller manager with runtime-aware preemption.
 #
 #   make run    start a local cluster (simulated Nodes, PODS=false for none) with the manager and a demo (DEMO=none to skip it)
-#   make test   everything CI runs: format and vet checks, unit and envtest integration tests
+#   make test   everything CI runs: format and vet checks, unit and envtest integration tests, and the
+#               end-to-end suite on the local cluster with Pods (test/e2e; alone: make test-e2e)
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -28,7 +29,7 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" --pods=$(PODS) $(RUN_ARGS)
 
 .PHONY: test
-test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests and envtest integration tests.
+test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl ## Format and vet checks, unit tests, envtest integration tests and the end-to-end suite.
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
