@@ -35,7 +35,7 @@ test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
 .PHONY: test-e2e
-test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 10 minutes).
+test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 6 minutes).
 	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
@@ -208,4 +208,4 @@ clean: ## Remove build outputs (keeps the cached tools in bin/).
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
