@@ -111,11 +111,14 @@ bench-timesharing: ## Time-sharing quality on the simulator: N = 2..10 same-prio
 # The same benchmark on a local control plane in real time, with a window of TIMESHARING_ENVTEST_WINDOW
 # (the webhook's minimum is 1m): every N and approach at once, for 9 windows plus 2 minutes.
 TIMESHARING_ENVTEST_WINDOW ?= 1m
+# TIMESHARING_ENVTEST_ARGS adds flags, e.g. '-timesharing-envtest-pods -timesharing-envtest-grace=10s' to run
+# on the local cluster with Pods (needs `make cluster`) and measure handovers and waits of Pods.
+TIMESHARING_ENVTEST_ARGS ?=
 
 .PHONY: bench-timesharing-envtest
 bench-timesharing-envtest: envtest manifests ## Time-sharing quality on envtest (real time, about 12 minutes): ours vs upstream vs the priority booster.
 	@$(GO) test -count=1 -v -timeout 60m -run '^TestTimeSharingOnEnvtest$$' ./test/performance/timesharing \
-	  -args -timesharing-envtest -timesharing-envtest-window=$(TIMESHARING_ENVTEST_WINDOW) \
+	  -args -timesharing-envtest -timesharing-envtest-window=$(TIMESHARING_ENVTEST_WINDOW) $(TIMESHARING_ENVTEST_ARGS) \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
 # The scenario `make simulate` runs, and its flags (see docs/simulator.md).
