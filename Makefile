@@ -1,7 +1,8 @@
 # kueue-timeshare: a drop-in Kueue controller manager with runtime-aware preemption.
 #
-#   make run    start a local control plane with the manager and a demo (DEMO=none to skip it)
-#   make test   everything CI runs: format and vet checks, unit and envtest integration tests
+#   make run    start a local cluster (simulated Nodes, PODS=false for none) with the manager and a demo (DEMO=none to skip it)
+#   make test   everything CI runs: format and vet checks, unit and envtest integration tests, and the
+#               end-to-end suite on the local cluster with Pods (test/e2e; alone: make test-e2e)
 
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
@@ -13,6 +14,8 @@ GO ?= go
 # DEMO: a directory of manifests, "none", or the name of one under examples/ (demo, timesharing).
 DEMO ?= demo
 DEMO_DIR = $(if $(filter none,$(DEMO)),none,$(if $(wildcard examples/$(DEMO)),examples/$(DEMO),$(DEMO)))
+# PODS=false: `make run` starts etcd and kube-apiserver only (no Pods), and needs fewer binaries.
+PODS ?= true
 TEST_TIMEOUT ?= 40m
 # Extra flags for go test, e.g. GOTEST_FLAGS='-run TestManager -v'.
 GOTEST_FLAGS ?=
@@ -22,8 +25,8 @@ export GOFLAGS := -mod=readonly
 ##@ Everyday
 
 .PHONY: run
-run: envtest manifests build ## Start etcd, kube-apiserver and the manager on loopback with a live view.
-	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" $(RUN_ARGS)
+run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a local cluster with simulated Nodes and the manager on loopback, with a live view.
+	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" --pods=$(PODS) $(RUN_ARGS)
 
 # Unit and simulator packages run once, under the race detector (test-race); the envtest suites
 # under test/ run without it: their API server and etcd are separate processes, and the race
@@ -32,13 +35,19 @@ run: envtest manifests build ## Start etcd, kube-apiserver and the manager on lo
 RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
 
 .PHONY: test
-test: verify envtest manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race) and envtest integration tests.
+test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
 	$(if $(GOTEST_FLAGS),,$(GO) test -count=1 -run '^TestRotationProperties$$' ./pkg/simulator)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
 
 .PHONY: test-race
 test-race: ## Unit and simulator tests under the race detector.
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
+
+# The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
+# Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
+.PHONY: test-e2e
+test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 6 minutes).
+	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
 # differential test against upstream on DIFF_CASES generated snapshots, the rotation property checker
@@ -125,11 +134,14 @@ bench-timesharing: ## Time-sharing quality on the simulator: N = 2..10 same-prio
 # The same benchmark on a local control plane in real time, with a window of TIMESHARING_ENVTEST_WINDOW
 # (the webhook's minimum is 1m): every N and approach at once, for 9 windows plus 2 minutes.
 TIMESHARING_ENVTEST_WINDOW ?= 1m
+# TIMESHARING_ENVTEST_ARGS adds flags, e.g. '-timesharing-envtest-pods -timesharing-envtest-grace=10s' to run
+# on the local cluster with Pods (needs `make cluster`) and measure handovers and waits of Pods.
+TIMESHARING_ENVTEST_ARGS ?=
 
 .PHONY: bench-timesharing-envtest
 bench-timesharing-envtest: envtest manifests ## Time-sharing quality on envtest (real time, about 12 minutes): ours vs upstream vs the priority booster.
 	@$(GO) test -count=1 -v -timeout 60m -run '^TestTimeSharingOnEnvtest$$' ./test/performance/timesharing \
-	  -args -timesharing-envtest -timesharing-envtest-window=$(TIMESHARING_ENVTEST_WINDOW) \
+	  -args -timesharing-envtest -timesharing-envtest-window=$(TIMESHARING_ENVTEST_WINDOW) $(TIMESHARING_ENVTEST_ARGS) \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 
 # The scenario `make simulate` runs, and its flags (see docs/simulator.md).
@@ -183,6 +195,9 @@ manifests: ## Write Kueue's CRDs, webhook configurations and RBAC under config/_
 .PHONY: envtest
 envtest: $(BIN)/etcd $(BIN)/kube-apiserver ## Build etcd and kube-apiserver for envtest from the Go module proxy.
 
+.PHONY: cluster
+cluster: envtest $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build kube-controller-manager, kube-scheduler and KWOK for the local cluster with Pods.
+
 .PHONY: tools
 tools: $(BIN)/controller-gen $(BIN)/helm ## Build controller-gen and helm.
 
@@ -202,6 +217,12 @@ $(BIN)/kube-apiserver: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$(KUBE_LDFLAGS)"
 $(BIN)/kubectl: FORCE
 	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$(KUBE_LDFLAGS)"
+$(BIN)/kube-controller-manager: FORCE
+	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$(KUBE_LDFLAGS)"
+$(BIN)/kube-scheduler: FORCE
+	hack/build-tool.sh envtest/kubernetes k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$(KUBE_LDFLAGS)"
+$(BIN)/kwok: FORCE
+	hack/build-tool.sh tools/kwok sigs.k8s.io/kwok/cmd/kwok kwok
 $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 $(BIN)/govulncheck: FORCE
@@ -220,4 +241,4 @@ clean: ## Remove build outputs (keeps the cached tools in bin/).
 
 .PHONY: help
 help: ## Show this help.
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  %-12s %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)

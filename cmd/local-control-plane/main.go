@@ -1,6 +1,8 @@
 // Command local-control-plane is what `make run` starts: etcd and kube-apiserver on loopback,
+// kube-controller-manager, kube-scheduler and simulated Nodes (KWOK) unless --pods=false,
 // Kueue's CRDs and webhooks, the kueue-timeshare manager against them, an optional demo, and a
-// live view of admitted and pending workloads per ClusterQueue. Ctrl-C stops everything.
+// live view of admitted and pending workloads per ClusterQueue with their Pods. Ctrl-C stops
+// everything.
 package main
 
 import (
@@ -9,11 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +45,11 @@ type options struct {
 	runFor      time.Duration
 	refresh     time.Duration
 	extraArgs   string
+	pods        bool
+	nodes       int
+	nodeCPU     string
+	nodeMemory  string
+	nodeGPUs    string
 }
 
 func run() error {
@@ -53,6 +62,12 @@ func run() error {
 	flag.DurationVar(&o.runFor, "run-for", 0, "Stop by itself after this long (0: run until interrupted).")
 	flag.DurationVar(&o.refresh, "refresh", 2*time.Second, "How often the live view refreshes.")
 	flag.StringVar(&o.extraArgs, "manager-args", "", "Extra flags for the manager, space separated.")
+	def := controlplane.DefaultNodes()
+	flag.BoolVar(&o.pods, "pods", true, "Run Pods: kube-controller-manager, kube-scheduler and simulated Nodes (KWOK). false: etcd and kube-apiserver only.")
+	flag.IntVar(&o.nodes, "nodes", def.Count, "How many simulated Nodes (with --pods).")
+	flag.StringVar(&o.nodeCPU, "node-cpu", def.CPU.String(), "CPU capacity of each simulated Node.")
+	flag.StringVar(&o.nodeMemory, "node-memory", def.Memory.String(), "Memory capacity of each simulated Node.")
+	flag.StringVar(&o.nodeGPUs, "node-gpus", def.GPU.String(), "nvidia.com/gpu capacity of each simulated Node (0: none).")
 	flag.Parse()
 
 	if o.root == "" {
@@ -74,13 +89,23 @@ func run() error {
 	if err := os.MkdirAll(local, 0o755); err != nil {
 		return err
 	}
-	say("starting etcd and kube-apiserver on loopback...")
-	cp, err := controlplane.Start(o.root)
+	var opts controlplane.Options
+	what := "etcd and kube-apiserver"
+	if o.pods {
+		shape, err := controlplane.ParseNodeShape(o.nodes, o.nodeCPU, o.nodeMemory, o.nodeGPUs)
+		if err != nil {
+			return err
+		}
+		opts.Pods = &controlplane.PodsOptions{Nodes: shape, LogDir: local}
+		what = fmt.Sprintf("etcd, kube-apiserver, kube-controller-manager, kube-scheduler and %d simulated Nodes (KWOK)", shape.Count)
+	}
+	say("starting %s on loopback...", what)
+	cp, err := controlplane.StartWith(o.root, opts)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		say("stopping etcd and kube-apiserver...")
+		say("stopping %s...", what)
 		if err := cp.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
 		}
@@ -113,7 +138,7 @@ func run() error {
 
 	say("waiting for the manager to be ready (log: %s)...", rel(o.root, logPath))
 	if err := waitReady(ctx, "http://"+o.healthAddr+"/readyz", mgr); err != nil {
-		return fmt.Errorf("%w\nlast lines of %s:\n%s", err, logPath, tail(logPath, 20))
+		return fmt.Errorf("%w\nlast lines of %s:\n%s", err, logPath, controlplane.Tail(logPath, 20))
 	}
 
 	c, err := newClient(cp)
@@ -133,19 +158,18 @@ func run() error {
 	}
 
 	banner := fmt.Sprintf(`
-kueue-timeshare is running against a local control plane (no nodes: Pods never start,
-admission shows as Jobs being unsuspended).
+kueue-timeshare is running against a local %s.
 
   export KUBECONFIG=%s
-  kubectl get clusterqueues,localqueues,workloads -A     (bin/kubectl after `+"`make kubectl`"+`)
-  curl -s http://%s/metrics | grep kueue_               (manager metrics)
-%s  manager log: %s
+  kubectl get clusterqueues,localqueues,workloads,pods -A   (bin/kubectl after `+"`make kubectl`"+`)
+  curl -s http://%s/metrics | grep kueue_                 (manager metrics)
+%s  logs: %s
 
 Press Ctrl-C to stop everything.
-`, kubeconfig, o.metricsAddr, visibilityHint(o.visibility, caPath), logPath)
+`, planeSummary(opts), kubeconfig, o.metricsAddr, visibilityHint(o.visibility, caPath), logSummary(o.root, logPath, cp))
 	fmt.Print(banner)
 
-	err = watch(ctx, c, o.refresh, term.IsTerminal(int(os.Stdout.Fd())), banner, mgr)
+	err = watch(ctx, c, o.refresh, term.IsTerminal(int(os.Stdout.Fd())), banner, mgr, cp)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
@@ -250,6 +274,27 @@ func rel(root, path string) string {
 		return r
 	}
 	return path
+}
+
+// planeSummary says what kind of cluster runs, and what it is not.
+func planeSummary(o controlplane.Options) string {
+	if o.Pods == nil {
+		return "control plane without nodes (--pods=false): Pods never start,\nadmission shows as Jobs being unsuspended"
+	}
+	n := o.Pods.Nodes
+	return fmt.Sprintf("cluster of %d simulated Nodes (%s CPUs, %s memory, %s nvidia.com/gpu each):\n"+
+		"kube-scheduler places Pods and KWOK's simulated kubelets run them; no container runs.\n"+
+		"Annotations on a Pod (or a Job's Pod template): %s (e.g. 20m; none: runs until\n"+
+		"deleted), %s (e.g. 60s); a deleted Pod terminates for its grace period",
+		n.Count, n.CPU.String(), n.Memory.String(), n.GPU.String(), controlplane.SimulatedRuntimeAnnotation, controlplane.SimulatedReadyAfterAnnotation)
+}
+
+func logSummary(root, managerLog string, cp *controlplane.ControlPlane) string {
+	files := []string{rel(root, managerLog)}
+	for _, name := range slices.Sorted(maps.Keys(cp.LogFiles())) {
+		files = append(files, rel(root, cp.LogFiles()[name]))
+	}
+	return strings.Join(files, ", ")
 }
 
 // visibilityHint says how to read the visibility API, which the manager serves itself here: no

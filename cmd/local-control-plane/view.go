@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -22,6 +22,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 )
 
 // applyDir creates every object in the YAML files of dir, in file-name order.
@@ -62,13 +64,16 @@ func applyDir(ctx context.Context, c client.Client, dir string) (int, error) {
 }
 
 // watch redraws the live view until ctx ends or the manager exits.
-func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, header string, mgr *managerProcess) error {
+func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, header string, mgr *managerProcess, cp *controlplane.ControlPlane) error {
 	var last string
 	for {
 		if mgr.exited() {
 			return fmt.Errorf("manager exited: %v", mgr.err)
 		}
-		view, key, err := render(ctx, c)
+		if err := cp.Exited(); err != nil {
+			return err
+		}
+		view, key, err := render(ctx, c, cp.Pods())
 		if err != nil && ctx.Err() == nil {
 			view = "error reading state: " + err.Error() + "\n"
 		}
@@ -92,10 +97,12 @@ func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, 
 
 type row struct {
 	state, name, detail string
+	// pods says where the workload's Pods are and in which phase; empty without Pods.
+	pods string
 }
 
 // render returns the view and a key that changes only when some workload changes state.
-func render(ctx context.Context, c client.Client) (view, key string, err error) {
+func render(ctx context.Context, c client.Client, withPods bool) (view, key string, err error) {
 	var cqs kueue.ClusterQueueList
 	if err := c.List(ctx, &cqs); err != nil {
 		return "", "", err
@@ -107,6 +114,14 @@ func render(ctx context.Context, c client.Client) (view, key string, err error) 
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
 		return "", "", err
+	}
+	var podsOf map[string][]corev1.Pod
+	if withPods {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods); err != nil {
+			return "", "", err
+		}
+		podsOf = podsByOwner(pods.Items)
 	}
 	cqOfLQ := map[string]string{}
 	for _, lq := range lqs.Items {
@@ -122,7 +137,11 @@ func render(ctx context.Context, c client.Client) (view, key string, err error) 
 		if cq == "" {
 			cq = "(no ClusterQueue)"
 		}
-		rows[cq] = append(rows[cq], describe(wl))
+		r := describe(wl)
+		if withPods {
+			r.pods = describePods(workloadPods(wl, podsOf))
+		}
+		rows[cq] = append(rows[cq], r)
 	}
 
 	var b, k strings.Builder
@@ -151,7 +170,10 @@ func render(ctx context.Context, c client.Client) (view, key string, err error) 
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, r := range rs {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.state, r.name, r.detail)
-			fmt.Fprintf(&k, "%s %s %s\n", name, r.state, r.name)
+			if r.pods != "" {
+				fmt.Fprintf(tw, "  \t  pods: %s\t\n", r.pods)
+			}
+			fmt.Fprintf(&k, "%s %s %s %s\n", name, r.state, r.name, r.pods)
 		}
 		tw.Flush()
 	}
@@ -198,21 +220,58 @@ func count(rs []row, state string) int {
 	return n
 }
 
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
+// podsByOwner indexes Pods by the object that owns them ("Job/ns/name"), and each Pod also by
+// itself ("Pod/ns/name"), since a plain Pod is its own workload's owner.
+func podsByOwner(pods []corev1.Pod) map[string][]corev1.Pod {
+	out := map[string][]corev1.Pod{}
+	for _, p := range pods {
+		out["Pod/"+p.Namespace+"/"+p.Name] = append(out["Pod/"+p.Namespace+"/"+p.Name], p)
+		for _, ref := range p.OwnerReferences {
+			key := ref.Kind + "/" + p.Namespace + "/" + ref.Name
+			out[key] = append(out[key], p)
 		}
 	}
-	return strings.Join(lines, "\n")
+	return out
+}
+
+func workloadPods(wl *kueue.Workload, podsOf map[string][]corev1.Pod) []corev1.Pod {
+	var out []corev1.Pod
+	for _, ref := range wl.OwnerReferences {
+		out = append(out, podsOf[ref.Kind+"/"+wl.Namespace+"/"+ref.Name]...)
+	}
+	return out
+}
+
+// describePods summarises Pods as their state and Node, e.g. "Running node-1, Terminating node-2".
+func describePods(pods []corev1.Pod) string {
+	if len(pods) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(pods))
+	for _, p := range pods {
+		state := string(p.Status.Phase)
+		switch {
+		case p.DeletionTimestamp != nil:
+			state = "Terminating"
+		case p.Status.Phase == corev1.PodRunning && !podReady(&p):
+			state = "Running (not ready)"
+		case p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "":
+			state = "Pending (unscheduled)"
+		}
+		if p.Spec.NodeName != "" {
+			state += " " + p.Spec.NodeName
+		}
+		parts = append(parts, state)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -1,11 +1,14 @@
 // Package controlplane starts a local Kubernetes control plane (etcd and kube-apiserver on
 // loopback, through controller-runtime's envtest) with Kueue's CRDs and webhook configurations
-// installed, for `make run` and the integration tests. Webhooks, and the conversion of Kueue's
-// kinds that exist in two versions, point at a manager serving TLS on localhost with a
-// self-signed CA that envtest creates, as the chart points them at the manager's Service.
+// installed, for `make run` and the tests. Webhooks, and the conversion of Kueue's kinds that
+// exist in two versions, point at a manager serving TLS on localhost with a self-signed CA that
+// envtest creates, as the chart points them at the manager's Service. With Options.Pods it is a
+// small cluster: kube-controller-manager, kube-scheduler and simulated Nodes whose kubelets are
+// KWOK's (no container runs; Pods go through their phases as the stages in stages.yaml say).
 package controlplane
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -46,12 +49,26 @@ type ControlPlane struct {
 	Env    *envtest.Environment
 	Config *rest.Config
 	Root   string
-	// tmp holds files the API server reads (the front proxy's CA and client certificate).
+	// tmp holds files the API server reads (the front proxy's CA and client certificate), and
+	// the other processes' kubeconfig and certificates.
 	tmp string
+	// children are the processes of the cluster with Pods; logDir their logs.
+	children []*child
+	logDir   string
 }
 
-// Start brings up the control plane. root is the repository root (see FindRoot).
+// Start brings up etcd and kube-apiserver. root is the repository root (see FindRoot).
 func Start(root string) (*ControlPlane, error) {
+	return StartWith(root, Options{})
+}
+
+// StartWith brings up the control plane with the parts o asks for.
+func StartWith(root string, o Options) (*ControlPlane, error) {
+	if o.Pods != nil {
+		if err := o.Pods.Nodes.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	bin := filepath.Join(root, BinDir)
 	for _, name := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
@@ -80,10 +97,17 @@ func Start(root string) (*ControlPlane, error) {
 			LocalServingHost: "127.0.0.1",
 		},
 	}
-	// Since Kubernetes 1.36 a suspended Job's scheduling directives may only change once the job
-	// controller has set its JobSuspended condition. No controller-manager runs here, so keep the
-	// older rule (suspended and never started), which is what Kueue relies on when it admits a Job.
-	env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "MutableSchedulingDirectivesForSuspendedJobs=false")
+	api := env.ControlPlane.GetAPIServer().Configure()
+	if o.Pods == nil {
+		// Since Kubernetes 1.36 a suspended Job's scheduling directives may only change once the
+		// Job controller has set its JobSuspended condition. Without kube-controller-manager keep
+		// the older rule (suspended and never started), which is what Kueue relies on when it
+		// admits a Job. With it, the API server keeps its defaults, as a cluster has them.
+		api.Append("feature-gates", "MutableSchedulingDirectivesForSuspendedJobs=false")
+	} else {
+		// New Nodes would get the not-ready taint, and nothing removes it with node lifecycle off.
+		api.Append("disable-admission-plugins", "TaintNodesByCondition")
+	}
 	tmp, err := os.MkdirTemp("", "kueue-timeshare-controlplane-")
 	if err != nil {
 		return nil, err
@@ -97,7 +121,14 @@ func Start(root string) (*ControlPlane, error) {
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
-	return &ControlPlane{Env: env, Config: cfg, Root: root, tmp: tmp}, nil
+	c := &ControlPlane{Env: env, Config: cfg, Root: root, tmp: tmp}
+	if o.Pods != nil {
+		if err := c.startPods(context.Background(), o.Pods); err != nil {
+			_ = c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // ConvertibleScheme holds every version of Kueue's API kinds: envtest gives conversion through
@@ -178,6 +209,7 @@ const frontProxyClient = "front-proxy-client"
 
 // Stop ends every process Start began.
 func (c *ControlPlane) Stop() error {
+	c.stopPods()
 	err := c.Env.Stop()
 	if c.tmp != "" {
 		_ = os.RemoveAll(c.tmp)

@@ -54,6 +54,9 @@ type Settings struct {
 	ClientWrapper func(client.Client) client.Client
 	// Visibility runs the visibility API server (VisibilityOnDemand) at Env.VisibilityConfig.
 	Visibility bool
+	// Pods, when set, runs the control plane as a cluster with Pods (kube-controller-manager,
+	// kube-scheduler, simulated Nodes): see controlplane.Options.
+	Pods *controlplane.PodsOptions
 }
 
 // Start brings up the control plane and runs the manager until Stop. The manager is built from a
@@ -63,7 +66,7 @@ func Start(s Settings) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp, err := controlplane.Start(root)
+	cp, err := controlplane.StartWith(root, controlplane.Options{Pods: s.Pods})
 	if err != nil {
 		return nil, err
 	}

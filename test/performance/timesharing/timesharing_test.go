@@ -34,6 +34,7 @@ import (
 	boostcontroller "sigs.k8s.io/kueue/cmd/experimental/kueue-priority-booster/pkg/controller"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -46,6 +47,9 @@ var (
 	// On a small machine, 27 queues whose windows all end in the same instant measure their own
 	// contention; a cluster's queues are not synchronised.
 	stagger = flag.Duration("timesharing-envtest-stagger", 2*time.Second, "delay between the starts of consecutive queues (0: all at once)")
+	// With Pods the Jobs' Pods run on simulated Nodes and terminate for their grace period.
+	withPods = flag.Bool("timesharing-envtest-pods", false, "run on the local cluster with Pods (kube-controller-manager, kube-scheduler, simulated Nodes)")
+	grace    = flag.Duration("timesharing-envtest-grace", 10*time.Second, "the Pods' terminationGracePeriodSeconds, with -timesharing-envtest-pods")
 )
 
 // approachLabel is copied from each Job to its Workload, so that the booster acts only on its own.
@@ -94,10 +98,18 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 		ctrl.SetLogger(log)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var pods *controlplane.PodsOptions
+	if *withPods {
+		// Room for every queue's holder and a terminating victim beside it.
+		nodes := controlplane.DefaultNodes()
+		nodes.Count = 8
+		pods = &controlplane.PodsOptions{Nodes: nodes, LogDir: t.TempDir()}
+	}
 	env, err := util.Start(util.Settings{
 		Log:          log,
 		FeatureGates: map[string]bool{"PriorityBoost": true},
 		ConfigExtra:  fmt.Sprintf("integrations:\n  labelKeysToCopy: [%q]\n", approachLabel),
+		Pods:         pods,
 	})
 	if err != nil {
 		cancel()
@@ -174,6 +186,9 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 		j := util.CPUJob(a.q.ns, fmt.Sprintf("n%d-job-%d", a.q.n, a.i), fmt.Sprintf("%s-%d", a.q.a.name, a.q.n), "1")
 		j.Labels[constants.WorkloadPriorityClassLabel] = "normal"
 		j.Labels[approachLabel] = a.q.a.name
+		if *withPods {
+			j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(int64(grace.Seconds()))
+		}
 		if err := c.Create(ctx, j); err != nil {
 			t.Fatal(err)
 		}
@@ -209,6 +224,125 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 	turns := rec.turns("timeshare-", *window)
 	fmt.Fprintf(os.Stdout, "\nkueue-timeshare's %d completed turns: beyond minAdmitDuration %s; handover (quota released to the next admission) %s\n",
 		len(turns.overrun), spread(turns.overrun), spread(turns.handover))
+	if *withPods {
+		fmt.Fprintf(os.Stdout, "\nWith Pods (grace %s): handover = the victim's quota released -> the next Job's Pod Running; "+
+			"overlap = time two Jobs' Pods ran at once; longest Pod wait = longest time a Job had no Pod running (bound: (N-1) x window + grace + 1 s)\n\n", *grace)
+		fmt.Fprintf(os.Stdout, "| N | approach | handovers | handover median | handover max | median / grace | overlap in all | longest Pod wait | bound |\n|---|---|---|---|---|---|---|---|---|\n")
+		for n := 2; n <= *maxN; n++ {
+			for _, a := range approaches {
+				name := fmt.Sprintf("%s-%d", a.name, n)
+				pm := rec.podMeasure(name, endOf[name])
+				med, mx := "-", "-"
+				ratio := "-"
+				if len(pm.handover) > 0 {
+					slices.Sort(pm.handover)
+					m := pm.handover[len(pm.handover)/2]
+					med, mx = m.Round(10*time.Millisecond).String(), pm.handover[len(pm.handover)-1].Round(10*time.Millisecond).String()
+					ratio = fmt.Sprintf("%.2f", m.Seconds()/grace.Seconds())
+				}
+				bound := time.Duration(n-1)**window + *grace + time.Second
+				fmt.Fprintf(os.Stdout, "| %d | %s | %d | %s | %s | %s | %s | %s | %s |\n", n, a.name, len(pm.handover), med, mx, ratio,
+					pm.overlap.Round(100*time.Millisecond), pm.longestWait.Round(100*time.Millisecond), bound)
+			}
+		}
+	}
+}
+
+// podMeasures are, for one queue, what its Jobs' Pods show.
+type podMeasures struct {
+	handover    []time.Duration
+	overlap     time.Duration
+	longestWait time.Duration
+}
+
+// podMeasure reads the queue's Workloads' quota spans and their Jobs' Pod spans up to end.
+func (r *recorder) podMeasure(queue string, end time.Time) podMeasures {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out podMeasures
+	type release struct {
+		at  time.Time
+		job string
+	}
+	var releases []release
+	var jobs []string
+	for _, h := range r.wls {
+		if h.queue != queue {
+			continue
+		}
+		job := h.job
+		jobs = append(jobs, job)
+		for _, s := range h.spans {
+			if !s.to.IsZero() && s.to.Before(end) {
+				releases = append(releases, release{at: s.to, job: job})
+			}
+		}
+		// Longest time without a running Pod, from the Workload's arrival.
+		from := h.arrived
+		for _, s := range r.pods[job] {
+			if s.from.After(end) {
+				break
+			}
+			out.longestWait = max(out.longestWait, s.from.Sub(from))
+			from = s.to
+			if s.to.IsZero() {
+				from = end
+			}
+		}
+		out.longestWait = max(out.longestWait, end.Sub(from))
+	}
+	// Handover: from a release of quota to the first Pod of another Job of the queue running.
+	for _, rel := range releases {
+		var next time.Time
+		for _, job := range jobs {
+			if job == rel.job {
+				continue
+			}
+			for _, s := range r.pods[job] {
+				if !s.from.Before(rel.at) && (next.IsZero() || s.from.Before(next)) {
+					next = s.from
+				}
+			}
+		}
+		if !next.IsZero() && next.Before(end) {
+			out.handover = append(out.handover, next.Sub(rel.at))
+		}
+	}
+	// Overlap: every pair of Jobs' Pod spans.
+	for i, a := range jobs {
+		for _, b := range jobs[i+1:] {
+			for _, x := range r.pods[a] {
+				for _, y := range r.pods[b] {
+					from, to := later(x.from, y.from), earlier(orEnd(x.to, end), orEnd(y.to, end))
+					if to.After(from) {
+						out.overlap += to.Sub(from)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func orEnd(t, end time.Time) time.Time {
+	if t.IsZero() || t.After(end) {
+		return end
+	}
+	return t
 }
 
 // turnLatencies are, over the completed turns of a set of queues, how far each lasted past the
@@ -281,9 +415,15 @@ func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, st
 type recorder struct {
 	mu  sync.Mutex
 	wls map[string]*history // by namespace/name
+	// pods are, by Job (namespace/name), the times some Pod of it ran, terminating ones included.
+	pods map[string][]span
+	// alive are the Pods of each Job seen running now.
+	alive map[string]map[string]bool
 }
 
 type history struct {
+	// job is the owning Job, namespace/name.
+	job     string
 	queue   string
 	arrived time.Time
 	// spans are the times it held quota: [start, end), end zero while it still does.
@@ -303,17 +443,41 @@ func record(ctx context.Context, env *util.Env) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &recorder{wls: map[string]*history{}}
+	r := &recorder{wls: map[string]*history{}, pods: map[string][]span{}, alive: map[string]map[string]bool{}}
 	observe := func(obj any) {
-		if wl, ok := obj.(*kueue.Workload); ok {
-			r.observe(wl, time.Now())
+		switch o := obj.(type) {
+		case *kueue.Workload:
+			r.observe(o, time.Now())
+		case *corev1.Pod:
+			r.observePod(o, false, time.Now())
+		case toolscache.DeletedFinalStateUnknown:
+			if p, ok := o.Obj.(*corev1.Pod); ok {
+				r.observePod(p, true, time.Now())
+			}
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	handler := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    observe,
 		UpdateFunc: func(_, obj any) { observe(obj) },
-	}); err != nil {
+		DeleteFunc: func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				r.observePod(p, true, time.Now())
+				return
+			}
+			observe(obj)
+		},
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
 		return nil, err
+	}
+	if env.ControlPlane.Pods() {
+		podInf, err := cache.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := podInf.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
 	}
 	go func() { _ = cache.Start(ctx) }()
 	if !cache.WaitForCacheSync(ctx) {
@@ -329,6 +493,11 @@ func (r *recorder) observe(wl *kueue.Workload, now time.Time) {
 	h := r.wls[key]
 	if h == nil {
 		h = &history{queue: string(wl.Spec.QueueName), arrived: now}
+		for _, ref := range wl.OwnerReferences {
+			if ref.Kind == "Job" {
+				h.job = wl.Namespace + "/" + ref.Name
+			}
+		}
 		r.wls[key] = h
 	}
 	holding := len(h.spans) > 0 && h.spans[len(h.spans)-1].to.IsZero()
@@ -344,6 +513,35 @@ func (r *recorder) observe(wl *kueue.Workload, now time.Time) {
 		h.preemptions++
 	}
 	h.preempted = preempted
+}
+
+// observePod keeps the spans during which some Pod of a Job runs (phase Running, terminating
+// included).
+func (r *recorder) observePod(p *corev1.Pod, deleted bool, now time.Time) {
+	job := p.Labels["batch.kubernetes.io/job-name"]
+	if job == "" {
+		return
+	}
+	job = p.Namespace + "/" + job
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	alive := r.alive[job]
+	if alive == nil {
+		alive = map[string]bool{}
+		r.alive[job] = alive
+	}
+	was := len(alive) > 0
+	if !deleted && p.Status.Phase == corev1.PodRunning {
+		alive[p.Name] = true
+	} else {
+		delete(alive, p.Name)
+	}
+	switch is := len(alive) > 0; {
+	case is && !was:
+		r.pods[job] = append(r.pods[job], span{from: now})
+	case !is && was:
+		r.pods[job][len(r.pods[job])-1].to = now
+	}
 }
 
 // measure computes, for the LocalQueue queue's n workloads, what the simulator reports: the
