@@ -89,6 +89,7 @@ func TestRotationProperties(t *testing.T) {
 			continue
 		}
 		failed++
+		t.Logf("seed %d fails (%s); shrinking it", s, problems[0])
 		small, smallProblems := shrink(m, problems)
 		t.Errorf("seed %d: %d invariant violations, first: %s\nshrunk scenario (%s):\n%s", s, len(problems), problems[0], smallProblems[0], small.YAML())
 		if dir := os.Getenv("ROTATION_FAILURE_DIR"); dir != "" {
@@ -163,10 +164,12 @@ func TestRotationCheckerFindsStalls(t *testing.T) {
 // runs.
 func shrink(m *genModel, problems []string) (*genModel, []string) {
 	budget := 300
+	deadline := time.Now().Add(3 * time.Minute)
 	for progress := true; progress && budget > 0; {
 		progress = false
 		for _, smaller := range m.shrinkSteps() {
-			if budget--; budget < 0 {
+			if budget--; budget < 0 || time.Now().After(deadline) {
+				budget = 0
 				break
 			}
 			p, err := checkModel(smaller)
