@@ -260,3 +260,26 @@ var _ = ginkgo.Describe("Replacing an upstream Kueue v0.19.2 Helm release in pla
 		gomega.Expect(wl.Status.Admission).NotTo(gomega.BeNil(), "the admission made by kueue-timeshare stays")
 	})
 })
+
+// Why docs/migrating-from-kueue.md upgrades upstream's release instead of uninstalling it.
+var _ = ginkgo.Describe("helm uninstall of upstream's release", func() {
+	ginkgo.It("deletes its CRDs and every Kueue object even when the live CRDs carry the keep policy", func() {
+		ctx := context.Background()
+		k := startCluster()
+		k.helm("install", "kueue", upstreamChartDir(), "--namespace", namespace, "--create-namespace")
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		gomega.Expect(k.client.List(ctx, &crds)).To(gomega.Succeed())
+		gomega.Expect(crds.Items).To(gomega.HaveLen(11))
+		for i := range crds.Items {
+			c := &crds.Items[i]
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Annotations = merged(c.Annotations, map[string]string{"helm.sh/resource-policy": "keep"})
+			gomega.Expect(k.client.Patch(ctx, c, patch)).To(gomega.Succeed())
+		}
+		k.helm("uninstall", "kueue", "--namespace", namespace)
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(k.client.List(ctx, &crds)).To(gomega.Succeed())
+			g.Expect(crds.Items).To(gomega.BeEmpty())
+		}, timeout, interval).Should(gomega.Succeed())
+	})
+})
