@@ -34,8 +34,9 @@ func kustomizeDefault() []*unstructured.Unstructured {
 // configMapHash is the suffix kustomize's configMapGenerator appends.
 var configMapHash = regexp.MustCompile(`^(.*-manager-config)-[a-z0-9]{10}$`)
 
-// normalized drops what legitimately differs between the chart and kustomize (Helm's labels, its
-// keep policy on CRDs and the config checksum annotation, kustomize's ConfigMap name hash, the
+// normalized drops what legitimately differs between the chart and kustomize (Helm's own labels
+// helm.sh/chart, app.kubernetes.io/managed-by and app.kubernetes.io/version; the others, such as
+// ClusterRole aggregation labels, must agree), its keep policy on CRDs and the config checksum annotation, kustomize's ConfigMap name hash, the
 // order of webhooks) and parses the configuration file, keyed by kind, namespace and name.
 func normalized(objs []*unstructured.Unstructured) map[string]map[string]any {
 	ginkgo.GinkgoHelper()
@@ -43,7 +44,14 @@ func normalized(objs []*unstructured.Unstructured) map[string]map[string]any {
 	strip := func(s string) string { return configMapHash.ReplaceAllString(s, "$1") }
 	for _, in := range objs {
 		o := in.DeepCopy()
-		o.SetLabels(nil)
+		labels := o.GetLabels()
+		for _, k := range []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version"} {
+			delete(labels, k)
+		}
+		if len(labels) == 0 {
+			labels = nil
+		}
+		o.SetLabels(labels)
 		o.SetName(strip(o.GetName()))
 		switch o.GetKind() {
 		case "CustomResourceDefinition":

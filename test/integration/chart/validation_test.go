@@ -73,6 +73,16 @@ var _ = ginkgo.Describe("Rendered objects pass server-side validation", ginkgo.O
 			[]string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
 				"MutatingWebhookConfiguration", "Role", "RoleBinding", "Secret", "Service", "ValidatingWebhookConfiguration"},
 			"visibility.enabled=false", "crds.install=false", "serviceAccount.create=false", "serviceAccount.name=kueue-sa", "replicas=2"),
+		ginkgo.Entry("with production settings: a PDB, spread, update strategy, probe timings, Service settings",
+			[]string{"APIService", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment",
+				"MutatingWebhookConfiguration", "PodDisruptionBudget", "Role", "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"},
+			"replicas=2", "podDisruptionBudget.enabled=true",
+			"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
+			"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"strategy.rollingUpdate.maxSurge=0", "strategy.rollingUpdate.maxUnavailable=1",
+			"readinessProbe.periodSeconds=3", "livenessProbe.timeoutSeconds=5",
+			"webhook.service.type=NodePort", "webhook.service.annotations.team=platform", "webhook.reinvocationPolicy=IfNeeded",
+			"metrics.service.type=LoadBalancer", "metrics.service.port=9090"),
 	)
 
 	ginkgo.It("applies the CRDs with conversion through the webhook Service, and keeps them on uninstall", func() {
