@@ -1,0 +1,376 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// QueuesReport is what `queues` shows.
+type QueuesReport struct {
+	// Manager says what is known of the manager's timeshare settings.
+	Manager       string               `json:"manager"`
+	ClusterQueues []ClusterQueueReport `json:"clusterQueues"`
+}
+
+// ClusterQueueReport is one ClusterQueue: its settings in force, who holds quota, who waits.
+type ClusterQueueReport struct {
+	Name   string `json:"name"`
+	Cohort string `json:"cohort,omitempty"`
+	// Problem is set when the manager ignores the ClusterQueue's or a Cohort's settings.
+	Problem  string             `json:"problem,omitempty"`
+	Settings []SettingReport    `json:"settings"`
+	Admitted []AdmittedWorkload `json:"admitted"`
+	Pending  []PendingWorkload  `json:"pending"`
+	// PendingOrder says where the order of Pending comes from.
+	PendingOrder string `json:"pendingOrder"`
+}
+
+// SettingReport is one setting in force and where its value comes from.
+type SettingReport struct {
+	Name string `json:"name"`
+	// Value is empty when nothing is in force (or not known).
+	Value  string `json:"value,omitempty"`
+	Source string `json:"source"`
+}
+
+// AdmittedWorkload is a workload holding quota in the ClusterQueue.
+type AdmittedWorkload struct {
+	Namespace      string       `json:"namespace"`
+	Name           string       `json:"name"`
+	Priority       int32        `json:"priority"`
+	LocalQueue     string       `json:"localQueue,omitempty"`
+	QuotaReserved  *metav1.Time `json:"quotaReserved,omitempty"`
+	Admitted       *metav1.Time `json:"admitted,omitempty"`
+	Evicting       bool         `json:"evicting,omitempty"`
+	Protections    []Protection `json:"protections,omitempty"`
+	TurnEnds       *metav1.Time `json:"turnEnds,omitempty"`
+	TurnSetting    string       `json:"turnSetting,omitempty"`
+	RunningCounted string       `json:"runningCountedFrom,omitempty"`
+}
+
+// Protection is one min-runtime protecting (or having protected) a workload.
+type Protection struct {
+	// Kind is preempt (from its own ClusterQueue) or reclaim (from another one).
+	Kind   string       `json:"kind"`
+	Until  *metav1.Time `json:"until,omitempty"`
+	Active bool         `json:"active"`
+	Source string       `json:"source"`
+}
+
+// PendingWorkload is a workload waiting for quota, with the manager's explanation.
+type PendingWorkload struct {
+	Position   int          `json:"position"`
+	Namespace  string       `json:"namespace"`
+	Name       string       `json:"name"`
+	Priority   int32        `json:"priority"`
+	LocalQueue string       `json:"localQueue,omitempty"`
+	Created    *metav1.Time `json:"created,omitempty"`
+	// Reason and Message are the QuotaReserved condition's, written by the manager.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+const (
+	orderVisibility = "the scheduler's order, from the visibility API"
+	unknownDefault  = "manager default, not known here (pass --manager-config)"
+)
+
+func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
+	cqs := &unstructured.UnstructuredList{}
+	cqs.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueueList"))
+	if only != "" {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+		if err := e.client.Get(ctx, client.ObjectKey{Name: only}, u); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("ClusterQueue %q not found", only)
+			}
+			return nil, fmt.Errorf("reading ClusterQueue %q: %w", only, err)
+		}
+		cqs.Items = append(cqs.Items, *u)
+	} else if err := e.client.List(ctx, cqs); err != nil {
+		return nil, fmt.Errorf("listing ClusterQueues: %w", err)
+	}
+	cohorts := &unstructured.UnstructuredList{}
+	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))
+	if err := e.client.List(ctx, cohorts); err != nil {
+		return nil, fmt.Errorf("listing Cohorts: %w", err)
+	}
+	var wls kueue.WorkloadList
+	if err := e.client.List(ctx, &wls); err != nil {
+		return nil, fmt.Errorf("listing Workloads: %w", err)
+	}
+	var lqs kueue.LocalQueueList
+	if err := e.client.List(ctx, &lqs); err != nil {
+		return nil, fmt.Errorf("listing LocalQueues: %w", err)
+	}
+	vis, err := visibilityclient.NewForConfig(e.visibility)
+	if err != nil {
+		return nil, err
+	}
+	pending := func(cq string) ([]PendingWorkload, string) {
+		s, err := vis.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, cq, metav1.GetOptions{})
+		if err != nil {
+			return nil, err.Error()
+		}
+		var out []PendingWorkload
+		for _, p := range s.Items {
+			out = append(out, PendingWorkload{Position: int(p.PositionInClusterQueue), Namespace: p.Namespace, Name: p.Name,
+				Priority: p.Priority, LocalQueue: string(p.LocalQueueName)})
+		}
+		return out, ""
+	}
+	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items},
+		e.manager, pending, e.now), nil
+}
+
+// Cluster is what `queues` reads from the API.
+type Cluster struct {
+	ClusterQueues []unstructured.Unstructured
+	Cohorts       []unstructured.Unstructured
+	Workloads     []kueue.Workload
+	LocalQueues   []kueue.LocalQueue
+}
+
+// PendingFunc returns a ClusterQueue's pending workloads in the scheduler's order from the
+// visibility API, or why it could not.
+type PendingFunc func(cq string) ([]PendingWorkload, string)
+
+// BuildQueuesReport resolves each ClusterQueue's settings with the manager's store and policy
+// functions and lays out its workloads.
+func BuildQueuesReport(c Cluster, m ManagerSettings, pending PendingFunc, now time.Time) *QueuesReport {
+	defaults := policy.Defaults{}
+	method := policy.ResolveLCA
+	clock := policy.RuntimeClockAdmitted
+	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted"}
+	if m.Known {
+		defaults = policy.Defaults{Preempt: m.Config.DefaultPreemptMinRuntime.Duration, Reclaim: m.Config.DefaultReclaimMinRuntime.Duration}
+		method = policy.ResolveMethod(m.Config.ReclaimResolveMethod)
+		clock = policy.RuntimeClock(m.Config.RuntimeClock)
+		rep.Manager = fmt.Sprintf("from --manager-config: defaultPreemptMinRuntime %s, defaultReclaimMinRuntime %s, reclaimResolveMethod %s, runtimeClock %s",
+			defaults.Preempt, defaults.Reclaim, method, clock)
+	}
+	store := queuesettings.NewStore(defaults, method)
+	problems := map[string]string{}
+	parents := map[string]string{}
+	for i := range c.Cohorts {
+		u := &c.Cohorts[i]
+		if err := store.SetCohort(u); err != nil {
+			problems["Cohort "+u.GetName()] = err.Error()
+		}
+		parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
+	}
+	lqToCQ := map[string]string{}
+	for _, lq := range c.LocalQueues {
+		lqToCQ[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
+	}
+	cqs := slices.Clone(c.ClusterQueues)
+	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	for i := range cqs {
+		u := &cqs[i]
+		name := u.GetName()
+		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}}
+		if err := store.SetClusterQueue(u); err != nil {
+			r.Problem = fmt.Sprintf("the manager ignores this ClusterQueue's kueue-timeshare settings: %v", err)
+		}
+		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
+		cqRef := kueue.ClusterQueueReference(name)
+		path := policy.Path{{Kind: "ClusterQueue", Name: name, Settings: store.ClusterQueueMinRuntimes(cqRef)}}
+		seen := map[string]bool{}
+		for p := r.Cohort; p != "" && !seen[p]; p = parents[p] {
+			seen[p] = true
+			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
+			if msg, ok := problems["Cohort "+p]; ok && r.Problem == "" {
+				r.Problem = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
+			}
+		}
+		window := store.Settings(cqRef).MinAdmitDuration
+		preempt := policy.ResolvePreempt(path, defaults)
+		// Reclaim is resolved from the victim's ClusterQueue up: with LCA that is the value for a
+		// reclaiming ClusterQueue of the same Cohort; one further away may resolve another.
+		reclaim := policy.ResolveReclaim(policy.ResolveQueue, nil, path, defaults)
+		r.Settings = []SettingReport{windowSetting(name, window),
+			minRuntimeSetting("preemptMinRuntime", preempt, m.Known, ""),
+			minRuntimeSetting("reclaimMinRuntime", reclaim, m.Known, reclaimScope(method, r.Cohort))}
+
+		for i := range c.Workloads {
+			wl := &c.Workloads[i]
+			if wl.Status.Admission == nil || string(wl.Status.Admission.ClusterQueue) != name ||
+				!apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
+				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+				continue
+			}
+			r.Admitted = append(r.Admitted, admitted(wl, window, clock, []policy.Protection{preempt, reclaim}, m.Known, now))
+		}
+		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {
+			return cmpTimes(a.QuotaReserved, b.QuotaReserved, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+
+		byKey := map[string]*kueue.Workload{}
+		for i := range c.Workloads {
+			byKey[c.Workloads[i].Namespace+"/"+c.Workloads[i].Name] = &c.Workloads[i]
+		}
+		list, why := pending(name)
+		if why == "" {
+			r.PendingOrder = orderVisibility
+		} else {
+			r.PendingOrder = "creation order, not necessarily the scheduler's: the visibility API is not served (" + why + ")"
+			list = waiting(c.Workloads, lqToCQ, name)
+		}
+		for _, p := range list {
+			if wl := byKey[p.Namespace+"/"+p.Name]; wl != nil {
+				p.Created = ptrTime(wl.CreationTimestamp)
+				if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil {
+					p.Reason, p.Message = cond.Reason, cond.Message
+				}
+			}
+			r.Pending = append(r.Pending, p)
+		}
+		rep.ClusterQueues = append(rep.ClusterQueues, r)
+	}
+	return rep
+}
+
+func windowSetting(cq string, window time.Duration) SettingReport {
+	if window == 0 {
+		return SettingReport{Name: "minAdmitDuration", Source: "not set on ClusterQueue " + cq + ": no turns (upstream's same-priority rules)"}
+	}
+	return SettingReport{Name: "minAdmitDuration", Value: window.String(), Source: "ClusterQueue " + cq}
+}
+
+func minRuntimeSetting(name string, p policy.Protection, known bool, scope string) SettingReport {
+	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known)}
+	if policy.FromDefaults(p) && !known {
+		s.Value = ""
+	}
+	if scope != "" {
+		s.Source += "; " + scope
+	}
+	return s
+}
+
+// sourceOf says where a resolved value comes from, in the words of its resolution.
+func sourceOf(p policy.Protection, known bool) string {
+	if policy.FromDefaults(p) {
+		if !known {
+			return unknownDefault
+		}
+		return "manager default"
+	}
+	// The policy's source reads "<field> <value> from <Kind> <name>".
+	if _, from, ok := strings.Cut(p.Source, " from "); ok {
+		return from
+	}
+	return p.Source
+}
+
+func reclaimScope(method policy.ResolveMethod, cohort string) string {
+	if method == policy.ResolveQueue || cohort == "" {
+		return ""
+	}
+	return "against ClusterQueues of Cohort " + cohort + " (LCA: one further up the tree may resolve another value)"
+}
+
+func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []policy.Protection, known bool, now time.Time) AdmittedWorkload {
+	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName),
+		Evicting: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
+	c := policy.Candidate{Evicted: a.Evicting}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		a.QuotaReserved = ptrTime(cond.LastTransitionTime)
+		c.QuotaReservedAt = cond.LastTransitionTime.Time
+		if window > 0 {
+			a.TurnEnds = ptrTime(metav1.NewTime(c.QuotaReservedAt.Add(window)))
+			a.TurnSetting = "minAdmitDuration " + window.String()
+		}
+	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
+		a.Admitted = ptrTime(cond.LastTransitionTime)
+		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
+	}
+	if clock == policy.RuntimeClockPodsReady {
+		c.RunningSince = policy.RunningSince(wl, clock)
+		c.NotStarted = c.Admitted && c.RunningSince.IsZero()
+	}
+	if c.Admitted {
+		a.RunningCounted = string(clock)
+	}
+	for i, p := range protections {
+		if p.MinRuntime <= 0 {
+			continue
+		}
+		pr := Protection{Kind: []string{"preempt", "reclaim"}[i], Active: policy.Protected(&c, p, now), Source: p.Source}
+		if policy.FromDefaults(p) && !known {
+			continue
+		}
+		if end := policy.ProtectionEnds(&c, p); !end.IsZero() {
+			pr.Until = ptrTime(metav1.NewTime(end))
+		}
+		a.Protections = append(a.Protections, pr)
+	}
+	return a
+}
+
+// waiting lists cq's workloads that hold no quota and have not finished, by creation time.
+func waiting(wls []kueue.Workload, lqToCQ map[string]string, cq string) []PendingWorkload {
+	var ws []*kueue.Workload
+	for i := range wls {
+		wl := &wls[i]
+		if lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)] != cq ||
+			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
+			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			continue
+		}
+		ws = append(ws, wl)
+	}
+	slices.SortFunc(ws, func(a, b *kueue.Workload) int {
+		return cmpTimes(&a.CreationTimestamp, &b.CreationTimestamp, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	out := make([]PendingWorkload, 0, len(ws))
+	for i, wl := range ws {
+		out = append(out, PendingWorkload{Position: i, Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName)})
+	}
+	return out
+}
+
+func priorityOf(wl *kueue.Workload) int32 {
+	if wl.Spec.Priority != nil {
+		return *wl.Spec.Priority
+	}
+	return 0
+}
+
+func ptrTime(t metav1.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func cmpTimes(a, b *metav1.Time, ka, kb string) int {
+	var ta, tb time.Time
+	if a != nil {
+		ta = a.Time
+	}
+	if b != nil {
+		tb = b.Time
+	}
+	if c := ta.Compare(tb); c != 0 {
+		return c
+	}
+	return strings.Compare(ka, kb)
+}
