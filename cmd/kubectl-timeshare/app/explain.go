@@ -27,9 +27,11 @@ type ExplainReport struct {
 	Priority     int32  `json:"priority"`
 	// State is one line: holding quota, waiting, finished.
 	State string `json:"state"`
-	// Decision is the rule behind the current wait or the last preemption, in the manager's words.
-	Decision *Decision     `json:"decision,omitempty"`
-	History  []HistoryItem `json:"history"`
+	// Wait is why it waits now, LastPreemption the rule behind its last preemption, both in the
+	// manager's words.
+	Wait           *Decision     `json:"wait,omitempty"`
+	LastPreemption *Decision     `json:"lastPreemption,omitempty"`
+	History        []HistoryItem `json:"history"`
 	// Evictions counts evictions by reason (the Workload's schedulingStats), and Requeues its
 	// requeue state.
 	Evictions []EvictionCount `json:"evictions,omitempty"`
@@ -38,8 +40,6 @@ type ExplainReport struct {
 
 // Decision is a condition written by the manager that explains the workload's state.
 type Decision struct {
-	// Kind is Waiting (QuotaReserved false), Preempted or Evicted.
-	Kind      string       `json:"kind"`
 	Condition string       `json:"condition"`
 	Status    string       `json:"status"`
 	Reason    string       `json:"reason"`
@@ -90,7 +90,15 @@ func (e *env) explainWorkload(ctx context.Context, ns, name string) (*ExplainRep
 		"involvedObject.name": name, "involvedObject.kind": "Workload"})}); err != nil {
 		return nil, fmt.Errorf("listing events of Workload %s/%s: %w", ns, name, err)
 	}
-	return BuildExplainReport(&wl, evs.Items, core.Items), nil
+	r := BuildExplainReport(&wl, evs.Items, core.Items)
+	if r.ClusterQueue == "" && r.LocalQueue != "" {
+		// Not admitted: the ClusterQueue it waits in is its LocalQueue's.
+		var lq kueue.LocalQueue
+		if err := e.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: r.LocalQueue}, &lq); err == nil {
+			r.ClusterQueue = string(lq.Spec.ClusterQueue)
+		}
+	}
+	return r, nil
 }
 
 // BuildExplainReport lays out a Workload's conditions and events (both APIs, each event once)
@@ -169,18 +177,44 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 	default:
 		r.State = "waiting for quota"
 		if reserved != nil && reserved.Message != "" {
-			r.Decision = &Decision{Kind: "Waiting", Condition: reserved.Type, Status: string(reserved.Status), Reason: reserved.Reason, Message: reserved.Message, Since: ptrTime(reserved.LastTransitionTime)}
+			r.Wait = decision(reserved)
 		}
 	}
-	if r.Decision == nil {
-		// The last preemption: Preempted says why (the rule), Evicted what followed. A condition
-		// set back to False after a requeue still names the last one.
-		for _, t := range []string{kueue.WorkloadPreempted, kueue.WorkloadEvicted} {
-			if c := apimeta.FindStatusCondition(conds, t); c != nil && c.Reason != "" && (c.Status == metav1.ConditionTrue || strings.TrimSpace(c.Message) != "") {
-				r.Decision = &Decision{Kind: t, Condition: t, Status: string(c.Status), Reason: c.Reason, Message: c.Message, Since: ptrTime(c.LastTransitionTime)}
-				break
-			}
-		}
-	}
+	r.LastPreemption = lastPreemption(conds, r.History)
 	return r
 }
+
+func decision(c *metav1.Condition) *Decision {
+	return &Decision{Condition: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message, Since: ptrTime(c.LastTransitionTime)}
+}
+
+// lastPreemption is the Preempted condition while it is true. Once the workload holds quota again
+// Kueue sets it to False with reason QuotaReserved and "Previously: <message>": the preemption
+// reason then comes from the last EvictedDueTo<reason> event, if it is still kept.
+func lastPreemption(conds []metav1.Condition, history []HistoryItem) *Decision {
+	c := apimeta.FindStatusCondition(conds, kueue.WorkloadPreempted)
+	if c == nil {
+		return nil
+	}
+	d := decision(c)
+	if c.Status == metav1.ConditionTrue {
+		return d
+	}
+	if !strings.HasPrefix(c.Message, previously) {
+		return nil
+	}
+	d.Message = strings.TrimPrefix(c.Message, previously)
+	d.Reason = ""
+	for _, h := range slices.Backward(history) {
+		if h.Source == "event" && strings.HasPrefix(h.Reason, evictedDueTo) {
+			d.Reason = strings.TrimPrefix(h.Reason, evictedDueTo)
+			break
+		}
+	}
+	return d
+}
+
+const (
+	previously   = "Previously: "
+	evictedDueTo = "EvictedDueTo"
+)

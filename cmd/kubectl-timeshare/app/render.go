@@ -147,15 +147,17 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 		return err
 	}
 	fmt.Fprintln(w)
-	if d := r.Decision; d != nil {
-		switch d.Kind {
-		case "Waiting":
-			fmt.Fprintf(w, "Why it waits (%s=%s, reason %s, since %s):\n", d.Condition, d.Status, d.Reason, when(d.Since, now))
-		default:
-			fmt.Fprintf(w, "Its last preemption (%s=%s, reason %s, at %s):\n", d.Condition, d.Status, d.Reason, when(d.Since, now))
+	if d := r.Wait; d != nil {
+		fmt.Fprintf(w, "Why it waits (%s=%s, reason %s, since %s):\n  %s\n", d.Condition, d.Status, d.Reason, when(d.Since, now), d.Message)
+	}
+	if d := r.LastPreemption; d != nil {
+		reason := d.Reason
+		if reason == "" {
+			reason = "no longer recorded"
 		}
-		fmt.Fprintf(w, "  %s\n", d.Message)
-	} else {
+		fmt.Fprintf(w, "Its last preemption (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, reason, when(d.Since, now), d.Message)
+	}
+	if r.Wait == nil && r.LastPreemption == nil {
 		fmt.Fprintln(w, "No wait and no preemption to explain.")
 	}
 	if len(r.Evictions) > 0 || r.Requeues != nil {
