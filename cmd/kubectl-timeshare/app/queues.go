@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type SettingReport struct {
 	// Value is empty when nothing is in force (or not known).
 	Value  string `json:"value,omitempty"`
 	Source string `json:"source"`
+	// Against lists the reclaiming ClusterQueues a reclaimMinRuntime applies to, when it depends
+	// on the reclaimer.
+	Against []string `json:"against,omitempty"`
 }
 
 // AdmittedWorkload is a workload holding quota in the ClusterQueue.
@@ -70,6 +74,8 @@ type Protection struct {
 	Until  *metav1.Time `json:"until,omitempty"`
 	Active bool         `json:"active"`
 	Source string       `json:"source"`
+	// Against lists the reclaiming ClusterQueues a reclaim protection applies to.
+	Against []string `json:"against,omitempty"`
 }
 
 // PendingWorkload is a workload waiting for quota, with the manager's explanation.
@@ -102,8 +108,8 @@ func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
 			}
 			return nil, fmt.Errorf("reading ClusterQueue %q: %w", only, err)
 		}
-		cqs.Items = append(cqs.Items, *u)
-	} else if err := e.client.List(ctx, cqs); err != nil {
+	}
+	if err := e.client.List(ctx, cqs); err != nil {
 		return nil, fmt.Errorf("listing ClusterQueues: %w", err)
 	}
 	cohorts := &unstructured.UnstructuredList{}
@@ -135,7 +141,7 @@ func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
 		}
 		return out, ""
 	}
-	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items},
+	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items}, only,
 		e.manager, pending, e.now), nil
 }
 
@@ -153,7 +159,10 @@ type PendingFunc func(cq string) ([]PendingWorkload, string)
 
 // BuildQueuesReport resolves each ClusterQueue's settings with the manager's store and policy
 // functions and lays out its workloads.
-func BuildQueuesReport(c Cluster, m ManagerSettings, pending PendingFunc, now time.Time) *QueuesReport {
+//
+// only, when set, limits the report to one ClusterQueue; the others are still read, since a
+// reclaim protection depends on who reclaims.
+func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending PendingFunc, now time.Time) *QueuesReport {
 	defaults := policy.Defaults{}
 	method := policy.ResolveLCA
 	clock := policy.RuntimeClockAdmitted
@@ -181,32 +190,46 @@ func BuildQueuesReport(c Cluster, m ManagerSettings, pending PendingFunc, now ti
 	}
 	cqs := slices.Clone(c.ClusterQueues)
 	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
+	paths := map[string]policy.Path{}
+	cqProblems := map[string]string{}
 	for i := range cqs {
 		u := &cqs[i]
 		name := u.GetName()
-		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}}
 		if err := store.SetClusterQueue(u); err != nil {
-			r.Problem = fmt.Sprintf("the manager ignores this ClusterQueue's kueue-timeshare settings: %v", err)
+			cqProblems[name] = fmt.Sprintf("the manager ignores this ClusterQueue's kueue-timeshare settings: %v", err)
 		}
-		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
-		cqRef := kueue.ClusterQueueReference(name)
-		path := policy.Path{{Kind: "ClusterQueue", Name: name, Settings: store.ClusterQueueMinRuntimes(cqRef)}}
+		cohort, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
+		path := policy.Path{{Kind: "ClusterQueue", Name: name, Settings: store.ClusterQueueMinRuntimes(kueue.ClusterQueueReference(name))}}
 		seen := map[string]bool{}
-		for p := r.Cohort; p != "" && !seen[p]; p = parents[p] {
+		for p := cohort; p != "" && !seen[p]; p = parents[p] {
 			seen[p] = true
 			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
-			if msg, ok := problems["Cohort "+p]; ok && r.Problem == "" {
-				r.Problem = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
+			if msg, ok := problems["Cohort "+p]; ok && cqProblems[name] == "" {
+				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
 			}
 		}
+		paths[name] = path
+	}
+	for i := range cqs {
+		u := &cqs[i]
+		name := u.GetName()
+		if only != "" && name != only {
+			continue
+		}
+		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, Problem: cqProblems[name]}
+		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
+		cqRef := kueue.ClusterQueueReference(name)
+		path := paths[name]
 		window := store.Settings(cqRef).MinAdmitDuration
 		preempt := policy.ResolvePreempt(path, defaults)
-		// Reclaim is resolved from the victim's ClusterQueue up: with LCA that is the value for a
-		// reclaiming ClusterQueue of the same Cohort; one further away may resolve another.
-		reclaim := policy.ResolveReclaim(policy.ResolveQueue, nil, path, defaults)
-		r.Settings = []SettingReport{windowSetting(name, window),
-			minRuntimeSetting("preemptMinRuntime", preempt, m.Known, ""),
-			minRuntimeSetting("reclaimMinRuntime", reclaim, m.Known, reclaimScope(method, r.Cohort))}
+		reclaims := resolveReclaims(method, name, paths, defaults)
+		r.Settings = []SettingReport{windowSetting(name, window), minRuntimeSetting("preemptMinRuntime", preempt, m.Known, nil)}
+		protections := []protection{{kind: "preempt", p: preempt}}
+		for _, rc := range reclaims {
+			r.Settings = append(r.Settings, minRuntimeSetting("reclaimMinRuntime", rc.p, m.Known, rc.against))
+			protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
+		}
 
 		for i := range c.Workloads {
 			wl := &c.Workloads[i]
@@ -215,7 +238,7 @@ func BuildQueuesReport(c Cluster, m ManagerSettings, pending PendingFunc, now ti
 				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 				continue
 			}
-			r.Admitted = append(r.Admitted, admitted(wl, window, clock, []policy.Protection{preempt, reclaim}, m.Known, now))
+			r.Admitted = append(r.Admitted, admitted(wl, window, clock, protections, m.Known, now))
 		}
 		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {
 			return cmpTimes(a.QuotaReserved, b.QuotaReserved, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -253,15 +276,44 @@ func windowSetting(cq string, window time.Duration) SettingReport {
 	return SettingReport{Name: "minAdmitDuration", Value: window.String(), Source: "ClusterQueue " + cq}
 }
 
-func minRuntimeSetting(name string, p policy.Protection, known bool, scope string) SettingReport {
-	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known)}
+func minRuntimeSetting(name string, p policy.Protection, known bool, against []string) SettingReport {
+	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known), Against: against}
 	if policy.FromDefaults(p) && !known {
 		s.Value = ""
 	}
-	if scope != "" {
-		s.Source += "; " + scope
-	}
 	return s
+}
+
+// protection is a resolved min-runtime of a ClusterQueue's workloads, against whom it applies.
+type protection struct {
+	kind    string
+	p       policy.Protection
+	against []string
+}
+
+// resolveReclaims resolves cq's reclaimMinRuntime against every other ClusterQueue of its cohort
+// tree (with the LCA method the value may depend on the reclaimer), grouping the reclaimers that
+// get the same one. Without any, it is resolved from cq up, as the Queue method does.
+func resolveReclaims(method policy.ResolveMethod, cq string, paths map[string]policy.Path, d policy.Defaults) []protection {
+	victim := paths[cq]
+	root := victim[len(victim)-1]
+	var out []protection
+	for _, other := range slices.Sorted(maps.Keys(paths)) {
+		p := paths[other]
+		if other == cq || len(victim) == 1 || p[len(p)-1] != root {
+			continue
+		}
+		res := policy.ResolveReclaim(method, p, victim, d)
+		if i := slices.IndexFunc(out, func(x protection) bool { return x.p == res }); i >= 0 {
+			out[i].against = append(out[i].against, other)
+		} else {
+			out = append(out, protection{kind: "reclaim", p: res, against: []string{other}})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, protection{kind: "reclaim", p: policy.ResolveReclaim(policy.ResolveQueue, nil, victim, d)})
+	}
+	return out
 }
 
 // sourceOf says where a resolved value comes from, in the words of its resolution.
@@ -279,14 +331,7 @@ func sourceOf(p policy.Protection, known bool) string {
 	return p.Source
 }
 
-func reclaimScope(method policy.ResolveMethod, cohort string) string {
-	if method == policy.ResolveQueue || cohort == "" {
-		return ""
-	}
-	return "against ClusterQueues of Cohort " + cohort + " (LCA: one further up the tree may resolve another value)"
-}
-
-func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []policy.Protection, known bool, now time.Time) AdmittedWorkload {
+func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
 	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName),
 		Evicting: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
 	c := policy.Candidate{Evicted: a.Evicting}
@@ -309,14 +354,12 @@ func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeCloc
 	if c.Admitted {
 		a.RunningCounted = string(clock)
 	}
-	for i, p := range protections {
-		if p.MinRuntime <= 0 {
+	for _, x := range protections {
+		p := x.p
+		if p.MinRuntime <= 0 || (policy.FromDefaults(p) && !known) {
 			continue
 		}
-		pr := Protection{Kind: []string{"preempt", "reclaim"}[i], Active: policy.Protected(&c, p, now), Source: p.Source}
-		if policy.FromDefaults(p) && !known {
-			continue
-		}
+		pr := Protection{Kind: x.kind, Active: policy.Protected(&c, p, now), Source: p.Source, Against: x.against}
 		if end := policy.ProtectionEnds(&c, p); !end.IsZero() {
 			pr.Until = ptrTime(metav1.NewTime(end))
 		}

@@ -101,7 +101,7 @@ func TestBuildQueuesReport(t *testing.T) {
 					Settings: []SettingReport{
 						{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"},
 						{Name: "preemptMinRuntime", Value: "30m0s", Source: "Cohort org"},
-						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu; against ClusterQueues of Cohort team (LCA: one further up the tree may resolve another value)"},
+						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu"},
 					},
 					Admitted: admitted,
 					Pending: []PendingWorkload{
@@ -118,7 +118,7 @@ func TestBuildQueuesReport(t *testing.T) {
 					Settings: []SettingReport{
 						{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"},
 						{Name: "preemptMinRuntime", Value: "30m0s", Source: "Cohort org"},
-						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu; against ClusterQueues of Cohort team (LCA: one further up the tree may resolve another value)"},
+						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu"},
 					},
 					Admitted: admitted,
 					Pending: []PendingWorkload{
@@ -130,7 +130,7 @@ func TestBuildQueuesReport(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := BuildQueuesReport(cluster, tc.manager, tc.pending, t0)
+			got := BuildQueuesReport(cluster, "", tc.manager, tc.pending, t0)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("report (-want +got):\n%s", diff)
 			}
@@ -190,7 +190,7 @@ func TestBuildQueuesReportSettings(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := BuildQueuesReport(Cluster{ClusterQueues: []unstructured.Unstructured{tc.cq}, Cohorts: tc.cohorts}, tc.manager,
+			got := BuildQueuesReport(Cluster{ClusterQueues: []unstructured.Unstructured{tc.cq}, Cohorts: tc.cohorts}, "", tc.manager,
 				func(string) ([]PendingWorkload, string) { return nil, "" }, t0)
 			if diff := cmp.Diff(tc.want, got.ClusterQueues[0].Settings); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
@@ -414,4 +414,62 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// The worked example of docs/min-runtime.md: with LCA a victim's reclaimMinRuntime depends on the
+// reclaimer, so each reclaimer's value is shown.
+func TestReclaimAgainstEachReclaimer(t *testing.T) {
+	cq := func(name, cohort string, preemption map[string]any) unstructured.Unstructured {
+		spec := map[string]any{"cohortName": cohort}
+		if preemption != nil {
+			spec["preemption"] = preemption
+		}
+		return object("ClusterQueue", name, spec)
+	}
+	reclaim := func(d string) map[string]any { return map[string]any{"reclaimMinRuntime": d} }
+	cluster := Cluster{
+		ClusterQueues: []unstructured.Unstructured{cq("leaf1", "C", reclaim("0s")), cq("leaf2", "C", reclaim("180s")), cq("leaf3", "D", nil)},
+		Cohorts: []unstructured.Unstructured{object("Cohort", "A", map[string]any{}),
+			object("Cohort", "B", map[string]any{"parentName": "A", "preemption": reclaim("600s")}),
+			object("Cohort", "C", map[string]any{"parentName": "B"}),
+			object("Cohort", "D", map[string]any{"parentName": "B", "preemption": reclaim("60s")})},
+	}
+	withMethod := func(m tsconfig.ReclaimResolveMethod) ManagerSettings {
+		s := ManagerSettings{Known: true}
+		tsconfig.SetDefaults(&s.Config)
+		s.Config.ReclaimResolveMethod = m
+		return s
+	}
+	cases := map[string]struct {
+		victim  string
+		manager ManagerSettings
+		want    []SettingReport
+	}{
+		"LCA, leaf1: its own 0s against its sibling, Cohort B's against the other subtree": {
+			victim: "leaf1", manager: withMethod(tsconfig.ReclaimResolveLCA),
+			want: []SettingReport{
+				{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue leaf1", Against: []string{"leaf2"}},
+				{Name: "reclaimMinRuntime", Value: "10m0s", Source: "Cohort B", Against: []string{"leaf3"}},
+			},
+		},
+		"LCA, leaf3: Cohort D's against both": {
+			victim: "leaf3", manager: withMethod(tsconfig.ReclaimResolveLCA),
+			want: []SettingReport{{Name: "reclaimMinRuntime", Value: "1m0s", Source: "Cohort D", Against: []string{"leaf1", "leaf2"}}},
+		},
+		"Queue, leaf1: its own value against everyone": {
+			victim: "leaf1", manager: withMethod(tsconfig.ReclaimResolveQueue),
+			want: []SettingReport{{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue leaf1", Against: []string{"leaf2", "leaf3"}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BuildQueuesReport(cluster, tc.victim, tc.manager, func(string) ([]PendingWorkload, string) { return nil, "" }, t0)
+			if len(got.ClusterQueues) != 1 || got.ClusterQueues[0].Name != tc.victim {
+				t.Fatalf("want only ClusterQueue %s, got %+v", tc.victim, got.ClusterQueues)
+			}
+			if diff := cmp.Diff(tc.want, got.ClusterQueues[0].Settings[2:]); diff != "" {
+				t.Errorf("reclaim settings (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -30,7 +30,7 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 		t := newTable(w)
 		fmt.Fprintln(t, "SETTING\tVALUE\tSOURCE")
 		for _, s := range cq.Settings {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", s.Name, orNone(s.Value), s.Source)
+			fmt.Fprintf(t, "%s\t%s\t%s\n", s.Name, orNone(s.Value), s.Source+reclaimers(s.Against))
 		}
 		if err := t.Flush(); err != nil {
 			return err
@@ -106,10 +106,18 @@ func protectionColumns(ps []Protection, now time.Time) (string, string) {
 	if best == nil {
 		return "<none>", "<none>"
 	}
+	by := best.Source + reclaimers(best.Against)
 	if best.Until == nil {
-		return "until its Pods are ready, then " + best.Source, best.Source
+		return "until its Pods are ready, then for its min-runtime", by
 	}
-	return when(best.Until, now), best.Source
+	return when(best.Until, now), by
+}
+
+func reclaimers(against []string) string {
+	if len(against) == 0 {
+		return ""
+	}
+	return " (reclaim by " + strings.Join(against, ", ") + ")"
 }
 
 // when is an RFC 3339 time with how long ago or ahead it is.

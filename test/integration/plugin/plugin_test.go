@@ -167,7 +167,7 @@ var _ = ginkgo.Describe("kubectl timeshare on a workload protected by its Cohort
 		gomega.Expect(got.Settings).To(gomega.Equal([]app.SettingReport{
 			{Name: "minAdmitDuration", Source: "not set on ClusterQueue vision: no turns (upstream's same-priority rules)"},
 			{Name: "preemptMinRuntime", Value: "10m0s", Source: "Cohort research"},
-			{Name: "reclaimMinRuntime", Value: "2m0s", Source: "manager default; against ClusterQueues of Cohort research (LCA: one further up the tree may resolve another value)"},
+			{Name: "reclaimMinRuntime", Value: "2m0s", Source: "manager default"},
 		}))
 		gomega.Expect(got.Admitted).To(gomega.HaveLen(1))
 		until := metav1.NewTime(admitted.Add(10 * time.Minute))
