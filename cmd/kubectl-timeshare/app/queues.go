@@ -368,12 +368,12 @@ func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeCloc
 	return a
 }
 
-// waiting lists cq's workloads that hold no quota and have not finished, by creation time.
+// waiting lists cq's active workloads that hold no quota and have not finished, by creation time.
 func waiting(wls []kueue.Workload, lqToCQ map[string]string, cq string) []PendingWorkload {
 	var ws []*kueue.Workload
 	for i := range wls {
 		wl := &wls[i]
-		if lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)] != cq ||
+		if lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)] != cq || (wl.Spec.Active != nil && !*wl.Spec.Active) ||
 			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
 			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 			continue

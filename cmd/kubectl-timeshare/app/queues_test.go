@@ -68,6 +68,11 @@ func TestBuildQueuesReport(t *testing.T) {
 			holding("new", "gpu", -10*time.Minute),
 			waitingWL("second", -20*time.Minute, "waiting for a time-sharing turn"),
 			waitingWL("first", -40*time.Minute, "insufficient quota"),
+			func() kueue.Workload {
+				wl := waitingWL("deactivated", -30*time.Minute, "deactivated by the user")
+				wl.Spec.Active = ptr.To(false)
+				return wl
+			}(),
 		},
 		LocalQueues: []kueue.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lq"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "gpu"}}},
 	}
