@@ -166,7 +166,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	defaults := policy.Defaults{}
 	method := policy.ResolveLCA
 	clock := policy.RuntimeClockAdmitted
-	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted"}
+	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted", ClusterQueues: []ClusterQueueReport{}}
 	if m.Known {
 		defaults = policy.Defaults{Preempt: m.Config.DefaultPreemptMinRuntime.Duration, Reclaim: m.Config.DefaultReclaimMinRuntime.Duration}
 		method = policy.ResolveMethod(m.Config.ReclaimResolveMethod)

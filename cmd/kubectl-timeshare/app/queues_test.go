@@ -293,6 +293,7 @@ func TestPrintFormats(t *testing.T) {
 		Admitted: []AdmittedWorkload{{Namespace: "ns", Name: "a", QuotaReserved: mt(0), TurnEnds: mt(time.Hour)}}, Pending: []PendingWorkload{}, PendingOrder: orderVisibility}}}
 	cases := map[string]struct {
 		output  string
+		empty   bool
 		want    string
 		wantErr string
 	}{
@@ -339,7 +340,9 @@ func TestPrintFormats(t *testing.T) {
     value: 1h0m0s
 manager: m
 `},
-		"unknown": {output: "xml", wantErr: `unable to match a printer suitable for the output format "xml", allowed formats are: json, yaml, wide`},
+		"no ClusterQueues":       {output: "", empty: true, want: "Manager settings: m\nNo ClusterQueues.\n"},
+		"no ClusterQueues, JSON": {output: "json", empty: true, want: "{\n  \"manager\": \"m\",\n  \"clusterQueues\": []\n}\n"},
+		"unknown":                {output: "xml", wantErr: `unable to match a printer suitable for the output format "xml", allowed formats are: json, yaml, wide`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -351,14 +354,19 @@ manager: m
 			if err != nil {
 				return
 			}
+			r := rep
+			if tc.empty {
+				r = BuildQueuesReport(Cluster{}, "", ManagerSettings{}, nil, t0)
+				r.Manager = "m"
+			}
 			var b bytes.Buffer
-			if err := f.print(&b, rep, func(w io.Writer, wide bool) error { return RenderQueues(w, rep, wide, t0) }); err != nil {
+			if err := f.print(&b, r, func(w io.Writer, wide bool) error { return RenderQueues(w, r, wide, t0) }); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
 			}
-			if tc.output == "json" {
+			if tc.output == "json" && !tc.empty {
 				var back QueuesReport
 				if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 					t.Fatal(err)

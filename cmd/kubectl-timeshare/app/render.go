@@ -17,6 +17,9 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 
 // RenderQueues writes r as tables: per ClusterQueue its settings, holders and pending workloads.
 func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error {
 	fmt.Fprintf(w, "Manager settings: %s\n", r.Manager)
+	if len(r.ClusterQueues) == 0 {
+		fmt.Fprintln(w, "No ClusterQueues.")
+	}
 	for _, cq := range r.ClusterQueues {
 		fmt.Fprintln(w)
 		title := "ClusterQueue " + cq.Name
