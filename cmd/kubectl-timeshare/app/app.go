@@ -179,6 +179,15 @@ type ManagerSettings struct {
 	// Known is false without --manager-config: defaults are not in the API.
 	Known  bool
 	Config tsconfig.Configuration
+	// FeatureGates are the file's featureGates (the manager's --feature-gates flag, which
+	// overrides them, is not known here).
+	FeatureGates map[string]bool
+}
+
+// gateOff reports whether the manager configuration turns gate off.
+func (m ManagerSettings) gateOff(gate string) bool {
+	on, set := m.FeatureGates[gate]
+	return set && !on
 }
 
 func (f *flags) env(opts Options) (*env, error) {
@@ -255,5 +264,11 @@ func LoadManagerSettings(path string) (ManagerSettings, error) {
 	if errs := tsconfig.Validate(&c); len(errs) > 0 {
 		return ManagerSettings{}, fmt.Errorf("--manager-config %s: %w", path, errs.ToAggregate())
 	}
-	return ManagerSettings{Known: true, Config: c}, nil
+	var gates map[string]bool
+	if raw, ok := top["featureGates"]; ok {
+		if err := json.Unmarshal(raw, &gates); err != nil {
+			return ManagerSettings{}, fmt.Errorf("--manager-config %s: featureGates: %w", path, err)
+		}
+	}
+	return ManagerSettings{Known: true, Config: c, FeatureGates: gates}, nil
 }

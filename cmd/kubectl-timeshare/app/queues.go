@@ -12,11 +12,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
@@ -222,13 +224,24 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		cqRef := kueue.ClusterQueueReference(name)
 		path := paths[name]
 		window := store.Settings(cqRef).MinAdmitDuration
-		preempt := policy.ResolvePreempt(path, defaults)
-		reclaims := resolveReclaims(method, name, paths, defaults)
-		r.Settings = []SettingReport{windowSetting(name, window), minRuntimeSetting("preemptMinRuntime", preempt, m.Known, nil)}
-		protections := []protection{{kind: "preempt", p: preempt}}
-		for _, rc := range reclaims {
-			r.Settings = append(r.Settings, minRuntimeSetting("reclaimMinRuntime", rc.p, m.Known, rc.against))
-			protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
+		r.Settings = []SettingReport{windowSetting(name, window)}
+		if window > 0 && m.gateOff(string(features.TimeBasedSamePriorityPreemption)) {
+			r.Settings[0] = SettingReport{Name: "minAdmitDuration", Source: fmt.Sprintf("ClusterQueue %s sets %s, ignored: %s", name, window, gateOffNote(features.TimeBasedSamePriorityPreemption))}
+			window = 0
+		}
+		var protections []protection
+		if m.gateOff(string(features.MinRuntimeProtection)) {
+			for _, f := range []string{"preemptMinRuntime", "reclaimMinRuntime"} {
+				r.Settings = append(r.Settings, SettingReport{Name: f, Source: "ignored: " + gateOffNote(features.MinRuntimeProtection)})
+			}
+		} else {
+			preempt := policy.ResolvePreempt(path, defaults)
+			r.Settings = append(r.Settings, minRuntimeSetting("preemptMinRuntime", preempt, m.Known, nil))
+			protections = append(protections, protection{kind: "preempt", p: preempt})
+			for _, rc := range resolveReclaims(method, name, paths, defaults) {
+				r.Settings = append(r.Settings, minRuntimeSetting("reclaimMinRuntime", rc.p, m.Known, rc.against))
+				protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
+			}
 		}
 
 		for i := range c.Workloads {
@@ -267,6 +280,10 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		rep.ClusterQueues = append(rep.ClusterQueues, r)
 	}
 	return rep
+}
+
+func gateOffNote(gate featuregate.Feature) string {
+	return fmt.Sprintf("feature gate %s is off in --manager-config", gate)
 }
 
 func windowSetting(cq string, window time.Duration) SettingReport {

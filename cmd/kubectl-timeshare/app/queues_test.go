@@ -182,6 +182,20 @@ func TestBuildQueuesReportSettings(t *testing.T) {
 				{Name: "reclaimMinRuntime", Value: "3m0s", Source: "Cohort c"},
 			},
 		},
+		"feature gates turned off in the manager configuration": {
+			cq: object("ClusterQueue", "gated", map[string]any{"preemption": map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"}, "preemptMinRuntime": "10m"}}),
+			manager: func() ManagerSettings {
+				m := known
+				m.FeatureGates = map[string]bool{"TimeBasedSamePriorityPreemption": false, "MinRuntimeProtection": false}
+				return m
+			}(),
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "ClusterQueue gated sets 1h0m0s, ignored: feature gate TimeBasedSamePriorityPreemption is off in --manager-config"},
+				{Name: "preemptMinRuntime", Source: "ignored: feature gate MinRuntimeProtection is off in --manager-config"},
+				{Name: "reclaimMinRuntime", Source: "ignored: feature gate MinRuntimeProtection is off in --manager-config"},
+			},
+		},
 		"settings the manager ignores are said to be ignored": {
 			cq: object("ClusterQueue", "bad", map[string]any{"preemption": map[string]any{
 				"withinClusterQueue": "Never", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"}}}),
@@ -388,7 +402,8 @@ func TestLoadManagerSettings(t *testing.T) {
 		}
 		return p
 	}
-	full := write("full.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultPreemptMinRuntime: 10m\n  reclaimResolveMethod: Queue\n")
+	full := write("full.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  MinRuntimeProtection: false\ntimeshare:\n  defaultPreemptMinRuntime: 10m\n  reclaimResolveMethod: Queue\n")
+	badGates := write("gates.yaml", "featureGates: [MinRuntimeProtection]\n")
 	none := write("none.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
 	unknown := write("unknown.yaml", "timeshare:\n  defaultPremptMinRuntime: 10m\n")
 	negative := write("negative.yaml", "timeshare:\n  defaultReclaimMinRuntime: -1m\n")
@@ -403,7 +418,8 @@ func TestLoadManagerSettings(t *testing.T) {
 		wantErr string
 	}{
 		"no flag":                   {},
-		"a timeshare section":       {path: full, want: ManagerSettings{Known: true, Config: withFull}},
+		"a timeshare section":       {path: full, want: ManagerSettings{Known: true, Config: withFull, FeatureGates: map[string]bool{"MinRuntimeProtection": false}}},
+		"featureGates not a map":    {path: badGates, wantErr: "--manager-config " + badGates + ": featureGates: json: cannot unmarshal array into Go value of type map[string]bool"},
 		"no section: the defaults":  {path: none, want: ManagerSettings{Known: true, Config: defaults}},
 		"an unknown field is named": {path: unknown, wantErr: "--manager-config " + unknown + `: timeshare: unknown field "defaultPremptMinRuntime"`},
 		"a negative value is named": {path: negative, wantErr: "--manager-config " + negative + `: timeshare.defaultReclaimMinRuntime: Invalid value: "-1m0s": must not be negative`},
