@@ -190,6 +190,10 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	for _, lq := range c.LocalQueues {
 		lqToCQ[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 	}
+	byKey := map[string]*kueue.Workload{}
+	for i := range c.Workloads {
+		byKey[c.Workloads[i].Namespace+"/"+c.Workloads[i].Name] = &c.Workloads[i]
+	}
 	cqs := slices.Clone(c.ClusterQueues)
 	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
@@ -257,15 +261,11 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			return cmpTimes(a.QuotaReserved, b.QuotaReserved, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
 
-		byKey := map[string]*kueue.Workload{}
-		for i := range c.Workloads {
-			byKey[c.Workloads[i].Namespace+"/"+c.Workloads[i].Name] = &c.Workloads[i]
-		}
 		list, why := pending(name)
 		if why == "" {
 			r.PendingOrder = orderVisibility
 		} else {
-			r.PendingOrder = "creation order, not necessarily the scheduler's: the visibility API is not served (" + why + ")"
+			r.PendingOrder = "creation order, not necessarily the scheduler's: the visibility API could not be read (" + why + ")"
 			list = waiting(c.Workloads, lqToCQ, name)
 		}
 		for _, p := range list {

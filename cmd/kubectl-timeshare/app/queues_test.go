@@ -130,7 +130,7 @@ func TestBuildQueuesReport(t *testing.T) {
 						{Position: 0, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"},
 						{Position: 1, Namespace: "ns", Name: "second", LocalQueue: "lq", Created: mt(-20 * time.Minute), Reason: "Pending", Message: "waiting for a time-sharing turn"},
 					},
-					PendingOrder: "creation order, not necessarily the scheduler's: the visibility API is not served (the server could not find the requested resource)"}}},
+					PendingOrder: "creation order, not necessarily the scheduler's: the visibility API could not be read (the server could not find the requested resource)"}}},
 		},
 	}
 	for name, tc := range cases {

@@ -126,7 +126,7 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 		gomega.Expect(code).To(gomega.Equal(0), errOut.String())
 		var r app.QueuesReport
 		gomega.Expect(json.Unmarshal(out.Bytes(), &r)).To(gomega.Succeed())
-		gomega.Expect(r.ClusterQueues[0].PendingOrder).To(gomega.HavePrefix("creation order, not necessarily the scheduler's: the visibility API is not served"))
+		gomega.Expect(r.ClusterQueues[0].PendingOrder).To(gomega.HavePrefix("creation order, not necessarily the scheduler's: the visibility API could not be read (the server could not find the requested resource"))
 		gomega.Expect(r.ClusterQueues[0].Pending).To(gomega.HaveLen(2))
 	})
 })
