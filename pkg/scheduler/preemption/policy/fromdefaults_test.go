@@ -6,7 +6,9 @@ import (
 )
 
 func TestFromDefaults(t *testing.T) {
-	cq := func(m MinRuntimes) Path { return Path{{Kind: "ClusterQueue", Name: "q", Settings: m}, {Kind: "Cohort", Name: "c"}} }
+	cq := func(m MinRuntimes) Path {
+		return Path{{Kind: "ClusterQueue", Name: "q", Settings: m}, {Kind: "Cohort", Name: "c"}}
+	}
 	d := Defaults{Preempt: 5 * time.Minute, Reclaim: 0}
 	cases := map[string]struct {
 		got  Protection
