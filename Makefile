@@ -91,8 +91,9 @@ VERSION_PKG := github.com/kueue-timeshare/kueue-timeshare/pkg/version
 VERSION_LDFLAGS = -X $(VERSION_PKG).Version=$(APP_VERSION) -X $(VERSION_PKG).GitCommit=$(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: build
-build: ## Build the manager and the local control plane into bin/.
+build: ## Build the manager, the kubectl plugin and the local control plane into bin/.
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/kueue-timeshare ./cmd/kueue-timeshare
+	$(GO) build -o $(BIN)/kubectl-timeshare ./cmd/kubectl-timeshare
 	$(GO) build -o $(BIN)/local-control-plane ./cmd/local-control-plane
 
 .PHONY: verify

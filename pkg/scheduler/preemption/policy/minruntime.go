@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -95,8 +96,14 @@ func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, de
 			return Protection{MinRuntime: s.Value, Source: fmt.Sprintf("%s %s from %s %s", field, s.Value, n.Kind, n.Name)}
 		}
 	}
-	return Protection{MinRuntime: def, Source: fmt.Sprintf("%s %s from the manager configuration", defaultField, def)}
+	return Protection{MinRuntime: def, Source: fmt.Sprintf("%s %s %s", defaultField, def, defaultSource)}
 }
+
+const defaultSource = "from the manager configuration"
+
+// FromDefaults reports whether p came from the manager configuration's defaults, no queue on the
+// path setting the field: for readers that do not know those defaults and must say so.
+func FromDefaults(p Protection) bool { return strings.HasSuffix(p.Source, defaultSource) }
 
 // RuleMinRuntime names the protection WithMinRuntimeProtection adds.
 const RuleMinRuntime = "ProtectedByMinRuntime"

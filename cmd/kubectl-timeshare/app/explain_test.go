@@ -1,0 +1,153 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+func cond(t, status, reason, message string, at time.Duration) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: message, LastTransitionTime: *mt(at)}
+}
+
+func TestBuildExplainReport(t *testing.T) {
+	const preempted = "Preempted to accommodate a workload due to time-sharing"
+	wl := func(conds ...metav1.Condition) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: kueue.WorkloadSpec{QueueName: "lq", Priority: ptr.To[int32](5)},
+			Status: kueue.WorkloadStatus{Conditions: conds}}
+	}
+	newEvent := eventsv1.Event{ObjectMeta: metav1.ObjectMeta{UID: "e1"}, EventTime: metav1.MicroTime{Time: t0.Add(-2 * time.Minute)}, Type: "Normal",
+		Reason: "EvictedDueToInClusterQueueTimeBased", Note: preempted}
+	sameAsCore := corev1.Event{ObjectMeta: metav1.ObjectMeta{UID: "e1"}, LastTimestamp: metav1.Time{Time: t0.Add(-2 * time.Minute)}, Type: "Normal",
+		Reason: "EvictedDueToInClusterQueueTimeBased", Message: preempted}
+	coreOnly := corev1.Event{ObjectMeta: metav1.ObjectMeta{UID: "e2"}, LastTimestamp: metav1.Time{Time: t0.Add(-time.Minute)}, Count: 3, Type: "Warning",
+		Reason: "Pending", Message: "insufficient quota"}
+	evictionHistory := []HistoryItem{
+		{Time: mt(-2 * time.Minute), Source: "event", What: "Normal", Reason: "EvictedDueToInClusterQueueTimeBased", Message: preempted},
+		{Time: mt(-time.Minute), Source: "event", What: "Warning", Reason: "Pending", Message: "insufficient quota", Count: 3},
+	}
+
+	cases := map[string]struct {
+		wl   *kueue.Workload
+		evs  []eventsv1.Event
+		core []corev1.Event
+		want *ExplainReport
+	}{
+		"waiting: the QuotaReserved message": {
+			wl: wl(cond(kueue.WorkloadQuotaReserved, "False", "Pending", "protected by minAdmitDuration", -time.Minute)),
+			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "waiting for quota",
+				Wait:    &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "protected by minAdmitDuration", Since: mt(-time.Minute)},
+				History: []HistoryItem{{Time: mt(-time.Minute), Source: "condition", What: "QuotaReserved=False", Reason: "Pending", Message: "protected by minAdmitDuration"}}},
+		},
+		"preempted and requeued: both the rule and the wait; an event in both APIs shows once": {
+			wl: wl(cond(kueue.WorkloadQuotaReserved, "False", "Pending", "insufficient quota", -time.Minute),
+				cond(kueue.WorkloadPreempted, "True", "InClusterQueueTimeBased", preempted, -2*time.Minute)),
+			evs:  []eventsv1.Event{newEvent},
+			core: []corev1.Event{sameAsCore, coreOnly},
+			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "waiting for quota",
+				Wait:           &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient quota", Since: mt(-time.Minute)},
+				LastPreemption: &Decision{Condition: kueue.WorkloadPreempted, Status: "True", Reason: "InClusterQueueTimeBased", Message: preempted, Since: mt(-2 * time.Minute)},
+				History: []HistoryItem{
+					{Time: mt(-2 * time.Minute), Source: "condition", What: "Preempted=True", Reason: "InClusterQueueTimeBased", Message: preempted},
+					evictionHistory[0],
+					{Time: mt(-time.Minute), Source: "condition", What: "QuotaReserved=False", Reason: "Pending", Message: "insufficient quota"},
+					evictionHistory[1],
+				}},
+		},
+		"readmitted: Kueue's 'Previously:' message, the reason from the eviction event": {
+			wl: func() *kueue.Workload {
+				w := wl(cond(kueue.WorkloadQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu", 0),
+					cond(kueue.WorkloadPreempted, "False", "QuotaReserved", "Previously: "+preempted, 0))
+				w.Status.Admission = &kueue.Admission{ClusterQueue: "gpu"}
+				w.Status.SchedulingStats = &kueue.SchedulingStats{Evictions: []kueue.WorkloadSchedulingStatsEviction{{Reason: "InClusterQueueTimeBased", Count: 2}}}
+				w.Status.RequeueState = &kueue.RequeueState{Count: ptr.To[int32](2)}
+				return w
+			}(),
+			evs: []eventsv1.Event{newEvent},
+			want: &ExplainReport{Namespace: "ns", Name: "w", ClusterQueue: "gpu", LocalQueue: "lq", Priority: 5, State: "holding quota in ClusterQueue gpu",
+				LastPreemption: &Decision{Condition: kueue.WorkloadPreempted, Status: "False", Reason: "InClusterQueueTimeBased", Message: preempted, Since: mt(0)},
+				History: []HistoryItem{
+					evictionHistory[0],
+					{Time: mt(0), Source: "condition", What: "Preempted=False", Reason: "QuotaReserved", Message: "Previously: " + preempted},
+					{Time: mt(0), Source: "condition", What: "QuotaReserved=True", Reason: "QuotaReserved", Message: "Quota reserved in ClusterQueue gpu"},
+				},
+				Evictions: []EvictionCount{{Reason: "InClusterQueueTimeBased", Count: 2}},
+				Requeues:  &RequeueState{Count: 2}},
+		},
+		"finished: nothing to explain": {
+			wl: wl(cond(kueue.WorkloadFinished, "True", "Succeeded", "Job finished successfully", 0)),
+			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "finished",
+				History: []HistoryItem{{Time: mt(0), Source: "condition", What: "Finished=True", Reason: "Succeeded", Message: "Job finished successfully"}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BuildExplainReport(tc.wl, tc.evs, tc.core)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderExplain(t *testing.T) {
+	rep := &ExplainReport{Namespace: "ns", Name: "w", ClusterQueue: "gpu", LocalQueue: "lq", Priority: 5, State: "waiting for quota",
+		Wait:           &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient quota", Since: mt(-time.Minute)},
+		LastPreemption: &Decision{Condition: kueue.WorkloadPreempted, Status: "True", Reason: "InClusterQueueTimeBased", Message: "time-sharing", Since: mt(-2 * time.Minute)},
+		History: []HistoryItem{
+			{Time: mt(-2 * time.Minute), Source: "condition", What: "Preempted=True", Reason: "InClusterQueueTimeBased", Message: "time-sharing"},
+			{Time: mt(-time.Minute), Source: "event", What: "Warning", Reason: "Pending", Message: "insufficient quota", Count: 3},
+		},
+		Evictions: []EvictionCount{{Reason: "InClusterQueueTimeBased", Count: 1}},
+		Requeues:  &RequeueState{Count: 1, RequeueAt: mt(time.Minute)},
+	}
+	head := `Workload ns/w
+LocalQueue:     lq
+ClusterQueue:   gpu
+Priority:       5
+State:          waiting for quota
+
+Why it waits (QuotaReserved=False, reason Pending, since 2026-11-24T11:59:00Z (60s ago)):
+  insufficient quota
+Its last preemption (Preempted=True, reason InClusterQueueTimeBased, at 2026-11-24T11:58:00Z (2m ago)):
+  time-sharing
+
+Evictions: InClusterQueueTimeBased x1
+Requeues: 1, next at 2026-11-24T12:01:00Z (in 60s)
+
+History:
+`
+	cases := map[string]struct {
+		wide bool
+		want string
+	}{
+		"table": {want: head + `TIME                             FROM        WHAT             REASON                    MESSAGE
+2026-11-24T11:58:00Z (2m ago)    condition   Preempted=True   InClusterQueueTimeBased   time-sharing
+2026-11-24T11:59:00Z (60s ago)   event       Warning          Pending                   insufficient quota
+`},
+		"wide": {wide: true, want: head + `TIME                             FROM        WHAT             REASON                    MESSAGE              COUNT
+2026-11-24T11:58:00Z (2m ago)    condition   Preempted=True   InClusterQueueTimeBased   time-sharing         <none>
+2026-11-24T11:59:00Z (60s ago)   event       Warning          Pending                   insufficient quota   3
+`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := RenderExplain(&b, rep, tc.wide, t0); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(strings.Split(tc.want, "\n"), strings.Split(b.String(), "\n")); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

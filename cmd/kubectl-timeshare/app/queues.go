@@ -1,0 +1,436 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/component-base/featuregate"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+)
+
+// QueuesReport is what `queues` shows.
+type QueuesReport struct {
+	// Manager says what is known of the manager's timeshare settings.
+	Manager       string               `json:"manager"`
+	ClusterQueues []ClusterQueueReport `json:"clusterQueues"`
+}
+
+// ClusterQueueReport is one ClusterQueue: its settings in force, who holds quota, who waits.
+type ClusterQueueReport struct {
+	Name   string `json:"name"`
+	Cohort string `json:"cohort,omitempty"`
+	// Problem is set when the manager ignores the ClusterQueue's or a Cohort's settings.
+	Problem  string             `json:"problem,omitempty"`
+	Settings []SettingReport    `json:"settings"`
+	Admitted []AdmittedWorkload `json:"admitted"`
+	Pending  []PendingWorkload  `json:"pending"`
+	// PendingOrder says where the order of Pending comes from.
+	PendingOrder string `json:"pendingOrder"`
+}
+
+// SettingReport is one setting in force and where its value comes from.
+type SettingReport struct {
+	Name string `json:"name"`
+	// Value is empty when nothing is in force (or not known).
+	Value  string `json:"value,omitempty"`
+	Source string `json:"source"`
+	// Against lists the reclaiming ClusterQueues a reclaimMinRuntime applies to, when it depends
+	// on the reclaimer.
+	Against []string `json:"against,omitempty"`
+}
+
+// AdmittedWorkload is a workload holding quota in the ClusterQueue.
+type AdmittedWorkload struct {
+	Namespace      string       `json:"namespace"`
+	Name           string       `json:"name"`
+	Priority       int32        `json:"priority"`
+	LocalQueue     string       `json:"localQueue,omitempty"`
+	QuotaReserved  *metav1.Time `json:"quotaReserved,omitempty"`
+	Admitted       *metav1.Time `json:"admitted,omitempty"`
+	Evicting       bool         `json:"evicting,omitempty"`
+	Protections    []Protection `json:"protections,omitempty"`
+	TurnEnds       *metav1.Time `json:"turnEnds,omitempty"`
+	TurnSetting    string       `json:"turnSetting,omitempty"`
+	RunningCounted string       `json:"runningCountedFrom,omitempty"`
+}
+
+// Protection is one min-runtime protecting (or having protected) a workload.
+type Protection struct {
+	// Kind is preempt (from its own ClusterQueue) or reclaim (from another one).
+	Kind   string       `json:"kind"`
+	Until  *metav1.Time `json:"until,omitempty"`
+	Active bool         `json:"active"`
+	Source string       `json:"source"`
+	// Against lists the reclaiming ClusterQueues a reclaim protection applies to.
+	Against []string `json:"against,omitempty"`
+}
+
+// PendingWorkload is a workload waiting for quota, with the manager's explanation.
+type PendingWorkload struct {
+	Position   int          `json:"position"`
+	Namespace  string       `json:"namespace"`
+	Name       string       `json:"name"`
+	Priority   int32        `json:"priority"`
+	LocalQueue string       `json:"localQueue,omitempty"`
+	Created    *metav1.Time `json:"created,omitempty"`
+	// Reason and Message are the QuotaReserved condition's, written by the manager.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+const (
+	orderVisibility = "the scheduler's order, from the visibility API"
+	unknownDefault  = "manager default, not known here (pass --manager-config)"
+)
+
+func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
+	cqs := &unstructured.UnstructuredList{}
+	cqs.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueueList"))
+	if only != "" {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+		if err := e.client.Get(ctx, client.ObjectKey{Name: only}, u); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("ClusterQueue %q not found", only)
+			}
+			return nil, fmt.Errorf("reading ClusterQueue %q: %w", only, err)
+		}
+	}
+	if err := e.client.List(ctx, cqs); err != nil {
+		return nil, fmt.Errorf("listing ClusterQueues: %w", err)
+	}
+	cohorts := &unstructured.UnstructuredList{}
+	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))
+	if err := e.client.List(ctx, cohorts); err != nil {
+		return nil, fmt.Errorf("listing Cohorts: %w", err)
+	}
+	var wls kueue.WorkloadList
+	if err := e.client.List(ctx, &wls); err != nil {
+		return nil, fmt.Errorf("listing Workloads: %w", err)
+	}
+	var lqs kueue.LocalQueueList
+	if err := e.client.List(ctx, &lqs); err != nil {
+		return nil, fmt.Errorf("listing LocalQueues: %w", err)
+	}
+	vis, err := visibilityclient.NewForConfig(e.visibility)
+	if err != nil {
+		return nil, err
+	}
+	pending := func(cq string) ([]PendingWorkload, string) {
+		s, err := vis.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, cq, metav1.GetOptions{})
+		if err != nil {
+			return nil, err.Error()
+		}
+		var out []PendingWorkload
+		for _, p := range s.Items {
+			out = append(out, PendingWorkload{Position: int(p.PositionInClusterQueue), Namespace: p.Namespace, Name: p.Name,
+				Priority: p.Priority, LocalQueue: string(p.LocalQueueName)})
+		}
+		return out, ""
+	}
+	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items}, only,
+		e.manager, pending, e.now), nil
+}
+
+// Cluster is what `queues` reads from the API.
+type Cluster struct {
+	ClusterQueues []unstructured.Unstructured
+	Cohorts       []unstructured.Unstructured
+	Workloads     []kueue.Workload
+	LocalQueues   []kueue.LocalQueue
+}
+
+// PendingFunc returns a ClusterQueue's pending workloads in the scheduler's order from the
+// visibility API, or why it could not.
+type PendingFunc func(cq string) ([]PendingWorkload, string)
+
+// BuildQueuesReport resolves each ClusterQueue's settings with the manager's store and policy
+// functions and lays out its workloads.
+//
+// only, when set, limits the report to one ClusterQueue; the others are still read, since a
+// reclaim protection depends on who reclaims.
+func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending PendingFunc, now time.Time) *QueuesReport {
+	defaults := policy.Defaults{}
+	method := policy.ResolveLCA
+	clock := policy.RuntimeClockAdmitted
+	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted", ClusterQueues: []ClusterQueueReport{}}
+	if m.Known {
+		defaults = policy.Defaults{Preempt: m.Config.DefaultPreemptMinRuntime.Duration, Reclaim: m.Config.DefaultReclaimMinRuntime.Duration}
+		method = policy.ResolveMethod(m.Config.ReclaimResolveMethod)
+		clock = policy.RuntimeClock(m.Config.RuntimeClock)
+		rep.Manager = fmt.Sprintf("from --manager-config: defaultPreemptMinRuntime %s, defaultReclaimMinRuntime %s, reclaimResolveMethod %s, runtimeClock %s",
+			defaults.Preempt, defaults.Reclaim, method, clock)
+	}
+	store := queuesettings.NewStore(defaults, method)
+	problems := map[string]string{}
+	parents := map[string]string{}
+	for i := range c.Cohorts {
+		u := &c.Cohorts[i]
+		if err := store.SetCohort(u); err != nil {
+			problems["Cohort "+u.GetName()] = err.Error()
+		}
+		parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
+	}
+	lqToCQ := map[string]string{}
+	for _, lq := range c.LocalQueues {
+		lqToCQ[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
+	}
+	byKey := map[string]*kueue.Workload{}
+	for i := range c.Workloads {
+		byKey[c.Workloads[i].Namespace+"/"+c.Workloads[i].Name] = &c.Workloads[i]
+	}
+	cqs := slices.Clone(c.ClusterQueues)
+	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
+	paths := map[string]policy.Path{}
+	cqProblems := map[string]string{}
+	for i := range cqs {
+		u := &cqs[i]
+		name := u.GetName()
+		if err := store.SetClusterQueue(u); err != nil {
+			cqProblems[name] = fmt.Sprintf("the manager ignores this ClusterQueue's kueue-timeshare settings: %v", err)
+		}
+		cohort, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
+		path := policy.Path{{Kind: "ClusterQueue", Name: name, Settings: store.ClusterQueueMinRuntimes(kueue.ClusterQueueReference(name))}}
+		seen := map[string]bool{}
+		for p := cohort; p != "" && !seen[p]; p = parents[p] {
+			seen[p] = true
+			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
+			if msg, ok := problems["Cohort "+p]; ok && cqProblems[name] == "" {
+				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
+			}
+		}
+		paths[name] = path
+	}
+	for i := range cqs {
+		u := &cqs[i]
+		name := u.GetName()
+		if only != "" && name != only {
+			continue
+		}
+		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, Problem: cqProblems[name]}
+		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
+		cqRef := kueue.ClusterQueueReference(name)
+		path := paths[name]
+		window := store.Settings(cqRef).MinAdmitDuration
+		r.Settings = []SettingReport{windowSetting(name, window)}
+		if window > 0 && m.gateOff(string(features.TimeBasedSamePriorityPreemption)) {
+			r.Settings[0] = SettingReport{Name: "minAdmitDuration", Source: fmt.Sprintf("ClusterQueue %s sets %s, ignored: %s", name, window, gateOffNote(features.TimeBasedSamePriorityPreemption))}
+			window = 0
+		}
+		var protections []protection
+		if m.gateOff(string(features.MinRuntimeProtection)) {
+			for _, f := range []string{"preemptMinRuntime", "reclaimMinRuntime"} {
+				r.Settings = append(r.Settings, SettingReport{Name: f, Source: "ignored: " + gateOffNote(features.MinRuntimeProtection)})
+			}
+		} else {
+			preempt := policy.ResolvePreempt(path, defaults)
+			r.Settings = append(r.Settings, minRuntimeSetting("preemptMinRuntime", preempt, m.Known, nil))
+			protections = append(protections, protection{kind: "preempt", p: preempt})
+			for _, rc := range resolveReclaims(method, name, paths, defaults) {
+				r.Settings = append(r.Settings, minRuntimeSetting("reclaimMinRuntime", rc.p, m.Known, rc.against))
+				protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
+			}
+		}
+
+		for i := range c.Workloads {
+			wl := &c.Workloads[i]
+			if wl.Status.Admission == nil || string(wl.Status.Admission.ClusterQueue) != name ||
+				!apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
+				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+				continue
+			}
+			r.Admitted = append(r.Admitted, admitted(wl, window, clock, protections, m.Known, now))
+		}
+		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {
+			return cmpTimes(a.QuotaReserved, b.QuotaReserved, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+
+		list, why := pending(name)
+		if why == "" {
+			r.PendingOrder = orderVisibility
+		} else {
+			r.PendingOrder = "creation order, not necessarily the scheduler's: the visibility API could not be read (" + why + ")"
+			list = waiting(c.Workloads, lqToCQ, name)
+		}
+		for _, p := range list {
+			if wl := byKey[p.Namespace+"/"+p.Name]; wl != nil {
+				p.Created = ptrTime(wl.CreationTimestamp)
+				if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil {
+					p.Reason, p.Message = cond.Reason, cond.Message
+				}
+			}
+			r.Pending = append(r.Pending, p)
+		}
+		rep.ClusterQueues = append(rep.ClusterQueues, r)
+	}
+	return rep
+}
+
+func gateOffNote(gate featuregate.Feature) string {
+	return fmt.Sprintf("feature gate %s is off in --manager-config", gate)
+}
+
+func windowSetting(cq string, window time.Duration) SettingReport {
+	if window == 0 {
+		return SettingReport{Name: "minAdmitDuration", Source: "not set on ClusterQueue " + cq + ": no turns (upstream's same-priority rules)"}
+	}
+	return SettingReport{Name: "minAdmitDuration", Value: window.String(), Source: "ClusterQueue " + cq}
+}
+
+func minRuntimeSetting(name string, p policy.Protection, known bool, against []string) SettingReport {
+	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known), Against: against}
+	if policy.FromDefaults(p) && !known {
+		s.Value = ""
+	}
+	return s
+}
+
+// protection is a resolved min-runtime of a ClusterQueue's workloads, against whom it applies.
+type protection struct {
+	kind    string
+	p       policy.Protection
+	against []string
+}
+
+// resolveReclaims resolves cq's reclaimMinRuntime against every other ClusterQueue of its cohort
+// tree (with the LCA method the value may depend on the reclaimer), grouping the reclaimers that
+// get the same one. Without any, it is resolved from cq up, as the Queue method does.
+func resolveReclaims(method policy.ResolveMethod, cq string, paths map[string]policy.Path, d policy.Defaults) []protection {
+	victim := paths[cq]
+	root := victim[len(victim)-1]
+	var out []protection
+	for _, other := range slices.Sorted(maps.Keys(paths)) {
+		p := paths[other]
+		if other == cq || len(victim) == 1 || p[len(p)-1] != root {
+			continue
+		}
+		res := policy.ResolveReclaim(method, p, victim, d)
+		if i := slices.IndexFunc(out, func(x protection) bool { return x.p == res }); i >= 0 {
+			out[i].against = append(out[i].against, other)
+		} else {
+			out = append(out, protection{kind: "reclaim", p: res, against: []string{other}})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, protection{kind: "reclaim", p: policy.ResolveReclaim(policy.ResolveQueue, nil, victim, d)})
+	}
+	return out
+}
+
+// sourceOf says where a resolved value comes from, in the words of its resolution.
+func sourceOf(p policy.Protection, known bool) string {
+	if policy.FromDefaults(p) {
+		if !known {
+			return unknownDefault
+		}
+		return "manager default"
+	}
+	// The policy's source reads "<field> <value> from <Kind> <name>".
+	if _, from, ok := strings.Cut(p.Source, " from "); ok {
+		return from
+	}
+	return p.Source
+}
+
+func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
+	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName),
+		Evicting: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
+	c := policy.Candidate{Evicted: a.Evicting}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		a.QuotaReserved = ptrTime(cond.LastTransitionTime)
+		c.QuotaReservedAt = cond.LastTransitionTime.Time
+		if window > 0 {
+			a.TurnEnds = ptrTime(metav1.NewTime(c.QuotaReservedAt.Add(window)))
+			a.TurnSetting = "minAdmitDuration " + window.String()
+		}
+	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
+		a.Admitted = ptrTime(cond.LastTransitionTime)
+		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
+	}
+	if clock == policy.RuntimeClockPodsReady {
+		c.RunningSince = policy.RunningSince(wl, clock)
+		c.NotStarted = c.Admitted && c.RunningSince.IsZero()
+	}
+	if c.Admitted {
+		a.RunningCounted = string(clock)
+	}
+	for _, x := range protections {
+		p := x.p
+		if p.MinRuntime <= 0 || (policy.FromDefaults(p) && !known) {
+			continue
+		}
+		pr := Protection{Kind: x.kind, Active: policy.Protected(&c, p, now), Source: p.Source, Against: x.against}
+		if end := policy.ProtectionEnds(&c, p); !end.IsZero() {
+			pr.Until = ptrTime(metav1.NewTime(end))
+		}
+		a.Protections = append(a.Protections, pr)
+	}
+	return a
+}
+
+// waiting lists cq's active workloads that hold no quota and have not finished, by creation time.
+func waiting(wls []kueue.Workload, lqToCQ map[string]string, cq string) []PendingWorkload {
+	var ws []*kueue.Workload
+	for i := range wls {
+		wl := &wls[i]
+		if lqToCQ[wl.Namespace+"/"+string(wl.Spec.QueueName)] != cq || (wl.Spec.Active != nil && !*wl.Spec.Active) ||
+			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadQuotaReserved) ||
+			apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
+			continue
+		}
+		ws = append(ws, wl)
+	}
+	slices.SortFunc(ws, func(a, b *kueue.Workload) int {
+		return cmpTimes(&a.CreationTimestamp, &b.CreationTimestamp, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	out := make([]PendingWorkload, 0, len(ws))
+	for i, wl := range ws {
+		out = append(out, PendingWorkload{Position: i, Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName)})
+	}
+	return out
+}
+
+func priorityOf(wl *kueue.Workload) int32 {
+	if wl.Spec.Priority != nil {
+		return *wl.Spec.Priority
+	}
+	return 0
+}
+
+func ptrTime(t metav1.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func cmpTimes(a, b *metav1.Time, ka, kb string) int {
+	var ta, tb time.Time
+	if a != nil {
+		ta = a.Time
+	}
+	if b != nil {
+		tb = b.Time
+	}
+	if c := ta.Compare(tb); c != 0 {
+		return c
+	}
+	return strings.Compare(ka, kb)
+}

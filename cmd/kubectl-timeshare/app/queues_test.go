@@ -1,0 +1,504 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+func mt(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
+
+func object(kind, name string, spec map[string]any) unstructured.Unstructured {
+	u := unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind(kind))
+	u.SetName(name)
+	return u
+}
+
+// holding is a workload admitted in cq at reserved (and admitted at the same time).
+func holding(name, cq string, reserved time.Duration) kueue.Workload {
+	wl := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: *mt(-time.Hour)},
+		Spec:   kueue.WorkloadSpec{QueueName: "lq", Priority: ptr.To[int32](0)},
+		Status: kueue.WorkloadStatus{Admission: &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq)}}}
+	for _, t := range []string{kueue.WorkloadQuotaReserved, kueue.WorkloadAdmitted} {
+		wl.Status.Conditions = append(wl.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, LastTransitionTime: *mt(reserved)})
+	}
+	return wl
+}
+
+// waitingWL is a workload of LocalQueue lq, created at created, with the manager's message.
+func waitingWL(name string, created time.Duration, message string) kueue.Workload {
+	return kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: *mt(created)},
+		Spec: kueue.WorkloadSpec{QueueName: "lq"},
+		Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse,
+			Reason: "Pending", Message: message, LastTransitionTime: *mt(created)}}}}
+}
+
+func TestBuildQueuesReport(t *testing.T) {
+	cluster := Cluster{
+		ClusterQueues: []unstructured.Unstructured{
+			object("ClusterQueue", "gpu", map[string]any{"cohortName": "team", "preemption": map[string]any{
+				"withinClusterQueue":       "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"},
+				"reclaimMinRuntime":        "0s",
+			}}),
+		},
+		Cohorts: []unstructured.Unstructured{
+			object("Cohort", "team", map[string]any{"parentName": "org"}),
+			object("Cohort", "org", map[string]any{"preemption": map[string]any{"preemptMinRuntime": "30m"}}),
+		},
+		Workloads: []kueue.Workload{
+			holding("old", "gpu", -50*time.Minute),
+			holding("new", "gpu", -10*time.Minute),
+			waitingWL("second", -20*time.Minute, "waiting for a time-sharing turn"),
+			waitingWL("first", -40*time.Minute, "insufficient quota"),
+			func() kueue.Workload {
+				wl := waitingWL("deactivated", -30*time.Minute, "deactivated by the user")
+				wl.Spec.Active = ptr.To(false)
+				return wl
+			}(),
+		},
+		LocalQueues: []kueue.LocalQueue{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lq"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "gpu"}}},
+	}
+	admitted := []AdmittedWorkload{
+		{Namespace: "ns", Name: "old", LocalQueue: "lq", QuotaReserved: mt(-50 * time.Minute), Admitted: mt(-50 * time.Minute),
+			Protections: []Protection{{Kind: "preempt", Until: mt(-20 * time.Minute), Source: "preemptMinRuntime 30m0s from Cohort org"}},
+			TurnEnds:    mt(10 * time.Minute), TurnSetting: "minAdmitDuration 1h0m0s", RunningCounted: "Admitted"},
+		{Namespace: "ns", Name: "new", LocalQueue: "lq", QuotaReserved: mt(-10 * time.Minute), Admitted: mt(-10 * time.Minute),
+			Protections: []Protection{{Kind: "preempt", Until: mt(20 * time.Minute), Active: true, Source: "preemptMinRuntime 30m0s from Cohort org"}},
+			TurnEnds:    mt(50 * time.Minute), TurnSetting: "minAdmitDuration 1h0m0s", RunningCounted: "Admitted"},
+	}
+	fromVisibility := func(string) ([]PendingWorkload, string) {
+		return []PendingWorkload{{Position: 0, Namespace: "ns", Name: "second", LocalQueue: "lq"}, {Position: 1, Namespace: "ns", Name: "first", LocalQueue: "lq"}}, ""
+	}
+	notServed := func(string) ([]PendingWorkload, string) {
+		return nil, "the server could not find the requested resource"
+	}
+	withDefaults := ManagerSettings{Known: true, Config: tsconfig.Configuration{}}
+	tsconfig.SetDefaults(&withDefaults.Config)
+	withDefaults.Config.DefaultPreemptMinRuntime.Duration = 5 * time.Minute
+
+	cases := map[string]struct {
+		manager ManagerSettings
+		pending PendingFunc
+		want    *QueuesReport
+	}{
+		"order from the visibility API, defaults not known": {
+			pending: fromVisibility,
+			want: &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted",
+				ClusterQueues: []ClusterQueueReport{{Name: "gpu", Cohort: "team",
+					Settings: []SettingReport{
+						{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"},
+						{Name: "preemptMinRuntime", Value: "30m0s", Source: "Cohort org"},
+						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu"},
+					},
+					Admitted: admitted,
+					Pending: []PendingWorkload{
+						{Position: 0, Namespace: "ns", Name: "second", LocalQueue: "lq", Created: mt(-20 * time.Minute), Reason: "Pending", Message: "waiting for a time-sharing turn"},
+						{Position: 1, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"},
+					},
+					PendingOrder: orderVisibility}}},
+		},
+		"creation order when the visibility API is not served": {
+			pending: notServed,
+			manager: withDefaults,
+			want: &QueuesReport{Manager: "from --manager-config: defaultPreemptMinRuntime 5m0s, defaultReclaimMinRuntime 0s, reclaimResolveMethod LCA, runtimeClock Admitted",
+				ClusterQueues: []ClusterQueueReport{{Name: "gpu", Cohort: "team",
+					Settings: []SettingReport{
+						{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"},
+						{Name: "preemptMinRuntime", Value: "30m0s", Source: "Cohort org"},
+						{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue gpu"},
+					},
+					Admitted: admitted,
+					Pending: []PendingWorkload{
+						{Position: 0, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"},
+						{Position: 1, Namespace: "ns", Name: "second", LocalQueue: "lq", Created: mt(-20 * time.Minute), Reason: "Pending", Message: "waiting for a time-sharing turn"},
+					},
+					PendingOrder: "creation order, not necessarily the scheduler's: the visibility API could not be read (the server could not find the requested resource)"}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BuildQueuesReport(cluster, "", tc.manager, tc.pending, t0)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildQueuesReportSettings(t *testing.T) {
+	known := ManagerSettings{Known: true}
+	tsconfig.SetDefaults(&known.Config)
+	known.Config.DefaultReclaimMinRuntime.Duration = 2 * time.Minute
+	known.Config.ReclaimResolveMethod = tsconfig.ReclaimResolveQueue
+	cases := map[string]struct {
+		cq      unstructured.Unstructured
+		cohorts []unstructured.Unstructured
+		manager ManagerSettings
+		want    []SettingReport
+		problem string
+	}{
+		"nothing set, defaults not known": {
+			cq: object("ClusterQueue", "plain", map[string]any{}),
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "not set on ClusterQueue plain: no turns (upstream's same-priority rules)"},
+				{Name: "preemptMinRuntime", Source: unknownDefault},
+				{Name: "reclaimMinRuntime", Source: unknownDefault},
+			},
+		},
+		"nothing set, defaults from the manager configuration, Queue method": {
+			cq:      object("ClusterQueue", "plain", map[string]any{"cohortName": "c"}),
+			manager: known,
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "not set on ClusterQueue plain: no turns (upstream's same-priority rules)"},
+				{Name: "preemptMinRuntime", Value: "0s", Source: "manager default"},
+				{Name: "reclaimMinRuntime", Value: "2m0s", Source: "manager default"},
+			},
+		},
+		"a Cohort's setting stops at 0s on the ClusterQueue": {
+			cq:      object("ClusterQueue", "q", map[string]any{"cohortName": "c", "preemption": map[string]any{"preemptMinRuntime": "0s"}}),
+			cohorts: []unstructured.Unstructured{object("Cohort", "c", map[string]any{"preemption": map[string]any{"preemptMinRuntime": "1h", "reclaimMinRuntime": "3m"}})},
+			manager: known,
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "not set on ClusterQueue q: no turns (upstream's same-priority rules)"},
+				{Name: "preemptMinRuntime", Value: "0s", Source: "ClusterQueue q"},
+				{Name: "reclaimMinRuntime", Value: "3m0s", Source: "Cohort c"},
+			},
+		},
+		"feature gates turned off in the manager configuration": {
+			cq: object("ClusterQueue", "gated", map[string]any{"preemption": map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"}, "preemptMinRuntime": "10m"}}),
+			manager: func() ManagerSettings {
+				m := known
+				m.FeatureGates = map[string]bool{"TimeBasedSamePriorityPreemption": false, "MinRuntimeProtection": false}
+				return m
+			}(),
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "ClusterQueue gated sets 1h0m0s, ignored: feature gate TimeBasedSamePriorityPreemption is off in --manager-config"},
+				{Name: "preemptMinRuntime", Source: "ignored: feature gate MinRuntimeProtection is off in --manager-config"},
+				{Name: "reclaimMinRuntime", Source: "ignored: feature gate MinRuntimeProtection is off in --manager-config"},
+			},
+		},
+		"settings the manager ignores are said to be ignored": {
+			cq: object("ClusterQueue", "bad", map[string]any{"preemption": map[string]any{
+				"withinClusterQueue": "Never", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"}}}),
+			want: []SettingReport{
+				{Name: "minAdmitDuration", Source: "not set on ClusterQueue bad: no turns (upstream's same-priority rules)"},
+				{Name: "preemptMinRuntime", Source: unknownDefault},
+				{Name: "reclaimMinRuntime", Source: unknownDefault},
+			},
+			problem: "the manager ignores this ClusterQueue's kueue-timeshare settings: spec.preemption.withinClusterQueueConfig: Invalid value: \"Never\": requires spec.preemption.withinClusterQueue to be LowerOrNewerEqualPriority, not Never",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BuildQueuesReport(Cluster{ClusterQueues: []unstructured.Unstructured{tc.cq}, Cohorts: tc.cohorts}, "", tc.manager,
+				func(string) ([]PendingWorkload, string) { return nil, "" }, t0)
+			if diff := cmp.Diff(tc.want, got.ClusterQueues[0].Settings); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.problem, got.ClusterQueues[0].Problem); diff != "" {
+				t.Errorf("problem (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderQueues(t *testing.T) {
+	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted",
+		ClusterQueues: []ClusterQueueReport{{Name: "gpu", Cohort: "team",
+			Settings: []SettingReport{
+				{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"},
+				{Name: "preemptMinRuntime", Value: "30m0s", Source: "Cohort org"},
+				{Name: "reclaimMinRuntime", Source: unknownDefault},
+			},
+			Admitted: []AdmittedWorkload{{Namespace: "ns", Name: "new", LocalQueue: "lq", QuotaReserved: mt(-10 * time.Minute), Admitted: mt(-10 * time.Minute),
+				Protections: []Protection{{Kind: "preempt", Until: mt(20 * time.Minute), Active: true, Source: "preemptMinRuntime 30m0s from Cohort org"}},
+				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted"}},
+			Pending:      []PendingWorkload{{Position: 0, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"}},
+			PendingOrder: orderVisibility,
+		}, {Name: "empty", Settings: []SettingReport{}, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, PendingOrder: orderVisibility,
+			Problem: "the manager ignores this ClusterQueue's kueue-timeshare settings: bad"}}}
+	cases := map[string]struct {
+		wide bool
+		want string
+	}{
+		"table": {want: `Manager settings: timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted
+
+ClusterQueue gpu (Cohort team)
+SETTING             VALUE    SOURCE
+minAdmitDuration    1h0m0s   ClusterQueue gpu
+preemptMinRuntime   30m0s    Cohort org
+reclaimMinRuntime   <none>   manager default, not known here (pass --manager-config)
+
+HOLDING QUOTA   PRIORITY   SINCE                            PROTECTED UNTIL                 PROTECTED BY                              TURN ENDS
+ns/new          0          2026-11-24T11:50:00Z (10m ago)   2026-11-24T12:20:00Z (in 20m)   preemptMinRuntime 30m0s from Cohort org   2026-11-24T12:50:00Z (in 50m)
+
+Pending in the scheduler's order, from the visibility API:
+POSITION   WORKLOAD   PRIORITY   WAITING BECAUSE (the manager's words)
+0          ns/first   0          insufficient quota
+
+ClusterQueue empty
+Warning: the manager ignores this ClusterQueue's kueue-timeshare settings: bad
+SETTING   VALUE   SOURCE
+
+No workloads hold quota.
+
+Pending in the scheduler's order, from the visibility API:
+No pending workloads.
+`},
+		"wide": {wide: true, want: `Manager settings: timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted
+
+ClusterQueue gpu (Cohort team)
+SETTING             VALUE    SOURCE
+minAdmitDuration    1h0m0s   ClusterQueue gpu
+preemptMinRuntime   30m0s    Cohort org
+reclaimMinRuntime   <none>   manager default, not known here (pass --manager-config)
+
+HOLDING QUOTA   PRIORITY   SINCE                            PROTECTED UNTIL                 PROTECTED BY                              TURN ENDS                       LOCAL QUEUE   ADMITTED                         RUNNING COUNTED FROM   STATE
+ns/new          0          2026-11-24T11:50:00Z (10m ago)   2026-11-24T12:20:00Z (in 20m)   preemptMinRuntime 30m0s from Cohort org   2026-11-24T12:50:00Z (in 50m)   lq            2026-11-24T11:50:00Z (10m ago)   Admitted               holding
+
+Pending in the scheduler's order, from the visibility API:
+POSITION   WORKLOAD   PRIORITY   LOCAL QUEUE   CREATED                          REASON    WAITING BECAUSE (the manager's words)
+0          ns/first   0          lq            2026-11-24T11:20:00Z (40m ago)   Pending   insufficient quota
+
+ClusterQueue empty
+Warning: the manager ignores this ClusterQueue's kueue-timeshare settings: bad
+SETTING   VALUE   SOURCE
+
+No workloads hold quota.
+
+Pending in the scheduler's order, from the visibility API:
+No pending workloads.
+`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := RenderQueues(&b, rep, tc.wide, t0); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(strings.Split(tc.want, "\n"), strings.Split(b.String(), "\n")); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPrintFormats(t *testing.T) {
+	rep := &QueuesReport{Manager: "m", ClusterQueues: []ClusterQueueReport{{Name: "gpu", Settings: []SettingReport{{Name: "minAdmitDuration", Value: "1h0m0s", Source: "ClusterQueue gpu"}},
+		Admitted: []AdmittedWorkload{{Namespace: "ns", Name: "a", QuotaReserved: mt(0), TurnEnds: mt(time.Hour)}}, Pending: []PendingWorkload{}, PendingOrder: orderVisibility}}}
+	cases := map[string]struct {
+		output  string
+		empty   bool
+		want    string
+		wantErr string
+	}{
+		"json": {output: "json", want: `{
+  "manager": "m",
+  "clusterQueues": [
+    {
+      "name": "gpu",
+      "settings": [
+        {
+          "name": "minAdmitDuration",
+          "value": "1h0m0s",
+          "source": "ClusterQueue gpu"
+        }
+      ],
+      "admitted": [
+        {
+          "namespace": "ns",
+          "name": "a",
+          "priority": 0,
+          "quotaReserved": "2026-11-24T12:00:00Z",
+          "turnEnds": "2026-11-24T13:00:00Z"
+        }
+      ],
+      "pending": [],
+      "pendingOrder": "the scheduler's order, from the visibility API"
+    }
+  ]
+}
+`},
+		"yaml": {output: "yaml", want: `clusterQueues:
+- admitted:
+  - name: a
+    namespace: ns
+    priority: 0
+    quotaReserved: "2026-11-24T12:00:00Z"
+    turnEnds: "2026-11-24T13:00:00Z"
+  name: gpu
+  pending: []
+  pendingOrder: the scheduler's order, from the visibility API
+  settings:
+  - name: minAdmitDuration
+    source: ClusterQueue gpu
+    value: 1h0m0s
+manager: m
+`},
+		"no ClusterQueues":       {output: "", empty: true, want: "Manager settings: m\nNo ClusterQueues.\n"},
+		"no ClusterQueues, JSON": {output: "json", empty: true, want: "{\n  \"manager\": \"m\",\n  \"clusterQueues\": []\n}\n"},
+		"unknown":                {output: "xml", wantErr: `unable to match a printer suitable for the output format "xml", allowed formats are: json, yaml, wide`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := &flags{output: tc.output}
+			err := f.checkOutput()
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			r := rep
+			if tc.empty {
+				r = BuildQueuesReport(Cluster{}, "", ManagerSettings{}, nil, t0)
+				r.Manager = "m"
+			}
+			var b bytes.Buffer
+			if err := f.print(&b, r, func(w io.Writer, wide bool) error { return RenderQueues(w, r, wide, t0) }); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, b.String()); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+			if tc.output == "json" && !tc.empty {
+				var back QueuesReport
+				if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(rep, &back); diff != "" {
+					t.Errorf("JSON does not read back (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadManagerSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full := write("full.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  MinRuntimeProtection: false\ntimeshare:\n  defaultPreemptMinRuntime: 10m\n  reclaimResolveMethod: Queue\n")
+	badGates := write("gates.yaml", "featureGates: [MinRuntimeProtection]\n")
+	none := write("none.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
+	unknown := write("unknown.yaml", "timeshare:\n  defaultPremptMinRuntime: 10m\n")
+	negative := write("negative.yaml", "timeshare:\n  defaultReclaimMinRuntime: -1m\n")
+	defaults := tsconfig.Configuration{}
+	tsconfig.SetDefaults(&defaults)
+	withFull := defaults
+	withFull.DefaultPreemptMinRuntime = &metav1.Duration{Duration: 10 * time.Minute}
+	withFull.ReclaimResolveMethod = tsconfig.ReclaimResolveQueue
+	cases := map[string]struct {
+		path    string
+		want    ManagerSettings
+		wantErr string
+	}{
+		"no flag":                   {},
+		"a timeshare section":       {path: full, want: ManagerSettings{Known: true, Config: withFull, FeatureGates: map[string]bool{"MinRuntimeProtection": false}}},
+		"featureGates not a map":    {path: badGates, wantErr: "--manager-config " + badGates + ": featureGates: json: cannot unmarshal array into Go value of type map[string]bool"},
+		"no section: the defaults":  {path: none, want: ManagerSettings{Known: true, Config: defaults}},
+		"an unknown field is named": {path: unknown, wantErr: "--manager-config " + unknown + `: timeshare: unknown field "defaultPremptMinRuntime"`},
+		"a negative value is named": {path: negative, wantErr: "--manager-config " + negative + `: timeshare.defaultReclaimMinRuntime: Invalid value: "-1m0s": must not be negative`},
+		"a missing file":            {path: filepath.Join(dir, "missing.yaml"), wantErr: "--manager-config: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := LoadManagerSettings(tc.path)
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// The worked example of docs/min-runtime.md: with LCA a victim's reclaimMinRuntime depends on the
+// reclaimer, so each reclaimer's value is shown.
+func TestReclaimAgainstEachReclaimer(t *testing.T) {
+	cq := func(name, cohort string, preemption map[string]any) unstructured.Unstructured {
+		spec := map[string]any{"cohortName": cohort}
+		if preemption != nil {
+			spec["preemption"] = preemption
+		}
+		return object("ClusterQueue", name, spec)
+	}
+	reclaim := func(d string) map[string]any { return map[string]any{"reclaimMinRuntime": d} }
+	cluster := Cluster{
+		ClusterQueues: []unstructured.Unstructured{cq("leaf1", "C", reclaim("0s")), cq("leaf2", "C", reclaim("180s")), cq("leaf3", "D", nil)},
+		Cohorts: []unstructured.Unstructured{object("Cohort", "A", map[string]any{}),
+			object("Cohort", "B", map[string]any{"parentName": "A", "preemption": reclaim("600s")}),
+			object("Cohort", "C", map[string]any{"parentName": "B"}),
+			object("Cohort", "D", map[string]any{"parentName": "B", "preemption": reclaim("60s")})},
+	}
+	withMethod := func(m tsconfig.ReclaimResolveMethod) ManagerSettings {
+		s := ManagerSettings{Known: true}
+		tsconfig.SetDefaults(&s.Config)
+		s.Config.ReclaimResolveMethod = m
+		return s
+	}
+	cases := map[string]struct {
+		victim  string
+		manager ManagerSettings
+		want    []SettingReport
+	}{
+		"LCA, leaf1: its own 0s against its sibling, Cohort B's against the other subtree": {
+			victim: "leaf1", manager: withMethod(tsconfig.ReclaimResolveLCA),
+			want: []SettingReport{
+				{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue leaf1", Against: []string{"leaf2"}},
+				{Name: "reclaimMinRuntime", Value: "10m0s", Source: "Cohort B", Against: []string{"leaf3"}},
+			},
+		},
+		"LCA, leaf3: Cohort D's against both": {
+			victim: "leaf3", manager: withMethod(tsconfig.ReclaimResolveLCA),
+			want: []SettingReport{{Name: "reclaimMinRuntime", Value: "1m0s", Source: "Cohort D", Against: []string{"leaf1", "leaf2"}}},
+		},
+		"Queue, leaf1: its own value against everyone": {
+			victim: "leaf1", manager: withMethod(tsconfig.ReclaimResolveQueue),
+			want: []SettingReport{{Name: "reclaimMinRuntime", Value: "0s", Source: "ClusterQueue leaf1", Against: []string{"leaf2", "leaf3"}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := BuildQueuesReport(cluster, tc.victim, tc.manager, func(string) ([]PendingWorkload, string) { return nil, "" }, t0)
+			if len(got.ClusterQueues) != 1 || got.ClusterQueues[0].Name != tc.victim {
+				t.Fatalf("want only ClusterQueue %s, got %+v", tc.victim, got.ClusterQueues)
+			}
+			if diff := cmp.Diff(tc.want, got.ClusterQueues[0].Settings[2:]); diff != "" {
+				t.Errorf("reclaim settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+package policy
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFromDefaults(t *testing.T) {
+	cq := func(m MinRuntimes) Path {
+		return Path{{Kind: "ClusterQueue", Name: "q", Settings: m}, {Kind: "Cohort", Name: "c"}}
+	}
+	d := Defaults{Preempt: 5 * time.Minute, Reclaim: 0}
+	cases := map[string]struct {
+		got  Protection
+		want bool
+	}{
+		"nothing set: the default":          {got: ResolvePreempt(cq(MinRuntimes{}), d), want: true},
+		"a zero default is still a default": {got: ResolveReclaim(ResolveQueue, nil, cq(MinRuntimes{}), d), want: true},
+		"0s set on the ClusterQueue":        {got: ResolvePreempt(cq(MinRuntimes{Preempt: Set(0)}), d), want: false},
+		"a value set on the ClusterQueue":   {got: ResolveReclaim(ResolveQueue, nil, cq(MinRuntimes{Reclaim: Set(time.Hour)}), d), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := FromDefaults(tc.got); got != tc.want {
+				t.Errorf("FromDefaults(%+v) = %v, want %v", tc.got, got, tc.want)
+			}
+		})
+	}
+}
