@@ -195,7 +195,7 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		ts := turns(samples, jobs)
 		report := describeTurns(ts)
 		over, peak := overcommit(samples, shape, 4000)
-		report += fmt.Sprintf("measured overcommit (Pods of two Jobs running at once beyond the ClusterQueue's 4 CPUs): %s in all, peak %d CPUs\n",
+		report += fmt.Sprintf("overcommit (Pods of two Jobs running at once beyond the ClusterQueue's 4 CPUs): %s in all, peak %d CPUs\n",
 			over.Round(100*time.Millisecond), peak/1000)
 		report += fmt.Sprintf("manager log lines with update conflicts (\"the object has been modified\"), whole suite so far: %d\n",
 			len(managerLogLines("the object has been modified")))
@@ -211,6 +211,13 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		for i := 1; i < len(ts); i++ {
 			// Both times have one-second resolution.
 			gomega.Expect(ts[i].evictedPrev.Sub(ts[i-1].reserved)).To(gomega.BeNumerically(">=", time.Minute), "a turn lasts its window:\n%s", report)
+		}
+		ginkgo.By("handing over only once the victim's Pods are gone (HandoverAfterVictimTermination)")
+		gomega.Expect(over).To(gomega.BeZero(), "no Pods beyond the ClusterQueue's quota:\n%s", report)
+		for _, t := range ts[1:] {
+			// The reservation time has one-second resolution.
+			gomega.Expect(t.reserved).To(gomega.BeTemporally(">=", t.prevGone.Add(-time.Second)), "%s got the quota only after %s's Pods were gone:\n%s", t.holder, t.previous, report)
+			gomega.Expect(t.running.Sub(t.reserved)).To(gomega.BeNumerically("<", 10*time.Second), "%s's turn is not spent waiting for %s's grace period:\n%s", t.holder, t.previous, report)
 		}
 	})
 })
