@@ -53,12 +53,11 @@ type drainHolds struct {
 }
 
 type drainHold struct {
-	uid       types.UID
-	cq        kueue.ClusterQueueReference
-	usage     workload.Usage
-	preemptor string
-	job       types.NamespacedName
-	deadline  time.Time
+	uid      types.UID
+	cq       kueue.ClusterQueueReference
+	usage    workload.Usage
+	job      types.NamespacedName
+	deadline time.Time
 }
 
 func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference)) *drainHolds {
@@ -87,17 +86,16 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 			grace = gracePeriod(&obj.Spec.Template.Spec)
 		}
 		h := &drainHold{
-			uid:       wl.UID,
-			cq:        t.WorkloadInfo.ClusterQueue,
-			usage:     t.WorkloadInfo.Usage(),
-			preemptor: klog.KObj(preemptor.Obj).String(),
-			job:       job,
-			deadline:  d.clock.Now().Add(grace + drainMargin),
+			uid:      wl.UID,
+			cq:       t.WorkloadInfo.ClusterQueue,
+			usage:    t.WorkloadInfo.Usage(),
+			job:      job,
+			deadline: d.clock.Now().Add(grace + drainMargin),
 		}
 		d.mu.Lock()
 		d.holds[client.ObjectKeyFromObject(wl)] = h
 		d.mu.Unlock()
-		log.V(3).Info("Holding the quota of a preempted workload until its Pods are gone", "victim", klog.KObj(wl), "job", job, "until", h.deadline)
+		log.V(3).Info("Holding the quota of a preempted workload until its Pods are gone", "victim", klog.KObj(wl), "preemptor", klog.KObj(preemptor.Obj), "job", job, "until", h.deadline)
 		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
 			cq := h.cq
 			after.AfterFunc(h.deadline.Sub(d.clock.Now())+time.Millisecond, func() { d.wake(context.WithoutCancel(ctx), cq) })
