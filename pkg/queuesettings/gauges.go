@@ -2,6 +2,7 @@ package queuesettings
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
@@ -71,9 +73,8 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 				if admitted == nil || admitted.Status != metav1.ConditionTrue {
 					continue
 				}
-				c := policy.Candidate{Admitted: true, AdmittedAt: admitted.LastTransitionTime.Time}
-				c.RunningSince = policy.RunningSince(wl, w.RuntimeClock)
-				c.NotStarted = c.RunningSince.IsZero()
+				c := policy.Candidate{Info: &workload.Info{Obj: wl}, Admitted: true, AdmittedAt: admitted.LastTransitionTime.Time}
+				c.CountRuntimeFrom(w.RuntimeClock)
 				if minRuntimes {
 					if policy.Protected(&c, policy.ResolvePreempt(path, defaults), now) {
 						g.protected[gaugeKey{string(cq), "preemptMinRuntime"}]++
@@ -83,7 +84,9 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 					}
 				}
 				if tolerations {
-					if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && t.Tolerates() && (t.Forever || now.Sub(c.AdmittedAt) < t.Duration) {
+					// Protected by its toleration from some preemptor: the lowest priority there is.
+					c.Toleration = w.Tolerations(wl.Spec.PriorityClassRef)
+					if policy.Tolerated(&c, math.MinInt64, now) {
 						g.protected[gaugeKey{string(cq), "toleration"}]++
 					}
 				}
