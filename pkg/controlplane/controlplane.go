@@ -243,6 +243,9 @@ type ManagerSettings struct {
 	FeatureGates map[string]bool
 	// Extra is appended verbatim to the configuration (top-level YAML keys).
 	Extra string
+	// MetricsExtra is appended verbatim to the metrics section (keys indented by two spaces),
+	// for example customLabels.
+	MetricsExtra string
 	// WebhookPort is where the webhook server listens; 0 means the port the installed webhook
 	// configurations call. Another port is for managers behind a proxy on that one.
 	WebhookPort int
@@ -268,6 +271,7 @@ func (c *ControlPlane) ManagerConfig(s ManagerSettings) string {
 	fmt.Fprintf(&b, "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
 	fmt.Fprintf(&b, "health:\n  healthProbeBindAddress: %q\n", s.HealthAddress)
 	fmt.Fprintf(&b, "metrics:\n  bindAddress: %q\n", s.MetricsAddress)
+	b.WriteString(s.MetricsExtra)
 	port := w.LocalServingPort
 	if s.WebhookPort != 0 {
 		port = s.WebhookPort

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -74,6 +75,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsconversion "github.com/kueue-timeshare/kueue-timeshare/pkg/conversion"
+	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
@@ -312,18 +314,52 @@ func (m *Manager) metricsServerOptions() (metricsserver.Options, *certwatcher.Ce
 	return opts, w, nil
 }
 
-// Upstream registers its collectors in a process-wide registry, which panics on a second call.
-var registerMetrics = sync.OnceFunc(metrics.Register)
+// Collectors live in a process-wide registry, which panics on a second call. The vectors are
+// built with the custom labels before it, as Kueue's own main does.
+var registerMetrics = sync.OnceFunc(func() {
+	metrics.Register()
+	tsmetrics.Register()
+})
+
+// customLabelsOfProcess is the custom labels the first manager of the process built.
+var customLabelsOfProcess struct {
+	sync.Mutex
+	built   bool
+	entries []configapi.ControllerMetricsCustomLabel
+	labels  *metrics.CustomLabels
+}
+
+// processCustomLabels builds Kueue's custom metric labels once per process. NewCustomLabels
+// rebuilds Kueue's metric vectors, and only those of the first Register are served: a manager
+// started again in the same process (a restart in tests) reuses the first one's.
+func processCustomLabels(entries []configapi.ControllerMetricsCustomLabel) (*metrics.CustomLabels, error) {
+	p := &customLabelsOfProcess
+	p.Lock()
+	defer p.Unlock()
+	if !p.built {
+		p.built, p.entries, p.labels = true, entries, metrics.NewCustomLabels(entries)
+		return p.labels, nil
+	}
+	if !equality.Semantic.DeepEqual(entries, p.entries) {
+		return nil, fmt.Errorf("metrics.customLabels: cannot change within a running process (Kueue's metrics keep the labels they were registered with); restart the process")
+	}
+	return p.labels, nil
+}
 
 func (m *Manager) buildCaches(ctx context.Context) error {
 	cfg := &m.cfg
-	registerMetrics()
 	lqMetrics := metrics.NewLocalQueueMetricsConfig(cfg.Metrics.LocalQueueMetrics)
 	if features.Enabled(features.CustomMetricLabels) {
-		m.customLabels = metrics.NewCustomLabels(cfg.Metrics.CustomLabels)
+		cl, err := processCustomLabels(cfg.Metrics.CustomLabels)
+		if err != nil {
+			return err
+		}
+		m.customLabels = cl
 	} else if len(cfg.Metrics.CustomLabels) > 0 {
 		m.log.Info("metrics.customLabels has no effect while the CustomMetricLabels feature gate is off")
 	}
+	tsmetrics.InitVectors(m.customLabels)
+	registerMetrics()
 	m.resourceFormatter = resources.NewResourceFormatter()
 
 	cacheOpts := []schdcache.Option{

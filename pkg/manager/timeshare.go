@@ -96,7 +96,7 @@ func (m *Manager) setupTimeshare() error {
 	}
 	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
 		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock), RoleTracker: m.roleTracker,
-		Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
+		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
 	if err := m.Add(w); err != nil {
 		return fmt.Errorf("adding the window waker: %w", err)
 	}

@@ -3,25 +3,113 @@
 package metrics
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 )
 
 const subsystem = "kueue"
 
-// ProtectedCandidates counts preemption candidates skipped because they ran for less than their
-// min-runtime. kind is "preempt" (victim in the preemptor's ClusterQueue) or "reclaim".
-var ProtectedCandidates = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Subsystem: subsystem,
-	Name:      "preemption_protected_candidates_total",
-	Help: "Preemption candidates skipped because they had run for less than their min-runtime, by the preemptor's " +
-		"ClusterQueue and kind (preempt: same ClusterQueue; reclaim: another ClusterQueue of the cohort tree). " +
-		"Each candidate counts once per preemptor and protection, however often the preemptor is retried.",
-}, []string{"cluster_queue", "kind", "replica_role"})
+var (
+	// ProtectedCandidates counts preemption candidates skipped because they ran for less than
+	// their min-runtime. kind is "preempt" (victim in the preemptor's ClusterQueue) or "reclaim".
+	ProtectedCandidates *prometheus.CounterVec
+	// TurnHolders is, per ClusterQueue with minAdmitDuration, how many workloads hold a turn
+	// (hold quota and are not being evicted).
+	TurnHolders *prometheus.GaugeVec
+	// NextTurnSeconds is, per ClusterQueue with minAdmitDuration and a turn holder, how long
+	// until the earliest holder's turn ends (0 once it has).
+	NextTurnSeconds *prometheus.GaugeVec
+	// ProtectedWorkloads is, per ClusterQueue and setting, how many running workloads are
+	// protected now.
+	ProtectedWorkloads *prometheus.GaugeVec
+)
+
+var (
+	vectorsMu sync.Mutex
+	// custom is the custom label names the per-ClusterQueue vectors were built with.
+	custom []string
+	// registered is whether Register ran: InitVectors then moves the registration to the new
+	// vectors, so that a manager restarted in the same process keeps serving them.
+	registered bool
+)
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped,
-		TurnHolders, NextTurnSeconds, ProtectedWorkloads)
+	build(nil)
+}
+
+// InitVectors builds the per-ClusterQueue metrics with the ClusterQueue custom labels of cl
+// (the manager's metrics.customLabels, "custom_" names after replica_role, in the order Kueue's
+// own ClusterQueue metrics carry them). It keeps the vectors when the names are unchanged.
+func InitVectors(cl *kueuemetrics.CustomLabels) {
+	names := cl.LabelNames(configapi.SourceKindClusterQueue)
+	vectorsMu.Lock()
+	defer vectorsMu.Unlock()
+	if slices.Equal(names, custom) {
+		return
+	}
+	if registered {
+		for _, c := range perClusterQueue() {
+			ctrlmetrics.Registry.Unregister(c)
+		}
+	}
+	build(names)
+	if registered {
+		ctrlmetrics.Registry.MustRegister(perClusterQueue()...)
+	}
+}
+
+func perClusterQueue() []prometheus.Collector {
+	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads}
+}
+
+func build(names []string) {
+	custom = names
+	labels := func(base ...string) []string { return append(base, names...) }
+	ProtectedCandidates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: subsystem,
+		Name:      "preemption_protected_candidates_total",
+		Help: "Preemption candidates skipped because they had run for less than their min-runtime, by the preemptor's " +
+			"ClusterQueue and kind (preempt: same ClusterQueue; reclaim: another ClusterQueue of the cohort tree). " +
+			"Each candidate counts once per preemptor and protection, however often the preemptor is retried.",
+	}, labels("cluster_queue", "kind", "replica_role"))
+	TurnHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "time_sharing_turn_holders",
+		Help:      "Workloads holding a time-sharing turn (quota) in a ClusterQueue with minAdmitDuration, by ClusterQueue.",
+	}, labels("cluster_queue", "replica_role"))
+	NextTurnSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "time_sharing_next_turn_seconds",
+		Help:      "Seconds until the earliest turn holder of a ClusterQueue with minAdmitDuration passes its window (0: passed; a waiting workload of the same priority may take its turn).",
+	}, labels("cluster_queue", "replica_role"))
+	ProtectedWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "protected_workloads",
+		Help: "Running workloads protected from preemption now, by ClusterQueue and setting: preemptMinRuntime, " +
+			"reclaimMinRuntime (resolved from the workload's own ClusterQueue up), toleration.",
+	}, labels("cluster_queue", "setting", "replica_role"))
+}
+
+// Register adds every metric of this package to controller-runtime's registry. Like Kueue's
+// Register, it panics when called twice.
+func Register() {
+	vectorsMu.Lock()
+	defer vectorsMu.Unlock()
+	ctrlmetrics.Registry.MustRegister(append(perClusterQueue(), ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped)...)
+	registered = true
+}
+
+// ClusterQueueLabels is the label values of a per-ClusterQueue series: names (cluster_queue
+// first, replica_role last), then the custom labels cl holds for the ClusterQueue.
+func ClusterQueueLabels(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueReference, names ...string) []string {
+	return append(names, cl.CQGet(cq)...)
 }
 
 // ExpectedRuntimeNominations counts admitted workloads found past their expected runtime (and so
@@ -39,28 +127,3 @@ var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.Coun
 	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
 		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
 }, []string{"reason", "replica_role"})
-
-// TurnHolders is, per ClusterQueue with minAdmitDuration, how many workloads hold a turn
-// (hold quota and are not being evicted).
-var TurnHolders = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Subsystem: subsystem,
-	Name:      "time_sharing_turn_holders",
-	Help:      "Workloads holding a time-sharing turn (quota) in a ClusterQueue with minAdmitDuration, by ClusterQueue.",
-}, []string{"cluster_queue", "replica_role"})
-
-// NextTurnSeconds is, per ClusterQueue with minAdmitDuration and a turn holder, how long until
-// the earliest holder's turn ends (0 once it has).
-var NextTurnSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Subsystem: subsystem,
-	Name:      "time_sharing_next_turn_seconds",
-	Help:      "Seconds until the earliest turn holder of a ClusterQueue with minAdmitDuration passes its window (0: passed; a waiting workload of the same priority may take its turn).",
-}, []string{"cluster_queue", "replica_role"})
-
-// ProtectedWorkloads is, per ClusterQueue and setting, how many running workloads are
-// protected now.
-var ProtectedWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Subsystem: subsystem,
-	Name:      "protected_workloads",
-	Help: "Running workloads protected from preemption now, by ClusterQueue and setting: preemptMinRuntime, " +
-		"reclaimMinRuntime (resolved from the workload's own ClusterQueue up), toleration.",
-}, []string{"cluster_queue", "setting", "replica_role"})

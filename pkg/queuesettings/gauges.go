@@ -94,9 +94,14 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 		}
 	}
 	role := roletracker.GetRole(w.RoleTracker)
-	setAll(metrics.TurnHolders, g.holders, w.gauges.holders, func(k gaugeKey) []string { return []string{k.cq, role} })
-	setAll(metrics.NextTurnSeconds, g.nextTurn, w.gauges.nextTurn, func(k gaugeKey) []string { return []string{k.cq, role} })
-	setAll(metrics.ProtectedWorkloads, g.protected, w.gauges.protected, func(k gaugeKey) []string { return []string{k.cq, k.setting, role} })
+	byQueue := func(k gaugeKey) []string {
+		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, role)
+	}
+	setAll(metrics.TurnHolders, g.holders, w.gauges.holders, byQueue)
+	setAll(metrics.NextTurnSeconds, g.nextTurn, w.gauges.nextTurn, byQueue)
+	setAll(metrics.ProtectedWorkloads, g.protected, w.gauges.protected, func(k gaugeKey) []string {
+		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
+	})
 	w.gauges = g
 }
 

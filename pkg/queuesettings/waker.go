@@ -16,6 +16,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
+	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -47,7 +48,9 @@ type Waker struct {
 	RuntimeClock policy.RuntimeClock
 	// RoleTracker gives the replica_role of the state gauges (standalone if nil).
 	RoleTracker *roletracker.RoleTracker
-	Log         logr.Logger
+	// CustomLabels gives the gauges' ClusterQueue custom labels (metrics.customLabels; none if nil).
+	CustomLabels *kueuemetrics.CustomLabels
+	Log          logr.Logger
 	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue manager
 	// retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod): waking
 	// that much early, less a margin, makes the retry land just after the end instead of a

@@ -45,7 +45,9 @@ type Settings struct {
 	FeatureGates map[string]bool
 	// ConfigExtra is appended to the Kueue Configuration (top-level YAML keys).
 	ConfigExtra string
-	Log         logr.Logger
+	// MetricsExtra is appended to the configuration's metrics section (controlplane.ManagerSettings).
+	MetricsExtra string
+	Log          logr.Logger
 	// UpstreamScheduler runs upstream's scheduler instead of ours (manager.Options).
 	UpstreamScheduler bool
 	// Clock replaces our scheduler's clock (manager.Options).
@@ -113,7 +115,7 @@ func Start(s Settings) (*Env, error) {
 
 func (e *Env) writeConfig(visibilityAddress string) error {
 	text := e.ControlPlane.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: "0",
-		FeatureGates: e.settings.FeatureGates, VisibilityAddress: visibilityAddress, Extra: e.settings.ConfigExtra})
+		FeatureGates: e.settings.FeatureGates, VisibilityAddress: visibilityAddress, Extra: e.settings.ConfigExtra, MetricsExtra: e.settings.MetricsExtra})
 	return os.WriteFile(e.cfgFile, []byte(text), 0o600)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
@@ -154,10 +155,10 @@ func (t *protectedTally) total() int {
 
 // report counts on kueue_preemption_protected_candidates_total the min-runtime skips that log
 // has not seen for this preemptor and protection yet.
-func (t *protectedTally) report(log *metrics.Decisions, preemptor types.UID, cq kueue.ClusterQueueReference, role string, now time.Time) {
+func (t *protectedTally) report(log *metrics.Decisions, preemptor types.UID, cq kueue.ClusterQueueReference, role string, custom *kueuemetrics.CustomLabels, now time.Time) {
 	for _, c := range t.minRuntime {
 		if log.First(string(preemptor)+"/"+string(c.uid)+"/"+c.kind+"/"+c.end.String(), now, c.end) {
-			metrics.ProtectedCandidates.WithLabelValues(string(cq), c.kind, role).Inc()
+			metrics.ProtectedCandidates.WithLabelValues(metrics.ClusterQueueLabels(custom, cq, string(cq), c.kind, role)...).Inc()
 		}
 	}
 }

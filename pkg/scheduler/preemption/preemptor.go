@@ -275,7 +275,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	}
 	targets := p.targets(s)
 	role := roletracker.GetRole(p.tracker)
-	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, s.now)
+	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, p.customLabels, s.now)
 	s.nominations.report(p.decisions, role, s.now)
 	return targets
 }

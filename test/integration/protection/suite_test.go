@@ -41,7 +41,10 @@ var _ = ginkgo.BeforeSuite(func() {
 	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	var err error
-	env, err = util.Start(util.Settings{Log: log, Clock: clk})
+	// Kueue's custom metric labels, so that our metrics are seen to carry them as Kueue's do.
+	env, err = util.Start(util.Settings{Log: log, Clock: clk,
+		FeatureGates: map[string]bool{"CustomMetricLabels": true},
+		MetricsExtra: "  customLabels:\n  - name: team\n    sourceKind: ClusterQueue\n"})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx := context.Background()
 	gomega.Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}})).To(gomega.Succeed())
@@ -158,21 +161,35 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // protectedTotal reads kueue_preemption_protected_candidates_total for cq and kind.
 func protectedTotal(cq, kind string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "kueue_preemption_protected_candidates_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cluster_queue"] == cq && labels["kind"] == kind {
-				return m.GetCounter().GetValue()
-			}
+	for _, s := range seriesOf("kueue_preemption_protected_candidates_total") {
+		if s.labels["cluster_queue"] == cq && s.labels["kind"] == kind {
+			return s.value
 		}
 	}
 	return 0
+}
+
+type series struct {
+	labels map[string]string
+	value  float64
+}
+
+// seriesOf reads every series of the counter or gauge name from the manager's registry.
+func seriesOf(name string) []series {
+	families, err := ctrlmetrics.Registry.Gather()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	var out []series
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			s := series{labels: map[string]string{}, value: m.GetCounter().GetValue() + m.GetGauge().GetValue()}
+			for _, l := range m.GetLabel() {
+				s.labels[l.GetName()] = l.GetValue()
+			}
+			out = append(out, s)
+		}
+	}
+	return out
 }
