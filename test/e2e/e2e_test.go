@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -308,5 +309,78 @@ var _ = ginkgo.Describe("waitForPodsReady", func() {
 		submit(ctx, next)
 		h := expectHandover(ctx, stuck, next, admitted.Add(podsReadyTimeout), kueue.WorkloadEvictedByPodsReadyTimeout)
 		ginkgo.AddReportEntry("waitForPodsReady handover with Pods (5 s grace)", h.String())
+	})
+})
+
+// A Job whose Pods take 60 s to become Ready, protected by a 20 s preemptMinRuntime, under each
+// runtime clock: what the admin gets from timeshare.runtimeClock.
+var _ = ginkgo.Describe("the runtime clock with Pods slow to become Ready", ginkgo.Ordered, func() {
+	const readyAfter, minRuntime = 60 * time.Second, 20 * time.Second
+	ginkgo.BeforeAll(func() {
+		priorityClass(context.Background(), "e2e-clock-low", 100, nil)
+		priorityClass(context.Background(), "e2e-clock-high", 1000, nil)
+	})
+	ginkgo.AfterAll(func() {
+		reconfigureManager(defaultManagerExtra)
+	})
+
+	// run starts a slow Job and, once it holds quota, a higher-priority Job for its room; it
+	// returns the slow Job's Workload conditions' times once the higher one took over.
+	run := func(ctx context.Context, clock string) (admitted, ready time.Time, h handover) {
+		ginkgo.GinkgoHelper()
+		ginkgo.By("restarting the manager with runtimeClock " + clock + " and a waitForPodsReady timeout longer than the Pods take")
+		reconfigureManager(fmt.Sprintf(`integrations:
+  frameworks: ["batch/job"]
+waitForPodsReady:
+  timeout: 3m
+  blockAdmission: false
+timeshare:
+  runtimeClock: %s
+`, clock))
+		ns := newNamespace(ctx, "clock-"+strings.ToLower(clock))
+		clusterQueue(ctx, ns, ns, "4", map[string]any{"withinClusterQueue": "LowerPriority", "preemptMinRuntime": minRuntime.String()})
+		slow := newJob(ns, jobSpec{name: "slow-start", queue: ns, cpu: "4", grace: 5, readyAfter: readyAfter.String(), priorityClass: "e2e-clock-low"})
+		urgent := newJob(ns, jobSpec{name: "urgent", queue: ns, cpu: "4", grace: 5, priorityClass: "e2e-clock-high"})
+		submit(ctx, slow)
+		_, admitted = admittedAt(ctx, slow)
+		expectRunning(ctx, slow, time.Minute)
+		submit(ctx, urgent)
+		notBefore := admitted.Add(minRuntime)
+		if clock == string(policy.RuntimeClockPodsReady) {
+			ginkgo.By("counting the min-runtime from the moment Kueue saw the Pods Ready")
+			gomega.Eventually(func(g gomega.Gomega) {
+				c := apimeta.FindStatusCondition(workload(g, ctx, slow).Status.Conditions, kueue.WorkloadPodsReady)
+				g.Expect(c).NotTo(gomega.BeNil())
+				g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+				ready = c.LastTransitionTime.Time
+			}, readyAfter+time.Minute, interval).Should(gomega.Succeed())
+			gomega.Expect(ready.Sub(admitted)).To(gomega.BeNumerically(">=", readyAfter-time.Second), "the Pods took their 60 s")
+			notBefore = ready.Add(minRuntime)
+		}
+		h = expectHandover(ctx, slow, urgent, notBefore, kueue.InClusterQueueReason)
+		if ready.IsZero() {
+			wl := workload(gomega.Default, ctx, slow)
+			if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady); c != nil && c.Status == metav1.ConditionTrue {
+				ready = c.LastTransitionTime.Time
+			}
+		}
+		return admitted, ready, h
+	}
+
+	ginkgo.It("Admitted: the min-runtime runs out while the Pods are still starting, so the Job is preempted before it ran Ready", func() {
+		ctx := context.Background()
+		admitted, ready, h := run(ctx, string(policy.RuntimeClockAdmitted))
+		gomega.Expect(ready.IsZero()).To(gomega.BeTrue(), "the Job was preempted before its Pods were Ready")
+		gomega.Expect(h.evicted.Sub(admitted)).To(gomega.BeNumerically("<", readyAfter))
+		ginkgo.AddReportEntry("runtimeClock Admitted, Pods Ready after 60 s, preemptMinRuntime 20 s",
+			fmt.Sprintf("preempted %s after admission, 0 s after its Pods were Ready (they never were)", h.evicted.Sub(admitted)))
+	})
+
+	ginkgo.It("PodsReady: the min-runtime counts from Ready, so the Job runs Ready for its 20 s before it is preempted", func() {
+		ctx := context.Background()
+		admitted, ready, h := run(ctx, string(policy.RuntimeClockPodsReady))
+		gomega.Expect(h.evicted.Sub(ready)).To(gomega.BeNumerically(">=", minRuntime-time.Second))
+		ginkgo.AddReportEntry("runtimeClock PodsReady, Pods Ready after 60 s, preemptMinRuntime 20 s",
+			fmt.Sprintf("preempted %s after admission, %s after its Pods were Ready", h.evicted.Sub(admitted), h.evicted.Sub(ready)))
 	})
 })

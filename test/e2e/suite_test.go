@@ -56,10 +56,37 @@ var (
 	logDir  string
 	mgr     *managerProcess
 	mgrArgs []string
-	// readyzURL is the manager's readiness probe.
+	// readyzURL is the manager's readiness probe, served at health.
 	readyzURL string
-	failed    bool
+	health    string
+	// cfgPath is the manager's configuration file.
+	cfgPath string
+	failed  bool
 )
+
+// defaultManagerExtra is the part of the manager's configuration that the specs choose: both
+// integrations, and waitForPodsReady without blocking admission.
+var defaultManagerExtra = fmt.Sprintf(`integrations:
+  frameworks: ["batch/job", "pod"]
+waitForPodsReady:
+  timeout: %s
+  blockAdmission: false
+`, podsReadyTimeout)
+
+// writeManagerConfig writes the manager's configuration with extra (top-level keys).
+func writeManagerConfig(extra string) {
+	ginkgo.GinkgoHelper()
+	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, Extra: extra})
+	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
+}
+
+// reconfigureManager restarts the manager with extra as its configuration's chosen part.
+func reconfigureManager(extra string) {
+	ginkgo.GinkgoHelper()
+	mgr.stop()
+	writeManagerConfig(extra)
+	mgr = startManager(readyzURL)
+}
 
 func TestE2E(t *testing.T) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
@@ -105,16 +132,10 @@ var _ = ginkgo.BeforeSuite(func() {
 	ginkgo.By("installing the chart's ServiceAccount and RBAC")
 	sa := installChartRBAC(context.Background())
 
-	health, err := controlplane.FreeLoopbackAddress()
+	health, err = controlplane.FreeLoopbackAddress()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, Extra: fmt.Sprintf(`integrations:
-  frameworks: ["batch/job", "pod"]
-waitForPodsReady:
-  timeout: %s
-  blockAdmission: false
-`, podsReadyTimeout)})
-	cfgPath := filepath.Join(logDir, "config.yaml")
-	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
+	cfgPath = filepath.Join(logDir, "config.yaml")
+	writeManagerConfig(defaultManagerExtra)
 	mgrArgs = []string{managerBin, "--config=" + cfgPath, "--kubeconfig=" + serviceAccountKubeconfig(chartNamespace, sa),
 		"--zap-log-level=2", "--metrics-insecure", "--visibility-cert-dir=" + cp.ServingCertDir()}
 	readyzURL = "http://" + health + "/readyz"
