@@ -56,6 +56,8 @@ var (
 	logDir  string
 	mgr     *managerProcess
 	mgrArgs []string
+	// mgrKubeconfig acts as the chart's ServiceAccount.
+	mgrKubeconfig string
 	// readyzURL is the manager's readiness probe, served at health.
 	readyzURL string
 	health    string
@@ -136,7 +138,8 @@ var _ = ginkgo.BeforeSuite(func() {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	cfgPath = filepath.Join(logDir, "config.yaml")
 	writeManagerConfig(defaultManagerExtra)
-	mgrArgs = []string{managerBin, "--config=" + cfgPath, "--kubeconfig=" + serviceAccountKubeconfig(chartNamespace, sa),
+	mgrKubeconfig = serviceAccountKubeconfig(chartNamespace, sa)
+	mgrArgs = []string{managerBin, "--config=" + cfgPath, "--kubeconfig=" + mgrKubeconfig,
 		"--zap-log-level=2", "--metrics-insecure", "--visibility-cert-dir=" + cp.ServingCertDir()}
 	readyzURL = "http://" + health + "/readyz"
 	mgr = startManager(readyzURL)
@@ -156,6 +159,10 @@ var _ = ginkgo.AfterSuite(func() {
 		gomega.Expect(cp.Stop()).To(gomega.Succeed())
 	}
 	if logDir == "" {
+		return
+	}
+	if os.Getenv("E2E_KEEP_LOGS") != "" {
+		ginkgo.GinkgoWriter.Printf("logs kept in %s (E2E_KEEP_LOGS)\n", logDir)
 		return
 	}
 	if failed {
@@ -240,9 +247,16 @@ type managerProcess struct {
 // startManager runs the manager, its output appended to manager.log, and waits for readiness.
 func startManager(readyz string) *managerProcess {
 	ginkgo.GinkgoHelper()
-	f, err := os.OpenFile(filepath.Join(logDir, "manager.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return startProcess(mgrArgs, "manager.log", readyz)
+}
+
+// startProcess runs args, its output appended to logName in logDir, and waits until readyz
+// answers.
+func startProcess(args []string, logName, readyz string) *managerProcess {
+	ginkgo.GinkgoHelper()
+	f, err := os.OpenFile(filepath.Join(logDir, logName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	cmd := exec.Command(mgrArgs[0], mgrArgs[1:]...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	gomega.Expect(cmd.Start()).To(gomega.Succeed())
