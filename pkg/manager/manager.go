@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -75,6 +76,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsconversion "github.com/kueue-timeshare/kueue-timeshare/pkg/conversion"
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -686,8 +688,36 @@ func (m *Manager) watchJobs(ctx context.Context, sched *scheduler.Scheduler) err
 	if err != nil {
 		return fmt.Errorf("watching Jobs: %w", err)
 	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	// The Pods end a hold up to a second before their Job's status does. Kueue's topology-aware
+	// scheduling controllers keep the same informer.
+	if tsfeatures.Enabled(tsfeatures.HandoverAfterVictimTermination) {
+		pods, err := m.GetCache().GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return fmt.Errorf("watching Pods: %w", err)
+		}
+		podReg, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(_, obj any) {
+				if pod, ok := obj.(*corev1.Pod); ok {
+					sched.PodChanged(ctx, pod, false)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				if pod, ok := obj.(*corev1.Pod); ok {
+					sched.PodChanged(ctx, pod, true)
+				}
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("watching Pods: %w", err)
+		}
+		defer func() { _ = pods.RemoveEventHandler(podReg) }()
+	}
 	<-ctx.Done()
-	return inf.RemoveEventHandler(reg)
+	return nil
 }
 
 // afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and every

@@ -47,21 +47,40 @@ type drainHolds struct {
 	clock  clock.Clock
 	// wake retries a ClusterQueue's inadmissible workloads.
 	wake func(context.Context, kueue.ClusterQueueReference)
+	// lead is how long before the victim's Pods are due to stop a wake is sent, so that Kueue's
+	// batched retry lands just after (the queue manager's batch period less preWakeMargin).
+	lead time.Duration
 
 	mu    sync.Mutex
 	holds map[types.NamespacedName]*drainHold
 }
 
 type drainHold struct {
-	uid      types.UID
-	cq       kueue.ClusterQueueReference
-	usage    workload.Usage
-	job      types.NamespacedName
+	uid   types.UID
+	cq    kueue.ClusterQueueReference
+	usage workload.Usage
+	job   types.NamespacedName
+	// jobUID selects the Job's Pods (batch.kubernetes.io/controller-uid); empty if the Job could
+	// not be read, and then only its status tells when they are gone.
+	jobUID   types.UID
 	deadline time.Time
+	// preWake is when the last early wake was set for; zero if none.
+	preWake time.Time
 }
+
+// preWakeMargin is how long after the Pods' deletion deadline the early retry lands: time for
+// the kubelet to stop them and for the informer to see it.
+const preWakeMargin = 200 * time.Millisecond
 
 func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference)) *drainHolds {
 	return &drainHolds{client: c, clock: clk, wake: wake, holds: map[types.NamespacedName]*drainHold{}}
+}
+
+// withLead sets how long before the victim's Pods are due to stop the holds wake their
+// ClusterQueue: the retry batch period of Kueue's queue manager.
+func (d *drainHolds) withLead(batch time.Duration) *drainHolds {
+	d.lead = max(batch-preWakeMargin, 0)
+	return d
 }
 
 // record starts a hold for every target evicted for one of our reasons whose owner is a Job.
@@ -90,6 +109,7 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 			cq:       t.WorkloadInfo.ClusterQueue,
 			usage:    t.WorkloadInfo.Usage(),
 			job:      job,
+			jobUID:   obj.UID,
 			deadline: d.clock.Now().Add(grace + drainMargin),
 		}
 		d.mu.Lock()
@@ -180,7 +200,86 @@ func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *d
 	if job.Status.Active == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
 		return false, "its Pods are gone"
 	}
+	// The Job controller batches Pod events for up to a second before it updates the Job's
+	// status; the Pods themselves say it first.
+	if h.jobUID != "" && job.UID == h.jobUID {
+		left, due, err := d.podsLeft(ctx, h)
+		if err == nil && left == 0 {
+			return false, "its Pods are gone"
+		}
+		d.wakeBefore(ctx, h, due)
+	}
 	return true, reasonDraining
+}
+
+// podsLeft counts the held Job's Pods that may still run (not Succeeded or Failed), and returns
+// the latest time by which they are to be stopped (their deletionTimestamp; zero if one has none).
+func (d *drainHolds) podsLeft(ctx context.Context, h *drainHold) (int, time.Time, error) {
+	var pods corev1.PodList
+	if err := d.client.List(ctx, &pods, client.InNamespace(h.job.Namespace),
+		client.MatchingLabels{batchv1.ControllerUidLabel: string(h.jobUID)}); err != nil {
+		return 0, time.Time{}, err
+	}
+	n := 0
+	var due time.Time
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		n++
+		if p.DeletionTimestamp == nil {
+			return n, time.Time{}, nil
+		}
+		due = later(due, p.DeletionTimestamp.Time)
+	}
+	return n, due, nil
+}
+
+// wakeBefore wakes h's ClusterQueue the lead before its Pods are due to stop: a Pod that uses
+// its whole grace period is removed at that time, and the retry then lands just after it rather
+// than a batch period after the event. Pods that stop earlier wake it by their events.
+func (d *drainHolds) wakeBefore(ctx context.Context, h *drainHold, due time.Time) {
+	after, ok := d.clock.(clock.WithDelayedExecution)
+	if !ok || d.lead <= 0 || due.IsZero() || due.Equal(h.preWake) {
+		return
+	}
+	h.preWake = due
+	at := due.Add(-d.lead)
+	if !at.After(d.clock.Now()) {
+		return
+	}
+	cq := h.cq
+	after.AfterFunc(at.Sub(d.clock.Now()), func() { d.wake(context.WithoutCancel(ctx), cq) })
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// podChanged wakes the ClusterQueue of a hold when one of its Job's Pods is gone or has stopped,
+// so that the check of the remaining Pods runs at once.
+func (d *drainHolds) podChanged(ctx context.Context, pod *corev1.Pod, gone bool) {
+	if d == nil || (!gone && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed) {
+		return
+	}
+	uid := types.UID(pod.Labels[batchv1.ControllerUidLabel])
+	if uid == "" {
+		return
+	}
+	var wake []kueue.ClusterQueueReference
+	d.mu.Lock()
+	for _, h := range d.holds {
+		if h.jobUID == uid && h.job.Namespace == pod.Namespace {
+			wake = append(wake, h.cq)
+		}
+	}
+	d.mu.Unlock()
+	for _, cq := range wake {
+		d.wake(ctx, cq)
+	}
 }
 
 // jobChanged wakes the ClusterQueue of a hold whose Job has no Pods left, so that the workload
@@ -212,6 +311,12 @@ func drainMessage(victims []string) string {
 // calls it from its Job informer.
 func (s *Scheduler) JobChanged(ctx context.Context, job *batchv1.Job) {
 	s.drains.jobChanged(ctx, job)
+}
+
+// PodChanged tells the scheduler that a Pod stopped (gone: deleted); the manager calls it from its
+// Pod informer.
+func (s *Scheduler) PodChanged(ctx context.Context, pod *corev1.Pod, gone bool) {
+	s.drains.podChanged(ctx, pod, gone)
 }
 
 // gracePeriod is a Pod template's termination grace period.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
@@ -27,7 +28,11 @@ func TestDrainHoldHolding(t *testing.T) {
 	}
 	released := victim(cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse), cond(kueue.WorkloadEvicted, metav1.ConditionTrue))
 	jobWith := func(active, terminating int32) *batchv1.Job {
-		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job"}, Status: batchv1.JobStatus{Active: active, Terminating: ptr.To(terminating)}}
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}, Status: batchv1.JobStatus{Active: active, Terminating: ptr.To(terminating)}}
+	}
+	podOf := func(jobUID string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-" + jobUID + "-" + string(phase), Labels: map[string]string{batchv1.ControllerUidLabel: jobUID},
+			DeletionTimestamp: ptr.To(metav1.NewTime(now)), Finalizers: []string{"test"}}, Status: corev1.PodStatus{Phase: phase}}
 	}
 	cases := map[string]struct {
 		objs     []client.Object
@@ -36,7 +41,16 @@ func TestDrainHoldHolding(t *testing.T) {
 		wantWhy  string
 	}{
 		"quota released, a Pod terminating: the usage is held": {
-			objs: []client.Object{released, jobWith(0, 1)}, wantHeld: true, wantWhy: reasonDraining,
+			objs: []client.Object{released, jobWith(0, 1), podOf("job-uid", corev1.PodRunning)}, wantHeld: true, wantWhy: reasonDraining,
+		},
+		"the Job still counts a terminating Pod that is gone: the hold ends": {
+			objs: []client.Object{released, jobWith(0, 1)}, wantWhy: "its Pods are gone",
+		},
+		"the Job's last Pod stopped (Failed) while it is deleted: the hold ends": {
+			objs: []client.Object{released, jobWith(0, 1), podOf("job-uid", corev1.PodFailed)}, wantWhy: "its Pods are gone",
+		},
+		"only another Job's Pod runs: the hold ends": {
+			objs: []client.Object{released, jobWith(0, 1), podOf("other-uid", corev1.PodRunning)}, wantWhy: "its Pods are gone",
 		},
 		"quota released, no Pods left: the hold ends": {
 			objs: []client.Object{released, jobWith(0, 0)}, wantWhy: "its Pods are gone",
@@ -68,7 +82,7 @@ func TestDrainHoldHolding(t *testing.T) {
 			clk := testingclock.NewFakeClock(now)
 			c := utiltesting.NewClientBuilder().WithObjects(tc.objs...).Build()
 			d := newDrainHolds(c, clk, nil)
-			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, deadline: now.Add(30*time.Second + drainMargin)}
+			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(30*time.Second + drainMargin)}
 			clk.Step(tc.elapsed)
 			held, why := d.holding(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, h)
 			if held != tc.wantHeld || why != tc.wantWhy {
@@ -97,6 +111,94 @@ func TestDrainJobChangedWakesOnlyWhenPodsAreGone(t *testing.T) {
 			d.jobChanged(ctx, tc.job)
 			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
 				t.Errorf("woken ClusterQueues (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDrainPodChangedWakesTheHoldsQueue(t *testing.T) {
+	pod := func(ns, jobUID string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod", Labels: map[string]string{batchv1.ControllerUidLabel: jobUID}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		gone     bool
+		wantWake []kueue.ClusterQueueReference
+	}{
+		"the held Job's Pod deleted":              {pod: pod("ns", "job-uid", corev1.PodRunning), gone: true, wantWake: []kueue.ClusterQueueReference{"cq"}},
+		"the held Job's Pod Failed":               {pod: pod("ns", "job-uid", corev1.PodFailed), wantWake: []kueue.ClusterQueueReference{"cq"}},
+		"the held Job's Pod still running":        {pod: pod("ns", "job-uid", corev1.PodRunning)},
+		"another Job's Pod deleted":               {pod: pod("ns", "other-uid", corev1.PodRunning), gone: true},
+		"a Pod of no Job deleted":                 {pod: pod("ns", "", corev1.PodRunning), gone: true},
+		"the same UID label in another namespace": {pod: pod("elsewhere", "job-uid", corev1.PodRunning), gone: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			var woken []kueue.ClusterQueueReference
+			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) })
+			d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}] = &drainHold{cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid"}
+			d.podChanged(ctx, tc.pod, tc.gone)
+			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
+				t.Errorf("woken ClusterQueues (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDrainWakesJustBeforeThePodsAreDue(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	released := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-1"}, Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
+		{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Test", LastTransitionTime: metav1.NewTime(now)},
+		{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.NewTime(now)},
+	}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}, Status: batchv1.JobStatus{Terminating: ptr.To[int32](2)}}
+	pod := func(name string, due time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"},
+			DeletionTimestamp: ptr.To(metav1.NewTime(now.Add(due))), Finalizers: []string{"test"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	cases := map[string]struct {
+		pods []client.Object
+		// wantWokenAt are the offsets from now at which the ClusterQueue is woken, stepping in 100 ms.
+		wantWokenAt []time.Duration
+	}{
+		"one Pod due in 10 s: woken 800 ms before": {
+			pods: []client.Object{pod("a", 10*time.Second)}, wantWokenAt: []time.Duration{9200 * time.Millisecond},
+		},
+		"two Pods: woken before the later one is due": {
+			pods: []client.Object{pod("a", 5*time.Second), pod("b", 10*time.Second)}, wantWokenAt: []time.Duration{9200 * time.Millisecond},
+		},
+		"a Pod not being deleted: no early wake": {
+			pods: []client.Object{func() *corev1.Pod { p := pod("a", 0); p.DeletionTimestamp, p.Finalizers = nil, nil; return p }()},
+		},
+		"due already within the lead: no early wake": {
+			pods: []client.Object{pod("a", 500*time.Millisecond)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			clk := testingclock.NewFakeClock(now)
+			c := utiltesting.NewClientBuilder().WithObjects(append([]client.Object{released, job}, tc.pods...)...).Build()
+			var woken []time.Duration
+			var elapsed time.Duration
+			// The fake clock runs the timer's function while it holds its own lock: no clock reads in it.
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }).withLead(time.Second)
+			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(time.Minute)}
+			key := types.NamespacedName{Namespace: "ns", Name: "victim"}
+			// Every cycle checks the hold again; a wake is set once per deadline.
+			for range 3 {
+				if held, why := d.holding(ctx, key, h); !held || why != reasonDraining {
+					t.Fatalf("holding = %v, %q; want the usage held", held, why)
+				}
+			}
+			for range 120 {
+				elapsed += 100 * time.Millisecond
+				clk.Step(100 * time.Millisecond)
+			}
+			if diff := cmp.Diff(tc.wantWokenAt, woken); diff != "" {
+				t.Errorf("wakes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -82,7 +82,7 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 	}
 	s.drains = newDrainHolds(cl, o.clock, func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
-	})
+	}).withLead(queuesettings.RequeueBatchPeriod())
 	return s
 }
 
