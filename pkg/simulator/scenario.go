@@ -189,6 +189,9 @@ type Workload struct {
 	// Copies submits this many identical workloads, named <name>-1 ... <name>-N, Every apart.
 	Copies int       `json:"copies"`
 	Every  *Duration `json:"every"`
+	// Snapshot, for a workload already in the cluster when the simulation starts (a scenario
+	// saved from a live cluster), is its state then; it arrives at the start.
+	Snapshot *WorkloadSnapshot `json:"snapshot"`
 }
 
 // Duration is a Go duration ("90s", "1h30m").
