@@ -315,8 +315,20 @@ func (e *env) whatIf(ctx context.Context, f whatIfFlags, only string) (*WhatIfRe
 	if err != nil {
 		return nil, err
 	}
-	if only != "" && !slices.ContainsFunc(snap.ClusterQueues, func(u unstructured.Unstructured) bool { return u.GetName() == only }) {
+	inCluster := func(name string) bool {
+		return slices.ContainsFunc(snap.ClusterQueues, func(u unstructured.Unstructured) bool { return u.GetName() == name })
+	}
+	if only != "" && !inCluster(only) {
 		return nil, fmt.Errorf("ClusterQueue %q not found", only)
+	}
+	for _, u := range proposal.ClusterQueues {
+		if !inCluster(u.GetName()) {
+			var names []string
+			for _, cq := range snap.ClusterQueues {
+				names = append(names, cq.GetName())
+			}
+			return nil, fmt.Errorf("%s: ClusterQueue %q is not in the cluster; what-if compares changes to existing ClusterQueues (there: %s)", name, u.GetName(), strings.Join(names, ", "))
+		}
 	}
 	built, err := BuildScenario(snap, ScenarioOptions{For: f.horizon, AssumeRuntime: f.assumeRuntime, Manager: e.manager})
 	if err != nil {
