@@ -105,13 +105,14 @@ func encodeValue(v reflect.Value) (*yaml.Node, error) {
 			names = append(names, k.String())
 		}
 		for _, k := range sortedKeys(setOf(names)) {
-			n, err := encodeValue(v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())))
+			elem := v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key()))
+			n, err := encodeValue(elem)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
 			if n == nil {
-				n = scalar("")
-				n.Style = yaml.DoubleQuotedStyle
+				// A map entry is written even when zero: featureGates {X: false}.
+				n = zeroNode(elem)
 			}
 			out.Content = append(out.Content, scalar(k), n)
 		}
@@ -168,4 +169,17 @@ func setOf(names []string) map[string]struct{} {
 		out[n] = struct{}{}
 	}
 	return out
+}
+
+// zeroNode is the YAML of a zero value, for where leaving it out would change the meaning.
+func zeroNode(v reflect.Value) *yaml.Node {
+	switch v.Kind() {
+	case reflect.Bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"}
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Float64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "0"}
+	case reflect.String:
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: "", Style: yaml.DoubleQuotedStyle}
+	}
+	return &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 }

@@ -183,7 +183,7 @@ func snapshotStatus(wl *kueue.Workload, w WorkloadSpec, start time.Time) {
 
 // submitSnapshot puts a workload that is already in the cluster at the start into the world,
 // with its past: created then, holding quota since then, preempted then. Its job's history starts
-// at its creation, so waits include the time it already waited.
+// at its creation, or at its last preemption, so waits include the time it already waited.
 func (w *world) submitSnapshot(j *job) error {
 	snap := j.spec.Snapshot
 	wl := j.spec.Workload(w.start.Add(snap.Created.Duration), j.uid)
@@ -214,8 +214,26 @@ func (w *world) submitSnapshot(j *job) error {
 	w.versions++
 	w.workloads.Create(event.TypedCreateEvent[*kueue.Workload]{Object: latest.DeepCopy()})
 	w.byUID[j.uid] = j.spec.Name
+	if snap.QuotaReserved != nil {
+		// A manager that starts on such a cluster adds its LocalQueues after the Workloads exist,
+		// and so knows the queue of every admitted one: when it finishes, the ClusterQueue's
+		// waiting workloads are retried. Adding the LocalQueue again does the same here.
+		lq := &kueue.LocalQueue{}
+		if err := w.client.Get(w.ctx, types.NamespacedName{Namespace: wl.Namespace, Name: string(wl.Spec.QueueName)}, lq); err != nil {
+			return fmt.Errorf("reading LocalQueue of workload %s: %w", j.spec.Name, err)
+		}
+		w.queues.DeleteLocalQueue(w.log, lq)
+		if err := w.queues.AddLocalQueue(w.ctx, lq); err != nil {
+			return fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
+		}
+	}
 
-	j.arrived(snap.Created.Duration)
+	// What it did before its last preemption is not known: its current wait starts there.
+	waiting := snap.Created.Duration
+	if snap.QuotaReserved == nil && snap.Preempted != nil {
+		waiting = max(waiting, snap.Preempted.At.Duration)
+	}
+	j.arrived(waiting)
 	w.events = append(w.events, Event{At: snap.Created.Duration, Kind: EventArrived, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
 	if r := snap.QuotaReserved; r != nil {
 		j.admitted(r.Duration)
