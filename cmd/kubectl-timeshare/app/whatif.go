@@ -506,17 +506,24 @@ func RenderWhatIf(w io.Writer, r *WhatIfReport, wide bool) error {
 		fmt.Fprintln(w, "Both make the same decisions.")
 	} else {
 		fmt.Fprintln(w, "First decisions that differ:")
+		t = newTable(w)
 		for _, side := range []struct {
 			name string
 			ds   []SimDecision
 		}{{"current", r.FirstDifference.Current}, {"proposed", r.FirstDifference.Proposed}} {
-			fmt.Fprintf(w, "  %s:\n", side.name)
 			if len(side.ds) == 0 {
-				fmt.Fprintln(w, "    nothing more happens")
+				fmt.Fprintf(t, "  %s\t\tnothing more happens\n", side.name)
 			}
-			for _, d := range side.ds {
-				fmt.Fprintf(w, "    %s  %s\n", sinceNow(d.At.Time, r.Now, wide), describeDecision(d))
+			for i, d := range side.ds {
+				label := side.name
+				if i > 0 {
+					label = ""
+				}
+				fmt.Fprintf(t, "  %s\t%s\t%s\n", label, sinceNow(d.At.Time, r.Now, wide), describeDecision(d))
 			}
+		}
+		if err := t.Flush(); err != nil {
+			return err
 		}
 	}
 	if len(r.Notes) > 0 {
