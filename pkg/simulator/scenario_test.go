@@ -41,7 +41,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"two documents": {
 			yaml: minimal + "---\nname: again\n",
-			want: []string{"s.yaml:13: a scenario is one YAML document; found a second one"},
+			want: []string{"s.yaml:14: a scenario has one document of its own fields (without apiVersion and kind); found a second one"},
 		},
 		"a list at the top": {
 			yaml: "- a\n- b\n",
