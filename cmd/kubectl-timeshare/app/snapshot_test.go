@@ -273,8 +273,9 @@ func TestBuildScenario(t *testing.T) {
 			if diff := cmp.Diff(tc.notes, got.Notes, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("notes (-want +got):\n%s", diff)
 			}
-			// What --save-scenario writes is a scenario the simulator accepts, and reads back the same.
-			data, err := got.Scenario.Encode()
+			// What --save-scenario writes (Kueue's manifests and the workloads) is a scenario the
+			// simulator accepts, and stands for the same objects and workloads.
+			data, err := got.Scenario.EncodeManifests()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,8 +283,24 @@ func TestBuildScenario(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the saved scenario does not parse:\n%v\n%s", err, data)
 			}
-			if diff := cmp.Diff(got.Scenario, back, scenarioCmp...); diff != "" {
-				t.Errorf("saved and read back (-built +read):\n%s", diff)
+			wantObjs, err := got.Scenario.Objects()
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotObjs, err := back.Objects()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantObjs, gotObjs, scenarioCmp...); diff != "" {
+				t.Errorf("objects saved and read back (-built +read):\n%s", diff)
+			}
+			if diff := cmp.Diff(got.Scenario.WorkloadSpecs(), back.WorkloadSpecs(), append(scenarioCmp, cmpopts.IgnoreUnexported(simulator.WorkloadSpec{}))...); diff != "" {
+				t.Errorf("workloads saved and read back (-built +read):\n%s", diff)
+			}
+			for _, kind := range []string{"kind: ResourceFlavor", "kind: Cohort", "kind: ClusterQueue", "kind: LocalQueue", "kind: WorkloadPriorityClass"} {
+				if !strings.Contains(string(data), kind) {
+					t.Errorf("the saved scenario has no %s:\n%s", kind, data)
+				}
 			}
 		})
 	}

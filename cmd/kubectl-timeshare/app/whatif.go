@@ -334,7 +334,8 @@ func (e *env) whatIf(ctx context.Context, f whatIfFlags, only string) (*WhatIfRe
 	if err != nil {
 		return nil, err
 	}
-	saved, err := built.Scenario.Encode()
+	// What --save-scenario writes is what runs: Kueue's manifests and the workloads.
+	saved, err := built.Scenario.EncodeManifests()
 	if err != nil {
 		return nil, err
 	}

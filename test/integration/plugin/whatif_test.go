@@ -18,6 +18,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/cmd/kubectl-timeshare/app"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -112,10 +113,25 @@ var _ = ginkgo.Describe("kubectl timeshare what-if on a ClusterQueue taking turn
 			gomega.Expect(w.RuntimeSeconds).To(gomega.Equal((2 * time.Hour).Seconds()))
 		}
 
-		ginkgo.By("saving a scenario that the simulator reads")
+		ginkgo.By("saving, as Kueue's manifests and the workloads, a scenario that the simulator runs to the same next turn")
 		data, err := os.ReadFile(scenario)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Expect(string(data)).To(gomega.ContainSubstring("kind: ClusterQueue"))
 		gomega.Expect(string(data)).To(gomega.ContainSubstring("quotaReserved:"))
+		sc, err := simulator.Load(scenario)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		res, err := simulator.Run(ctx, sc, simulator.Options{})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		var first *simulator.Event
+		for i, e := range res.Events {
+			if e.Kind == simulator.EventAdmitted && e.At > 0 && e.ClusterQueue == "rotate" {
+				first = &res.Events[i]
+				break
+			}
+		}
+		gomega.Expect(first).NotTo(gomega.BeNil())
+		gomega.Expect(first.Workload).To(gomega.Equal(predicted.Workload))
+		gomega.Expect(res.Start.Add(first.At)).To(gomega.BeTemporally("~", predicted.At.Time, time.Second))
 
 		ginkgo.By("printing the comparison in tables")
 		code, table, errOut := run("what-if", "-f", file, "rotate", "--for", "1h", "--assume-runtime", "2h")
