@@ -327,7 +327,7 @@ spec:
 	}{
 		"a ClusterQueue and a manager configuration": {
 			file:    strings.Replace(cq, "%s", "10m", 1) + "---\n" + config,
-			changes: []string{"ClusterQueue turns", "manager configuration (timeshare section and feature gates)"},
+			changes: []string{"ClusterQueue turns", "the manager configuration's timeshare section and feature gates"},
 		},
 		"a List of a Cohort": {
 			file:    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: Cohort\n  metadata: {name: team}\n  spec: {preemption: {reclaimMinRuntime: 1h}}\n",

@@ -216,7 +216,7 @@ func (p *Proposal) Changes() []string {
 		out = append(out, "Cohort "+u.GetName())
 	}
 	if p.Manager != nil {
-		out = append(out, "manager configuration (timeshare section and feature gates)")
+		out = append(out, "the manager configuration's timeshare section and feature gates")
 	}
 	return out
 }
