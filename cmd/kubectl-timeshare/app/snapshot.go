@@ -231,8 +231,27 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 		}
 		w, notes := snapshotWorkload(wl, start, rt.Runtime)
 		out.Notes = append(out.Notes, notes...)
-		if ref := wl.Spec.PriorityClassRef; ref != nil && ref.Kind == kueue.PodPriorityClassKind {
-			podClasses.Insert(ref.Name)
+		cqName := lqs[wl.Namespace+"/"+string(wl.Spec.QueueName)]
+		covered := coveredResources(sc, cqName)
+		for _, r := range sortedKeys(w.Resources) {
+			if !covered.Has(r) {
+				delete(w.Resources, r)
+				delete(w.Snapshot.Flavors, r)
+				out.Notes = append(out.Notes, fmt.Sprintf("workload %s asks for %s, which ClusterQueue %s has no quota for: simulated without it, as when the manager's resources.excludeResourcePrefixes leaves it out (otherwise Kueue never admits the workload)", key, r, cqName))
+			}
+		}
+		if len(w.Resources) == 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("workload %s is left out: it asks for nothing ClusterQueue %s has quota for", key, cqName))
+			continue
+		}
+		if ref := wl.Spec.PriorityClassRef; ref != nil {
+			if ref.Kind == kueue.PodPriorityClassKind {
+				podClasses.Insert(ref.Name)
+			}
+			if !classExists(snap, ref) {
+				w.PriorityClass = ""
+				out.Notes = append(out.Notes, fmt.Sprintf("workload %s names %s %q, which is not in the cluster: simulated at priority 0", key, ref.Kind, ref.Name))
+			}
 		}
 		sc.Workloads = append(sc.Workloads, w)
 		out.Runtimes[key] = rt
@@ -351,5 +370,36 @@ func withPrefix(m map[string]string, prefix string) map[string]string {
 func sortedByName[T any](items []T, name func(T) string) []T {
 	out := slices.Clone(items)
 	slices.SortStableFunc(out, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+	return out
+}
+
+// coveredResources are the resources a ClusterQueue of the scenario has quota for.
+func coveredResources(sc *simulator.Scenario, cq string) sets.Set[string] {
+	out := sets.New[string]()
+	for _, c := range sc.ClusterQueues {
+		if c.Name == cq {
+			for _, fq := range c.Quota {
+				for r := range fq.Resources {
+					out.Insert(r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func classExists(snap *Snapshot, ref *kueue.PriorityClassRef) bool {
+	if ref.Kind == kueue.PodPriorityClassKind {
+		return slices.ContainsFunc(snap.PriorityClasses, func(pc schedulingv1.PriorityClass) bool { return pc.Name == ref.Name })
+	}
+	return slices.ContainsFunc(snap.WorkloadPriorityClasses, func(pc kueue.WorkloadPriorityClass) bool { return pc.Name == ref.Name })
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }

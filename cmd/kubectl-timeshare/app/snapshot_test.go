@@ -241,6 +241,30 @@ func TestBuildScenario(t *testing.T) {
 				"ns/rotated": {Runtime: 45 * time.Minute, Source: RuntimeAssumed},
 			},
 		},
+		"resources without quota and priority classes that are gone": {
+			snap: func(s *Snapshot) {
+				withMemory := cpuWorkload("mem", -time.Hour, "1")
+				withMemory.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+				withMemory.Spec.PriorityClassRef = kueue.NewWorkloadPriorityClassRef("deleted")
+				onlyGPU := cpuWorkload("gpu", -time.Hour, "1")
+				onlyGPU.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+				s.Workloads = []kueue.Workload{withMemory, onlyGPU}
+			},
+			opts: ScenarioOptions{AssumeRuntime: time.Hour},
+			want: wantQueues(&simulator.Scenario{
+				Workloads: []simulator.Workload{
+					{Name: "mem", Namespace: "ns", Queue: "lq", Pods: 1, Resources: map[string]simulator.Quantity{"cpu": q("1")}, Duration: d(time.Hour),
+						Snapshot: &simulator.WorkloadSnapshot{Created: d(-time.Hour)}},
+				},
+			}),
+			runtimes: map[string]RuntimeChoice{"ns/mem": {Runtime: time.Hour, Source: RuntimeAssumed}},
+			notes: []string{unknownDefaults,
+				"workload ns/gpu asks for nvidia.com/gpu, which ClusterQueue turns has no quota for: simulated without it, as when the manager's resources.excludeResourcePrefixes leaves it out (otherwise Kueue never admits the workload)",
+				"workload ns/gpu is left out: it asks for nothing ClusterQueue turns has quota for",
+				"workload ns/mem asks for memory, which ClusterQueue turns has no quota for: simulated without it, as when the manager's resources.excludeResourcePrefixes leaves it out (otherwise Kueue never admits the workload)",
+				`workload ns/mem names WorkloadPriorityClass "deleted", which is not in the cluster: simulated at priority 0`,
+			},
+		},
 		"no run time known": {
 			snap: func(s *Snapshot) { s.Workloads = []kueue.Workload{rotated, holder, critical} },
 			err:  "no run time is known for ns/rotated, ns/critical: no kueue-timeshare.io/expected-runtime annotation, no --assume-runtime, and no finished workload in the cluster to take a median from; pass --assume-runtime",
