@@ -3,18 +3,16 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
@@ -241,14 +239,4 @@ func toInt32(v any) (int32, error) {
 		}
 	}
 	return 0, fmt.Errorf("%v is not a whole number", v)
-}
-
-// clusterQueueNames lists the scenario's ClusterQueue names.
-func (s *Scenario) clusterQueueNames() []string {
-	out := make([]string, 0, len(s.ClusterQueues))
-	for _, cq := range s.ClusterQueues {
-		out = append(out, cq.Name)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -396,3 +396,64 @@ spec:
 		})
 	}
 }
+
+func TestProposalApply(t *testing.T) {
+	current, err := simulator.Parse("current", []byte(`flavors: [{name: default}]
+cohorts: [{name: team}]
+clusterQueues:
+  - {name: turns, cohort: team, quota: [{flavor: default, resources: {cpu: 2}}]}
+workloads:
+  - {name: a, clusterQueue: turns, resources: {cpu: 1}, duration: 1h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq := func(flavor, cohort string) string {
+		return "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: turns}\nspec:\n  cohortName: " + cohort +
+			"\n  resourceGroups: [{coveredResources: [cpu], flavors: [{name: " + flavor + ", resources: [{name: cpu, nominalQuota: 4}]}]}]\n"
+	}
+	cases := map[string]struct {
+		file      string
+		wantQuota string
+		wantCohort    string
+		err       string
+	}{
+		"a ClusterQueue replaces the cluster's": {file: cq("default", "team"), wantQuota: "4", wantCohort: "team"},
+		"a new Cohort with it": {
+			file:      cq("default", "lab") + "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: lab}\nspec: {preemption: {reclaimMinRuntime: 1h}}\n",
+			wantQuota: "4", wantCohort: "lab",
+		},
+		"a flavor the cluster does not have": {
+			file: cq("h100", "team"),
+			err:  `p.yaml: the proposal does not fit the cluster: ClusterQueue turns: quota[0].flavor: flavor "h100" is not declared under flavors`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := ReadProposal("p.yaml", []byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.apply("p.yaml", current)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error = %v\nwant    %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.ClusterQueues) != 1 {
+				t.Fatalf("ClusterQueues = %v", got.ClusterQueues)
+			}
+			q := got.ClusterQueues[0].Quota[0].Resources["cpu"]
+			if q.Nominal.String() != tc.wantQuota || got.ClusterQueues[0].Cohort != tc.wantCohort {
+				t.Errorf("ClusterQueue = %+v, want quota %s in %s", got.ClusterQueues[0], tc.wantQuota, tc.wantCohort)
+			}
+			if diff := cmp.Diff(current.WorkloadSpecs(), got.WorkloadSpecs(), append(scenarioCmp, cmpopts.IgnoreUnexported(simulator.WorkloadSpec{}))...); diff != "" {
+				t.Errorf("workloads changed (-current +proposed):\n%s", diff)
+			}
+		})
+	}
+}

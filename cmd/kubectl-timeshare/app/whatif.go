@@ -271,7 +271,24 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 			}
 		}
 	}
-	return out, nil
+	// Checked as a scenario: a proposal may name flavors or Cohorts the cluster does not have.
+	data, err = out.EncodeManifests()
+	if err != nil {
+		return nil, err
+	}
+	checked, err := simulator.Parse(file, data)
+	if err != nil {
+		var list simulator.ErrorList
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+		problems := make([]string, 0, len(list))
+		for _, e := range list {
+			problems = append(problems, e.Path+": "+e.Message)
+		}
+		return nil, fmt.Errorf("%s: the proposal does not fit the cluster: %s", file, strings.Join(problems, "; "))
+	}
+	return checked, nil
 }
 
 func clusterQueueNames(s *simulator.Scenario) []string {
