@@ -413,10 +413,10 @@ workloads:
 			"\n  resourceGroups: [{coveredResources: [cpu], flavors: [{name: " + flavor + ", resources: [{name: cpu, nominalQuota: 4}]}]}]\n"
 	}
 	cases := map[string]struct {
-		file      string
-		wantQuota string
-		wantCohort    string
-		err       string
+		file       string
+		wantQuota  string
+		wantCohort string
+		err        string
 	}{
 		"a ClusterQueue replaces the cluster's": {file: cq("default", "team"), wantQuota: "4", wantCohort: "team"},
 		"a new Cohort with it": {
