@@ -457,3 +457,70 @@ workloads:
 		})
 	}
 }
+
+func TestCompareRuns(t *testing.T) {
+	built := &SnapshotScenario{
+		Scenario: &simulator.Scenario{Simulation: simulator.Simulation{Start: &simulator.Time{Time: t0}}, Workloads: []simulator.Workload{
+			{Name: "a", Snapshot: &simulator.WorkloadSnapshot{QuotaReserved: dp(0)}},
+			{Name: "b", Snapshot: &simulator.WorkloadSnapshot{}},
+		}},
+		Runtimes: map[string]RuntimeChoice{"ns/a": {Runtime: time.Hour, Source: RuntimeAssumed}, "ns/b": {Runtime: time.Hour, Source: RuntimeAssumed}},
+	}
+	ev := func(at time.Duration, kind simulator.EventKind, wl, by string) simulator.Event {
+		return simulator.Event{At: at, Kind: kind, Workload: wl, ClusterQueue: "cq", By: by}
+	}
+	run := func(events ...simulator.Event) *simulator.Result {
+		return &simulator.Result{Start: t0, ClusterQueues: []simulator.QueueResult{{Name: "cq", Workloads: 2}},
+			Workloads: []simulator.WorkloadResult{{Name: "a", Namespace: "ns", ClusterQueue: "cq"}, {Name: "b", Namespace: "ns", ClusterQueue: "cq"}},
+			Events:    append([]simulator.Event{ev(-time.Hour, simulator.EventArrived, "a", ""), ev(-time.Hour, simulator.EventArrived, "b", ""), ev(0, simulator.EventAdmitted, "a", "")}, events...)}
+	}
+	dec := func(at time.Duration, kind, wl, by string) SimDecision {
+		return SimDecision{At: *mt(at), Kind: kind, Workload: wl, ClusterQueue: "cq", By: by}
+	}
+	cases := map[string]struct {
+		cur, prop    *simulator.Result
+		wantNext     [2]*SimDecision
+		wantFirstDif *Divergence
+	}{
+		"the same decisions; a holder reserved at the start is not its next admission": {
+			cur:      run(ev(5*time.Minute, simulator.EventPreempted, "a", "b"), ev(5*time.Minute, simulator.EventAdmitted, "b", "")),
+			prop:     run(ev(5*time.Minute, simulator.EventPreempted, "a", "b"), ev(5*time.Minute, simulator.EventAdmitted, "b", "")),
+			wantNext: [2]*SimDecision{ptr.To(dec(5*time.Minute, "admitted", "b", "")), ptr.To(dec(5*time.Minute, "admitted", "b", ""))},
+		},
+		"they part; a holder admitted again later is a next admission": {
+			cur: run(ev(5*time.Minute, simulator.EventFinished, "a", ""), ev(5*time.Minute, simulator.EventAdmitted, "b", "")),
+			prop: run(ev(5*time.Minute, simulator.EventPreempted, "a", "b"), ev(5*time.Minute, simulator.EventAdmitted, "b", ""),
+				ev(10*time.Minute, simulator.EventPreempted, "b", "a"), ev(10*time.Minute, simulator.EventAdmitted, "a", "")),
+			wantNext: [2]*SimDecision{ptr.To(dec(5*time.Minute, "admitted", "b", "")), ptr.To(dec(5*time.Minute, "admitted", "b", ""))},
+			wantFirstDif: &Divergence{
+				Current:  []SimDecision{dec(5*time.Minute, "finished", "a", ""), dec(5*time.Minute, "admitted", "b", "")},
+				Proposed: []SimDecision{dec(5*time.Minute, "preempted", "a", "b"), dec(5*time.Minute, "admitted", "b", ""), dec(10*time.Minute, "preempted", "b", "a"), dec(10*time.Minute, "admitted", "a", "")},
+			},
+		},
+		"a holder evicted and admitted again: that admission is the next": {
+			cur:      run(ev(time.Minute, simulator.EventEvicted, "a", ""), ev(2*time.Minute, simulator.EventAdmitted, "a", "")),
+			prop:     run(ev(time.Minute, simulator.EventEvicted, "a", ""), ev(2*time.Minute, simulator.EventAdmitted, "a", "")),
+			wantNext: [2]*SimDecision{ptr.To(dec(2*time.Minute, "admitted", "a", "")), ptr.To(dec(2*time.Minute, "admitted", "a", ""))},
+		},
+		"nothing more happens in one of them": {
+			cur:      run(),
+			prop:     run(ev(time.Minute, simulator.EventFinished, "a", "")),
+			wantNext: [2]*SimDecision{nil, nil},
+			wantFirstDif: &Divergence{
+				Current:  []SimDecision{},
+				Proposed: []SimDecision{dec(time.Minute, "finished", "a", "")},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rep := compareRuns(time.Hour, built, tc.cur, tc.prop, "")
+			if diff := cmp.Diff(tc.wantNext, [2]*SimDecision{rep.ClusterQueues[0].Current.NextAdmitted, rep.ClusterQueues[0].Proposed.NextAdmitted}); diff != "" {
+				t.Errorf("next admitted (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantFirstDif, rep.FirstDifference); diff != "" {
+				t.Errorf("first difference (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

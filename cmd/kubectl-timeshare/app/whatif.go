@@ -377,13 +377,13 @@ func (e *env) whatIf(ctx context.Context, f whatIfFlags, only string) (*WhatIfRe
 	if err != nil {
 		return nil, fmt.Errorf("simulating the proposed settings: %w", err)
 	}
-	rep := compareRuns(snap.Now, f.horizon, built, cur, prop, only)
+	rep := compareRuns(f.horizon, built, cur, prop, only)
 	rep.Proposed = proposal.Changes()
 	return rep, nil
 }
 
 // compareRuns puts two runs of one snapshot side by side.
-func compareRuns(now time.Time, horizon time.Duration, built *SnapshotScenario, cur, prop *simulator.Result, only string) *WhatIfReport {
+func compareRuns(horizon time.Duration, built *SnapshotScenario, cur, prop *simulator.Result, only string) *WhatIfReport {
 	start := built.Scenario.Simulation.Start.Time
 	rep := &WhatIfReport{Now: metav1.NewTime(start), ForSeconds: horizon.Seconds(), ClusterQueues: []WhatIfQueue{}, Workloads: []WhatIfWorkload{}}
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(start.Add(d)) }
@@ -414,7 +414,7 @@ func compareRuns(now time.Time, horizon time.Duration, built *SnapshotScenario, 
 		}
 		rep.Workloads = append(rep.Workloads, ww)
 	}
-	a, b := decisions(cur, only, at), decisions(prop, only, at)
+	a, b := decisions(cur, only, holders, at), decisions(prop, only, holders, at)
 	for i := 0; i < len(a) || i < len(b); i++ {
 		if i < len(a) && i < len(b) && sameDecision(a[i], b[i]) {
 			continue
@@ -447,10 +447,16 @@ func findQueue(r *simulator.Result, name string) simulator.QueueResult {
 }
 
 // decisions are a run's admissions, preemptions, evictions and completions after the start.
-func decisions(r *simulator.Result, only string, at func(time.Duration) metav1.Time) []SimDecision {
+// holders are the workloads holding quota at the start: their first admission is their past
+// reservation.
+func decisions(r *simulator.Result, only string, holders map[string]bool, at func(time.Duration) metav1.Time) []SimDecision {
 	out := []SimDecision{}
+	past := map[string]bool{}
 	for _, e := range r.Events {
-		// Workloads holding quota at the start are recorded as admitted at their reservation.
+		if e.Kind == simulator.EventAdmitted && holders[e.Workload] && !past[e.Workload] {
+			past[e.Workload] = true
+			continue
+		}
 		if e.Kind == simulator.EventArrived || e.At < 0 || (only != "" && e.ClusterQueue != only) {
 			continue
 		}
@@ -459,8 +465,7 @@ func decisions(r *simulator.Result, only string, at func(time.Duration) metav1.T
 	return out
 }
 
-// queueOutcome sums up a ClusterQueue in one run; holders are the workloads holding quota at the
-// start, whose admissions are their past reservations.
+// queueOutcome sums up a ClusterQueue in one run.
 func queueOutcome(q simulator.QueueResult, r *simulator.Result, holders map[string]bool, at func(time.Duration) metav1.Time) QueueOutcome {
 	o := QueueOutcome{Workloads: q.Workloads, Finished: q.Finished, WaitP50Seconds: q.WaitP50.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
 		LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions}
@@ -468,8 +473,8 @@ func queueOutcome(q simulator.QueueResult, r *simulator.Result, holders map[stri
 		j := q.Jain
 		o.Jain = &j
 	}
-	for _, d := range decisions(r, q.Name, at) {
-		if d.Kind == string(simulator.EventAdmitted) && !holders[d.Workload] {
+	for _, d := range decisions(r, q.Name, holders, at) {
+		if d.Kind == string(simulator.EventAdmitted) {
 			o.NextAdmitted = &d
 			break
 		}
