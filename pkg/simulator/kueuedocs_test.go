@@ -163,3 +163,15 @@ func TestExampleManifestScenario(t *testing.T) {
 	}
 	mustRun(t, mustParse(t, string(text)), ModeTimeshare)
 }
+
+func TestCohortManifestsGetUpstreamsValidation(t *testing.T) {
+	cohort := "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: lab}\nspec:\n  fairSharing: {weight: -1}\n---\n"
+	_, err := Parse("s.yaml", []byte(cohort+manifests))
+	if err == nil {
+		t.Fatal("the scenario was accepted")
+	}
+	want := []string{`s.yaml:5: Cohort lab: spec.fairSharing: Invalid value: "-1": must be greater than or equal to 0`}
+	if diff := cmp.Diff(want, strings.Split(err.Error(), "\n")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

@@ -1,7 +1,9 @@
 package simulator
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
@@ -41,8 +45,28 @@ func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
 	return nil
 }
 
-// ValidateCohortObject runs our webhook's checks of a Cohort's kueue-timeshare fields.
+// ValidateCohortObject runs the checks the manager's webhooks run on a Cohort (upstream's Cohort
+// webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
+// or nil.
 func ValidateCohortObject(u *unstructured.Unstructured) error {
+	typed, err := typedCohort(u)
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	if _, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), typed); err != nil {
+		var agg utilerrors.Aggregate
+		if !errors.As(err, &agg) {
+			return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
+		}
+		for _, e := range agg.Errors() {
+			var fe *field.Error
+			if !errors.As(e, &fe) {
+				return fmt.Errorf("Cohort %s: %w", u.GetName(), e)
+			}
+			errs = append(errs, fe)
+		}
+	}
 	spec, err := json.Marshal(u.Object["spec"])
 	if err != nil {
 		return err
@@ -51,7 +75,8 @@ func ValidateCohortObject(u *unstructured.Unstructured) error {
 	if err != nil {
 		return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
 	}
-	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
+	errs = append(errs, tsapi.ValidateCohortExtension(ext)...)
+	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "Cohort"}, u.GetName(), errs)
 	}
 	return nil
