@@ -182,54 +182,15 @@ func (d *decoder) addManifests(s *Scenario, manifests []manifest) {
 				u.GetAPIVersion(), u.GetKind(), kueue.SchemeGroupVersion)
 			continue
 		}
-		// Unknown fields: as a strict apply, against Kueue's type without kueue-timeshare's
-		// fields (which Kueue's types lack and our webhooks check).
-		var typed any
-		stripped := u.DeepCopy()
-		switch u.GetKind() {
-		case "ResourceFlavor":
-			typed = &kueue.ResourceFlavor{}
-		case "ClusterQueue":
-			typed = &kueue.ClusterQueue{}
-			for _, f := range []string{"withinClusterQueueConfig", "preemptMinRuntime", "reclaimMinRuntime"} {
-				unstructured.RemoveNestedField(stripped.Object, "spec", "preemption", f)
-			}
-		case "Cohort":
-			typed = &kueue.Cohort{}
-			if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
-				for k := range pr {
-					if k != "preemptMinRuntime" && k != "reclaimMinRuntime" {
-						fail("spec.preemption."+k, "unknown field; a Cohort's spec.preemption has preemptMinRuntime and reclaimMinRuntime")
-					}
-				}
-			}
-			unstructured.RemoveNestedField(stripped.Object, "spec", "preemption")
-		case "LocalQueue":
-			typed = &kueue.LocalQueue{}
-		case "WorkloadPriorityClass":
-			typed = &kueue.WorkloadPriorityClass{}
-		case "PriorityClass":
-			typed = &schedulingv1.PriorityClass{}
-		default:
+		typed, problems, known := DecodeManifest(u)
+		if !known {
 			fail("kind", "%s is not something a scenario holds; use ResourceFlavor, Cohort, ClusterQueue, LocalQueue or WorkloadPriorityClass", u.GetKind())
 			continue
 		}
-		data, _ := json.Marshal(stripped.Object)
-		strict, err := kjson.UnmarshalStrict(data, typed)
-		if err != nil {
-			fail("", "invalid %s: %v", u.GetKind(), err)
-			continue
+		for _, p := range problems {
+			fail(p.Field, "%s", p.Message)
 		}
-		bad := false
-		for _, e := range strict {
-			field := ""
-			if q := quotedField.FindStringSubmatch(e.Error()); q != nil {
-				field = q[1]
-			}
-			fail(field, "%v", e)
-			bad = true
-		}
-		if bad {
+		if len(problems) > 0 {
 			continue
 		}
 		d.addManifest(s, m, u, typed, fail)
@@ -309,6 +270,63 @@ func (d *decoder) addManifest(s *Scenario, m manifest, u *unstructured.Unstructu
 		register(index("priorityClasses", len(s.PriorityClasses)))
 		s.PriorityClasses = append(s.PriorityClasses, PriorityClass{Name: obj.Name, Kind: string(kueue.PodPriorityClassKind), Value: obj.Value, Annotations: obj.Annotations})
 	}
+}
+
+// ManifestProblem is a problem with one field of a manifest; Field is empty for the whole object.
+type ManifestProblem struct {
+	Field   string
+	Message string
+}
+
+// DecodeManifest reads a manifest into Kueue's (or Kubernetes') type for its kind as a strict
+// apply would: unknown fields are problems naming the field. kueue-timeshare's fields are allowed
+// where the manager's webhooks read them. known is false for a kind a scenario does not hold.
+func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []ManifestProblem, known bool) {
+	// Kueue's types lack our fields: they are checked by our webhooks, not here.
+	stripped := u.DeepCopy()
+	switch u.GetKind() {
+	case "ResourceFlavor":
+		typed = &kueue.ResourceFlavor{}
+	case "ClusterQueue":
+		typed = &kueue.ClusterQueue{}
+		for _, f := range []string{"withinClusterQueueConfig", "preemptMinRuntime", "reclaimMinRuntime"} {
+			unstructured.RemoveNestedField(stripped.Object, "spec", "preemption", f)
+		}
+	case "Cohort":
+		typed = &kueue.Cohort{}
+		if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
+			for _, k := range sortedKeys(pr) {
+				if k != "preemptMinRuntime" && k != "reclaimMinRuntime" {
+					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k, Message: "unknown field; a Cohort's spec.preemption has preemptMinRuntime and reclaimMinRuntime"})
+				}
+			}
+		}
+		unstructured.RemoveNestedField(stripped.Object, "spec", "preemption")
+	case "LocalQueue":
+		typed = &kueue.LocalQueue{}
+	case "WorkloadPriorityClass":
+		typed = &kueue.WorkloadPriorityClass{}
+	case "PriorityClass":
+		typed = &schedulingv1.PriorityClass{}
+	default:
+		return nil, nil, false
+	}
+	data, err := json.Marshal(stripped.Object)
+	if err != nil {
+		return nil, append(problems, ManifestProblem{Message: err.Error()}), true
+	}
+	strict, err := kjson.UnmarshalStrict(data, typed)
+	if err != nil {
+		return nil, append(problems, ManifestProblem{Message: fmt.Sprintf("invalid %s: %v", u.GetKind(), err)}), true
+	}
+	for _, e := range strict {
+		field := ""
+		if q := quotedField.FindStringSubmatch(e.Error()); q != nil {
+			field = q[1]
+		}
+		problems = append(problems, ManifestProblem{Field: field, Message: e.Error()})
+	}
+	return typed, problems, true
 }
 
 // origin names the manifest a scenario entry was read from, for messages.

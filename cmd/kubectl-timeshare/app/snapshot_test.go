@@ -365,6 +365,10 @@ spec:
 			file: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: team}\nspec: {preemption: {reclaimMinRuntime: -1h}}\n",
 			err:  `p.yaml: document 1 (Cohort team): the Cohort webhook would reject it: Cohort.kueue.x-k8s.io "team" is invalid: spec.preemption.reclaimMinRuntime: Invalid value: "-1h0m0s": must not be negative`,
 		},
+		"a misspelt field": {
+			file: strings.Replace(strings.Replace(cq, "%s", "10m", 1), "  preemption:", "  preemtion: {}\n  preemption:", 1),
+			err:  `p.yaml: document 1 (ClusterQueue turns): spec.preemtion: unknown field "spec.preemtion"`,
+		},
 		"a bad manager configuration": {
 			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare: {reclaimResolveMethod: Root}\n",
 			err:  `p.yaml: document 1 (Configuration ): timeshare.reclaimResolveMethod: Unsupported value: "Root": supported values: "LCA", "Queue"`,

@@ -183,6 +183,15 @@ func (p *Proposal) add(file string, doc int, obj map[string]any) error {
 	if u.GetName() == "" {
 		return fmt.Errorf("%s: metadata.name: Required value", where)
 	}
+	if u.GetKind() == "ClusterQueue" || u.GetKind() == "Cohort" {
+		if _, problems, _ := simulator.DecodeManifest(u); len(problems) > 0 {
+			msgs := make([]string, 0, len(problems))
+			for _, p := range problems {
+				msgs = append(msgs, strings.TrimPrefix(p.Field+": "+p.Message, ": "))
+			}
+			return fmt.Errorf("%s: %s", where, strings.Join(msgs, "; "))
+		}
+	}
 	switch u.GetKind() {
 	case "ClusterQueue":
 		if err := simulator.ValidateClusterQueueObject(u); err != nil {
