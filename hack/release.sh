@@ -4,6 +4,7 @@
 #   kueue-timeshare-<chart version>.tgz            the Helm chart, with the generated CRDs
 #   manifests.yaml                                 config/default as one file (kubectl apply --server-side -f)
 #   kueue-timeshare-<os>-<arch>                    the manager, for each of RELEASE_PLATFORMS
+#   kubectl-timeshare-<os>-<arch>                  the kubectl plugin, for each of RELEASE_PLATFORMS
 #
 #   hack/release.sh <version> <chart version> <platforms>
 # Needs `make manifests`, bin/helm and bin/kubectl (the Makefile's release target sees to them).
@@ -40,6 +41,9 @@ for p in $platforms; do
   (cd "$src" && CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" GOFLAGS=-mod=readonly go build -trimpath \
     -ldflags "-s -w -X $pkg.Version=$version -X $pkg.GitCommit=$commit" \
     -o "$out/kueue-timeshare-$os-$arch" ./cmd/kueue-timeshare)
+  echo "building the kubectl plugin for $os/$arch..." >&2
+  (cd "$src" && CGO_ENABLED=0 GOOS="$os" GOARCH="$arch" GOFLAGS=-mod=readonly go build -trimpath -ldflags "-s -w" \
+    -o "$out/kubectl-timeshare-$os-$arch" ./cmd/kubectl-timeshare)
 done
 
 (cd "$out" && sha256sum -- * > SHA256SUMS && sha256sum --quiet -c SHA256SUMS)

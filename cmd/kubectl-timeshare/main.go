@@ -6,6 +6,10 @@ import (
 	"context"
 	"os"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/kueue-timeshare/kueue-timeshare/cmd/kubectl-timeshare/app"
 
 	// Client auth plugins (exec, OIDC, ...) for kubeconfigs that use them.
@@ -13,5 +17,9 @@ import (
 )
 
 func main() {
+	// what-if runs Kueue's controllers in process (the simulator); their logs are not the
+	// plugin's output.
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
 	os.Exit(app.Run(context.Background(), os.Args[1:], app.Streams{Out: os.Stdout, ErrOut: os.Stderr}, app.Options{}))
 }

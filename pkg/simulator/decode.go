@@ -1,9 +1,7 @@
 package simulator
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"sort"
 	"strconv"
@@ -68,10 +66,16 @@ type nodeDecoder interface {
 // decoder reads a YAML node tree into the scenario types strictly: unknown and duplicate fields,
 // wrong kinds and bad scalars are errors naming the line and the field. It remembers the line of
 // every field it decoded, so that later checks can name lines too.
+//
+// The YAML libraries' strict modes do not give these messages: go.yaml.in/yaml/v3 with
+// KnownFields reports a duplicate key alone, and an unknown field by its Go type without the
+// field's path; sigs.k8s.io/yaml converts to JSON first, which loses the lines.
 type decoder struct {
 	file  string
 	lines map[string]int
 	errs  ErrorList
+	// origins are the scenario entries read from manifests.
+	origins []origin
 }
 
 func newDecoder(file string) *decoder {
@@ -121,37 +125,6 @@ func child(path, name string) string {
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
 func key(path, k string) string { return fmt.Sprintf("%s[%s]", path, k) }
-
-// parseDocument decodes one YAML document into out (a pointer to a struct).
-func (d *decoder) parseDocument(r io.Reader, out any) {
-	dec := yaml.NewDecoder(r)
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.errs = append(d.errs, &FieldError{File: d.file, Message: "the file is empty"})
-			return
-		}
-		d.errs = append(d.errs, yamlSyntaxError(d.file, err))
-		return
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		d.errs = append(d.errs, &FieldError{File: d.file, Line: extra.Line, Message: "a scenario is one YAML document; found a second one"})
-		return
-	} else if !errors.Is(err, io.EOF) {
-		d.errs = append(d.errs, yamlSyntaxError(d.file, err))
-		return
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	if isNull(root) {
-		d.errs = append(d.errs, &FieldError{File: d.file, Line: root.Line, Message: "the file is empty"})
-		return
-	}
-	d.decode(root, "", reflect.ValueOf(out).Elem())
-}
 
 // yamlSyntaxError turns the parser's "yaml: line 3: ..." into file:3: ...
 func yamlSyntaxError(file string, err error) *FieldError {

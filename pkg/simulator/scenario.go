@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -189,6 +190,9 @@ type Workload struct {
 	// Copies submits this many identical workloads, named <name>-1 ... <name>-N, Every apart.
 	Copies int       `json:"copies"`
 	Every  *Duration `json:"every"`
+	// Snapshot, for a workload already in the cluster when the simulation starts (a scenario
+	// saved from a live cluster), is its state then; it arrives at the start.
+	Snapshot *WorkloadSnapshot `json:"snapshot"`
 }
 
 // Duration is a Go duration ("90s", "1h30m").
@@ -257,12 +261,23 @@ func Load(path string) (*Scenario, error) {
 }
 
 // Parse reads and checks a scenario; file names it in messages. Every problem found is returned,
-// as an ErrorList, each naming its line and field.
+// as an ErrorList, each naming its line and field. Besides its own document the file may hold
+// Kueue's manifests (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass, and
+// Kubernetes PriorityClass), one per document or in a List, checked as the API server and the
+// manager's webhooks check them.
 func Parse(file string, data []byte) (*Scenario, error) {
 	d := newDecoder(file)
 	s := &Scenario{}
-	d.parseDocument(bytes.NewReader(data), s)
+	body, manifests := d.parseDocuments(bytes.NewReader(data))
 	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	if body != nil {
+		d.decode(body, "", reflect.ValueOf(s).Elem())
+	}
+	d.addManifests(s, manifests)
+	if len(d.errs) > 0 {
+		sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
 		return nil, d.errs
 	}
 	s.file, s.lines = file, d.lines
@@ -270,6 +285,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		s.Name = file
 	}
 	if errs := s.validate(d); len(errs) > 0 {
+		d.nameOrigins(errs)
 		return nil, errs
 	}
 	return s, nil

@@ -41,7 +41,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"two documents": {
 			yaml: minimal + "---\nname: again\n",
-			want: []string{"s.yaml:13: a scenario is one YAML document; found a second one"},
+			want: []string{"s.yaml:14: a scenario has one document of its own fields (without apiVersion and kind); found a second one"},
 		},
 		"a list at the top": {
 			yaml: "- a\n- b\n",
@@ -53,7 +53,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"unknown workload field names its line": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    colour: red\n", 1),
-			want: []string{"s.yaml:13: workloads[0].colour: unknown field; known fields: annotations, arrival, checkpointed, clusterQueue, copies, duration, every, name, namespace, pods, priorityClass, queue, resources"},
+			want: []string{"s.yaml:13: workloads[0].colour: unknown field; known fields: annotations, arrival, checkpointed, clusterQueue, copies, duration, every, name, namespace, pods, priorityClass, queue, resources, snapshot"},
 		},
 		"field set twice": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    duration: 2m\n", 1),

@@ -60,6 +60,8 @@ type WorkloadSpec struct {
 	PriorityKind  kueue.PriorityClassKind
 	Priority      int32
 	Annotations   map[string]string
+	// Snapshot is its state at the start, for a workload already in the cluster then.
+	Snapshot *WorkloadSnapshot
 	// path is where it is declared, for messages.
 	path string
 }
@@ -463,6 +465,7 @@ func (v *validator) workloads(classes map[string]int) {
 			v.errorf(child(p, "every"), "only applies with copies greater than 1")
 		}
 		v.workloadQueue(p, w)
+		v.snapshot(p, w)
 		if w.PriorityClass != "" {
 			if _, ok := classes[w.PriorityClass]; !ok {
 				v.errorf(child(p, "priorityClass"), "priority class %q is not declared under priorityClasses", w.PriorityClass)
@@ -494,6 +497,7 @@ func (v *validator) workloads(classes map[string]int) {
 		}
 		seen[k] = w.path
 		v.coveredResources(w)
+		v.snapshotFlavors(w)
 	}
 }
 
@@ -660,8 +664,10 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 				Pods:         pods,
 				Requests:     requests,
 				Annotations:  w.Annotations,
+				Snapshot:     w.Snapshot,
 				path:         p,
 			}
+			spec.Snapshot = s.resolvedSnapshot(spec)
 			if copies > 1 {
 				spec.Name = fmt.Sprintf("%s-%d", w.Name, c+1)
 				if w.Every != nil {

@@ -342,6 +342,9 @@ func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
 
 // submit creates the Workload of a job, as the job controller would.
 func (w *world) submit(j *job) error {
+	if j.spec.Snapshot != nil {
+		return w.submitSnapshot(j)
+	}
 	wl := j.spec.Workload(w.clock.Now(), j.uid)
 	if err := w.client.Create(w.ctx, wl); err != nil {
 		return fmt.Errorf("creating workload %s: %w", j.spec.Name, err)

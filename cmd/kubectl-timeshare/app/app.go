@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -126,13 +125,32 @@ func NewCommand(ctx context.Context, streams Streams, opts Options) *cobra.Comma
 		},
 	})
 	root.AddCommand(explain)
-	root.AddCommand(&cobra.Command{
-		Use:   "what-if",
-		Short: "Not yet available: compare proposed settings with today's on the live cluster",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("what-if is not available yet")
+	wf := whatIfFlags{}
+	whatIf := &cobra.Command{
+		Use:   "what-if -f PROPOSED.yaml [CLUSTERQUEUE]",
+		Short: "Run the live cluster forward in the simulator with today's settings and with proposed ones, side by side",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := f.env(opts)
+			if err != nil {
+				return err
+			}
+			only := ""
+			if len(args) == 1 {
+				only = args[0]
+			}
+			rep, err := env.whatIf(ctx, wf, only)
+			if err != nil {
+				return err
+			}
+			return f.print(streams.Out, rep, func(w io.Writer, wide bool) error { return RenderWhatIf(w, rep, wide) })
 		},
-	})
+	}
+	whatIf.Flags().StringVarP(&wf.file, "filename", "f", "", "The proposed ClusterQueue and Cohort manifests and/or manager configuration (YAML documents or a List).")
+	whatIf.Flags().DurationVar(&wf.horizon, "for", 24*time.Hour, "How far ahead to simulate.")
+	whatIf.Flags().DurationVar(&wf.assumeRuntime, "assume-runtime", 0, "Run time of workloads without a kueue-timeshare.io/expected-runtime annotation (default: the median of the finished workloads in the cluster).")
+	whatIf.Flags().StringVar(&wf.saveScenario, "save-scenario", "", "Also write the snapshot as a scenario file for kueue-timeshare simulate.")
+	root.AddCommand(whatIf)
 	return root
 }
 
@@ -248,26 +266,32 @@ func LoadManagerSettings(path string) (ManagerSettings, error) {
 	if err != nil {
 		return ManagerSettings{}, fmt.Errorf("--manager-config: %w", err)
 	}
-	doc, err := yaml.YAMLToJSON(content)
+	m, err := parseManagerSettings(content)
 	if err != nil {
 		return ManagerSettings{}, fmt.Errorf("--manager-config %s: %w", path, err)
 	}
+	return m, nil
+}
+
+// managerSettingsFromJSON reads the timeshare section and featureGates of a manager configuration
+// given as JSON, with the manager's own decoder, defaults and validation.
+func managerSettingsFromJSON(doc []byte) (ManagerSettings, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &top); err != nil {
-		return ManagerSettings{}, fmt.Errorf("--manager-config %s: the file must hold one YAML object: %w", path, err)
+		return ManagerSettings{}, fmt.Errorf("the file must hold one YAML object: %w", err)
 	}
 	c, err := tsconfig.Decode(top[tsconfig.SectionKey])
 	if err != nil {
-		return ManagerSettings{}, fmt.Errorf("--manager-config %s: %w", path, err)
+		return ManagerSettings{}, err
 	}
 	tsconfig.SetDefaults(&c)
 	if errs := tsconfig.Validate(&c); len(errs) > 0 {
-		return ManagerSettings{}, fmt.Errorf("--manager-config %s: %w", path, errs.ToAggregate())
+		return ManagerSettings{}, errs.ToAggregate()
 	}
 	var gates map[string]bool
 	if raw, ok := top["featureGates"]; ok {
 		if err := json.Unmarshal(raw, &gates); err != nil {
-			return ManagerSettings{}, fmt.Errorf("--manager-config %s: featureGates: %w", path, err)
+			return ManagerSettings{}, fmt.Errorf("featureGates: %w", err)
 		}
 	}
 	return ManagerSettings{Known: true, Config: c, FeatureGates: gates}, nil

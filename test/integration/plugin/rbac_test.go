@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/cmd/kubectl-timeshare/app"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 var _ = ginkgo.Describe("kubectl timeshare with the chart's read-only ClusterRole", ginkgo.Ordered, func() {
@@ -84,6 +85,17 @@ var _ = ginkgo.Describe("kubectl timeshare with the chart's read-only ClusterRol
 			code, out, errOut := asUser("explain", "workload", wl.Name, "-n", "default", "-o", "json")
 			g.Expect(code).To(gomega.Equal(0), errOut)
 			_, adminOut, _ := admin("explain", "workload", wl.Name, "-n", "default", "-o", "json")
+			g.Expect(out).To(gomega.Equal(adminOut))
+		}, timeout, interval).Should(gomega.Succeed())
+
+		ginkgo.By("reading flavors and priority classes for what-if")
+		gomega.Expect(util.CreateClusterQueue(ctx, env.Client, "default", "rbac-whatif", "1", "", map[string]any{})).To(gomega.Succeed())
+		gomega.Expect(env.Client.Create(ctx, job("default", "rbac-whatif", "rbac-whatif-job", "1", "low"))).To(gomega.Succeed())
+		file := proposal("rbac-whatif", "5m")
+		gomega.Eventually(func(g gomega.Gomega) {
+			code, out, errOut := asUser("what-if", "-f", file, "rbac-whatif", "--assume-runtime", "1h", "-o", "json")
+			g.Expect(code).To(gomega.Equal(0), errOut)
+			_, adminOut, _ := admin("what-if", "-f", file, "rbac-whatif", "--assume-runtime", "1h", "-o", "json")
 			g.Expect(out).To(gomega.Equal(adminOut))
 		}, timeout, interval).Should(gomega.Succeed())
 	})
