@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +19,13 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // QueuesReport is what `queues` shows.
@@ -67,15 +72,23 @@ type AdmittedWorkload struct {
 	TurnEnds       *metav1.Time `json:"turnEnds,omitempty"`
 	TurnSetting    string       `json:"turnSetting,omitempty"`
 	RunningCounted string       `json:"runningCountedFrom,omitempty"`
+	// ExpectedRuntime is the workload's kueue-timeshare.io/expected-runtime (or why the manager
+	// ignores it); ExpectedRuntimeEnds is when it may be preempted for a waiting workload of
+	// equal priority of its ClusterQueue (its expected runtime, or its cooldown if later).
+	ExpectedRuntime     string       `json:"expectedRuntime,omitempty"`
+	ExpectedRuntimeEnds *metav1.Time `json:"expectedRuntimeEnds,omitempty"`
 }
 
-// Protection is one min-runtime protecting (or having protected) a workload.
+// Protection is one min-runtime or toleration protecting (or having protected) a workload.
 type Protection struct {
-	// Kind is preempt (from its own ClusterQueue) or reclaim (from another one).
-	Kind   string       `json:"kind"`
-	Until  *metav1.Time `json:"until,omitempty"`
-	Active bool         `json:"active"`
-	Source string       `json:"source"`
+	// Kind is preempt (a min-runtime, from its own ClusterQueue), reclaim (a min-runtime, from
+	// another one) or toleration (from preemptors below a priority).
+	Kind  string       `json:"kind"`
+	Until *metav1.Time `json:"until,omitempty"`
+	// Forever is set for a toleration that lasts for as long as the workload runs.
+	Forever bool   `json:"forever,omitempty"`
+	Active  bool   `json:"active"`
+	Source  string `json:"source"`
 	// Against lists the reclaiming ClusterQueues a reclaim protection applies to.
 	Against []string `json:"against,omitempty"`
 }
@@ -143,8 +156,16 @@ func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
 		}
 		return out, ""
 	}
-	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items}, only,
-		e.manager, pending, e.now), nil
+	var wpcs kueue.WorkloadPriorityClassList
+	if err := e.client.List(ctx, &wpcs); err != nil {
+		return nil, fmt.Errorf("listing WorkloadPriorityClasses: %w", err)
+	}
+	var pcs schedulingv1.PriorityClassList
+	if err := e.client.List(ctx, &pcs); err != nil {
+		return nil, fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	return BuildQueuesReport(Cluster{ClusterQueues: cqs.Items, Cohorts: cohorts.Items, Workloads: wls.Items, LocalQueues: lqs.Items,
+		WorkloadPriorityClasses: wpcs.Items, PriorityClasses: pcs.Items}, only, e.manager, pending, e.now), nil
 }
 
 // Cluster is what `queues` reads from the API.
@@ -153,6 +174,9 @@ type Cluster struct {
 	Cohorts       []unstructured.Unstructured
 	Workloads     []kueue.Workload
 	LocalQueues   []kueue.LocalQueue
+	// The priority classes declare preemption tolerations.
+	WorkloadPriorityClasses []kueue.WorkloadPriorityClass
+	PriorityClasses         []schedulingv1.PriorityClass
 }
 
 // PendingFunc returns a ClusterQueue's pending workloads in the scheduler's order from the
@@ -177,6 +201,20 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			defaults.Preempt, defaults.Reclaim, method, clock)
 	}
 	store := queuesettings.NewStore(defaults, method)
+	// Tolerations as the manager's store reads them; a class with invalid annotations has none,
+	// as in the manager.
+	tolerations := toleration.NewStore()
+	for _, pc := range c.WorkloadPriorityClasses {
+		_ = tolerations.Set(kueue.WorkloadPriorityClassKind, pc.Name, pc.Annotations, pc.Value)
+	}
+	for _, pc := range c.PriorityClasses {
+		_ = tolerations.Set(kueue.PodPriorityClassKind, pc.Name, pc.Annotations, pc.Value)
+	}
+	tolerationOf := tolerations.For
+	if m.gateOff(string(features.PreemptionToleration)) {
+		tolerationOf = func(*kueue.PriorityClassRef) *policy.Toleration { return nil }
+	}
+	expectedRuntimes := !m.gateOff(string(features.ExpectedRuntimeRequeue))
 	problems := map[string]string{}
 	parents := map[string]string{}
 	for i := range c.Cohorts {
@@ -255,7 +293,28 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 				continue
 			}
-			r.Admitted = append(r.Admitted, admitted(wl, window, clock, protections, m.Known, now))
+			a := admitted(wl, window, clock, protections, m.Known, now)
+			cand := candidateOf(wl, clock)
+			if t := tolerationOf(wl.Spec.PriorityClassRef); t != nil {
+				cand.Toleration = t
+				pr := Protection{Kind: "toleration", Active: policy.Tolerated(&cand, math.MinInt64, now), Forever: t.Forever,
+					Source: fmt.Sprintf("the preemption toleration of %s (preemptors below priority %d)", t.Source, t.MinimumPreemptablePriority)}
+				if end := policy.ToleranceEnds(&cand); !end.IsZero() {
+					pr.Until = ptrTime(metav1.NewTime(end))
+				}
+				a.Protections = append(a.Protections, pr)
+			}
+			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && expectedRuntimes {
+				cand.ExpectedRuntime = &er
+				a.ExpectedRuntime = er.Expected.String()
+				if er.Problem != "" {
+					a.ExpectedRuntime = er.Problem
+				}
+				if at := policy.NominatedFrom(&cand); !at.IsZero() {
+					a.ExpectedRuntimeEnds = ptrTime(metav1.NewTime(at))
+				}
+			}
+			r.Admitted = append(r.Admitted, a)
 		}
 		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {
 			return cmpTimes(a.QuotaReserved, b.QuotaReserved, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -351,22 +410,16 @@ func sourceOf(p policy.Protection, known bool) string {
 func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
 	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName),
 		Evicting: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
-	c := policy.Candidate{Evicted: a.Evicting}
-	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
-		a.QuotaReserved = ptrTime(cond.LastTransitionTime)
-		c.QuotaReservedAt = cond.LastTransitionTime.Time
+	c := candidateOf(wl, clock)
+	if !c.QuotaReservedAt.IsZero() {
+		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
 		if window > 0 {
 			a.TurnEnds = ptrTime(metav1.NewTime(c.QuotaReservedAt.Add(window)))
 			a.TurnSetting = "minAdmitDuration " + window.String()
 		}
 	}
-	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
-		a.Admitted = ptrTime(cond.LastTransitionTime)
-		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
-	}
-	if clock == policy.RuntimeClockPodsReady {
-		c.RunningSince = policy.RunningSince(wl, clock)
-		c.NotStarted = c.Admitted && c.RunningSince.IsZero()
+	if c.Admitted {
+		a.Admitted = ptrTime(metav1.NewTime(c.AdmittedAt))
 	}
 	if c.Admitted {
 		a.RunningCounted = string(clock)
@@ -383,6 +436,20 @@ func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeCloc
 		a.Protections = append(a.Protections, pr)
 	}
 	return a
+}
+
+// candidateOf is wl as the policy sees a candidate: its reservation and admission times, and
+// when it runs by clock.
+func candidateOf(wl *kueue.Workload, clock policy.RuntimeClock) policy.Candidate {
+	c := policy.Candidate{Info: &workload.Info{Obj: wl}, Evicted: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.QuotaReservedAt = cond.LastTransitionTime.Time
+	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
+	}
+	c.CountRuntimeFrom(clock)
+	return c
 }
 
 // waiting lists cq's active workloads that hold no quota and have not finished, by creation time.

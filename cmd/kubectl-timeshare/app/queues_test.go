@@ -231,7 +231,7 @@ func TestRenderQueues(t *testing.T) {
 			},
 			Admitted: []AdmittedWorkload{{Namespace: "ns", Name: "new", LocalQueue: "lq", QuotaReserved: mt(-10 * time.Minute), Admitted: mt(-10 * time.Minute),
 				Protections: []Protection{{Kind: "preempt", Until: mt(20 * time.Minute), Active: true, Source: "preemptMinRuntime 30m0s from Cohort org"}},
-				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted"}},
+				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted", ExpectedRuntime: "25m0s", ExpectedRuntimeEnds: mt(15 * time.Minute)}},
 			Pending:      []PendingWorkload{{Position: 0, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"}},
 			PendingOrder: orderVisibility,
 		}, {Name: "empty", Settings: []SettingReport{}, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, PendingOrder: orderVisibility,
@@ -272,8 +272,8 @@ minAdmitDuration    1h0m0s   ClusterQueue gpu
 preemptMinRuntime   30m0s    Cohort org
 reclaimMinRuntime   <none>   manager default, not known here (pass --manager-config)
 
-HOLDING QUOTA   PRIORITY   SINCE                            PROTECTED UNTIL                 PROTECTED BY                              TURN ENDS                       LOCAL QUEUE   ADMITTED                         RUNNING COUNTED FROM   STATE
-ns/new          0          2026-11-24T11:50:00Z (10m ago)   2026-11-24T12:20:00Z (in 20m)   preemptMinRuntime 30m0s from Cohort org   2026-11-24T12:50:00Z (in 50m)   lq            2026-11-24T11:50:00Z (10m ago)   Admitted               holding
+HOLDING QUOTA   PRIORITY   SINCE                            PROTECTED UNTIL                 PROTECTED BY                              TURN ENDS                       LOCAL QUEUE   ADMITTED                         RUNNING COUNTED FROM   EXPECTED RUNTIME ENDS                                    STATE
+ns/new          0          2026-11-24T11:50:00Z (10m ago)   2026-11-24T12:20:00Z (in 20m)   preemptMinRuntime 30m0s from Cohort org   2026-11-24T12:50:00Z (in 50m)   lq            2026-11-24T11:50:00Z (10m ago)   Admitted               2026-11-24T12:15:00Z (in 15m) (expected-runtime 25m0s)   holding
 
 Pending in the scheduler's order, from the visibility API:
 POSITION   WORKLOAD   PRIORITY   LOCAL QUEUE   CREATED                          REASON    WAITING BECAUSE (the manager's words)
@@ -498,6 +498,82 @@ func TestReclaimAgainstEachReclaimer(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got.ClusterQueues[0].Settings[2:]); diff != "" {
 				t.Errorf("reclaim settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A running workload shows its priority class's toleration with the other protections, and when
+// its expected runtime makes it preemptible by its equals.
+func TestAdmittedTolerationAndExpectedRuntime(t *testing.T) {
+	withClass := func(wl kueue.Workload, class string) kueue.Workload {
+		wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Kind: kueue.WorkloadPriorityClassKind, Name: class}
+		return wl
+	}
+	withAnnotations := func(wl kueue.Workload, ann map[string]string) kueue.Workload {
+		wl.Annotations = ann
+		return wl
+	}
+	class := func(name string, ann map[string]string) kueue.WorkloadPriorityClass {
+		return kueue.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}, Value: 100}
+	}
+	cluster := Cluster{
+		ClusterQueues: []unstructured.Unstructured{object("ClusterQueue", "gpu", map[string]any{"preemption": map[string]any{"withinClusterQueue": "LowerPriority"}})},
+		WorkloadPriorityClasses: []kueue.WorkloadPriorityClass{
+			class("tolerant", map[string]string{
+				"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "10000",
+				"preemption-toleration.scheduling.x-k8s.io/toleration-seconds":           "1800",
+			}),
+			class("stubborn", map[string]string{
+				"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "10000",
+				"preemption-toleration.scheduling.x-k8s.io/toleration-seconds":           "-1",
+			}),
+		},
+		Workloads: []kueue.Workload{
+			withClass(holding("a-tolerant", "gpu", -10*time.Minute), "tolerant"),
+			withClass(holding("b-stubborn", "gpu", -10*time.Minute), "stubborn"),
+			withAnnotations(holding("c-sweep", "gpu", -10*time.Minute), map[string]string{"kueue-timeshare.io/expected-runtime": "25m"}),
+			withAnnotations(holding("d-typo", "gpu", -10*time.Minute), map[string]string{"kueue-timeshare.io/expected-runtime": "soon"}),
+		},
+	}
+	none := func(string) ([]PendingWorkload, string) { return nil, "" }
+	got := BuildQueuesReport(cluster, "", ManagerSettings{}, none, t0).ClusterQueues[0].Admitted
+	byName := map[string]AdmittedWorkload{}
+	for _, a := range got {
+		byName[a.Name] = a
+	}
+	want := map[string]struct {
+		protections   []Protection
+		expected      string
+		expectedEnds  *metav1.Time
+		protectedCols [2]string
+	}{
+		"a-tolerant": {
+			protections: []Protection{{Kind: "toleration", Until: mt(20 * time.Minute), Active: true,
+				Source: "the preemption toleration of WorkloadPriorityClass tolerant (preemptors below priority 10000)"}},
+			protectedCols: [2]string{"2026-11-24T12:20:00Z (in 20m)", "the preemption toleration of WorkloadPriorityClass tolerant (preemptors below priority 10000)"},
+		},
+		"b-stubborn": {
+			protections: []Protection{{Kind: "toleration", Forever: true, Active: true,
+				Source: "the preemption toleration of WorkloadPriorityClass stubborn (preemptors below priority 10000)"}},
+			protectedCols: [2]string{"for as long as it runs", "the preemption toleration of WorkloadPriorityClass stubborn (preemptors below priority 10000)"},
+		},
+		"c-sweep": {expected: "25m0s", expectedEnds: mt(15 * time.Minute), protectedCols: [2]string{"<none>", "<none>"}},
+		"d-typo": {expected: `annotation kueue-timeshare.io/expected-runtime: "soon" is not a duration`,
+			protectedCols: [2]string{"<none>", "<none>"}},
+	}
+	for name, w := range want {
+		t.Run(name, func(t *testing.T) {
+			a := byName[name]
+			if diff := cmp.Diff(w.protections, a.Protections); diff != "" {
+				t.Errorf("protections (-want +got):\n%s", diff)
+			}
+			if a.ExpectedRuntime != w.expected || !cmp.Equal(a.ExpectedRuntimeEnds, w.expectedEnds) {
+				t.Errorf("expected runtime = %q until %v, want %q until %v", a.ExpectedRuntime, a.ExpectedRuntimeEnds, w.expected, w.expectedEnds)
+			}
+			until, by := protectionColumns(a.Protections, t0)
+			if diff := cmp.Diff(w.protectedCols, [2]string{until, by}); diff != "" {
+				t.Errorf("PROTECTED UNTIL, PROTECTED BY (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -46,7 +46,7 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			t = newTable(w)
 			header := "HOLDING QUOTA\tPRIORITY\tSINCE\tPROTECTED UNTIL\tPROTECTED BY\tTURN ENDS"
 			if wide {
-				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM\tSTATE"
+				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM\tEXPECTED RUNTIME ENDS\tSTATE"
 			}
 			fmt.Fprintln(t, header)
 			for _, a := range cq.Admitted {
@@ -57,7 +57,11 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 					if a.Evicting {
 						state = "being evicted"
 					}
-					fmt.Fprintf(t, "\t%s\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted), state)
+					expected := "<none>"
+					if a.ExpectedRuntime != "" {
+						expected = when(a.ExpectedRuntimeEnds, now) + " (expected-runtime " + a.ExpectedRuntime + ")"
+					}
+					fmt.Fprintf(t, "\t%s\t%s\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted), expected, state)
 				}
 				fmt.Fprintln(t)
 			}
@@ -110,6 +114,9 @@ func protectionColumns(ps []Protection, now time.Time) (string, string) {
 		return "<none>", "<none>"
 	}
 	by := best.Source + reclaimers(best.Against)
+	if best.Forever {
+		return "for as long as it runs", by
+	}
 	if best.Until == nil {
 		return "until its Pods are ready, then for its min-runtime", by
 	}

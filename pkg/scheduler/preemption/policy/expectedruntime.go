@@ -42,6 +42,22 @@ func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
 	return true, ""
 }
 
+// NominatedFrom is the first instant at which Nominate says yes for c as it is now: its expected
+// runtime counted from when it runs, or the end of its cooldown if later. Zero when c is not
+// nominated at any instant (not opted in, invalid annotations, not running, or its Pods not ready
+// yet under the PodsReady clock).
+func NominatedFrom(c *Candidate) time.Time {
+	er := c.ExpectedRuntime
+	if er == nil || er.Skip != "" || c.Evicted || !c.Admitted || c.AdmittedAt.IsZero() || c.NotStarted {
+		return time.Time{}
+	}
+	at := c.runningSince().Add(er.Expected)
+	if er.NotBefore.After(at) {
+		at = er.NotBefore
+	}
+	return at
+}
+
 // WithExpectedRuntimeRequeue makes a nominated workload (see Nominate) a candidate for pending
 // workloads of equal or higher priority of its own ClusterQueue, whatever withinClusterQueue says
 // unless it is Never. The rule comes after upstream's, so a workload upstream would preempt anyway

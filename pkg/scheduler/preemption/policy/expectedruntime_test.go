@@ -54,6 +54,51 @@ func TestNominate(t *testing.T) {
 	}
 }
 
+// NominatedFrom is the instant Nominate turns true: not a second before, and at it.
+func TestNominatedFrom(t *testing.T) {
+	cases := map[string]struct {
+		c    Candidate
+		want time.Time
+	}{
+		"an hour after admission": {
+			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+			want: t0.Add(time.Hour),
+		},
+		"the cooldown ends later": {
+			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(90 * time.Minute)}},
+			want: t0.Add(90 * time.Minute),
+		},
+		"counted from PodsReady": {
+			c:    Candidate{Admitted: true, AdmittedAt: t0, RunningSince: t0.Add(time.Minute), ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+			want: t0.Add(61 * time.Minute),
+		},
+		"Pods not ready yet: no instant": {
+			c: Candidate{Admitted: true, AdmittedAt: t0, NotStarted: true, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+		},
+		"not opted in: no instant": {c: Candidate{Admitted: true, AdmittedAt: t0}},
+		"invalid annotation: no instant": {
+			c: Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := NominatedFrom(&tc.c)
+			if !got.Equal(tc.want) {
+				t.Fatalf("NominatedFrom = %v, want %v", got, tc.want)
+			}
+			if got.IsZero() {
+				return
+			}
+			if ok, _ := Nominate(&tc.c, got.Add(-time.Nanosecond)); ok {
+				t.Errorf("nominated just before %v", got)
+			}
+			if ok, _ := Nominate(&tc.c, got); !ok {
+				t.Errorf("not nominated at %v", got)
+			}
+		})
+	}
+}
+
 func TestExpectedRuntimeRule(t *testing.T) {
 	p := New(Options{}, WithExpectedRuntimeRequeue(), WithMinRuntimeProtection())
 	past := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
