@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
 // Streams are where a command reads and writes.
@@ -200,6 +201,8 @@ type ManagerSettings struct {
 	// FeatureGates are the file's featureGates (the manager's --feature-gates flag, which
 	// overrides them, is not known here).
 	FeatureGates map[string]bool
+	// FairSharing is the file's fairSharing section (present: fair sharing is on).
+	FairSharing *simulator.FairSharing
 }
 
 // gateOff reports whether the manager configuration turns gate off.
@@ -294,5 +297,12 @@ func managerSettingsFromJSON(doc []byte) (ManagerSettings, error) {
 			return ManagerSettings{}, fmt.Errorf("featureGates: %w", err)
 		}
 	}
-	return ManagerSettings{Known: true, Config: c, FeatureGates: gates}, nil
+	var fs *simulator.FairSharing
+	if raw, ok := top["fairSharing"]; ok && string(raw) != "null" {
+		fs = &simulator.FairSharing{}
+		if err := json.Unmarshal(raw, fs); err != nil {
+			return ManagerSettings{}, fmt.Errorf("fairSharing: %w", err)
+		}
+	}
+	return ManagerSettings{Known: true, Config: c, FeatureGates: gates, FairSharing: fs}, nil
 }

@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
 var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -407,6 +408,8 @@ func TestLoadManagerSettings(t *testing.T) {
 	none := write("none.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n")
 	unknown := write("unknown.yaml", "timeshare:\n  defaultPremptMinRuntime: 10m\n")
 	negative := write("negative.yaml", "timeshare:\n  defaultReclaimMinRuntime: -1m\n")
+	fair := write("fair.yaml", "fairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n")
+	fairDefault := write("fair-default.yaml", "fairSharing: {}\n")
 	defaults := tsconfig.Configuration{}
 	tsconfig.SetDefaults(&defaults)
 	withFull := defaults
@@ -417,13 +420,16 @@ func TestLoadManagerSettings(t *testing.T) {
 		want    ManagerSettings
 		wantErr string
 	}{
-		"no flag":                   {},
-		"a timeshare section":       {path: full, want: ManagerSettings{Known: true, Config: withFull, FeatureGates: map[string]bool{"MinRuntimeProtection": false}}},
-		"featureGates not a map":    {path: badGates, wantErr: "--manager-config " + badGates + ": featureGates: json: cannot unmarshal array into Go value of type map[string]bool"},
-		"no section: the defaults":  {path: none, want: ManagerSettings{Known: true, Config: defaults}},
-		"an unknown field is named": {path: unknown, wantErr: "--manager-config " + unknown + `: timeshare: unknown field "defaultPremptMinRuntime"`},
-		"a negative value is named": {path: negative, wantErr: "--manager-config " + negative + `: timeshare.defaultReclaimMinRuntime: Invalid value: "-1m0s": must not be negative`},
-		"a missing file":            {path: filepath.Join(dir, "missing.yaml"), wantErr: "--manager-config: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+		"no flag":                  {},
+		"a timeshare section":      {path: full, want: ManagerSettings{Known: true, Config: withFull, FeatureGates: map[string]bool{"MinRuntimeProtection": false}}},
+		"featureGates not a map":   {path: badGates, wantErr: "--manager-config " + badGates + ": featureGates: json: cannot unmarshal array into Go value of type map[string]bool"},
+		"no section: the defaults": {path: none, want: ManagerSettings{Known: true, Config: defaults}},
+		"fair sharing with its strategies": {path: fair, want: ManagerSettings{Known: true, Config: defaults,
+			FairSharing: &simulator.FairSharing{PreemptionStrategies: []string{"LessThanInitialShare"}}}},
+		"fair sharing with Kueue's strategies": {path: fairDefault, want: ManagerSettings{Known: true, Config: defaults, FairSharing: &simulator.FairSharing{}}},
+		"an unknown field is named":            {path: unknown, wantErr: "--manager-config " + unknown + `: timeshare: unknown field "defaultPremptMinRuntime"`},
+		"a negative value is named":            {path: negative, wantErr: "--manager-config " + negative + `: timeshare.defaultReclaimMinRuntime: Invalid value: "-1m0s": must not be negative`},
+		"a missing file":                       {path: filepath.Join(dir, "missing.yaml"), wantErr: "--manager-config: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -157,6 +157,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 			ReclaimResolveMethod:     string(c.ReclaimResolveMethod),
 			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
 		}
+		sc.FairSharing = o.Manager.FairSharing
 		for _, g := range ourGates {
 			if on, set := o.Manager.FeatureGates[g]; set {
 				if sc.FeatureGates == nil {
