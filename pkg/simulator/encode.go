@@ -30,8 +30,8 @@ func (s *Scenario) Encode() ([]byte, error) {
 
 func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
 
-// formatDuration writes a duration as time.ParseDuration reads it, without zero tails: 1h, 1h30m, 90s.
-func formatDuration(d time.Duration) string {
+// FormatDuration writes a duration as time.ParseDuration reads it, without zero tails: 1h, 1h30m, 90s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -50,7 +50,7 @@ func encodeValue(v reflect.Value) (*yaml.Node, error) {
 		if x.Duration == 0 {
 			return nil, nil
 		}
-		return scalar(formatDuration(x.Duration)), nil
+		return scalar(FormatDuration(x.Duration)), nil
 	case Quantity:
 		return scalar(x.String()), nil
 	case Time:
@@ -66,7 +66,7 @@ func encodeValue(v reflect.Value) (*yaml.Node, error) {
 			return nil, nil
 		}
 		if d, ok := v.Interface().(*Duration); ok {
-			return scalar(formatDuration(d.Duration)), nil
+			return scalar(FormatDuration(d.Duration)), nil
 		}
 		n, err := encodeValue(v.Elem())
 		if n == nil && err == nil && v.Elem().Kind() == reflect.Struct {

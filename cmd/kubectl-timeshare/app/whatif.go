@@ -619,14 +619,7 @@ func shortDur(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return simulator.FormatDuration(d)
 }
 
 // parseManagerSettings reads a manager configuration's timeshare section and featureGates.
