@@ -46,7 +46,7 @@ test-race: ## Unit and simulator tests under the race detector.
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
 .PHONY: test-e2e
-test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 6 minutes).
+test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 9 minutes).
 	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
