@@ -270,6 +270,7 @@ func (c *checker) observe(now time.Duration, w *world) {
 		p := &pend{j: j, wl: wl, turn: wl.CreationTimestamp.Time}
 		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == policy.TimeBasedReason {
 			p.turn = cond.LastTransitionTime.Time
+			p.rotated = true
 		}
 		if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && !er.NotBefore.IsZero() && er.NotBefore.After(w.clock.Now()) {
 			p.cooldown = true
@@ -283,6 +284,10 @@ func (c *checker) observe(now time.Duration, w *world) {
 		}
 		if !a.turn.Equal(b.turn) {
 			return a.turn.Before(b.turn)
+		}
+		// Rotated out in the second another joined: behind it.
+		if a.rotated != b.rotated {
+			return b.rotated
 		}
 		return a.j.uid < b.j.uid
 	}
@@ -325,6 +330,7 @@ type pend struct {
 	j        *job
 	wl       *kueue.Workload
 	turn     time.Time
+	rotated  bool
 	fits     bool
 	cooldown bool
 }
