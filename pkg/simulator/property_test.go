@@ -79,6 +79,10 @@ func TestRotationProperties(t *testing.T) {
 	started := time.Now()
 	failed := 0
 	for i := range cases {
+		if i > 0 && i%1000 == 0 {
+			// Long runs take tens of minutes on two cores: say how far they got.
+			t.Logf("%d of %d scenarios in %s, %d failing", i, cases, time.Since(started).Round(time.Second), failed)
+		}
 		s := seed + int64(i)
 		m := generate(s)
 		problems, err := checkModel(m)
