@@ -59,7 +59,9 @@ func TestCycle(t *testing.T) {
 			w := newWorld(t, tc.objs)
 			s := New(w.queues, w.cache, w.client, w.recorder, WithClock(t, w.clock), WithPreemptionExpectations(w.expectations))
 			var got outcome
-			got.Heads, got.Progress = s.Cycle(w.ctx)
+			var heads []workload.Reference
+			heads, got.Progress = s.Cycle(w.ctx)
+			got.Heads = len(heads)
 			var list kueue.WorkloadList
 			if err := w.client.List(w.ctx, &list); err != nil {
 				t.Fatal(err)

@@ -88,9 +88,30 @@ func (s *Scheduler) computeAssignment(ctx context.Context, wl *workload.Info, sn
 			"wl.LastAssignment.ClusterQueueGeneration", last.ClusterQueueGeneration)
 		wl.LastAssignment = nil
 	}
+	resumed := wl.LastAssignment != nil && wl.LastAssignment.PendingFlavors()
 	a, targets := s.assignFlavors(ctx, wl, snap, cq)
+	if resumed && !usable(a, targets) {
+		// The scan resumed past flavors this head lost only to other heads, and the rest give it
+		// nothing. Those flavors are still its best: scan them all, as the next cycle would. Else
+		// the outcome, and the pending message written with it, alternates every cycle while
+		// another head keeps taking the first flavor (a head holding quota it waits for).
+		ctrl.LoggerFrom(ctx).V(3).Info("Resumed flavor scan found no usable flavor; scanning from the first", "workload", klog.KObj(wl.Obj))
+		wl.LastAssignment = nil
+		a, targets = s.assignFlavors(ctx, wl, snap, cq)
+	}
 	s.reserveTopologyForPreemption(ctx, snap, cq, wl, &a, targets)
 	return a, targets
+}
+
+// usable reports whether an assignment lets the workload in: it fits, or its victims are known.
+func usable(a flavorassigner.Assignment, targets []*preemption.Target) bool {
+	switch a.RepresentativeMode() {
+	case flavorassigner.Fit:
+		return true
+	case flavorassigner.Preempt:
+		return len(targets) > 0
+	}
+	return false
 }
 
 // scanProgressStale reports whether a recorded flavor scan no longer applies, so that the

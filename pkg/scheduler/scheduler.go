@@ -114,11 +114,11 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 
 // Cycle runs one scheduling cycle now, for a caller that drives the scheduler itself instead of
 // starting it (the simulator). Unlike the loop it never waits for heads: with none it returns at
-// once. It returns once the cycle's admissions are written. heads is how many ClusterQueue heads
-// it processed; progress reports that one was admitted, when the loop would go on at once
+// once. It returns once the cycle's admissions are written. heads are the ClusterQueue heads the
+// queues gave it; progress reports that one was admitted, when the loop would go on at once
 // (KeepGoing): evictions issued for a head are not progress until the victims are gone and the
 // head admitted. It must not be called on a started Scheduler, nor concurrently.
-func (s *Scheduler) Cycle(ctx context.Context) (heads int, progress bool) {
+func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, progress bool) {
 	var writes sync.WaitGroup
 	loop := s.async
 	s.async = routine.NewWrapper(func() { writes.Add(1) }, writes.Done)
@@ -128,11 +128,13 @@ func (s *Scheduler) Cycle(ctx context.Context) (heads int, progress bool) {
 		done, cancel := context.WithCancel(ctx)
 		cancel()
 		h := s.queues.Heads(done)
-		heads = len(h)
+		for i := range h {
+			heads = append(heads, workload.Key(h[i].Obj))
+		}
 		return h
 	})
 	writes.Wait()
-	return heads, heads > 0 && signal == wait.KeepGoing
+	return heads, len(heads) > 0 && signal == wait.KeepGoing
 }
 
 // scheduleHeads is one cycle on the heads that nextHeads returns.

@@ -79,6 +79,10 @@ func TestRotationProperties(t *testing.T) {
 	started := time.Now()
 	failed := 0
 	for i := range cases {
+		if i > 0 && i%1000 == 0 {
+			// Long runs take tens of minutes on two cores: say how far they got.
+			t.Logf("%d of %d scenarios in %s, %d failing", i, cases, time.Since(started).Round(time.Second), failed)
+		}
 		s := seed + int64(i)
 		m := generate(s)
 		problems, err := checkModel(m)
@@ -270,6 +274,7 @@ func (c *checker) observe(now time.Duration, w *world) {
 		p := &pend{j: j, wl: wl, turn: wl.CreationTimestamp.Time}
 		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == policy.TimeBasedReason {
 			p.turn = cond.LastTransitionTime.Time
+			p.rotated = true
 		}
 		if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && !er.NotBefore.IsZero() && er.NotBefore.After(w.clock.Now()) {
 			p.cooldown = true
@@ -283,6 +288,10 @@ func (c *checker) observe(now time.Duration, w *world) {
 		}
 		if !a.turn.Equal(b.turn) {
 			return a.turn.Before(b.turn)
+		}
+		// Rotated out in the second another joined: behind it.
+		if a.rotated != b.rotated {
+			return b.rotated
 		}
 		return a.j.uid < b.j.uid
 	}
@@ -325,6 +334,7 @@ type pend struct {
 	j        *job
 	wl       *kueue.Workload
 	turn     time.Time
+	rotated  bool
 	fits     bool
 	cooldown bool
 }

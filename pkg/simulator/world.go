@@ -547,12 +547,14 @@ func (w *world) note(format string, args ...any) {
 func (w *world) schedule() (spinning bool) {
 	const maxCycles = 1000
 	stalled := 0
+	// tried are the heads processed since the state last changed.
+	tried := sets.New[workload.Reference]()
 	for range maxCycles {
 		versions := w.versions
 		heads, progress := w.sched.Cycle(w.ctx)
 		w.cycles++
 		acted := w.sync()
-		if heads == 0 {
+		if len(heads) == 0 {
 			return false
 		}
 		// A cycle that changed a Workload (a pending message, say) can change the next one: an
@@ -560,6 +562,15 @@ func (w *world) schedule() (spinning bool) {
 		// loop goes on at once; so does the simulation, until the writes stop.
 		if progress || acted || w.versions != versions {
 			stalled = 0
+			tried.Clear()
+			tried.Insert(heads...)
+			continue
+		}
+		// A head not tried yet: the ones before it were parked without a write (their pending
+		// message had not changed), and the loop goes on to the next ones at once.
+		if !tried.HasAll(heads...) {
+			stalled = 0
+			tried.Insert(heads...)
 			continue
 		}
 		// Fruitless cycles on the same heads: the state no longer changes. A few more than two,

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 )
 
 // fairTargets preempts from the ClusterQueues with the highest dominant resource share first,
@@ -39,18 +41,43 @@ func (p *Preemptor) fairTargets(s *search) []*Target {
 
 	// Shares are computed as if the pending workload were already admitted.
 	revert := s.cq.SimulateUsageAddition(s.usage)
-	fits, targets, retry := p.firstStrategy(s, infos, reasons, p.fsStrategies[0])
+	byShare := map[*workload.Info]bool{}
+	fits, targets, retry := p.firstStrategy(s, infos, reasons, p.fsStrategies[0], byShare)
 	if !fits && len(p.fsStrategies) > 1 {
-		fits, targets = p.secondStrategy(s, retry, reasons, targets)
+		fits, targets = p.secondStrategy(s, retry, reasons, targets, byShare)
 	}
 	revert()
 	if !fits {
 		s.restore(targets)
 		return nil
 	}
-	targets = s.minimize(targets, func() bool { return s.fits(true) })
+	keep := ownTurnsBeforeShareTargets(s.cq, targets, byShare)
+	targets = s.minimizeKeeping(targets, keep, func() bool { return s.fits(true) })
 	s.restore(targets)
 	return targets
+}
+
+// ownTurnsBeforeShareTargets lists the targets in the preemptor's own ClusterQueue that only this
+// project's rules made eligible (a turn that ended, an expected runtime exceeded) and that were
+// chosen before a target of another ClusterQueue that the strategy allowed. The strategy compared
+// shares with them gone: putting one back leaves the preemptor's queue borrowing as much as the
+// victim's did, the victim wins the next cycle's order on the tie and is admitted again, and the
+// preemptor evicts it again, every cycle. Upstream's own in-queue targets keep upstream's
+// minimisation (parity).
+func ownTurnsBeforeShareTargets(cq *schdcache.ClusterQueueSnapshot, targets []*Target, byShare map[*workload.Info]bool) map[*workload.Info]bool {
+	keep := map[*workload.Info]bool{}
+	shareAfter := false
+	for i := len(targets) - 1; i >= 0; i-- {
+		t := targets[i]
+		if byShare[t.WorkloadInfo] {
+			shareAfter = true
+			continue
+		}
+		if shareAfter && t.WorkloadCq == cq && policy.IsOwnReason(t.Reason) {
+			keep[t.WorkloadInfo] = true
+		}
+	}
+	return keep
 }
 
 // fitsWithoutSelf checks the fit with the pending workload's simulated usage taken out again.
@@ -69,7 +96,8 @@ func reasonOr(reasons map[*workload.Info]string, info *workload.Info, def string
 
 // firstStrategy walks target ClusterQueues by share. It returns whether the workload fits, the
 // targets chosen, and the candidates the strategy refused, for the second strategy.
-func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy) (bool, []*Target, []*workload.Info) {
+// Targets the strategy allowed are added to byShare.
+func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy, byShare map[*workload.Info]bool) (bool, []*Target, []*workload.Info) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, cands, s.log, p.clock)
 	var targets []*Target
 	var retry []*workload.Info
@@ -114,6 +142,7 @@ func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map
 				retry = append(retry, info)
 				continue
 			}
+			byShare[info] = true
 			if take(t, info, kueue.InCohortFairSharingReason) {
 				return true, targets, nil
 			}
@@ -132,12 +161,13 @@ func cannotPass(preemptor fairsharing.PreemptorNewShare, target fairsharing.Targ
 
 // secondStrategy retries the refused candidates with LessThanInitialShare, at most one per
 // ClusterQueue: the strategy only compares queue shares, so a second one would not pass either.
-func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target) (bool, []*Target) {
+func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target, byShare map[*workload.Info]bool) (bool, []*Target) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, retry, s.log, p.clock)
 	for t := range order.Iter() {
 		preemptorShare, targetShare := t.ComputeShares()
 		info := t.PopWorkload()
 		if fairsharing.LessThanInitialShare(preemptorShare, targetShare, fairsharing.TargetNewShare{}) {
+			byShare[info] = true
 			s.snapshot.RemoveWorkload(info)
 			targets = append(targets, &Target{WorkloadInfo: info, Reason: reasonOr(reasons, info, kueue.InCohortFairSharingReason), WorkloadCq: t.GetTargetCq()})
 			if s.fitsWithoutSelf() {

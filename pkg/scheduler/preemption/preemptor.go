@@ -398,7 +398,15 @@ func (s *search) restore(ts []*Target) {
 // minimize puts targets back, last chosen first, while the workload still fits without them,
 // so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
 func (s *search) minimize(ts []*Target, fits func() bool) []*Target {
+	return s.minimizeKeeping(ts, nil, fits)
+}
+
+// minimizeKeeping is minimize, except that the targets in keep are never put back.
+func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fits func() bool) []*Target {
 	for i := len(ts) - 2; i >= 0; i-- {
+		if keep[ts[i].WorkloadInfo] {
+			continue
+		}
 		s.snapshot.AddWorkload(ts[i].WorkloadInfo)
 		if fits() {
 			ts[i] = ts[len(ts)-1]

@@ -34,6 +34,25 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 	return ordering.GetQueueOrderTimestamp(wl).Time
 }
 
+// compareTurns orders two same-priority pending workloads by turn: turn time first. Condition
+// times have a resolution of one second, and a workload is often rotated out in the second the one
+// it makes room for joined the queue: on equal times the workload rotated out goes behind one that
+// joined by its queue-order timestamp, as the back of the line is where rotation puts it. Then the
+// smaller UID.
+func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
+	if c := turnTime(a, ordering).Compare(turnTime(b, ordering)); c != 0 {
+		return c
+	}
+	ra, rb := timeBasedPreemption(a) != nil, timeBasedPreemption(b) != nil
+	if ra != rb {
+		if ra {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(a.UID, b.UID)
+}
+
 // timeBasedPreemption returns the Preempted condition of a workload rotated out for time-sharing.
 func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
@@ -108,26 +127,16 @@ func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueu
 // firstTurn returns the workload of pending with priority prio whose turn comes first, if it comes
 // before wl's; nil otherwise. With canHold, only workloads it accepts are considered.
 func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kueue.Workload, prio int64, canHold func(*workload.Info) bool) *workload.Info {
-	before := func(a *kueue.Workload, at time.Time, b *kueue.Workload, bt time.Time) bool {
-		c := at.Compare(bt)
-		return c < 0 || (c == 0 && cmp.Compare(string(a.UID), string(b.UID)) < 0)
-	}
 	var earlier []*workload.Info
-	wlAt := turnTime(wl, p.ordering)
 	for _, other := range pending {
 		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
-		if before(other.Obj, turnTime(other.Obj, p.ordering), wl, wlAt) {
+		if compareTurns(other.Obj, wl, p.ordering) < 0 {
 			earlier = append(earlier, other)
 		}
 	}
-	slices.SortFunc(earlier, func(a, b *workload.Info) int {
-		if before(a.Obj, turnTime(a.Obj, p.ordering), b.Obj, turnTime(b.Obj, p.ordering)) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(earlier, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.ordering) })
 	for _, other := range earlier {
 		if canHold == nil || canHold(other) {
 			return other
@@ -250,23 +259,17 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 // pending is not changed.
 func TurnOrder(log logr.Logger, pending []*workload.Info, ordering workload.Ordering) []*workload.Info {
 	type entry struct {
-		at  time.Time
 		idx int
 	}
 	prio := make([]int64, len(pending))
-	// Per priority, the workloads by turn time (ties: smaller UID), consumed from the front.
+	// Per priority, the workloads by turn (compareTurns), consumed from the front.
 	byPrio := map[int64][]entry{}
 	for i, info := range pending {
 		prio[i] = priority.EffectivePriority(log, info.Obj)
-		byPrio[prio[i]] = append(byPrio[prio[i]], entry{at: turnTime(info.Obj, ordering), idx: i})
+		byPrio[prio[i]] = append(byPrio[prio[i]], entry{idx: i})
 	}
 	for _, list := range byPrio {
-		slices.SortFunc(list, func(a, b entry) int {
-			if c := a.at.Compare(b.at); c != 0 {
-				return c
-			}
-			return cmp.Compare(pending[a.idx].Obj.UID, pending[b.idx].Obj.UID)
-		})
+		slices.SortFunc(list, func(a, b entry) int { return compareTurns(pending[a.idx].Obj, pending[b.idx].Obj, ordering) })
 	}
 	taken := make([]bool, len(pending))
 	// firstTurn drops the taken entries at the front of a priority's list and returns its first.

@@ -71,6 +71,15 @@ func TestTurnOrder(t *testing.T) {
 				wl("a-rotated", 10, 2*time.Minute, time.Hour)},
 			want: []string{"a-rotated", "b-rotated", "z-rotated"},
 		},
+		"rotated out in the second another joined: behind it, whatever the UIDs": {
+			queue: []*kueue.Workload{wl("a-rotated", 10, 0, time.Hour), wl("z-joined", 10, time.Hour, 0)},
+			want:  []string{"z-joined", "a-rotated"},
+		},
+		"rotated out in the second another joined, that one rotated out too: smaller UID first": {
+			queue: []*kueue.Workload{wl("z-rotated", 10, 0, time.Hour), wl("a-joined", 10, time.Hour, 0),
+				wl("b-rotated", 10, time.Minute, time.Hour)},
+			want: []string{"a-joined", "b-rotated", "z-rotated"},
+		},
 		"preempted for another reason: the queue's order": {
 			queue: []*kueue.Workload{upstreamPreempted, wl("since-1h", 10, time.Hour, 0)},
 			want:  []string{"upstream-preempted", "since-1h"},
