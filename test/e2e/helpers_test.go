@@ -23,11 +23,17 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
-// newNamespace creates a namespace for one spec and deletes it when the spec ends.
+// newNamespace creates a namespace for one spec, whose Jobs and Pods are deleted when the spec
+// ends so that the simulated Nodes have room for the next spec's Pods.
 func newNamespace(ctx context.Context, prefix string) string {
 	ginkgo.GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	gomega.Expect(k8s.Create(ctx, ns)).To(gomega.Succeed())
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		gomega.Expect(k8s.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns.Name),
+			client.PropagationPolicy(metav1.DeletePropagationBackground))).To(gomega.Succeed())
+		gomega.Expect(k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns.Name))).To(gomega.Succeed())
+	})
 	return ns.Name
 }
 

@@ -7,7 +7,10 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,7 +18,8 @@ import (
 )
 
 // No job controller runs on envtest: the spec plays its part, reporting the rotated-out Job's
-// Pods as terminating and then gone, as the job controller does after Kueue suspends the Job.
+// Pods as terminating and then gone, as the job controller does after Kueue suspends the Job,
+// and keeping as many Pod objects of the Job (never scheduled: no kubelet either).
 var _ = ginkgo.Describe("Handover after the victim's Pods terminate", ginkgo.Ordered, func() {
 	ctx := context.Background()
 	var ns string
@@ -97,11 +101,31 @@ var _ = ginkgo.Describe("Handover after the victim's Pods terminate", ginkgo.Ord
 
 // setPods writes a Job's active and terminating Pod counts, as the job controller would.
 func setPods(ctx context.Context, j *batchv1.Job, active, terminating int32) {
+	ginkgo.GinkgoHelper()
+	var obj batchv1.Job
 	gomega.Eventually(func(g gomega.Gomega) {
-		var obj batchv1.Job
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &obj)).To(gomega.Succeed())
 		obj.Status.Active = active
 		obj.Status.Terminating = ptr.To(terminating)
 		g.Expect(env.Client.Status().Update(ctx, &obj)).To(gomega.Succeed())
 	}, timeout, interval).Should(gomega.Succeed())
+	// The Pods themselves, which the manager also reads: as many as the status counts.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: "default"}}
+	if err := env.Client.Create(ctx, sa); !apierrors.IsAlreadyExists(err) {
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	selector := client.MatchingLabels{batchv1.ControllerUidLabel: string(obj.UID)}
+	var pods corev1.PodList
+	gomega.Expect(env.Client.List(ctx, &pods, client.InNamespace(j.Namespace), selector)).To(gomega.Succeed())
+	want := int(active + terminating)
+	for i := len(pods.Items); i < want; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, GenerateName: j.Name + "-", Labels: selector},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "pause"}}},
+		}
+		gomega.Expect(env.Client.Create(ctx, pod)).To(gomega.Succeed())
+	}
+	for i := want; i < len(pods.Items); i++ {
+		gomega.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)))).To(gomega.Succeed())
+	}
 }
