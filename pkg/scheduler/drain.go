@@ -269,10 +269,15 @@ func (d *drainHolds) podChanged(ctx context.Context, pod *corev1.Pod, gone bool)
 	if uid == "" {
 		return
 	}
+	d.wakeWhere(ctx, func(h *drainHold) bool { return h.jobUID == uid && h.job.Namespace == pod.Namespace })
+}
+
+// wakeWhere wakes the ClusterQueue of every hold that match selects.
+func (d *drainHolds) wakeWhere(ctx context.Context, match func(*drainHold) bool) {
 	var wake []kueue.ClusterQueueReference
 	d.mu.Lock()
 	for _, h := range d.holds {
-		if h.jobUID == uid && h.job.Namespace == pod.Namespace {
+		if match(h) {
 			wake = append(wake, h.cq)
 		}
 	}
@@ -289,17 +294,7 @@ func (d *drainHolds) jobChanged(ctx context.Context, job *batchv1.Job) {
 		return
 	}
 	key := types.NamespacedName{Namespace: job.Namespace, Name: job.Name}
-	var wake []kueue.ClusterQueueReference
-	d.mu.Lock()
-	for _, h := range d.holds {
-		if h.job == key {
-			wake = append(wake, h.cq)
-		}
-	}
-	d.mu.Unlock()
-	for _, cq := range wake {
-		d.wake(ctx, cq)
-	}
+	d.wakeWhere(ctx, func(h *drainHold) bool { return h.job == key })
 }
 
 // drainMessage is the pending message of a head whose ClusterQueue waits for victims' Pods.

@@ -293,8 +293,8 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 				continue
 			}
-			a := admitted(wl, window, clock, protections, m.Known, now)
 			cand := candidateOf(wl, clock)
+			a := admitted(wl, &cand, window, clock, protections, m.Known, now)
 			if t := tolerationOf(wl.Spec.PriorityClassRef); t != nil {
 				cand.Toleration = t
 				pr := Protection{Kind: "toleration", Active: policy.Tolerated(&cand, math.MinInt64, now), Forever: t.Forever,
@@ -407,10 +407,8 @@ func sourceOf(p policy.Protection, known bool) string {
 	return p.Source
 }
 
-func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
-	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName),
-		Evicting: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
-	c := candidateOf(wl, clock)
+func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
+	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName), Evicting: c.Evicted}
 	if !c.QuotaReservedAt.IsZero() {
 		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
 		if window > 0 {
@@ -420,8 +418,6 @@ func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeCloc
 	}
 	if c.Admitted {
 		a.Admitted = ptrTime(metav1.NewTime(c.AdmittedAt))
-	}
-	if c.Admitted {
 		a.RunningCounted = string(clock)
 	}
 	for _, x := range protections {
@@ -429,8 +425,8 @@ func admitted(wl *kueue.Workload, window time.Duration, clock policy.RuntimeCloc
 		if p.MinRuntime <= 0 || (policy.FromDefaults(p) && !known) {
 			continue
 		}
-		pr := Protection{Kind: x.kind, Active: policy.Protected(&c, p, now), Source: p.Source, Against: x.against}
-		if end := policy.ProtectionEnds(&c, p); !end.IsZero() {
+		pr := Protection{Kind: x.kind, Active: policy.Protected(c, p, now), Source: p.Source, Against: x.against}
+		if end := policy.ProtectionEnds(c, p); !end.IsZero() {
 			pr.Until = ptrTime(metav1.NewTime(end))
 		}
 		a.Protections = append(a.Protections, pr)
