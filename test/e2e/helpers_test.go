@@ -184,6 +184,14 @@ func (h handover) String() string {
 // notBefore; then victim is evicted for reason, its Pods terminate and preemptor's Pods run.
 func expectHandover(ctx context.Context, victim, preemptor *batchv1.Job, notBefore time.Time, reason string) handover {
 	ginkgo.GinkgoHelper()
+	// The preemptor's Workload is created by the job reconciler after the Job: wait until the
+	// scheduler has tried it and kept it waiting before checking that it keeps waiting.
+	ginkgo.By(fmt.Sprintf("seeing %s pending", preemptor.Name))
+	gomega.Eventually(func(g gomega.Gomega) {
+		c := apimeta.FindStatusCondition(workload(g, ctx, preemptor).Status.Conditions, kueue.WorkloadQuotaReserved)
+		g.Expect(c).NotTo(gomega.BeNil(), "%s was tried by the scheduler", preemptor.Name)
+		g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse), "%s waits", preemptor.Name)
+	}, 30*time.Second, interval).Should(gomega.Succeed())
 	if wait := time.Until(notBefore) - 2*time.Second; wait > 0 {
 		ginkgo.By(fmt.Sprintf("keeping %s running and %s waiting until %s", victim.Name, preemptor.Name, notBefore.Format(time.TimeOnly)))
 		gomega.Consistently(func(g gomega.Gomega) {
