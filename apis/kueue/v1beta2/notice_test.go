@@ -1,0 +1,111 @@
+package v1beta2
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+func TestNoticeFields(t *testing.T) {
+	preemption := field.NewPath("spec", "preemption")
+	const gateOff = "needs the gate"
+	cases := map[string]struct {
+		spec      string
+		want      NoticeSettings
+		wantParse string // the field the parse error must name
+		wantErrs  field.ErrorList
+		// wantInUse are the fields InUse reports.
+		wantInUse []string
+	}{
+		"nothing set": {spec: `{"preemption":{"preemptMinRuntime":"1m"}}`},
+		"every field set": {
+			spec: `{"preemption":{"noticePeriod":"5m","noticeOnPriorityPreemption":true,"noticeOnReclaim":true}}`,
+			want: NoticeSettings{NoticePeriod: &metav1.Duration{Duration: 5 * time.Minute},
+				NoticeOnPriorityPreemption: ptr.To(true), NoticeOnReclaim: ptr.To(true)},
+			wantInUse: []string{"spec.preemption.noticePeriod", "spec.preemption.noticeOnPriorityPreemption", "spec.preemption.noticeOnReclaim"},
+		},
+		"zero and false are kept, unlike unset, and ask for nothing": {
+			spec: `{"preemption":{"noticePeriod":"0s","noticeOnReclaim":false}}`,
+			want: NoticeSettings{NoticePeriod: &metav1.Duration{}, NoticeOnReclaim: ptr.To(false)},
+		},
+		"exactly the maximum": {
+			spec:      `{"preemption":{"noticePeriod":"1h"}}`,
+			want:      NoticeSettings{NoticePeriod: &metav1.Duration{Duration: time.Hour}},
+			wantInUse: []string{"spec.preemption.noticePeriod"},
+		},
+		"over the maximum": {
+			spec:      `{"preemption":{"noticePeriod":"61m"}}`,
+			want:      NoticeSettings{NoticePeriod: &metav1.Duration{Duration: 61 * time.Minute}},
+			wantErrs:  field.ErrorList{field.Invalid(preemption.Child("noticePeriod"), "1h1m0s", "must be at most 1h0m0s")},
+			wantInUse: []string{"spec.preemption.noticePeriod"},
+		},
+		"negative": {
+			spec:     `{"preemption":{"noticePeriod":"-30s","noticeOnPriorityPreemption":false}}`,
+			want:     NoticeSettings{NoticePeriod: &metav1.Duration{Duration: -30 * time.Second}, NoticeOnPriorityPreemption: ptr.To(false)},
+			wantErrs: field.ErrorList{field.Invalid(preemption.Child("noticePeriod"), "-30s", "must not be negative")},
+		},
+		"an extension alone is in use": {
+			spec:      `{"preemption":{"noticeOnReclaim":true}}`,
+			want:      NoticeSettings{NoticeOnReclaim: ptr.To(true)},
+			wantInUse: []string{"spec.preemption.noticeOnReclaim"},
+		},
+		"not a duration names the field": {
+			spec: `{"preemption":{"noticePeriod":"five minutes"}}`, wantParse: "spec.preemption.noticePeriod",
+		},
+		"not a boolean names the field": {
+			spec: `{"preemption":{"noticeOnReclaim":"yes"}}`, wantParse: "spec.preemption.noticeOnReclaim",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for kind, parse := range map[string]func() (NoticeSettings, field.ErrorList, error){
+				"ClusterQueue": func() (NoticeSettings, field.ErrorList, error) {
+					ext, err := ParseClusterQueueExtension([]byte(tc.spec))
+					if err != nil {
+						return NoticeSettings{}, nil, err
+					}
+					return ext.Notice(), ValidateClusterQueueExtension(ext, nil), nil
+				},
+				"Cohort": func() (NoticeSettings, field.ErrorList, error) {
+					ext, err := ParseCohortExtension([]byte(tc.spec))
+					if err != nil {
+						return NoticeSettings{}, nil, err
+					}
+					return ext.Notice(), ValidateCohortExtension(ext), nil
+				},
+			} {
+				got, errs, err := parse()
+				if tc.wantParse != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantParse) {
+						t.Errorf("%s: parse error %v, want one naming %s", kind, err, tc.wantParse)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: unexpected parse error: %v", kind, err)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s: settings (-want +got):\n%s", kind, diff)
+				}
+				if diff := cmp.Diff(tc.wantErrs, errs); diff != "" {
+					t.Errorf("%s: validation (-want +got):\n%s", kind, diff)
+				}
+				var inUse []string
+				for _, e := range got.InUse(preemption, gateOff) {
+					if e.Type != field.ErrorTypeForbidden || e.Detail != gateOff {
+						t.Errorf("%s: InUse error %v, want Forbidden with the detail given", kind, e)
+					}
+					inUse = append(inUse, e.Field)
+				}
+				if diff := cmp.Diff(tc.wantInUse, inUse); diff != "" {
+					t.Errorf("%s: InUse (-want +got):\n%s", kind, diff)
+				}
+			}
+		})
+	}
+}
