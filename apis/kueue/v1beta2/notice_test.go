@@ -1,7 +1,6 @@
 package v1beta2
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -63,38 +62,9 @@ func TestNoticeFields(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			for kind, parse := range map[string]func() (NoticeSettings, field.ErrorList, error){
-				"ClusterQueue": func() (NoticeSettings, field.ErrorList, error) {
-					ext, err := ParseClusterQueueExtension([]byte(tc.spec))
-					if err != nil {
-						return NoticeSettings{}, nil, err
-					}
-					return ext.Notice(), ValidateClusterQueueExtension(ext, nil), nil
-				},
-				"Cohort": func() (NoticeSettings, field.ErrorList, error) {
-					ext, err := ParseCohortExtension([]byte(tc.spec))
-					if err != nil {
-						return NoticeSettings{}, nil, err
-					}
-					return ext.Notice(), ValidateCohortExtension(ext), nil
-				},
-			} {
-				got, errs, err := parse()
-				if tc.wantParse != "" {
-					if err == nil || !strings.Contains(err.Error(), tc.wantParse) {
-						t.Errorf("%s: parse error %v, want one naming %s", kind, err, tc.wantParse)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("%s: unexpected parse error: %v", kind, err)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("%s: settings (-want +got):\n%s", kind, diff)
-				}
-				if diff := cmp.Diff(tc.wantErrs, errs); diff != "" {
-					t.Errorf("%s: validation (-want +got):\n%s", kind, diff)
-				}
+			read := expectEachKind(t, tc.spec, tc.wantParse, tc.want, tc.wantErrs,
+				(*ClusterQueueExtension).Notice, (*CohortExtension).Notice)
+			for kind, got := range read {
 				var inUse []string
 				for _, e := range got.InUse(preemption, gateOff) {
 					if e.Type != field.ErrorTypeForbidden || e.Detail != gateOff {
