@@ -261,10 +261,9 @@ func (d *decoder) addManifest(s *Scenario, m manifest, u *unstructured.Unstructu
 			return
 		}
 		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-		if notes := noticeNotes("", spec); len(notes) > 0 {
-			for _, n := range notes {
-				field, problem, _ := strings.Cut(strings.TrimPrefix(n, ": "), " ")
-				fail(field, "%s; leave it out of a scenario", strings.TrimPrefix(problem, "is "))
+		if fields := noticeFieldsInUse(spec); len(fields) > 0 {
+			for _, f := range fields {
+				fail(f, "%s; leave it out of a scenario", noticeNotSimulated)
 			}
 			return
 		}

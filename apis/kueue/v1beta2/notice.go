@@ -48,21 +48,43 @@ func (n *NoticeSettings) validate(path *field.Path) field.ErrorList {
 	return nil
 }
 
-// InUse lists, as errors with detail, the settings that would change what happens to a victim:
-// a positive noticePeriod, or an extension turned on. Zero and false are not listed, since they
-// ask for what happens anyway.
-func (n NoticeSettings) InUse(path *field.Path, detail string) field.ErrorList {
+// InUse lists, as Forbidden errors with detail, the settings that would change what happens to a
+// victim: a positive noticePeriod, or an extension turned on. Zero and false are not listed, since
+// they ask for what happens anyway; nor is a setting equal to the one in old (the stored object an
+// update replaces; nil on create), so that an object stored with a setting can still be updated
+// otherwise (finalizers, labels, other fields) once the setting is no longer allowed.
+func (n NoticeSettings) InUse(path *field.Path, detail string, old *NoticeSettings) field.ErrorList {
+	if old == nil {
+		old = &NoticeSettings{}
+	}
 	var errs field.ErrorList
-	if n.NoticePeriod != nil && n.NoticePeriod.Duration > 0 {
+	if d := n.NoticePeriod; d != nil && d.Duration > 0 && (old.NoticePeriod == nil || old.NoticePeriod.Duration != d.Duration) {
 		errs = append(errs, field.Forbidden(path.Child("noticePeriod"), detail))
 	}
-	if n.NoticeOnPriorityPreemption != nil && *n.NoticeOnPriorityPreemption {
-		errs = append(errs, field.Forbidden(path.Child("noticeOnPriorityPreemption"), detail))
-	}
-	if n.NoticeOnReclaim != nil && *n.NoticeOnReclaim {
-		errs = append(errs, field.Forbidden(path.Child("noticeOnReclaim"), detail))
+	for _, b := range []struct {
+		name     string
+		new, old *bool
+	}{
+		{"noticeOnPriorityPreemption", n.NoticeOnPriorityPreemption, old.NoticeOnPriorityPreemption},
+		{"noticeOnReclaim", n.NoticeOnReclaim, old.NoticeOnReclaim},
+	} {
+		if b.new != nil && *b.new && (b.old == nil || !*b.old) {
+			errs = append(errs, field.Forbidden(path.Child(b.name), detail))
+		}
 	}
 	return errs
+}
+
+// ParseNoticeSettings reads the notice settings from a ClusterQueue's or a Cohort's spec (they
+// are the same in both). Errors name the field.
+func ParseNoticeSettings(spec json.RawMessage) (NoticeSettings, error) {
+	var n NoticeSettings
+	fields, err := preemptionFields(spec)
+	if err != nil || fields == nil {
+		return n, err
+	}
+	err = n.parse(fields)
+	return n, err
 }
 
 func (n *NoticeSettings) parse(fields map[string]json.RawMessage) error {

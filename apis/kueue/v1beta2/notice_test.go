@@ -1,6 +1,7 @@
 package v1beta2
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestNoticeFields(t *testing.T) {
 				(*ClusterQueueExtension).Notice, (*CohortExtension).Notice)
 			for kind, got := range read {
 				var inUse []string
-				for _, e := range got.InUse(preemption, gateOff) {
+				for _, e := range got.InUse(preemption, gateOff, nil) {
 					if e.Type != field.ErrorTypeForbidden || e.Detail != gateOff {
 						t.Errorf("%s: InUse error %v, want Forbidden with the detail given", kind, e)
 					}
@@ -77,5 +78,52 @@ func TestNoticeFields(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On update, a setting the stored object already has is not reported again.
+func TestNoticeInUseAgainstTheStoredObject(t *testing.T) {
+	preemption := field.NewPath("spec", "preemption")
+	five := &metav1.Duration{Duration: 5 * time.Minute}
+	cases := map[string]struct {
+		old, new string // specs; old "" is a create
+		want     []string
+	}{
+		"create":                        {new: `{"preemption":{"noticePeriod":"5m","noticeOnReclaim":true}}`, want: []string{"spec.preemption.noticePeriod", "spec.preemption.noticeOnReclaim"}},
+		"unchanged":                     {old: `{"preemption":{"noticePeriod":"5m","noticeOnReclaim":true}}`, new: `{"preemption":{"noticePeriod":"300s","noticeOnReclaim":true}}`},
+		"a longer notice":               {old: `{"preemption":{"noticePeriod":"5m"}}`, new: `{"preemption":{"noticePeriod":"10m"}}`, want: []string{"spec.preemption.noticePeriod"}},
+		"an extension added":            {old: `{"preemption":{"noticeOnReclaim":true}}`, new: `{"preemption":{"noticeOnReclaim":true,"noticeOnPriorityPreemption":true}}`, want: []string{"spec.preemption.noticeOnPriorityPreemption"}},
+		"turned off":                    {old: `{"preemption":{"noticePeriod":"5m","noticeOnReclaim":true}}`, new: `{"preemption":{"noticePeriod":"0s"}}`},
+		"set on an object without any":  {old: `{"parentName":"org"}`, new: `{"preemption":{"noticePeriod":"1m"}}`, want: []string{"spec.preemption.noticePeriod"}},
+		"an extension from false to on": {old: `{"preemption":{"noticeOnReclaim":false}}`, new: `{"preemption":{"noticeOnReclaim":true}}`, want: []string{"spec.preemption.noticeOnReclaim"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var old *NoticeSettings
+			if tc.old != "" {
+				stored, err := ParseNoticeSettings([]byte(tc.old))
+				if err != nil {
+					t.Fatal(err)
+				}
+				old = &stored
+			}
+			n, err := ParseNoticeSettings([]byte(tc.new))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range n.InUse(preemption, "off", old) {
+				got = append(got, e.Field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("InUse (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if n, err := ParseNoticeSettings([]byte(`{"preemption":{"noticePeriod":"5m"}}`)); err != nil || !cmp.Equal(n, NoticeSettings{NoticePeriod: five}) {
+		t.Errorf("ParseNoticeSettings = %+v, %v", n, err)
+	}
+	if _, err := ParseNoticeSettings([]byte(`{"preemption":{"noticePeriod":5}}`)); err == nil || !strings.Contains(err.Error(), "spec.preemption.noticePeriod") {
+		t.Errorf("ParseNoticeSettings of a number: %v, want an error naming the field", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -106,5 +107,48 @@ var _ = ginkgo.Describe("Notice settings while the PreemptionNotice gate is off"
 		stored, _, _ := unstructured.NestedMap(got.Object, "spec", "preemption")
 		gomega.Expect(stored).NotTo(gomega.HaveKey("noticePeriod"))
 		gomega.Expect(stored).To(gomega.HaveKeyWithValue("preemptMinRuntime", "1m"))
+	})
+
+	// The webhook runs in this process and reads the process-wide gate on each request.
+	ginkgo.It("keeps a notice stored while the gate was on through other updates, and refuses changing it", func() {
+		setGate := func(on bool) {
+			gomega.Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"PreemptionNotice": on})).To(gomega.Succeed())
+		}
+		ginkgo.DeferCleanup(setGate, false)
+		setGate(true)
+		obj := noticeObject("Cohort", "v1beta2", "notice-stored", map[string]any{"noticePeriod": "5m", "noticeOnReclaim": true})
+		gomega.Expect(env.Client.Create(ctx, obj)).To(gomega.Succeed())
+		ginkgo.DeferCleanup(func() { gomega.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, obj))).To(gomega.Succeed()) })
+		setGate(false)
+
+		update := func(version string, path []string, value any) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				u := noticeObject("Cohort", version, obj.GetName(), nil)
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+					return err
+				}
+				if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+					return err
+				}
+				return env.Client.Update(ctx, u)
+			})
+		}
+		ginkgo.By("updating another field, through either version")
+		gomega.Expect(update("v1beta2", []string{"spec", "parentName"}, "org")).To(gomega.Succeed())
+		gomega.Expect(update("v1beta1", []string{"metadata", "labels"}, map[string]any{"team": "ml"})).To(gomega.Succeed())
+
+		ginkgo.By("changing the notice")
+		err := update("v1beta1", []string{"spec", "preemption", "noticePeriod"}, "10m")
+		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "want an Invalid error, got %v", err)
+		gomega.Expect(err.Error()).To(gomega.ContainSubstring("spec.preemption.noticePeriod: Forbidden: needs the PreemptionNotice feature gate"))
+		gomega.Expect(err.Error()).NotTo(gomega.ContainSubstring("noticeOnReclaim"), "the unchanged extension is not reported")
+
+		ginkgo.By("turning it off")
+		gomega.Expect(update("v1beta2", []string{"spec", "preemption", "noticePeriod"}, "0s")).To(gomega.Succeed())
+		got := noticeObject("Cohort", "v1beta2", obj.GetName(), nil)
+		gomega.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(gomega.Succeed())
+		stored, _, _ := unstructured.NestedMap(got.Object, "spec", "preemption")
+		gomega.Expect(stored).To(gomega.Equal(map[string]any{"noticePeriod": "0s", "noticeOnReclaim": true}))
+		gomega.Expect(got.GetLabels()).To(gomega.HaveKeyWithValue("team", "ml"))
 	})
 })
