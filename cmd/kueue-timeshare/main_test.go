@@ -34,11 +34,14 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 	badField := write("bad-field.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  timeout: -1s\n")
 	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
 	podsReadyClock := write("pods-ready-clock.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: PodsReady\n")
+	notice := write("notice.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 10m\n")
 	badTimeshare := write("bad-timeshare.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n  defaultPreemptMinRuntime: -5m\n")
 
 	cases := map[string]struct {
 		args     string
 		wantText []string
+		// wantAbsent must not be in the output.
+		wantAbsent []string
 	}{
 		"unknown feature gate": {
 			args:     "--feature-gates=NoSuchGate=true",
@@ -57,8 +60,18 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
 		},
 		"our gates are set like upstream's": {
-			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
-			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,PreemptionNotice=true --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionNotice":true,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+		},
+		"a default notice while PreemptionNotice is off (alpha, the default)": {
+			args:     "--config=" + notice,
+			wantText: []string{"invalid configuration", "timeshare.defaultNoticePeriod", "needs the PreemptionNotice feature gate, which is off"},
+		},
+		"a default notice with PreemptionNotice on passes the configuration checks": {
+			// The manager then stops on the missing cluster, past every configuration check.
+			args:       "--config=" + notice + " --feature-gates=PreemptionNotice=true --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText:   []string{"no-kubeconfig"},
+			wantAbsent: []string{"invalid configuration", "defaultNoticePeriod"},
 		},
 		"invalid timeshare settings": {
 			args: "--config=" + badTimeshare,
@@ -86,6 +99,11 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			for _, s := range tc.wantText {
 				if !strings.Contains(string(out), s) {
 					t.Errorf("output does not mention %q:\n%s", s, out)
+				}
+			}
+			for _, s := range tc.wantAbsent {
+				if strings.Contains(string(out), s) {
+					t.Errorf("output mentions %q:\n%s", s, out)
 				}
 			}
 		})

@@ -105,20 +105,21 @@ func TestPatchesEveryVersionOfKueuesCRDs(t *testing.T) {
 	}
 }
 
-// The declared schemas say what kubectl explain shows: each duration has a pattern and names the
-// condition its clock starts from.
+// The declared schemas say what kubectl explain shows: each leaf has a description, and each
+// duration a pattern.
 func TestFieldSchemas(t *testing.T) {
 	for kind, fields := range tsapi.Fields() {
 		for _, f := range fields {
-			durations := map[string]apiextensionsv1.JSONSchemaProps{f.Name: f.Schema}
+			leaves := map[string]apiextensionsv1.JSONSchemaProps{f.Name: f.Schema}
 			if f.Schema.Type == "object" {
-				durations = f.Schema.Properties
+				leaves = f.Schema.Properties
 			}
-			if len(durations) == 0 {
+			if len(leaves) == 0 {
 				t.Errorf("%s %s: no properties", kind, f)
 			}
-			for name, d := range durations {
-				if d.Type != "string" || d.Pattern == "" || d.Description == "" {
+			for name, d := range leaves {
+				duration := d.Type == "string" && d.Pattern != ""
+				if !(duration || d.Type == "boolean") || d.Description == "" {
 					t.Errorf("%s %s: %s schema %+v", kind, f, name, d)
 				}
 			}

@@ -36,7 +36,16 @@ const (
 	// them nor starts its turn with Pods that cannot be placed. Off: the quota goes when Kueue
 	// releases it, as soon as the Job has no active Pods.
 	HandoverAfterVictimTermination featuregate.Feature = "HandoverAfterVictimTermination"
+
+	// PreemptionNotice allows spec.preemption.noticePeriod, noticeOnPriorityPreemption and
+	// noticeOnReclaim on ClusterQueues and Cohorts and the manager's defaultNoticePeriod. Alpha and
+	// off until the notice itself is built: with it off, the webhooks and the configuration loader
+	// refuse those settings rather than ignore them; with it on they are accepted and do nothing yet.
+	PreemptionNotice featuregate.Feature = "PreemptionNotice"
 )
+
+// NoticeGateOff is what a refused notice setting is told while PreemptionNotice is off.
+const NoticeGateOff = "needs the PreemptionNotice feature gate, which is off (alpha): the notice before eviction is not implemented yet; leave it unset or set it to 0s/false"
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 	TimeBasedSamePriorityPreemption: {
@@ -53,6 +62,9 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 	},
 	HandoverAfterVictimTermination: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	PreemptionNotice: {
+		{Version: version.MustParse("0.19"), Default: false, PreRelease: featuregate.Alpha},
 	},
 }
 

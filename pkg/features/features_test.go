@@ -15,12 +15,15 @@ func TestGatesLiveInUpstreamsGate(t *testing.T) {
 		set  *bool
 		want bool
 	}{
-		"on by default (Beta)": {want: true},
-		"turned off":           {set: ptr(false), want: false},
-		"turned on":            {set: ptr(true), want: true},
+		"default (Beta: on)": {want: true},
+		"turned off":         {set: ptr(false), want: false},
+		"turned on":          {set: ptr(true), want: true},
 	}
-	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue, HandoverAfterVictimTermination} {
+	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue, HandoverAfterVictimTermination, PreemptionNotice} {
 		for name, tc := range cases {
+			if gate == PreemptionNotice && tc.set == nil {
+				tc.want = false // Alpha, off until the notice is built.
+			}
 			t.Run(string(gate)+"/"+name, func(t *testing.T) {
 				if tc.set != nil {
 					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, *tc.set)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/waitforpodsready"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 )
 
@@ -46,6 +47,9 @@ func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options
 	if err == nil && all.Timeshare.RuntimeClock == tsconfig.RuntimeClockPodsReady && !waitforpodsready.Enabled(all.Kueue.WaitForPodsReady) {
 		err = fmt.Errorf("invalid configuration: %w", field.Invalid(field.NewPath(tsconfig.SectionKey, "runtimeClock"), all.Timeshare.RuntimeClock,
 			"PodsReady needs waitForPodsReady, which keeps the PodsReady condition up to date and is off while the DisableWaitForPodsReady feature gate is on"))
+	}
+	if d := all.Timeshare.DefaultNoticePeriod; err == nil && d != nil && d.Duration > 0 && !tsfeatures.Enabled(tsfeatures.PreemptionNotice) {
+		err = fmt.Errorf("invalid configuration: %w", field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), tsfeatures.NoticeGateOff))
 	}
 	return opts, all, err
 }

@@ -20,6 +20,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	ReclaimResolveMethod:     tsconfig.ReclaimResolveLCA,
 	DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
+	DefaultNoticePeriod:      &metav1.Duration{},
 }
 
 // Feature gates are process-wide, so the cases that set them run the binary instead
@@ -87,6 +88,7 @@ timeshare:
 					ReclaimResolveMethod:     tsconfig.ReclaimResolveQueue,
 					DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
+					DefaultNoticePeriod:      &metav1.Duration{},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
 					t.Errorf("timeshare section (-want +got):\n%s", diff)
@@ -96,6 +98,26 @@ timeshare:
 		"negative min-runtime names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultReclaimMinRuntime: -1m\n",
 			wantErr: []string{"invalid configuration", "timeshare.defaultReclaimMinRuntime", "must not be negative"},
+		},
+		"negative notice names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: -1s\n",
+			wantErr: []string{"invalid configuration", "timeshare.defaultNoticePeriod", "must not be negative"},
+		},
+		"a notice over an hour names the field and the bound": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 2h\n",
+			wantErr: []string{"invalid configuration", "timeshare.defaultNoticePeriod", "must be at most 1h0m0s"},
+		},
+		"a notice while PreemptionNotice is off names the field and the gate": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 5m\n",
+			wantErr: []string{"invalid configuration", "timeshare.defaultNoticePeriod", "PreemptionNotice feature gate"},
+		},
+		"no notice is accepted while PreemptionNotice is off": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 0s\n",
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(defaultTimeshare, cfg.Timeshare); diff != "" {
+					t.Errorf("timeshare section (-want +got):\n%s", diff)
+				}
+			},
 		},
 		"unknown runtime clock names the field and the choices": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: Running\n",

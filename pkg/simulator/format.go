@@ -32,20 +32,21 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintln(out)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tLOST\tPREEMPTIONS\tFINISHED AT\tSHARE")
+	lostUnit := strings.ToUpper(first.LostWork.Unit)
+	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tLOST\tLOST "+lostUnit+"\tPREEMPTIONS\tFINISHED AT\tSHARE")
 	for i, w := range first.Workloads {
 		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, formatOffset(w.Arrival), formatOffset(w.Duration)}
 		cells := [][]string{}
 		for _, r := range runs {
 			rw := r.workload(i, w.Name)
 			if rw == nil {
-				cells = append(cells, []string{"-", "-", "-", "-", "-", "-", "-"})
+				cells = append(cells, []string{"-", "-", "-", "-", "-", "-", "-", "-"})
 				continue
 			}
 			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
 			cells = append(cells, []string{
 				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
-				preemptionCell(rw), finishedCell(rw), percent(share),
+				resourceHours(rw.LostResourceHours), preemptionCell(rw), finishedCell(rw), percent(share),
 			})
 		}
 		row = append(row, joinColumns(cells)...)
@@ -57,14 +58,15 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintln(out)
 
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTERQUEUE\tWORKLOADS\tFINISHED\tJAIN\tWAIT P50\tWAIT P95\tWAIT MAX\tLONGEST WAIT\tPREEMPTIONS/H\tLOST\tUTILISATION")
+	fmt.Fprintln(tw, "CLUSTERQUEUE\tWORKLOADS\tFINISHED\tJAIN\tWAIT P50\tWAIT P95\tWAIT MAX\tLONGEST WAIT\tPREEMPTIONS/H\tLOST\tLOST "+lostUnit+"\tUTILISATION")
 	for _, q := range first.ClusterQueues {
 		cells := [][]string{}
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
 				fmt.Sprint(rq.Finished), jain(rq.Jain), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
-				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), percent(rq.Utilisation),
+				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
+				percent(rq.Utilisation),
 			})
 		}
 		row := append([]string{q.Name, fmt.Sprint(q.Workloads)}, joinColumns(cells)...)
@@ -73,6 +75,11 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	lost := make([]string, len(runs))
+	for i, r := range runs {
+		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, formatOffset(r.LostWork.Lost))
+	}
+	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
 	for _, r := range runs {
 		for _, n := range r.Notes {
 			fmt.Fprintf(out, "\nNote (%s): %s", r.Mode.Title(), n)
@@ -138,6 +145,10 @@ func finishedCell(w *WorkloadResult) string {
 	return formatOffset(w.FinishedAt)
 }
 
+func resourceHours(h float64) string {
+	return fmt.Sprintf("%.2f", h)
+}
+
 func percent(f float64) string {
 	if math.IsNaN(f) {
 		return "-"
@@ -173,6 +184,9 @@ func WriteTimeline(out io.Writer, r *Result) error {
 		case EventFinished:
 			what = fmt.Sprintf("%s finishes", e.Workload)
 		}
+		if e.Lost > 0 {
+			what += fmt.Sprintf(", losing %s of run time (%s %s)", formatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
+		}
 		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", formatOffset(e.At), e.ClusterQueue, what)
 	}
 	return tw.Flush()
@@ -193,6 +207,14 @@ type jsonResult struct {
 	ClusterQueues []jsonQueue    `json:"clusterQueues"`
 	Events        []jsonEvent    `json:"events"`
 	Notes         []string       `json:"notes"`
+	LostWork      jsonLostWork   `json:"lostWork"`
+}
+
+type jsonLostWork struct {
+	Resource      string  `json:"resource"`
+	Unit          string  `json:"unit"`
+	Seconds       float64 `json:"seconds"`
+	ResourceHours float64 `json:"resourceHours"`
 }
 
 type jsonWorkload struct {
@@ -207,6 +229,7 @@ type jsonWorkload struct {
 	LongestWaitSeconds float64        `json:"longestWaitSeconds"`
 	AdmittedSeconds    float64        `json:"admittedSeconds"`
 	LostSeconds        float64        `json:"lostSeconds"`
+	LostResourceHours  float64        `json:"lostResourceHours"`
 	Admissions         int            `json:"admissions"`
 	Preemptions        map[string]int `json:"preemptions"`
 	Finished           bool           `json:"finished"`
@@ -235,6 +258,7 @@ type jsonQueue struct {
 	Preemptions        int                `json:"preemptions"`
 	PreemptionsPerHour float64            `json:"preemptionsPerHour"`
 	LostSeconds        float64            `json:"lostSeconds"`
+	LostResourceHours  float64            `json:"lostResourceHours"`
 	Utilisation        float64            `json:"utilisation"`
 }
 
@@ -245,6 +269,9 @@ type jsonEvent struct {
 	ClusterQueue string    `json:"clusterQueue"`
 	Reason       string    `json:"reason,omitempty"`
 	By           string    `json:"by,omitempty"`
+	// Set on evictions only, zero included.
+	LostSeconds       *float64 `json:"lostSeconds,omitempty"`
+	LostResourceHours *float64 `json:"lostResourceHours,omitempty"`
 }
 
 // WriteJSON writes the runs as {"runs": [...]}, with durations in seconds.
@@ -252,13 +279,15 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 	doc := jsonRuns{Runs: make([]jsonResult, 0, len(runs))}
 	for _, r := range runs {
 		jr := jsonResult{Scenario: r.Scenario, Mode: r.Mode, Start: r.Start.UTC(), EndSeconds: r.End.Seconds(), Cycles: r.Cycles,
-			Workloads: []jsonWorkload{}, ClusterQueues: []jsonQueue{}, Events: []jsonEvent{}, Notes: append([]string{}, r.Notes...)}
+			Workloads: []jsonWorkload{}, ClusterQueues: []jsonQueue{}, Events: []jsonEvent{}, Notes: append([]string{}, r.Notes...),
+			LostWork: jsonLostWork{Resource: r.LostWork.Resource, Unit: r.LostWork.Unit, Seconds: r.LostWork.Lost.Seconds(), ResourceHours: r.LostWork.ResourceHours}}
 		for _, w := range r.Workloads {
 			jw := jsonWorkload{
 				Name: w.Name, Namespace: w.Namespace, ClusterQueue: w.ClusterQueue, Priority: w.Priority, Requests: w.Requests,
 				ArrivalSeconds: w.Arrival.Seconds(), DurationSeconds: w.Duration.Seconds(),
 				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(), LostSeconds: w.Lost.Seconds(),
-				Admissions: w.Admissions, Preemptions: w.Preemptions, Finished: w.Finished,
+				LostResourceHours: w.LostResourceHours,
+				Admissions:        w.Admissions, Preemptions: w.Preemptions, Finished: w.Finished,
 				Share: w.Share, CapacitySeconds: w.CapacityTime, Intervals: []jsonInterval{},
 			}
 			if w.Finished {
@@ -275,7 +304,7 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 				Name: q.Name, Workloads: q.Workloads, Finished: q.Finished, CapacityShare: q.CapacityShare,
 				WaitP50Seconds: q.WaitP50.Seconds(), WaitP95Seconds: q.WaitP95.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
 				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour, LostSeconds: q.Lost.Seconds(),
-				Utilisation: q.Utilisation,
+				LostResourceHours: q.LostResourceHours, Utilisation: q.Utilisation,
 			}
 			if !math.IsNaN(q.Jain) {
 				j := q.Jain
@@ -284,7 +313,12 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 			jr.ClusterQueues = append(jr.ClusterQueues, jq)
 		}
 		for _, e := range r.Events {
-			jr.Events = append(jr.Events, jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By})
+			je := jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By}
+			if e.Kind == EventPreempted || e.Kind == EventEvicted {
+				lost, hours := e.Lost.Seconds(), e.LostResourceHours
+				je.LostSeconds, je.LostResourceHours = &lost, &hours
+			}
+			jr.Events = append(jr.Events, je)
 		}
 		doc.Runs = append(doc.Runs, jr)
 	}

@@ -7,8 +7,9 @@ import (
 )
 
 // job is the emulated job behind one Workload: it runs while its Workload is admitted, and
-// finishes once it has run its duration. A preempted job starts over when it is admitted again,
-// unless it is checkpointed.
+// finishes once it has run its duration. A preempted job resumes, when it is admitted again, from
+// its last completed checkpoint: from where it stopped when it is checkpointed (continuously),
+// from the start when it declares no checkpoints.
 type job struct {
 	spec WorkloadSpec
 	key  types.NamespacedName
@@ -17,15 +18,18 @@ type job struct {
 	state jobState
 	// since is when the current state began.
 	since time.Duration
-	// progress is the run time already banked (checkpointed jobs only).
+	// progress is the run time already banked by checkpoints.
 	progress time.Duration
 	// finishAt is when a running job completes.
 	finishAt time.Duration
 
 	intervals  []Interval
 	admissions int
-	// lost is run time thrown away by evictions (all of it for a job without checkpoints).
-	lost        time.Duration
+	// lost is run time thrown away by evictions: since the last completed checkpoint, or since
+	// the admission for a job without checkpoints.
+	lost time.Duration
+	// evictions are the times of its evictions and the run time each threw away, in order.
+	evictions   []eviction
 	preemptions map[string]int
 	finishedAt  time.Duration
 }
@@ -59,18 +63,52 @@ func (j *job) admitted(now time.Duration) {
 	j.finishAt = now + j.spec.Duration - j.progress
 }
 
-func (j *job) evicted(now time.Duration, reason string) {
+// evicted stops a running job and returns the run time the eviction threw away.
+func (j *job) evicted(now time.Duration, reason string) time.Duration {
 	if j.state != running {
-		return
+		return 0
 	}
 	j.close(now)
-	if j.spec.Checkpointed {
-		j.progress += now - j.since
-	} else {
-		j.lost += now - j.since
-	}
+	kept, lost := j.spec.checkpoints().split(now - j.since)
+	j.progress += kept
+	j.lost += lost
+	j.evictions = append(j.evictions, eviction{at: now, lost: lost})
 	j.state, j.since = pending, now
 	j.preemptions[reason]++
+	return lost
+}
+
+type eviction struct {
+	at, lost time.Duration
+}
+
+// checkpointing is how a job saves its progress.
+type checkpointing struct {
+	// continuous: every moment of run time is kept (checkpointed: true).
+	continuous bool
+	// every is the run time between checkpoints, each of which takes take; 0: no checkpoints.
+	every, take time.Duration
+}
+
+func (s WorkloadSpec) checkpoints() checkpointing {
+	return checkpointing{continuous: s.Checkpointed, every: s.CheckpointInterval, take: s.CheckpointDuration}
+}
+
+// split divides the run time of one admission, ended by an eviction, into what the last completed
+// checkpoint kept and what is lost. A checkpoint starts after every `every` of work and completes
+// `take` later; time spent checkpointing counts as progress (a job's duration is its uninterrupted
+// run time, checkpoints included), so a job resumes at the position of that checkpoint. A
+// checkpoint still being written at the eviction is lost with the work before it.
+func (c checkpointing) split(ran time.Duration) (kept, lost time.Duration) {
+	switch {
+	case c.continuous:
+		return ran, 0
+	case c.every <= 0:
+		return 0, ran
+	}
+	period := c.every + c.take
+	kept = ran / period * period
+	return kept, ran - kept
 }
 
 func (j *job) finished(now time.Duration) {

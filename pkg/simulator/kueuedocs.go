@@ -18,6 +18,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // manifest is a Kueue (or Kubernetes) object written in a scenario file as it would be applied.
@@ -258,6 +260,13 @@ func (d *decoder) addManifest(s *Scenario, m manifest, u *unstructured.Unstructu
 			fail("", "%v", err)
 			return
 		}
+		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+		if fields := noticeFieldsInUse(spec); len(fields) > 0 {
+			for _, f := range fields {
+				fail(f, "%s; leave it out of a scenario", noticeNotSimulated)
+			}
+			return
+		}
 		register(index("cohorts", len(s.Cohorts)))
 		s.Cohorts = append(s.Cohorts, c)
 	case *kueue.LocalQueue:
@@ -289,15 +298,17 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 		typed = &kueue.ResourceFlavor{}
 	case "ClusterQueue":
 		typed = &kueue.ClusterQueue{}
-		for _, f := range []string{"withinClusterQueueConfig", "preemptMinRuntime", "reclaimMinRuntime"} {
-			unstructured.RemoveNestedField(stripped.Object, "spec", "preemption", f)
+		for _, f := range tsapi.Fields()["ClusterQueue"] {
+			unstructured.RemoveNestedField(stripped.Object, f.Path()...)
 		}
 	case "Cohort":
 		typed = &kueue.Cohort{}
 		if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
+			known := tsapi.CohortPreemptionSchema().Properties
 			for _, k := range sortedKeys(pr) {
-				if k != "preemptMinRuntime" && k != "reclaimMinRuntime" {
-					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k, Message: "unknown field; a Cohort's spec.preemption has preemptMinRuntime and reclaimMinRuntime"})
+				if _, ok := known[k]; !ok {
+					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k,
+						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(sortedKeys(known), ", ")})
 				}
 			}
 		}

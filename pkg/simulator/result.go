@@ -5,7 +5,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Result is what one run of a scenario did.
@@ -24,6 +27,21 @@ type Result struct {
 	Events []Event
 	// Notes are warnings about the run, such as workloads left unfinished.
 	Notes []string
+	// LostWork is the run time evictions threw away, over every workload.
+	LostWork LostWork
+}
+
+// LostWork measures work lost at evictions in one resource times time: the scenario's
+// accelerator (an extended resource, one whose name says gpu first) when its workloads request
+// one, else cpu. A workload that does not request that resource loses none of it.
+type LostWork struct {
+	// Resource is the resource measured, for example nvidia.com/gpu.
+	Resource string
+	// Unit names resource-hours of it: GPU-hours, CPU-hours, or <resource>-hours.
+	Unit string
+	// Lost is the run time lost; ResourceHours weighs it by the resource each workload holds.
+	Lost          time.Duration
+	ResourceHours float64
 }
 
 // WorkloadResult is one workload's fate.
@@ -41,9 +59,11 @@ type WorkloadResult struct {
 	// Admitted is the time spent holding quota; Admissions how many times it was admitted.
 	Admitted   time.Duration
 	Admissions int
-	// Lost is the run time preemptions threw away: time held before an eviction, for a workload
-	// that is not checkpointed.
+	// Lost is the run time evictions threw away: the time since the last completed checkpoint at
+	// each eviction (all the time since the admission for a workload without checkpoints).
 	Lost time.Duration
+	// LostResourceHours is Lost in Result.LostWork's unit.
+	LostResourceHours float64
 	// Preemptions counts evictions by reason (InClusterQueueTimeBased, InCohortReclamation, ...).
 	Preemptions map[string]int
 	Finished    bool
@@ -81,8 +101,10 @@ type QueueResult struct {
 	WaitMax     time.Duration
 	LongestWait time.Duration
 	Preemptions int
-	// Lost is the run time preemptions threw away, summed over the workloads.
-	Lost time.Duration
+	// Lost is the run time evictions threw away, summed over the workloads; LostResourceHours
+	// is the same in Result.LostWork's unit.
+	Lost              time.Duration
+	LostResourceHours float64
 	// PreemptionsPerHour is Preemptions over the simulated time.
 	PreemptionsPerHour float64
 	// Utilisation is the capacity-time used over the simulated time: the average fraction of
@@ -111,10 +133,15 @@ type Event struct {
 	Reason string
 	// By names the preemptor, when known.
 	By string
+	// Lost is the run time an eviction threw away; LostResourceHours is the same in
+	// Result.LostWork's unit.
+	Lost              time.Duration
+	LostResourceHours float64
 }
 
 func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration) *Result {
 	r := &Result{Scenario: sc.Name, Mode: mode, Start: w.start, End: end, Cycles: w.cycles, Events: w.events, Notes: w.notes}
+	r.LostWork.Resource, r.LostWork.Unit = lostWorkResource(sc)
 	byQueue := map[string][]*WorkloadResult{}
 	for _, j := range order {
 		if j.state == notArrived {
@@ -147,8 +174,12 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			}
 		}
 		wr.CapacityTime = wr.Share * wr.Admitted.Seconds()
+		wr.LostResourceHours = heldOf(j.spec, r.LostWork.Resource) * wr.Lost.Hours()
+		r.LostWork.Lost += wr.Lost
+		r.LostWork.ResourceHours += wr.LostResourceHours
 		r.Workloads = append(r.Workloads, wr)
 	}
+	r.Events = withLostWork(w.events, order, r.LostWork.Resource)
 	for i := range r.Workloads {
 		wr := &r.Workloads[i]
 		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
@@ -173,6 +204,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.LongestWait = max(q.LongestWait, w.LongestWait)
 		q.Preemptions += w.PreemptionCount()
 		q.Lost += w.Lost
+		q.LostResourceHours += w.LostResourceHours
 	}
 	for _, w := range wls {
 		if sum > 0 {
@@ -192,6 +224,84 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.Utilisation = sum / span.Seconds()
 	}
 	return q
+}
+
+// withLostWork copies events, with each eviction's lost work taken from its job. The world
+// records an eviction's event right after the job's eviction, at the same time, in the same order.
+func withLostWork(events []Event, jobs []*job, resource string) []Event {
+	type key struct {
+		workload, cq string
+		at           time.Duration
+	}
+	held := map[key][]float64{}
+	lost := map[key][]time.Duration{}
+	for _, j := range jobs {
+		for _, ev := range j.evictions {
+			k := key{j.spec.Name, j.spec.ClusterQueue, ev.at}
+			lost[k] = append(lost[k], ev.lost)
+			held[k] = append(held[k], heldOf(j.spec, resource))
+		}
+	}
+	out := slices.Clone(events)
+	for i := range out {
+		e := &out[i]
+		if e.Kind != EventPreempted && e.Kind != EventEvicted {
+			continue
+		}
+		k := key{e.Workload, e.ClusterQueue, e.At}
+		if len(lost[k]) == 0 {
+			continue
+		}
+		e.Lost, e.LostResourceHours = lost[k][0], held[k][0]*lost[k][0].Hours()
+		lost[k], held[k] = lost[k][1:], held[k][1:]
+	}
+	return out
+}
+
+// lostWorkResource picks the resource lost work is measured in (see LostWork) and names its unit.
+func lostWorkResource(sc *Scenario) (resource, unit string) {
+	var extended []string
+	for _, w := range sc.Workloads {
+		for name := range w.Resources {
+			if isExtendedResource(name) && !slices.Contains(extended, name) {
+				extended = append(extended, name)
+			}
+		}
+	}
+	// Sorted, with the names that say gpu first.
+	slices.SortFunc(extended, func(a, b string) int {
+		ga, gb := strings.Contains(strings.ToLower(a), "gpu"), strings.Contains(strings.ToLower(b), "gpu")
+		if ga != gb {
+			if ga {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	switch {
+	case len(extended) == 0:
+		return string(corev1.ResourceCPU), "CPU-hours"
+	case strings.Contains(strings.ToLower(extended[0]), "gpu"):
+		return extended[0], "GPU-hours"
+	}
+	return extended[0], extended[0] + "-hours"
+}
+
+// isExtendedResource reports whether name is a resource outside Kubernetes' own (a device such as
+// nvidia.com/gpu), which is what accelerators are.
+func isExtendedResource(name string) bool {
+	domain, _, found := strings.Cut(name, "/")
+	return found && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
+}
+
+// heldOf is how much of resource a workload's pods hold together.
+func heldOf(spec WorkloadSpec, resource string) float64 {
+	q, ok := spec.Requests[corev1.ResourceName(resource)]
+	if !ok {
+		return 0
+	}
+	return q.AsApproximateFloat64() * float64(spec.Pods)
 }
 
 // percentile is the nearest-rank percentile of sorted values.

@@ -183,8 +183,13 @@ type Workload struct {
 	Resources map[string]Quantity `json:"resources"`
 	// Duration is the run time it needs to finish.
 	Duration Duration `json:"duration"`
-	// Checkpointed workloads keep their progress when preempted; others start over.
+	// Checkpointed workloads keep all their progress when preempted (continuous checkpoints);
+	// others resume from their last checkpoint, or start over without one.
 	Checkpointed bool `json:"checkpointed"`
+	// CheckpointInterval is the run time between two checkpoints, each of which takes
+	// CheckpointDuration; an eviction loses the run time since the last completed one.
+	CheckpointInterval *Duration `json:"checkpointInterval"`
+	CheckpointDuration *Duration `json:"checkpointDuration"`
 	// Annotations are the Workload's (kueue-timeshare.io/expected-runtime, ...).
 	Annotations map[string]string `json:"annotations"`
 	// Copies submits this many identical workloads, named <name>-1 ... <name>-N, Every apart.

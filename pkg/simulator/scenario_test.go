@@ -53,7 +53,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"unknown workload field names its line": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    colour: red\n", 1),
-			want: []string{"s.yaml:13: workloads[0].colour: unknown field; known fields: annotations, arrival, checkpointed, clusterQueue, copies, duration, every, name, namespace, pods, priorityClass, queue, resources, snapshot"},
+			want: []string{"s.yaml:13: workloads[0].colour: unknown field; known fields: annotations, arrival, checkpointDuration, checkpointInterval, checkpointed, clusterQueue, copies, duration, every, name, namespace, pods, priorityClass, queue, resources, snapshot"},
 		},
 		"field set twice": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    duration: 2m\n", 1),
@@ -173,6 +173,49 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		"every without copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    every: 5m\n", 1),
 			want: []string{"s.yaml:13: workloads[0].every: only applies with copies greater than 1"},
+		},
+		"a checkpoint interval that is not positive": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: 0s\n", 1),
+			want: []string{"s.yaml:13: workloads[0].checkpointInterval: must be positive, not 0s"},
+		},
+		"a negative checkpoint duration": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: 10m\n    checkpointDuration: -1s\n", 1),
+			want: []string{"s.yaml:14: workloads[0].checkpointDuration: must not be negative, not -1s"},
+		},
+		"a checkpoint duration without an interval": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointDuration: 1m\n", 1),
+			want: []string{"s.yaml:13: workloads[0].checkpointDuration: only applies with checkpointInterval"},
+		},
+		"a checkpoint interval beside checkpointed": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointed: true\n    checkpointInterval: 10m\n", 1),
+			want: []string{"s.yaml:14: workloads[0].checkpointInterval: not with checkpointed: true, which keeps all progress at every eviction; use one or the other"},
+		},
+		"a checkpoint interval that is not a duration": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: hourly\n", 1),
+			want: []string{"s.yaml:13: workloads[0].checkpointInterval: \"hourly\" is not a duration (write it like 90s, 15m or 4h)"},
+		},
+		"a notice on a ClusterQueue manifest, which is not simulated": {
+			yaml: minimal + `---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: other}
+spec:
+  preemption: {noticePeriod: 5m}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: "1"}]}]
+`,
+			want: []string{"s.yaml:18: ClusterQueue other: spec.preemption.noticePeriod: not simulated (the notice before eviction is not implemented yet); leave it out of a scenario"},
+		},
+		"a notice extension on a Cohort manifest, which is not simulated": {
+			yaml: minimal + `---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org}
+spec:
+  preemption: {noticeOnReclaim: true}
+`,
+			want: []string{"s.yaml:18: Cohort org: spec.preemption.noticeOnReclaim: not simulated (the notice before eviction is not implemented yet); leave it out of a scenario"},
 		},
 		"too many copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),

@@ -52,7 +52,11 @@ type WorkloadSpec struct {
 	// Duration is the run time it needs to finish.
 	Duration     time.Duration
 	Checkpointed bool
-	Pods         int32
+	// CheckpointInterval is the run time between checkpoints, each taking CheckpointDuration; 0:
+	// none (a job that is not Checkpointed then loses all its run time at each eviction).
+	CheckpointInterval time.Duration
+	CheckpointDuration time.Duration
+	Pods               int32
 	// Requests is what each pod asks for.
 	Requests corev1.ResourceList
 	// PriorityClass and PriorityKind name its class ("" for none); Priority is the class's value.
@@ -464,6 +468,7 @@ func (v *validator) workloads(classes map[string]int) {
 		if w.Every != nil && w.Copies <= 1 {
 			v.errorf(child(p, "every"), "only applies with copies greater than 1")
 		}
+		v.checkpoints(p, w)
 		v.workloadQueue(p, w)
 		v.snapshot(p, w)
 		if w.PriorityClass != "" {
@@ -654,18 +659,20 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 		copies := max(w.Copies, 1)
 		for c := range copies {
 			spec := WorkloadSpec{
-				Name:         w.Name,
-				Namespace:    lq.namespace(),
-				LocalQueue:   lq.Name,
-				ClusterQueue: lq.ClusterQueue,
-				Arrival:      w.Arrival.Duration,
-				Duration:     w.Duration.Duration,
-				Checkpointed: w.Checkpointed,
-				Pods:         pods,
-				Requests:     requests,
-				Annotations:  w.Annotations,
-				Snapshot:     w.Snapshot,
-				path:         p,
+				Name:               w.Name,
+				Namespace:          lq.namespace(),
+				LocalQueue:         lq.Name,
+				ClusterQueue:       lq.ClusterQueue,
+				Arrival:            w.Arrival.Duration,
+				Duration:           w.Duration.Duration,
+				Checkpointed:       w.Checkpointed,
+				CheckpointInterval: durationOf(w.CheckpointInterval),
+				CheckpointDuration: durationOf(w.CheckpointDuration),
+				Pods:               pods,
+				Requests:           requests,
+				Annotations:        w.Annotations,
+				Snapshot:           w.Snapshot,
+				path:               p,
 			}
 			spec.Snapshot = s.resolvedSnapshot(spec)
 			if copies > 1 {
@@ -695,4 +702,25 @@ func (d *Duration) meta() *metav1.Duration {
 		return nil
 	}
 	return &metav1.Duration{Duration: d.Duration}
+}
+
+// durationOf is d's duration, 0 when unset.
+func durationOf(d *Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.Duration
+}
+
+// checkpoints checks checkpointInterval and checkpointDuration, which model how much work an
+// eviction loses.
+func (v *validator) checkpoints(p string, w Workload) {
+	v.positive(child(p, "checkpointInterval"), w.CheckpointInterval)
+	v.nonNegative(child(p, "checkpointDuration"), w.CheckpointDuration)
+	if w.CheckpointInterval != nil && w.Checkpointed {
+		v.errorf(child(p, "checkpointInterval"), "not with checkpointed: true, which keeps all progress at every eviction; use one or the other")
+	}
+	if w.CheckpointDuration != nil && w.CheckpointInterval == nil {
+		v.errorf(child(p, "checkpointDuration"), "only applies with checkpointInterval")
+	}
 }

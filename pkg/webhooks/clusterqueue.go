@@ -7,21 +7,24 @@ import (
 	"encoding/json"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // ClusterQueuePath is where the ClusterQueue validator is served; config/webhook names it too.
 const ClusterQueuePath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueue"
 
 // ClusterQueueValidator checks our spec.preemption fields (withinClusterQueueConfig, the
-// min-runtimes) on create and update.
+// min-runtimes, the notice) on create and update.
 type ClusterQueueValidator struct{}
 
 var _ admission.Handler = ClusterQueueValidator{}
@@ -42,11 +45,34 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
+	errs := append(tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption), noticeGate(req, ext.Notice())...)
+	if len(errs) > 0 {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, req.Name, errs)
 		return admission.Response{AdmissionResponse: invalidResponse(invalid)}
 	}
 	return admission.Allowed("")
+}
+
+// noticeGate refuses notice settings that would change anything while the PreemptionNotice gate
+// is off, so that none is silently ignored. A setting the object already had (stored while the
+// gate was on) is kept on update: refusing it would block every other update, even the
+// finalizer's removal on deletion.
+func noticeGate(req admission.Request, n tsapi.NoticeSettings) field.ErrorList {
+	if features.Enabled(features.PreemptionNotice) {
+		return nil
+	}
+	var old *tsapi.NoticeSettings
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var obj struct {
+			Spec json.RawMessage `json:"spec"`
+		}
+		if err := json.Unmarshal(req.OldObject.Raw, &obj); err == nil {
+			if stored, err := tsapi.ParseNoticeSettings(obj.Spec); err == nil {
+				old = &stored
+			}
+		}
+	}
+	return n.InUse(field.NewPath("spec", "preemption"), features.NoticeGateOff, old)
 }
 
 // Register adds the validators to the manager's webhook server.

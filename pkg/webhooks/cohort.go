@@ -17,7 +17,7 @@ import (
 // CohortPath is where the Cohort validator is served; config/webhook names it too.
 const CohortPath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-cohort"
 
-// CohortValidator checks a Cohort's spec.preemption min-runtimes on create and update.
+// CohortValidator checks a Cohort's spec.preemption (min-runtimes, notice) on create and update.
 type CohortValidator struct{}
 
 var _ admission.Handler = CohortValidator{}
@@ -34,7 +34,8 @@ func (CohortValidator) Handle(_ context.Context, req admission.Request) admissio
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
+	errs := append(tsapi.ValidateCohortExtension(ext), noticeGate(req, ext.Notice())...)
+	if len(errs) > 0 {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "Cohort"}, req.Name, errs)
 		return admission.Response{AdmissionResponse: invalidResponse(invalid)}
 	}

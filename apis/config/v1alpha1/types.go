@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // SectionKey is the top-level key of the configuration file that holds Configuration.
@@ -47,6 +49,10 @@ type Configuration struct {
 	// workload's running time: Admitted (default) or PodsReady (needs waitForPodsReady, which
 	// maintains that condition).
 	RuntimeClock RuntimeClock `json:"runtimeClock,omitempty"`
+	// DefaultNoticePeriod is the notice a victim gets before its eviction when neither its
+	// ClusterQueue nor any ancestor cohort sets noticePeriod. 0s: none. Accepted only with the
+	// PreemptionNotice feature gate; not yet acted on.
+	DefaultNoticePeriod *metav1.Duration `json:"defaultNoticePeriod,omitempty"`
 }
 
 // RuntimeClock names the condition running time is counted from.
@@ -76,6 +82,9 @@ func SetDefaults(c *Configuration) {
 	if c.RuntimeClock == "" {
 		c.RuntimeClock = RuntimeClockAdmitted
 	}
+	if c.DefaultNoticePeriod == nil {
+		c.DefaultNoticePeriod = &metav1.Duration{}
+	}
 }
 
 // Validate checks a defaulted Configuration; paths start at the section key.
@@ -90,6 +99,10 @@ func Validate(c *Configuration) field.ErrorList {
 	nonNegative("defaultPreemptMinRuntime", c.DefaultPreemptMinRuntime)
 	nonNegative("defaultReclaimMinRuntime", c.DefaultReclaimMinRuntime)
 	nonNegative("defaultRequeueDelay", c.DefaultRequeueDelay)
+	nonNegative("defaultNoticePeriod", c.DefaultNoticePeriod)
+	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
+		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))
+	}
 	switch c.ReclaimResolveMethod {
 	case ReclaimResolveLCA, ReclaimResolveQueue:
 	default:

@@ -33,6 +33,7 @@ type ClusterQueuePreemptionExtension struct {
 	// +optional
 	WithinClusterQueueConfig *WithinClusterQueueConfig `json:"withinClusterQueueConfig,omitempty"`
 	MinRuntimeSettings       `json:",inline"`
+	NoticeSettings           `json:",inline"`
 }
 
 // MinRuntimeSettings protect running workloads from preemption for a while after admission. A
@@ -65,6 +66,18 @@ func (m *MinRuntimeSettings) validate(path *field.Path) field.ErrorList {
 // CohortPreemption is a Cohort's spec.preemption, which Kueue's Cohort does not have.
 type CohortPreemption struct {
 	MinRuntimeSettings `json:",inline"`
+	NoticeSettings     `json:",inline"`
+}
+
+func (p *CohortPreemption) validate(path *field.Path) field.ErrorList {
+	return append(p.MinRuntimeSettings.validate(path), p.NoticeSettings.validate(path)...)
+}
+
+func (p *CohortPreemption) parse(fields map[string]json.RawMessage) error {
+	if err := p.MinRuntimeSettings.parse(fields); err != nil {
+		return err
+	}
+	return p.NoticeSettings.parse(fields)
 }
 
 // CohortExtension is the part of a Cohort's spec that Kueue's own type lacks.
@@ -80,6 +93,14 @@ func (e *CohortExtension) MinRuntimes() MinRuntimeSettings {
 	return e.Preemption.MinRuntimeSettings
 }
 
+// Notice returns the Cohort's notice settings; nil fields are unset.
+func (e *CohortExtension) Notice() NoticeSettings {
+	if e == nil || e.Preemption == nil {
+		return NoticeSettings{}
+	}
+	return e.Preemption.NoticeSettings
+}
+
 // ParseCohortExtension reads the extension fields from a Cohort's spec as JSON. Errors name the field.
 func ParseCohortExtension(spec json.RawMessage) (*CohortExtension, error) {
 	ext := &CohortExtension{}
@@ -88,7 +109,7 @@ func ParseCohortExtension(spec json.RawMessage) (*CohortExtension, error) {
 		return ext, err
 	}
 	p := &CohortPreemption{}
-	if err := p.MinRuntimeSettings.parse(fields); err != nil {
+	if err := p.parse(fields); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -124,6 +145,14 @@ func (e *ClusterQueueExtension) MinRuntimes() MinRuntimeSettings {
 	return e.Preemption.MinRuntimeSettings
 }
 
+// Notice returns the ClusterQueue's notice settings; nil fields are unset.
+func (e *ClusterQueueExtension) Notice() NoticeSettings {
+	if e == nil || e.Preemption == nil {
+		return NoticeSettings{}
+	}
+	return e.Preemption.NoticeSettings
+}
+
 // ParseClusterQueueExtension reads the extension fields from a ClusterQueue's spec as JSON (the
 // raw object, not upstream's decoded type, which drops them). Errors name the field.
 func ParseClusterQueueExtension(spec json.RawMessage) (*ClusterQueueExtension, error) {
@@ -139,6 +168,9 @@ func ParseClusterQueueExtension(spec json.RawMessage) (*ClusterQueueExtension, e
 		}
 	}
 	if err := p.MinRuntimeSettings.parse(fields); err != nil {
+		return nil, err
+	}
+	if err := p.NoticeSettings.parse(fields); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -175,7 +207,8 @@ func ValidateClusterQueueExtension(ext *ClusterQueueExtension, preemption *kueue
 	if ext == nil || ext.Preemption == nil {
 		return nil
 	}
-	errs := ext.Preemption.validate(field.NewPath("spec", "preemption"))
+	preemptionPath := field.NewPath("spec", "preemption")
+	errs := append(ext.Preemption.MinRuntimeSettings.validate(preemptionPath), ext.Preemption.NoticeSettings.validate(preemptionPath)...)
 	if ext.Preemption.WithinClusterQueueConfig == nil {
 		return errs
 	}

@@ -124,39 +124,52 @@ func TestMinRuntimeFields(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			for kind, parse := range map[string]func() (MinRuntimeSettings, field.ErrorList, error){
-				"ClusterQueue": func() (MinRuntimeSettings, field.ErrorList, error) {
-					ext, err := ParseClusterQueueExtension([]byte(tc.spec))
-					if err != nil {
-						return MinRuntimeSettings{}, nil, err
-					}
-					return ext.MinRuntimes(), ValidateClusterQueueExtension(ext, nil), nil
-				},
-				"Cohort": func() (MinRuntimeSettings, field.ErrorList, error) {
-					ext, err := ParseCohortExtension([]byte(tc.spec))
-					if err != nil {
-						return MinRuntimeSettings{}, nil, err
-					}
-					return ext.MinRuntimes(), ValidateCohortExtension(ext), nil
-				},
-			} {
-				got, errs, err := parse()
-				if tc.wantParse != "" {
-					if err == nil || !strings.Contains(err.Error(), tc.wantParse) {
-						t.Errorf("%s: parse error %v, want one naming %s", kind, err, tc.wantParse)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("%s: unexpected parse error: %v", kind, err)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("%s: settings (-want +got):\n%s", kind, diff)
-				}
-				if diff := cmp.Diff(tc.wantErrs, errs); diff != "" {
-					t.Errorf("%s: validation (-want +got):\n%s", kind, diff)
-				}
-			}
+			expectEachKind(t, tc.spec, tc.wantParse, tc.want, tc.wantErrs,
+				(*ClusterQueueExtension).MinRuntimes, (*CohortExtension).MinRuntimes)
 		})
 	}
+}
+
+// expectEachKind reads spec as a ClusterQueue's and as a Cohort's, and checks what fromCQ and
+// fromCohort read from the extension and its validation: a parse error naming wantParse, or want
+// and wantErrs. It returns what was read, by kind.
+func expectEachKind[T any](t *testing.T, spec, wantParse string, want T, wantErrs field.ErrorList,
+	fromCQ func(*ClusterQueueExtension) T, fromCohort func(*CohortExtension) T) map[string]T {
+	t.Helper()
+	read := map[string]T{}
+	for kind, parse := range map[string]func() (T, field.ErrorList, error){
+		"ClusterQueue": func() (T, field.ErrorList, error) {
+			ext, err := ParseClusterQueueExtension([]byte(spec))
+			if err != nil {
+				return *new(T), nil, err
+			}
+			return fromCQ(ext), ValidateClusterQueueExtension(ext, nil), nil
+		},
+		"Cohort": func() (T, field.ErrorList, error) {
+			ext, err := ParseCohortExtension([]byte(spec))
+			if err != nil {
+				return *new(T), nil, err
+			}
+			return fromCohort(ext), ValidateCohortExtension(ext), nil
+		},
+	} {
+		got, errs, err := parse()
+		if wantParse != "" {
+			if err == nil || !strings.Contains(err.Error(), wantParse) {
+				t.Errorf("%s: parse error %v, want one naming %s", kind, err, wantParse)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: unexpected parse error: %v", kind, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: settings (-want +got):\n%s", kind, diff)
+		}
+		if diff := cmp.Diff(wantErrs, errs); diff != "" {
+			t.Errorf("%s: validation (-want +got):\n%s", kind, diff)
+		}
+		read[kind] = got
+	}
+	return read
 }

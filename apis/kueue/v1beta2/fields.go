@@ -40,6 +40,9 @@ func Fields() map[string][]Field {
 	for name, s := range MinRuntimeSchemaProperties() {
 		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
 	}
+	for name, s := range NoticeSchemaProperties() {
+		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
+	}
 	fields := map[string][]Field{
 		"ClusterQueue": cq,
 		// Upstream's Cohort has no spec.preemption: all of it is ours.
@@ -60,6 +63,8 @@ func PrinterColumns() map[string][]apiextensionsv1.CustomResourceColumnDefinitio
 				Description: "Protection against preemption within the ClusterQueue, where set here (kueue-timeshare)"},
 			{Name: "Reclaim Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.reclaimMinRuntime",
 				Description: "Protection against reclaim by other ClusterQueues, where set here (kueue-timeshare)"},
+			{Name: "Notice Period", Type: "string", Priority: 1, JSONPath: ".spec.preemption.noticePeriod",
+				Description: "Time a victim keeps running, with the deadline announced, before its eviction, where set here (kueue-timeshare; not yet active)"},
 		}
 	}
 	return map[string][]apiextensionsv1.CustomResourceColumnDefinition{

@@ -2,6 +2,7 @@ package v1beta2
 
 import (
 	"fmt"
+	"maps"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
@@ -29,8 +30,23 @@ const (
 		"Looked up from the child of the lowest common ancestor on the victim's side (reclaimResolveMethod LCA) or " +
 		"from the victim's ClusterQueue (Queue), walking up; then the manager's defaultReclaimMinRuntime. " +
 		"0s: no protection. A Go duration, for example 10m."
-	cohortPreemptionDescription = "preemption holds min-runtime protection inherited by the Cohort's ClusterQueues " +
-		"and child Cohorts (kueue-timeshare)."
+	cohortPreemptionDescription = "preemption holds min-runtime protection and notice settings inherited by the " +
+		"Cohort's ClusterQueues and child Cohorts (kueue-timeshare)."
+)
+
+const (
+	noticePeriodDescription = "noticePeriod is how long a workload chosen as a victim of a time-based " +
+		"(InClusterQueueTimeBased) or expected-runtime (InClusterQueueExpectedRuntime) preemption keeps running, " +
+		"with the deadline announced, before it is evicted, so that it can save its work (kueue-timeshare). " +
+		"Unset: inherited from the parent Cohort, then the manager's defaultNoticePeriod; 0s: no notice. At most 1h. " +
+		"Not yet active: accepted only with the PreemptionNotice feature gate (alpha, off), and the notice itself " +
+		"is not implemented. A Go duration, for example 5m."
+	noticeOnPriorityPreemptionDescription = "noticeOnPriorityPreemption extends noticePeriod to preemption by a " +
+		"higher-priority workload of the victim's own ClusterQueue (InClusterQueue) (kueue-timeshare). Unset: inherited " +
+		"from the parent Cohort; default false. Not yet active (PreemptionNotice feature gate)."
+	noticeOnReclaimDescription = "noticeOnReclaim extends noticePeriod to preemption by another ClusterQueue of the " +
+		"cohort tree (InCohortReclamation, InCohortReclaimWhileBorrowing, InCohortFairSharing) (kueue-timeshare). " +
+		"Unset: inherited from the parent Cohort; default false. Not yet active (PreemptionNotice feature gate)."
 )
 
 // durationPattern accepts Go duration strings; the sign and the minimum are checked by the
@@ -50,6 +66,10 @@ var (
 	notNegativeRule = apiextensionsv1.ValidationRule{
 		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) >= duration('0s')", celString(durationPattern)),
 		Message: "must not be negative",
+	}
+	noticePeriodMaximumRule = apiextensionsv1.ValidationRule{
+		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) <= duration('%s')", celString(durationPattern), MaximumNoticePeriod),
+		Message: fmt.Sprintf("must be at most %s", MaximumNoticePeriod),
 	}
 	// withinClusterQueueConfigRule sits on spec.preemption, where the policy it depends on is.
 	withinClusterQueueConfigRule = apiextensionsv1.ValidationRule{
@@ -95,12 +115,24 @@ func MinRuntimeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
 	}
 }
 
+// NoticeSchemaProperties are the notice fields, for spec.preemption of ClusterQueues and Cohorts.
+func NoticeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
+	return map[string]apiextensionsv1.JSONSchemaProps{
+		"noticePeriod": {Type: "string", Description: noticePeriodDescription, Pattern: durationPattern,
+			XValidations: apiextensionsv1.ValidationRules{notNegativeRule, noticePeriodMaximumRule}},
+		"noticeOnPriorityPreemption": {Type: "boolean", Description: noticeOnPriorityPreemptionDescription},
+		"noticeOnReclaim":            {Type: "boolean", Description: noticeOnReclaimDescription},
+	}
+}
+
 // CohortPreemptionSchema is the OpenAPI schema of a Cohort's spec.preemption.
 func CohortPreemptionSchema() apiextensionsv1.JSONSchemaProps {
+	props := MinRuntimeSchemaProperties()
+	maps.Copy(props, NoticeSchemaProperties())
 	return apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
 		Description: cohortPreemptionDescription,
-		Properties:  MinRuntimeSchemaProperties(),
+		Properties:  props,
 	}
 }
 

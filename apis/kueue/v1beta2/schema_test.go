@@ -113,6 +113,15 @@ func TestSchemaRulesMatchTheWebhook(t *testing.T) {
 			preemption: `{"preemptMinRuntime":"0s","reclaimMinRuntime":"-0s"}`},
 		"a Cohort's min-runtimes": {kind: "Cohort",
 			preemption: `{"preemptMinRuntime":"30m","reclaimMinRuntime":"1ns"}`},
+		"a notice of an hour, and the extensions": {kind: "ClusterQueue",
+			preemption: `{"noticePeriod":"1h","noticeOnPriorityPreemption":true,"noticeOnReclaim":false}`},
+		"a notice of zero": {kind: "Cohort", preemption: `{"noticePeriod":"0s"}`},
+		"a notice just over an hour": {kind: "ClusterQueue", preemption: `{"noticePeriod":"3600.001s"}`,
+			want: []string{"spec.preemption.noticePeriod: must be at most 1h0m0s"}},
+		"a negative notice": {kind: "Cohort", preemption: `{"noticePeriod":"-1s","noticeOnReclaim":true}`,
+			want: []string{"spec.preemption.noticePeriod: must not be negative"}},
+		"a Cohort's notice of a day": {kind: "Cohort", preemption: `{"noticePeriod":"24h"}`,
+			want: []string{"spec.preemption.noticePeriod: must be at most 1h0m0s"}},
 		"a Cohort's negative min-runtimes": {kind: "Cohort",
 			preemption: `{"preemptMinRuntime":"-1ns","reclaimMinRuntime":"-10s"}`,
 			want: []string{
@@ -168,7 +177,7 @@ func TestSchemaRulesLeaveNonDurationsToThePattern(t *testing.T) {
 	for kind, preemption := range map[string]map[string]any{
 		"ClusterQueue": {"withinClusterQueue": "LowerOrNewerEqualPriority",
 			"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "four hours"}, "preemptMinRuntime": "1 day"},
-		"Cohort": {"reclaimMinRuntime": "soon"},
+		"Cohort": {"reclaimMinRuntime": "soon", "noticePeriod": "a minute"},
 	} {
 		errs, _ := celValidator(t, kind).Validate(context.Background(), field.NewPath("spec", "preemption"), nil, preemption, nil, runtimeBudget)
 		if len(errs) > 0 {

@@ -60,6 +60,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		ginkgo.Entry("an upstream feature gate is a boolean too", "featureGates.TopologyAwareScheduling=1", "/featureGates/TopologyAwareScheduling"),
 		ginkgo.Entry("a default runtime is a duration", "timeshare.defaultPreemptMinRuntime=4 hours", "/timeshare/defaultPreemptMinRuntime"),
 		ginkgo.Entry("a requeue delay is a duration", "timeshare.defaultRequeueDelay=soon", "/timeshare/defaultRequeueDelay"),
+		ginkgo.Entry("a notice is a duration", "timeshare.defaultNoticePeriod=briefly", "/timeshare/defaultNoticePeriod"),
 		ginkgo.Entry("an integration is one Kueue knows", "integrations.frameworks={batch/jobs}", "/integrations/frameworks/0"),
 		ginkgo.Entry("a port is in range", "webhook.port=70000", "/webhook/port"),
 		ginkgo.Entry("a pull policy is Kubernetes'", "image.pullPolicy=Sometimes", "/image/pullPolicy"),
@@ -111,7 +112,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 })
 
 // ourGates are kueue-timeshare's feature gates, as the chart documents them.
-var ourGates = []string{"TimeBasedSamePriorityPreemption", "MinRuntimeProtection", "PreemptionToleration", "ExpectedRuntimeRequeue", "HandoverAfterVictimTermination"}
+var ourGates = []string{"TimeBasedSamePriorityPreemption", "MinRuntimeProtection", "PreemptionToleration", "ExpectedRuntimeRequeue", "HandoverAfterVictimTermination", "PreemptionNotice"}
 
 // registeredGates are the gates pkg/features declares, read from its source: the package keeps
 // its list private, and upstream's gates share the same process-wide registry.
@@ -177,6 +178,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			ReclaimResolveMethod:     tsconfig.ReclaimResolveLCA,
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
+			DefaultNoticePeriod:      &metav1.Duration{},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		k := cfg.Kueue
@@ -213,12 +215,24 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			ReclaimResolveMethod:     tsconfig.ReclaimResolveQueue,
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 2 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
+			DefaultNoticePeriod:      &metav1.Duration{},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		gomega.Expect(cfg.Kueue.ManageJobsWithoutQueueName).To(gomega.BeTrue())
 		gomega.Expect(cfg.Kueue.WaitForPodsReady.Timeout.Duration).To(gomega.Equal(7 * time.Minute))
 		gomega.Expect(cfg.Kueue.Integrations.Frameworks).To(gomega.Equal([]string{"batch/job", "kubeflow.org/pytorchjob"}))
 		gomega.Expect(*cfg.Kueue.Webhook.Port).To(gomega.Equal(9555))
+	})
+
+	// Gates are process-wide (loadRendered puts them back): each case sets PreemptionNotice itself.
+	ginkgo.It("passes a default notice through, which the manager refuses while PreemptionNotice is off", func() {
+		_, _, err := loadRendered("timeshare.defaultNoticePeriod=5m", "featureGates.PreemptionNotice=false")
+		gomega.Expect(err).To(gomega.HaveOccurred())
+		gomega.Expect(err.Error()).To(gomega.ContainSubstring("timeshare.defaultNoticePeriod: Forbidden: needs the PreemptionNotice feature gate"))
+
+		cfg, _, err := loadRendered("timeshare.defaultNoticePeriod=5m", "featureGates.PreemptionNotice=true")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Expect(cfg.Timeshare.DefaultNoticePeriod).To(gomega.Equal(&metav1.Duration{Duration: 5 * time.Minute}))
 	})
 
 	ginkgo.It("renders every gate set, sorted, into --feature-gates", func() {
@@ -230,7 +244,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		_, c := managerContainer(objs)
 		gates, _ := flagValue(c.Args, "feature-gates")
-		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,MinRuntimeProtection=false,PreemptionToleration=false," +
+		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,MinRuntimeProtection=false,PreemptionNotice=false,PreemptionToleration=false," +
 			"TimeBasedSamePriorityPreemption=false,TopologyAwareScheduling=true,VisibilityOnDemand=false"))
 	})
 

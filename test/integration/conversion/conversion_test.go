@@ -33,12 +33,16 @@ const (
 // tsapi.Fields must have one (checked below), so a field added later is tested here too.
 var samples = map[string]map[string]any{
 	"ClusterQueue": {
-		"spec.preemption.withinClusterQueueConfig": map[string]any{"minAdmitDuration": "5m"},
-		"spec.preemption.preemptMinRuntime":        "2m",
-		"spec.preemption.reclaimMinRuntime":        "0s",
+		"spec.preemption.withinClusterQueueConfig":   map[string]any{"minAdmitDuration": "5m"},
+		"spec.preemption.preemptMinRuntime":          "2m",
+		"spec.preemption.reclaimMinRuntime":          "0s",
+		"spec.preemption.noticePeriod":               "10m",
+		"spec.preemption.noticeOnPriorityPreemption": true,
+		"spec.preemption.noticeOnReclaim":            false,
 	},
 	"Cohort": {
-		"spec.preemption": map[string]any{"preemptMinRuntime": "30m", "reclaimMinRuntime": "1h"},
+		"spec.preemption": map[string]any{"preemptMinRuntime": "30m", "reclaimMinRuntime": "1h",
+			"noticePeriod": "1h", "noticeOnPriorityPreemption": false, "noticeOnReclaim": true},
 	},
 }
 
@@ -296,6 +300,15 @@ var _ = ginkgo.Describe("Every served version keeps kueue-timeshare's fields", f
 		ginkgo.Entry("a negative reclaimMinRuntime on a Cohort", "Cohort",
 			map[string]any{"spec.preemption": map[string]any{"reclaimMinRuntime": "-10s"}},
 			"spec.preemption.reclaimMinRuntime", "must not be negative"),
+		ginkgo.Entry("a notice over an hour on a ClusterQueue", "ClusterQueue",
+			map[string]any{"spec.preemption.noticePeriod": "90m"},
+			"spec.preemption.noticePeriod", "must be at most 1h0m0s"),
+		ginkgo.Entry("a negative notice on a Cohort", "Cohort",
+			map[string]any{"spec.preemption": map[string]any{"noticePeriod": "-1m"}},
+			"spec.preemption.noticePeriod", "must not be negative"),
+		ginkgo.Entry("a notice extension that is not a boolean (schema)", "Cohort",
+			map[string]any{"spec.preemption": map[string]any{"noticeOnReclaim": "yes"}},
+			"spec.preemption.noticeOnReclaim"),
 		ginkgo.Entry("not a duration (schema)", "Cohort",
 			map[string]any{"spec.preemption": map[string]any{"preemptMinRuntime": "an hour"}},
 			"spec.preemption.preemptMinRuntime"),

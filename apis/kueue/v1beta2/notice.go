@@ -1,0 +1,107 @@
+package v1beta2
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MaximumNoticePeriod bounds noticePeriod. While a notice runs, the room it will free stays
+// promised to the preemptor and nobody else is admitted into it; a longer notice would keep a
+// preemptor, and every workload queued behind it, waiting for longer than a checkpoint takes.
+const MaximumNoticePeriod = time.Hour
+
+// NoticeSettings give a preempted workload time to save its work before it is evicted. A
+// ClusterQueue or Cohort that leaves one unset inherits it from its parent cohort; noticePeriod
+// then comes from the manager configuration. Nothing acts on them yet: the notice itself is not
+// implemented, and the PreemptionNotice feature gate that allows them is off by default.
+type NoticeSettings struct {
+	// noticePeriod is how long a workload chosen as a victim keeps running, with the deadline
+	// announced, before it is evicted. It applies to time-based (InClusterQueueTimeBased) and
+	// expected-runtime (InClusterQueueExpectedRuntime) preemptions; 0s: no notice.
+	// +optional
+	NoticePeriod *metav1.Duration `json:"noticePeriod,omitempty"`
+	// noticeOnPriorityPreemption extends the notice to preemption by a higher-priority workload of
+	// the victim's own ClusterQueue (InClusterQueue).
+	// +optional
+	NoticeOnPriorityPreemption *bool `json:"noticeOnPriorityPreemption,omitempty"`
+	// noticeOnReclaim extends the notice to preemption by another ClusterQueue of the cohort tree
+	// (InCohortReclamation, InCohortReclaimWhileBorrowing, InCohortFairSharing).
+	// +optional
+	NoticeOnReclaim *bool `json:"noticeOnReclaim,omitempty"`
+}
+
+// validate checks the range of noticePeriod; the booleans need no check.
+func (n *NoticeSettings) validate(path *field.Path) field.ErrorList {
+	d := n.NoticePeriod
+	switch {
+	case d == nil:
+		return nil
+	case d.Duration < 0:
+		return field.ErrorList{field.Invalid(path.Child("noticePeriod"), d.Duration.String(), "must not be negative")}
+	case d.Duration > MaximumNoticePeriod:
+		return field.ErrorList{field.Invalid(path.Child("noticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", MaximumNoticePeriod))}
+	}
+	return nil
+}
+
+// InUse lists, as Forbidden errors with detail, the settings that would change what happens to a
+// victim: a positive noticePeriod, or an extension turned on. Zero and false are not listed, since
+// they ask for what happens anyway; nor is a setting equal to the one in old (the stored object an
+// update replaces; nil on create), so that an object stored with a setting can still be updated
+// otherwise (finalizers, labels, other fields) once the setting is no longer allowed.
+func (n NoticeSettings) InUse(path *field.Path, detail string, old *NoticeSettings) field.ErrorList {
+	if old == nil {
+		old = &NoticeSettings{}
+	}
+	var errs field.ErrorList
+	if d := n.NoticePeriod; d != nil && d.Duration > 0 && (old.NoticePeriod == nil || old.NoticePeriod.Duration != d.Duration) {
+		errs = append(errs, field.Forbidden(path.Child("noticePeriod"), detail))
+	}
+	for _, b := range []struct {
+		name     string
+		new, old *bool
+	}{
+		{"noticeOnPriorityPreemption", n.NoticeOnPriorityPreemption, old.NoticeOnPriorityPreemption},
+		{"noticeOnReclaim", n.NoticeOnReclaim, old.NoticeOnReclaim},
+	} {
+		if b.new != nil && *b.new && (b.old == nil || !*b.old) {
+			errs = append(errs, field.Forbidden(path.Child(b.name), detail))
+		}
+	}
+	return errs
+}
+
+// ParseNoticeSettings reads the notice settings from a ClusterQueue's or a Cohort's spec (they
+// are the same in both). Errors name the field.
+func ParseNoticeSettings(spec json.RawMessage) (NoticeSettings, error) {
+	var n NoticeSettings
+	fields, err := preemptionFields(spec)
+	if err != nil || fields == nil {
+		return n, err
+	}
+	err = n.parse(fields)
+	return n, err
+}
+
+func (n *NoticeSettings) parse(fields map[string]json.RawMessage) error {
+	if raw, ok := fields["noticePeriod"]; ok {
+		if err := json.Unmarshal(raw, &n.NoticePeriod); err != nil {
+			return fmt.Errorf("spec.preemption.noticePeriod: %w", err)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		dst  **bool
+	}{{"noticeOnPriorityPreemption", &n.NoticeOnPriorityPreemption}, {"noticeOnReclaim", &n.NoticeOnReclaim}} {
+		if raw, ok := fields[b.name]; ok {
+			if err := json.Unmarshal(raw, b.dst); err != nil {
+				return fmt.Errorf("spec.preemption.%s: %w", b.name, err)
+			}
+		}
+	}
+	return nil
+}
