@@ -35,6 +35,7 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
 	podsReadyClock := write("pods-ready-clock.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: PodsReady\n")
 	notice := write("notice.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 10m\n")
+	preemptorsLast := write("preemptors-last.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  PrioritizePreemptorWorkloads: false\n")
 	badTimeshare := write("bad-timeshare.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n  defaultPreemptMinRuntime: -5m\n")
 
 	cases := map[string]struct {
@@ -62,6 +63,18 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 		"our gates are set like upstream's": {
 			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,PreemptionNotice=true --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
 			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionNotice":true,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+		},
+		"Kueue's PrioritizePreemptorWorkloads is on by default": {
+			args:     "--zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"PrioritizePreemptorWorkloads":true`, "no-kubeconfig"},
+		},
+		"PrioritizePreemptorWorkloads turned off on the command line": {
+			args:     "--feature-gates=PrioritizePreemptorWorkloads=false --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"PrioritizePreemptorWorkloads":false`, "no-kubeconfig"},
+		},
+		"PrioritizePreemptorWorkloads turned off in the configuration file": {
+			args:     "--config=" + preemptorsLast + " --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"PrioritizePreemptorWorkloads":false`, "no-kubeconfig"},
 		},
 		"a default notice while PreemptionNotice is off (alpha, the default)": {
 			args:     "--config=" + notice,

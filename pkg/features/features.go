@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
+	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 )
 
 const (
@@ -70,6 +72,21 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 
 func init() {
 	runtime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(gates))
+}
+
+// KueueDefaults are upstream Kueue gates whose default this manager changes. Time-sharing preempts
+// on every turn, so the quota a preemptor frees must go to it: with PrioritizePreemptorWorkloads
+// off, an older head of another ClusterQueue can take that quota first, be reclaimed, and the
+// preemptor evict its victim again without end (upstream's fix for that loop is this gate, alpha
+// and off in v0.19). The Configuration's featureGates and --feature-gates still override them.
+var KueueDefaults = map[string]bool{
+	string(kueuefeatures.PrioritizePreemptorWorkloads): true,
+}
+
+// ApplyKueueDefaults sets KueueDefaults in the process-wide gate; the manager calls it before it
+// applies the configured gates.
+func ApplyKueueDefaults() error {
+	return utilfeature.DefaultMutableFeatureGate.SetFromMap(KueueDefaults)
 }
 
 // Enabled reports whether one of our gates is on.

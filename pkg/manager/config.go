@@ -101,6 +101,9 @@ func loadFile(scheme *runtime.Scheme, path string) (ctrl.Options, configapi.Conf
 }
 
 func validateKueue(scheme *runtime.Scheme, opts ctrl.Options, cfg *configapi.Configuration, featureGates string) (ctrl.Options, error) {
+	if err := tsfeatures.ApplyKueueDefaults(); err != nil {
+		return opts, fmt.Errorf("setting kueue-timeshare's defaults of Kueue's feature gates: %w", err)
+	}
 	if errs := config.LoadAndValidateFeatureGates(featureGates, cfg.FeatureGates); len(errs) > 0 {
 		return opts, fmt.Errorf("invalid feature gates: %w", errs.ToAggregate())
 	}

@@ -313,6 +313,19 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 		on, set := sc.FeatureGates[g]
 		want[g] = mode == ModeTimeshare && (on || !set)
 	}
+	// Kueue's gates whose default the manager changes: its default for our semantics, upstream's
+	// otherwise, unless the scenario sets them (then in every mode, as upstream reads them too).
+	for g, on := range tsfeatures.KueueDefaults {
+		set, ok := sc.FeatureGates[g]
+		switch {
+		case ok:
+			want[g] = set
+		case mode == ModeTimeshare:
+			want[g] = on
+		default:
+			want[g] = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
+		}
+	}
 	want[string(kueuefeatures.PriorityBoost)] = mode == ModeBooster
 	prev := map[string]bool{}
 	for g := range want {

@@ -153,9 +153,10 @@ func (v *validator) simulation() {
 }
 
 func (v *validator) gates() {
+	allowed := append(slices.Clone(ourGates), sortedKeys(tsfeatures.KueueDefaults)...)
 	for _, name := range sortedKeys(v.s.FeatureGates) {
-		if !slices.Contains(ourGates, name) {
-			v.errorf(key("featureGates", name), "not a kueue-timeshare feature gate; use one of %s", strings.Join(ourGates, ", "))
+		if !slices.Contains(allowed, name) {
+			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
 		}
 	}
 }
