@@ -152,8 +152,14 @@ func (v *validator) simulation() {
 	}
 }
 
+// ScenarioGates are the feature gates a scenario may set: ours, and Kueue's whose default the
+// manager changes.
+func ScenarioGates() []string {
+	return append(slices.Clone(ourGates), sortedKeys(tsfeatures.KueueDefaults)...)
+}
+
 func (v *validator) gates() {
-	allowed := append(slices.Clone(ourGates), sortedKeys(tsfeatures.KueueDefaults)...)
+	allowed := ScenarioGates()
 	for _, name := range sortedKeys(v.s.FeatureGates) {
 		if !slices.Contains(allowed, name) {
 			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))

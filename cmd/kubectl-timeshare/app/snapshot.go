@@ -158,7 +158,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
 		}
 		sc.FairSharing = o.Manager.FairSharing
-		for _, g := range ourGates {
+		for _, g := range simulator.ScenarioGates() {
 			if on, set := o.Manager.FeatureGates[g]; set {
 				if sc.FeatureGates == nil {
 					sc.FeatureGates = map[string]bool{}

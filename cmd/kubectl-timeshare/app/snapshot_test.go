@@ -224,10 +224,10 @@ func TestBuildScenario(t *testing.T) {
 			snap: func(s *Snapshot) { s.Workloads = []kueue.Workload{holder, rotated} },
 			opts: ScenarioOptions{AssumeRuntime: 45 * time.Minute, Manager: ManagerSettings{Known: true,
 				Config:       tsconfig.Configuration{DefaultPreemptMinRuntime: &metav1.Duration{Duration: time.Minute}, ReclaimResolveMethod: tsconfig.ReclaimResolveQueue},
-				FeatureGates: map[string]bool{"MinRuntimeProtection": false, "SomeKueueGate": true},
+				FeatureGates: map[string]bool{"MinRuntimeProtection": false, "PrioritizePreemptorWorkloads": false, "SomeKueueGate": true},
 				FairSharing:  &simulator.FairSharing{PreemptionStrategies: []string{"LessThanInitialShare"}}}},
 			want: wantQueues(&simulator.Scenario{
-				FeatureGates: map[string]bool{"MinRuntimeProtection": false},
+				FeatureGates: map[string]bool{"MinRuntimeProtection": false, "PrioritizePreemptorWorkloads": false},
 				FairSharing:  &simulator.FairSharing{PreemptionStrategies: []string{"LessThanInitialShare"}},
 				Timeshare:    simulator.Timeshare{DefaultPreemptMinRuntime: dp(time.Minute), ReclaimResolveMethod: "Queue"},
 				Workloads: []simulator.Workload{

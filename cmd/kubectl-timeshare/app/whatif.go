@@ -21,7 +21,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -272,7 +271,7 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
 		}
 		for g, on := range m.FeatureGates {
-			if slices.Contains(ourGates, g) {
+			if slices.Contains(simulator.ScenarioGates(), g) {
 				if out.FeatureGates == nil {
 					out.FeatureGates = map[string]bool{}
 				}
@@ -630,7 +629,3 @@ func parseManagerSettings(content []byte) (ManagerSettings, error) {
 	}
 	return managerSettingsFromJSON(doc)
 }
-
-// ourGates are kueue-timeshare's feature gates, the ones a scenario sets.
-var ourGates = []string{string(features.TimeBasedSamePriorityPreemption), string(features.MinRuntimeProtection),
-	string(features.PreemptionToleration), string(features.ExpectedRuntimeRequeue)}
