@@ -77,3 +77,12 @@ func WithTimeBasedPreemption() Option {
 func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
 	return s.MinAdmitDuration > 0 && !c.QuotaReservedAt.IsZero() && now.Sub(c.QuotaReservedAt) > s.MinAdmitDuration
 }
+
+// minAdmitDurationChange is when pastMinAdmitDuration turns true for c: just after the window
+// ends, since it counts only once strictly passed.
+func minAdmitDurationChange(c *Candidate, window time.Duration) Change {
+	if window <= 0 || c.QuotaReservedAt.IsZero() {
+		return Change{}
+	}
+	return Change{At: c.QuotaReservedAt.Add(window), After: true}
+}
