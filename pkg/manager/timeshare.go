@@ -34,16 +34,23 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 // the default expected-runtime cooldown, plus extra options. The manager passes it to
 // scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
 func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
+	// The one registration of each feature of the victim policy's precedence table.
+	features := map[policy.Feature]preemption.Option{
+		policy.FeatureTimeBased:       preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
+		policy.FeatureExpectedRuntime: preemption.WithExpectedRuntimeRequeue(requeueDelay),
+		policy.FeatureMinRuntime:      preemption.WithMinRuntimeProtection(store),
+		policy.FeatureToleration:      preemption.WithPreemptionToleration(tolerations),
+	}
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
-		opts := append([]preemption.Option{
-			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
+		opts := []preemption.Option{
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
-			preemption.WithMinRuntimeProtection(store),
-			preemption.WithPreemptionToleration(tolerations),
-			preemption.WithExpectedRuntimeRequeue(requeueDelay),
-		}, extra...)
+		}
+		for _, f := range policy.Precedence() {
+			opts = append(opts, features[f])
+		}
+		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels, opts...)}
 	}

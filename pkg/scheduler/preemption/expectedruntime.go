@@ -32,7 +32,7 @@ func WithExpectedRuntimeRequeue(defaultDelay time.Duration) Option {
 	return func(c *config) {
 		c.expectedRuntime = true
 		c.defaultRequeueDelay = defaultDelay
-		c.policyOpts = append(c.policyOpts, policy.WithExpectedRuntimeRequeue())
+		c.features = append(c.features, policy.FeatureExpectedRuntime)
 	}
 }
 

@@ -38,7 +38,7 @@ type MinRuntimeSource interface {
 func WithMinRuntimeProtection(src MinRuntimeSource) Option {
 	return func(c *config) {
 		c.minRuntimes = src
-		c.policyOpts = append(c.policyOpts, policy.WithMinRuntimeProtection())
+		c.features = append(c.features, policy.FeatureMinRuntime)
 	}
 }
 
@@ -236,7 +236,7 @@ type ClassTolerations interface {
 func WithPreemptionToleration(src ClassTolerations) Option {
 	return func(c *config) {
 		c.tolerations = src
-		c.policyOpts = append(c.policyOpts, policy.WithPreemptionToleration())
+		c.features = append(c.features, policy.FeatureToleration)
 	}
 }
 

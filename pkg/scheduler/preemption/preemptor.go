@@ -93,6 +93,9 @@ type Preemptor struct {
 type Option func(*config)
 
 type config struct {
+	// features are the victim policy's features turned on, added in the order of its precedence
+	// table (policy.Precedence) whatever the order of the options; policyOpts come after them.
+	features            []policy.Feature
 	policyOpts          []policy.Option
 	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending             func(kueue.ClusterQueueReference) []*workload.Info
@@ -141,7 +144,7 @@ func WithPolicy(opts ...policy.Option) Option {
 func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
 	return func(c *config) {
 		c.settings = settings
-		c.policyOpts = append(c.policyOpts, policy.WithTimeBasedPreemption())
+		c.features = append(c.features, policy.FeatureTimeBased)
 	}
 }
 
@@ -182,7 +185,7 @@ func New(
 		ordering:            ordering,
 		fairSharing:         fairsharing.Enabled(fs),
 		fsStrategies:        strategies(fs),
-		policy:              policy.New(po, c.policyOpts...),
+		policy:              policy.New(po, append([]policy.Option{policy.WithFeatures(c.features...)}, c.policyOpts...)...),
 		settings:            settings,
 		pending:             c.pending,
 		settingsKnown:       c.settingsKnown,
