@@ -29,6 +29,17 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 	return p.Preemptor.Oracle(s)
 }
 
+// Hooks are the admission loop's extension points our preemptor fills in.
+func (p timesharePreemptor) Hooks() scheduler.Hooks {
+	return scheduler.Hooks{
+		SubstituteHead:           p.SubstituteHead,
+		VetoAdmission:            p.VetoAdmission,
+		ExplainWait:              p.ExplainWait,
+		ReclaimBlocked:           p.ReclaimBlocked,
+		RefusalsDependOnWorkload: p.RefusalsDependOnWorkload,
+	}
+}
+
 // PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the
 // priority classes' tolerations, the pending workloads of queues (to decide whose turn it is) and
 // the default expected-runtime cooldown, plus extra options. The manager passes it to
@@ -109,11 +120,3 @@ func (m *Manager) setupTimeshare() error {
 	}
 	return nil
 }
-
-var (
-	_ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
-	_ scheduler.WaitExplainer            = timesharePreemptor{}
-	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
-	_ scheduler.ReclaimBlocker           = timesharePreemptor{}
-	_ scheduler.HeadSubstituter          = timesharePreemptor{}
-)

@@ -87,6 +87,8 @@ type Preemptor struct {
 	customLabels *metrics.CustomLabels
 	// decisions makes our counters count decisions, not searches.
 	decisions *tsmetrics.Decisions
+	// surveyed is the protection survey of the last explanation, for the reclaim check.
+	surveyed lastSurvey
 }
 
 // Option configures a Preemptor beyond upstream's arguments.

@@ -185,6 +185,7 @@ func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) boo
 // ExplainWait says why a workload found no victims, as far as our features are the cause: turns
 // and minAdmitDuration windows, and min-runtime protection.
 func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	p.surveyed.forget()
 	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
