@@ -39,7 +39,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Target is a workload chosen for eviction, with the reason recorded on it.
