@@ -11,7 +11,7 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -102,7 +102,7 @@ func (m *Manager) setupTimeshare() error {
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
 	}
-	if err := expectedruntime.Setup(m); err != nil {
+	if err := jobannotations.Setup(m); err != nil {
 		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
 	}
 	if err := requeue.Setup(m, m.opts.Clock); err != nil {

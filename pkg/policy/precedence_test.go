@@ -76,7 +76,7 @@ func TestPrecedence(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pre := &Preemptor{ClusterQueue: "cq", Priority: 100, QueuedAt: t0.Add(-time.Minute)}
+			pre := &Pending{ClusterQueue: "cq", Priority: 100, QueuedAt: t0.Add(-time.Minute)}
 			if tc.facts.notYourTurn {
 				pre.WaitingLonger = "ns/other"
 			}

@@ -45,6 +45,7 @@ func writesCondition(status entryStatus) bool {
 
 // requeueAndUpdate gives an unadmitted head back to its queue (or to the second-pass queue)
 // and tells the user why it waits.
+// Upstream's original: (*Scheduler).requeueAndUpdate in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	log := ctrl.LoggerFrom(ctx)
 	e.requeueReason = s.withoutEquivalenceParking(requeueReasonFor(&e), e.ClusterQueue)

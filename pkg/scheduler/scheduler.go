@@ -111,6 +111,7 @@ func (s *Scheduler) afsEnabled() bool {
 
 // schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
 // an idle or blocked cluster does not spin.
+// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	return s.scheduleHeads(ctx, s.queues.Heads)
 }

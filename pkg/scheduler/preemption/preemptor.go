@@ -213,7 +213,7 @@ type search struct {
 	ctx       context.Context
 	log       logr.Logger
 	now       time.Time
-	preemptor *policy.Preemptor
+	preemptor *policy.Pending
 	info      *workload.Info
 	cq        *schdcache.ClusterQueueSnapshot
 	snapshot  *schdcache.Snapshot
@@ -251,7 +251,7 @@ func (p *Preemptor) newSearchFor(ctx context.Context, wl *workload.Info, snapsho
 		ctx:       ctx,
 		log:       log,
 		now:       p.clock.Now(),
-		preemptor: policy.NewPreemptor(log, wl, p.ordering),
+		preemptor: policy.NewPending(log, wl, p.ordering),
 		info:      wl,
 		cq:        snapshot.ClusterQueue(wl.ClusterQueue),
 		snapshot:  snapshot,
@@ -362,6 +362,7 @@ func (c *candidate) preemptionReason() string {
 }
 
 // contestedResources lists the flavor/resources the assignment gets only by preempting.
+// Upstream's original: flavorResourcesNeedPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
 	out := sets.New[resources.FlavorResource]()
 	for _, ps := range a.PodSets {
@@ -376,6 +377,7 @@ func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorRe
 
 // fits reports whether the pending workload fits in the snapshot as it stands, optionally
 // without borrowing, including its topology requests.
+// Upstream's original: workloadFits in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) fits(allowBorrowing bool) bool {
 	for fr, v := range s.usage.Quota {
 		if !allowBorrowing && s.cq.BorrowingWith(fr, v) {
@@ -394,6 +396,7 @@ func (s *search) remove(ts []*Target) {
 	}
 }
 
+// Upstream's original: restoreSnapshot in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) restore(ts []*Target) {
 	for _, t := range ts {
 		s.snapshot.AddWorkload(t.WorkloadInfo)
@@ -402,6 +405,7 @@ func (s *search) restore(ts []*Target) {
 
 // minimize puts targets back, last chosen first, while the workload still fits without them,
 // so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
+// Upstream's original: fillBackWorkloads in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) minimize(ts []*Target, fits func() bool) []*Target {
 	return s.minimizeKeeping(ts, nil, fits)
 }
@@ -423,6 +427,7 @@ func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fit
 	return ts
 }
 
+// Upstream's original: parseStrategies in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 	if fs == nil || len(fs.PreemptionStrategies) == 0 {
 		return []fairsharing.Strategy{fairsharing.LessThanOrEqualToFinalShare, fairsharing.LessThanInitialShare}
