@@ -58,6 +58,13 @@ func NominatedFrom(c *Candidate) time.Time {
 	return at
 }
 
+// expectedRuntimeChanges gives when Nominate changes for c, with expected-runtime requeue on.
+func expectedRuntimeChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	if s.ExpectedRuntime {
+		add(nominationChange(c))
+	}
+}
+
 // nominationChange is when Nominate turns true for c: see NominatedFrom.
 func nominationChange(c *Candidate) Change {
 	return Change{At: NominatedFrom(c)}

@@ -20,19 +20,21 @@ const (
 // listed first decides. Upstream's rows (Never, Any, LowerPriority, NewerEqualPriority) come
 // before every feature's, PriorityNotLower after them; a protection vetoes any eligible row.
 // docs/configuration.md shows this table.
+// Each row also names when the feature's decisions about a running candidate change (see Changes).
 var precedence = []struct {
 	feature Feature
 	option  func() Option
+	changes func(*Candidate, WakeSettings, func(Change))
 }{
 	// Refuses a same-priority candidate when another pending workload has the turn, before
 	// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
-	{FeatureTimeBased, WithTimeBasedPreemption},
+	{FeatureTimeBased, WithTimeBasedPreemption, timeBasedChanges},
 	// Makes a candidate past its expected runtime eligible.
-	{FeatureExpectedRuntime, WithExpectedRuntimeRequeue},
+	{FeatureExpectedRuntime, WithExpectedRuntimeRequeue, expectedRuntimeChanges},
 	// Vetoes an eligible candidate inside its min-runtime.
-	{FeatureMinRuntime, WithMinRuntimeProtection},
+	{FeatureMinRuntime, WithMinRuntimeProtection, minRuntimeChanges},
 	// Vetoes an eligible candidate whose priority class tolerates the preemptor.
-	{FeatureToleration, WithPreemptionToleration},
+	{FeatureToleration, WithPreemptionToleration, tolerationChanges},
 }
 
 // Precedence lists the features, the one that decides first.

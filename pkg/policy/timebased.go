@@ -78,6 +78,11 @@ func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
 	return s.MinAdmitDuration > 0 && !c.QuotaReservedAt.IsZero() && now.Sub(c.QuotaReservedAt) > s.MinAdmitDuration
 }
 
+// timeBasedChanges gives when pastMinAdmitDuration changes for c under its ClusterQueue's window.
+func timeBasedChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	add(minAdmitDurationChange(c, s.MinAdmitDuration))
+}
+
 // minAdmitDurationChange is when pastMinAdmitDuration turns true for c: just after the window
 // ends, since it counts only once strictly passed.
 func minAdmitDurationChange(c *Candidate, window time.Duration) Change {

@@ -48,8 +48,8 @@ func (c Change) Wake() time.Time {
 }
 
 // Changes are the instants at which a decision of some feature about c changes. Each feature's
-// unit says when its own decision changes; this only collects them. They may be in the past, in
-// no particular order.
+// unit says when its own decision changes (its row of the precedence table); this only collects
+// them. They may be in the past, in no particular order.
 func Changes(c *Candidate, s WakeSettings) []Change {
 	out := make([]Change, 0, len(s.MinRuntimes)+3)
 	add := func(ch Change) {
@@ -57,15 +57,8 @@ func Changes(c *Candidate, s WakeSettings) []Change {
 			out = append(out, ch)
 		}
 	}
-	add(minAdmitDurationChange(c, s.MinAdmitDuration))
-	for _, d := range s.MinRuntimes {
-		add(protectionChange(c, d))
-	}
-	if s.Tolerations {
-		add(tolerationChange(c))
-	}
-	if s.ExpectedRuntime {
-		add(nominationChange(c))
+	for _, row := range precedence {
+		row.changes(c, s, add)
 	}
 	return out
 }
@@ -82,7 +75,7 @@ type Wakes struct {
 func (w *Wakes) Add(ch Change, since, now time.Time) {
 	switch at := ch.Wake(); {
 	case at.After(now):
-		if w.Next.At.IsZero() || at.Before(w.Next.Wake()) {
+		if next := w.Next.Wake(); w.Next.At.IsZero() || at.Before(next) || (at.Equal(next) && ch.At.Before(w.Next.At)) {
 			w.Next = ch
 		}
 	case at.After(since):

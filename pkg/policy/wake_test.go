@@ -285,6 +285,10 @@ func TestWakesAdd(t *testing.T) {
 			want:    Wakes{Due: true, Next: Change{At: now.Add(time.Minute)}},
 		},
 		"long past: neither": {changes: []Change{{At: since.Add(-time.Hour)}}},
+		"two waking at once: the earlier end is noted": {
+			changes: []Change{{At: now.Add(WakePrecision)}, {At: now, After: true}},
+			want:    Wakes{Next: Change{At: now, After: true}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
