@@ -86,8 +86,14 @@ func timeBasedChanges(c *Candidate, s WakeSettings, add func(Change)) {
 // minAdmitDurationChange is when pastMinAdmitDuration turns true for c: just after the window
 // ends, since it counts only once strictly passed.
 func minAdmitDurationChange(c *Candidate, window time.Duration) Change {
+	return Change{At: MinAdmitDurationEnds(c, window), After: true}
+}
+
+// MinAdmitDurationEnds is when c's window ends (its turn, under time-sharing): c becomes
+// preemptible for it just after. Zero without a window or a quota reservation.
+func MinAdmitDurationEnds(c *Candidate, window time.Duration) time.Time {
 	if window <= 0 || c.QuotaReservedAt.IsZero() {
-		return Change{}
+		return time.Time{}
 	}
-	return Change{At: c.QuotaReservedAt.Add(window), After: true}
+	return c.QuotaReservedAt.Add(window)
 }

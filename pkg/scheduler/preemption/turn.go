@@ -220,7 +220,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
 			continue
 		}
-		end := c.QuotaReservedAt.Add(settings.MinAdmitDuration)
+		end := policy.MinAdmitDurationEnds(&c, settings.MinAdmitDuration)
 		if end.Before(s.now) {
 			continue
 		}
