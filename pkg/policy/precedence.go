@@ -21,11 +21,7 @@ const (
 // before every feature's, PriorityNotLower after them; a protection vetoes any eligible row.
 // docs/configuration.md shows this table.
 // Each row also names when the feature's decisions about a running candidate change (see Changes).
-var precedence = []struct {
-	feature Feature
-	option  func() Option
-	changes func(*Candidate, WakeSettings, func(Change))
-}{
+var precedence = []precedenceRow{
 	// Refuses a same-priority candidate when another pending workload has the turn, before
 	// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
 	{FeatureTimeBased, WithTimeBasedPreemption, timeBasedChanges},
@@ -35,6 +31,12 @@ var precedence = []struct {
 	{FeatureMinRuntime, WithMinRuntimeProtection, minRuntimeChanges},
 	// Vetoes an eligible candidate whose priority class tolerates the preemptor.
 	{FeatureToleration, WithPreemptionToleration, tolerationChanges},
+}
+
+type precedenceRow struct {
+	feature Feature
+	option  func() Option
+	changes func(*Candidate, WakeSettings, func(Change))
 }
 
 // Precedence lists the features, the one that decides first.
@@ -50,7 +52,7 @@ func Precedence() []Feature {
 // table, whatever the order they are named in.
 func WithFeatures(features ...Feature) Option {
 	for _, f := range features {
-		if !slices.Contains(Precedence(), f) {
+		if !slices.ContainsFunc(precedence, func(row precedenceRow) bool { return row.feature == f }) {
 			panic(fmt.Sprintf("policy: no feature named %q", f))
 		}
 	}

@@ -178,6 +178,10 @@ func New(
 	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
 		po.TimestampBuffer = timestampBuffer
 	}
+	policyOpts := c.policyOpts
+	if len(c.features) > 0 {
+		policyOpts = append([]policy.Option{policy.WithFeatures(c.features...)}, policyOpts...)
+	}
 	settings := c.settings
 	if settings == nil {
 		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
@@ -187,7 +191,7 @@ func New(
 		ordering:            ordering,
 		fairSharing:         fairsharing.Enabled(fs),
 		fsStrategies:        strategies(fs),
-		policy:              policy.New(po, append([]policy.Option{policy.WithFeatures(c.features...)}, c.policyOpts...)...),
+		policy:              policy.New(po, policyOpts...),
 		settings:            settings,
 		pending:             c.pending,
 		settingsKnown:       c.settingsKnown,
