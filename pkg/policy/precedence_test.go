@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // TestPrecedence: for each pair of features that both apply to one candidate, the precedence
@@ -142,5 +143,18 @@ func TestPrecedenceDocumented(t *testing.T) {
 	}
 	if diff := cmp.Diff(Precedence(), got); diff != "" {
 		t.Errorf("precedence table in docs/configuration.md (-code +doc):\n%s", diff)
+	}
+}
+
+// TestFeaturesAreGates: each feature of the table is named after its feature gate.
+func TestFeaturesAreGates(t *testing.T) {
+	want := []Feature{
+		Feature(features.TimeBasedSamePriorityPreemption),
+		Feature(features.ExpectedRuntimeRequeue),
+		Feature(features.MinRuntimeProtection),
+		Feature(features.PreemptionToleration),
+	}
+	if diff := cmp.Diff(want, Precedence()); diff != "" {
+		t.Errorf("features (-gates +table):\n%s", diff)
 	}
 }
