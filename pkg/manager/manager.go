@@ -281,7 +281,7 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 		Queues:   m.Queues,
 		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)},
 		TakesTurns: func(cq kueue.ClusterQueueReference) bool {
-			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).MinAdmitDuration > 0
+			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).TakesTurns()
 		},
 		Log: m.log.WithName("visibility"),
 	}

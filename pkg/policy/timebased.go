@@ -73,6 +73,10 @@ func WithTimeBasedPreemption() Option {
 	}
 }
 
+// TakesTurns reports whether the ClusterQueue's same-priority workloads take time-sharing turns:
+// it sets a minAdmitDuration (read with its gate on).
+func (s QueueSettings) TakesTurns() bool { return s.MinAdmitDuration > 0 }
+
 // pastMinAdmitDuration: strictly longer than the window; exactly at it is not enough.
 func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
 	return s.MinAdmitDuration > 0 && !c.QuotaReservedAt.IsZero() && now.Sub(c.QuotaReservedAt) > s.MinAdmitDuration

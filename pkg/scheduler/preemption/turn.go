@@ -68,7 +68,7 @@ func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 // compares queue times), and, with turns, it may take a time-based turn only if nobody waited
 // longer.
 func (p *Preemptor) applyTurns(s *search, turns bool) {
-	if s.settings.MinAdmitDuration <= 0 {
+	if !s.settings.TakesTurns() {
 		return
 	}
 	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.ordering)
@@ -80,7 +80,7 @@ func (p *Preemptor) applyTurns(s *search, turns bool) {
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
 // before the preemptor's and that can use it, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {
-	if s.settings.MinAdmitDuration <= 0 {
+	if !s.settings.TakesTurns() {
 		return ""
 	}
 	pending := p.pendingIn(s.snapshot, s.cq.Name)
@@ -150,7 +150,7 @@ func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kue
 // which orders by creation, would keep the rotated-out workload at its head and block the others.
 // Under BestEffortFIFO a workload that cannot use a turn (see turnUse) is passed over.
 func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info {
-	if p.settings(head.ClusterQueue).MinAdmitDuration <= 0 || timeBasedPreemption(head.Obj) == nil {
+	if !p.settings(head.ClusterQueue).TakesTurns() || timeBasedPreemption(head.Obj) == nil {
 		return nil
 	}
 	log := ctrllog.FromContext(ctx)
@@ -179,7 +179,7 @@ func (p *Preemptor) takesTurnNow(ctx context.Context, snapshot *schdcache.Snapsh
 // RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get
 // different answers: they can when turns are taken there.
 func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool {
-	return p.pending != nil && p.settings(cq).MinAdmitDuration > 0
+	return p.pending != nil && p.settings(cq).TakesTurns()
 }
 
 // ExplainWait says why a workload found no victims, as far as our features are the cause: turns
@@ -204,7 +204,7 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
+	if !settings.TakesTurns() || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
 		return ""
 	}
 	if why := p.explainPassedOver(ctx, wl, snapshot); why != "" {
@@ -242,7 +242,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 // stay idle meanwhile, so it is admitted.
 func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
+	if !settings.TakesTurns() || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)
