@@ -66,7 +66,7 @@ ROTATION_SEED ?= 0
 FUZZ_TARGETS := \
   ./apis/annotations:FuzzParseToleration ./apis/annotations:FuzzParseExpectedRuntime \
   ./apis/kueue/v1beta2:FuzzExtensions ./apis/config/v1alpha1:FuzzDecode \
-  ./pkg/scheduler/preemption/policy:FuzzVictimPolicy ./pkg/scheduler/preemption/policy:FuzzOrdering \
+  ./pkg/policy:FuzzVictimPolicy ./pkg/policy:FuzzOrdering \
   ./pkg/conversion:FuzzConvertObject
 
 .PHONY: test-reliability

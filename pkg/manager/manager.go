@@ -78,10 +78,10 @@ import (
 	tsconversion "github.com/kueue-timeshare/kueue-timeshare/pkg/conversion"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 	// Stamps upstream's version variables, read by kueue_build_info, with this build's.
 	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/version"
@@ -281,7 +281,7 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 		Queues:   m.Queues,
 		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)},
 		TakesTurns: func(cq kueue.ClusterQueueReference) bool {
-			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).MinAdmitDuration > 0
+			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).TakesTurns()
 		},
 		Log: m.log.WithName("visibility"),
 	}

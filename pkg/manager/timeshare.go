@@ -11,12 +11,12 @@ import (
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
@@ -29,21 +29,39 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 	return p.Preemptor.Oracle(s)
 }
 
+// Hooks are the admission loop's extension points our preemptor fills in.
+func (p timesharePreemptor) Hooks() scheduler.Hooks {
+	return scheduler.Hooks{
+		SubstituteHead:           p.SubstituteHead,
+		VetoAdmission:            p.VetoAdmission,
+		ExplainWait:              p.ExplainWait,
+		ReclaimBlocked:           p.ReclaimBlocked,
+		RefusalsDependOnWorkload: p.RefusalsDependOnWorkload,
+	}
+}
+
 // PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the
 // priority classes' tolerations, the pending workloads of queues (to decide whose turn it is) and
 // the default expected-runtime cooldown, plus extra options. The manager passes it to
 // scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
 func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
+	// The one registration of each feature of the victim policy's precedence table.
+	features := map[policy.Feature]preemption.Option{
+		policy.FeatureTimeBased:       preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
+		policy.FeatureExpectedRuntime: preemption.WithExpectedRuntimeRequeue(requeueDelay),
+		policy.FeatureMinRuntime:      preemption.WithMinRuntimeProtection(store),
+		policy.FeatureToleration:      preemption.WithPreemptionToleration(tolerations),
+	}
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
-		opts := append([]preemption.Option{
-			preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
+		opts := []preemption.Option{
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
-			preemption.WithMinRuntimeProtection(store),
-			preemption.WithPreemptionToleration(tolerations),
-			preemption.WithExpectedRuntimeRequeue(requeueDelay),
-		}, extra...)
+		}
+		for _, f := range policy.Precedence() {
+			opts = append(opts, features[f])
+		}
+		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels, opts...)}
 	}
@@ -84,7 +102,7 @@ func (m *Manager) setupTimeshare() error {
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
 	}
-	if err := expectedruntime.Setup(m); err != nil {
+	if err := jobannotations.Setup(m); err != nil {
 		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
 	}
 	if err := requeue.Setup(m, m.opts.Clock); err != nil {
@@ -102,11 +120,3 @@ func (m *Manager) setupTimeshare() error {
 	}
 	return nil
 }
-
-var (
-	_ scheduler.WorkloadSpecificRefusals = timesharePreemptor{}
-	_ scheduler.WaitExplainer            = timesharePreemptor{}
-	_ scheduler.AdmissionVetoer          = timesharePreemptor{}
-	_ scheduler.ReclaimBlocker           = timesharePreemptor{}
-	_ scheduler.HeadSubstituter          = timesharePreemptor{}
-)

@@ -15,7 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // CohortReconciler feeds the store from Cohorts read as unstructured objects.

@@ -6,17 +6,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
-	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // maxTreeDepth stops a walk up a cohort tree that loops (Kueue refuses cycles, but a gauge must
@@ -40,12 +37,12 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 		var n int
 		next := time.Duration(-1)
 		for _, wl := range holding[cq] {
-			c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
-			if c == nil || c.Status != metav1.ConditionTrue || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+			c := policy.CandidateOf(wl, w.RuntimeClock)
+			if c.QuotaReservedAt.IsZero() || c.Evicted {
 				continue
 			}
 			n++
-			left := max(c.LastTransitionTime.Add(window).Sub(now), 0)
+			left := max(policy.MinAdmitDurationEnds(&c, window).Sub(now), 0)
 			if next < 0 || left < next {
 				next = left
 			}
@@ -66,15 +63,10 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 				path = w.treePath(ctx, cq)
 			}
 			for _, wl := range wls {
-				if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+				c := policy.CandidateOf(wl, w.RuntimeClock)
+				if c.Evicted || !c.Admitted {
 					continue
 				}
-				admitted := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
-				if admitted == nil || admitted.Status != metav1.ConditionTrue {
-					continue
-				}
-				c := policy.Candidate{Info: &workload.Info{Obj: wl}, Admitted: true, AdmittedAt: admitted.LastTransitionTime.Time}
-				c.CountRuntimeFrom(w.RuntimeClock)
 				if minRuntimes {
 					if policy.Protected(&c, policy.ResolvePreempt(path, defaults), now) {
 						g.protected[gaugeKey{string(cq), "preemptMinRuntime"}]++

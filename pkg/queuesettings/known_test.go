@@ -13,7 +13,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // A ClusterQueue becomes known when its object is read, with or without settings, and the queue is

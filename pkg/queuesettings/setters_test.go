@@ -25,7 +25,7 @@ import (
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestSetClusterQueue(t *testing.T) {

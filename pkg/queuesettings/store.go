@@ -25,7 +25,7 @@ import (
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ReasonInvalidSettings is the reason of the Warning event on a ClusterQueue whose settings are
@@ -90,9 +90,9 @@ func (s *Store) MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod) {
 	return s.defaults, s.method
 }
 
-// minRuntimeValues lists every distinct positive min-runtime in use, defaults included: the
+// MinRuntimeValues lists every distinct positive min-runtime in use, defaults included: the
 // lengths after which some protection may end.
-func (s *Store) minRuntimeValues() []time.Duration {
+func (s *Store) MinRuntimeValues() []time.Duration {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seen := sets.New[time.Duration]()

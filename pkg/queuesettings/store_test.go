@@ -10,7 +10,7 @@ import (
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestParse(t *testing.T) {
@@ -134,7 +134,7 @@ func TestMinRuntimeValues(t *testing.T) {
 	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
 	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)})
 	s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)})
-	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.minRuntimeValues()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.MinRuntimeValues()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
 	if s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}) {

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
@@ -21,20 +19,21 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// SweepPeriod is how often the Waker looks for windows that have run out, at the least: it also
-// sweeps just after the earliest end it saw coming on its previous sweep.
+// SweepPeriod is how often the Waker sweeps at the least: besides the sweep at each wake-up time
+// it sees coming, a periodic one refreshes the state gauges and catches any change it could not
+// see coming.
 const SweepPeriod = time.Second
 
-// WakePrecision is how long after a window's end the Waker sweeps: a window counts only once
-// strictly passed, so the sweep at its end would find it still running.
-const WakePrecision = time.Millisecond
+// WakePrecision is the resolution of wake-up times (see policy.Change).
+const WakePrecision = policy.WakePrecision
 
-// Waker re-evaluates a ClusterQueue's pending workloads when a window of one of its admitted
-// workloads runs out. Nothing in the API changes at that moment, so without it a pending workload
-// that found every candidate protected would wait for some unrelated event.
+// Waker re-evaluates a ClusterQueue's pending workloads when a decision about one of its admitted
+// workloads changes with time (a window, protection or cooldown ends; see policy.Changes).
+// Nothing in the API changes at that moment, so without it a pending workload that found every
+// candidate protected would wait for some unrelated event.
 type Waker struct {
 	Clock  clock.WithTicker
 	Client client.Client
@@ -51,21 +50,23 @@ type Waker struct {
 	// CustomLabels gives the gauges' ClusterQueue custom labels (metrics.customLabels; none if nil).
 	CustomLabels *kueuemetrics.CustomLabels
 	Log          logr.Logger
-	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue manager
-	// retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod): waking
-	// that much early, less a margin, makes the retry land just after the end instead of a
-	// second later. The wake at the end itself stays, so an early retry that finds the window
-	// still running costs only the delay the lead was meant to save. Zero: no early wake.
+	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue
+	// manager retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod):
+	// waking that much early, less a margin, makes the retry land just after the change instead of
+	// a second later. The wake-up at the change itself stays, so an early retry that finds the
+	// window still running costs only the delay the lead was meant to save. Zero: no early wake.
 	Lead time.Duration
 
 	last time.Time
-	// next is the earliest end after the last sweep that it saw coming; zero if none.
+	// next is the earliest end (of a window, protection or cooldown, or the early wake-up Lead
+	// before one) after the last sweep that it saw coming; zero if none. The exact sweep comes
+	// WakePrecision after it.
 	next time.Time
 	// gauges are the state gauges' series of the last sweep.
 	gauges gauges
 }
 
-// Start sweeps every SweepPeriod of the injected clock, and just after each end it sees coming,
+// Start sweeps at each wake-up time it sees coming, and every SweepPeriod of the injected clock,
 // until ctx ends: a turn then starts when the window ends, not up to a second later, which over
 // N-1 turns would add up.
 func (w *Waker) Start(ctx context.Context) error {
@@ -92,24 +93,6 @@ func (w *Waker) Start(ctx context.Context) error {
 	}
 }
 
-// noteEnd remembers end, and the early wake-up Lead before it, if it is the earliest one still to
-// come (a window ending now has not passed yet).
-func (w *Waker) noteEnd(end, now time.Time) {
-	for _, t := range w.wakeTimes(end) {
-		if !t.Before(now) && (w.next.IsZero() || t.Before(w.next)) {
-			w.next = t
-		}
-	}
-}
-
-// wakeTimes are the moments at which the end of a window or protection wakes its queue.
-func (w *Waker) wakeTimes(end time.Time) []time.Time {
-	if w.Lead <= 0 {
-		return []time.Time{end}
-	}
-	return []time.Time{end.Add(-w.Lead), end}
-}
-
 // RequeueBatchPeriod is how long upstream's queue manager waits before it retries a queue's
 // inadmissible workloads (its own default: a second, ten with SchedulerLongRequeueInterval). The
 // manager builds the queue's requeuer with it, so that the Waker's Lead is known to match.
@@ -124,14 +107,14 @@ func RequeueBatchPeriod() time.Duration {
 const LeadMargin = 20 * time.Millisecond
 
 // Sweep runs one sweep at the clock's current time. It covers everything since the previous sweep
-// (or since Start), however long ago that was. Start sweeps every SweepPeriod; a caller that drives
-// the clock itself (the simulator) calls Sweep after advancing it instead of calling Start.
+// (or since Start), however long ago that was. Start sweeps on its own; a caller that drives the
+// clock itself (the simulator) calls Sweep after advancing it instead of calling Start.
 func (w *Waker) Sweep(ctx context.Context) {
 	w.sweep(ctx)
 }
 
-// sweep wakes every queue in which some window, protection or cooldown ended since the previous
-// sweep.
+// sweep wakes every ClusterQueue (and so its cohort tree) with a workload holding quota that has a
+// change that woke in (since, now], and notes the earliest end still to come.
 func (w *Waker) sweep(ctx context.Context) {
 	now := w.Clock.Now()
 	since := w.last
@@ -143,14 +126,13 @@ func (w *Waker) sweep(ctx context.Context) {
 			windows[cq] = qs.MinAdmitDuration
 		}
 	}
-	var values []time.Duration
+	var ws policy.WakeSettings
 	if features.Enabled(features.MinRuntimeProtection) {
-		values = w.Store.minRuntimeValues()
+		ws.MinRuntimes = w.Store.MinRuntimeValues()
 	}
-	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
-	expected := features.Enabled(features.ExpectedRuntimeRequeue)
-	protections := len(values) > 0 || tolerations || expected
-	if len(windows) == 0 && !protections {
+	ws.Tolerations = w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
+	ws.ExpectedRuntime = features.Enabled(features.ExpectedRuntimeRequeue)
+	if len(windows) == 0 && len(ws.MinRuntimes) == 0 && !ws.Tolerations && !ws.ExpectedRuntime {
 		w.setGauges(ctx, nil, nil, now)
 		return
 	}
@@ -163,96 +145,45 @@ func (w *Waker) sweep(ctx context.Context) {
 		return
 	}
 	holding := map[kueue.ClusterQueueReference][]*kueue.Workload{}
+	woken := sets.New[kueue.ClusterQueueReference]()
 	for i := range list.Items {
 		wl := &list.Items[i]
-		holding[wl.Status.Admission.ClusterQueue] = append(holding[wl.Status.Admission.ClusterQueue], wl)
-	}
-	for cq, window := range windows {
-		if w.windowEnded(holding[cq], window, since, now) {
-			w.Log.V(3).Info("A minAdmitDuration ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "clusterQueue", cq)
+		cq := wl.Status.Admission.ClusterQueue
+		holding[cq] = append(holding[cq], wl)
+		wakes := w.wakes(wl, windows[cq], ws, since, now)
+		if next := wakes.Next.At; !next.IsZero() && (w.next.IsZero() || next.Before(w.next)) {
+			w.next = next
+		}
+		if wakes.Due && !woken.Has(cq) {
+			woken.Insert(cq)
+			w.Log.V(3).Info("A window, protection or cooldown ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq)
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
 		}
-	}
-	if protections {
-		w.sweepProtections(ctx, list.Items, values, tolerations, expected, since, now)
 	}
 	w.setGauges(ctx, holding, windows, now)
 }
 
-// sweepProtections wakes the ClusterQueue (and so its cohort tree) of every running workload whose
-// min-runtime (for any value configured anywhere), priority class toleration or expected-runtime
-// cooldown ended, or that reached its expected runtime, in (since, now]. Which min-runtime applies
-// depends on the preemptor, so every configured value is tried: a spare wake-up costs one retry.
-func (w *Waker) sweepProtections(ctx context.Context, holding []kueue.Workload, values []time.Duration, tolerations, expected bool, since, now time.Time) {
-	woken := sets.New[kueue.ClusterQueueReference]()
-	for i := range holding {
-		wl := &holding[i]
-		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
-			continue
-		}
-		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			continue
-		}
-		// Min-runtimes and expected runtimes count from the runtime clock (zero: not started yet,
-		// and so no end known); tolerations from admission.
-		running := policy.RunningSince(wl, w.RuntimeClock)
-		times := make([]time.Time, 0, len(values)+3)
-		if !running.IsZero() {
-			for _, d := range values {
-				times = append(times, running.Add(d))
-			}
-		}
-		if tolerations {
-			if t := w.Tolerations(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
-				times = append(times, c.LastTransitionTime.Add(t.Duration))
-			}
-		}
-		if expected {
-			// Reaching the expected runtime, or the end of a cooldown, nominates the workload.
-			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Skip == "" {
-				if !running.IsZero() {
-					times = append(times, running.Add(er.Expected))
-				}
-				times = append(times, er.NotBefore)
-			}
-		}
-		for _, end := range times {
-			w.noteEnd(end, now)
-		}
-		var wakes []time.Time
-		for _, end := range times {
-			wakes = append(wakes, w.wakeTimes(end)...)
-		}
-		for _, end := range wakes {
-			if end.After(since) && !end.After(now) && !woken.Has(wl.Status.Admission.ClusterQueue) {
-				cq := wl.Status.Admission.ClusterQueue
-				woken.Insert(cq)
-				w.Log.V(3).Info("A protection or cooldown ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq, "at", end)
-				Wake(ctx, w.Client, w.Queues, cq, w.Log)
-				break
-			}
+// wakes sorts the changes of decisions about wl, and the early wake-ups Lead before them, against
+// (since, now].
+func (w *Waker) wakes(wl *kueue.Workload, window time.Duration, ws policy.WakeSettings, since, now time.Time) policy.Wakes {
+	c := policy.CandidateOf(wl, w.RuntimeClock)
+	if ws.Tolerations {
+		c.Toleration = w.Tolerations(wl.Spec.PriorityClassRef)
+	}
+	if ws.ExpectedRuntime {
+		if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
+			c.ExpectedRuntime = &er
 		}
 	}
-}
-
-// windowEnded: some workload holding quota in a ClusterQueue (holding) left its window in
-// (since, now]. Eligibility is strict (held longer than the window), so a window ending exactly at
-// now counts next sweep. It also notes the windows still to end.
-func (w *Waker) windowEnded(holding []*kueue.Workload, window time.Duration, since, now time.Time) bool {
-	ended := false
-	for _, wl := range holding {
-		c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
-		if c == nil || c.Status != metav1.ConditionTrue {
-			continue
+	ws.MinAdmitDuration = window
+	var out policy.Wakes
+	for _, ch := range policy.Changes(&c, ws) {
+		if w.Lead > 0 {
+			out.Add(policy.Change{At: ch.At.Add(-w.Lead), After: ch.After}, since, now)
 		}
-		end := c.LastTransitionTime.Add(window)
-		w.noteEnd(end, now)
-		for _, t := range w.wakeTimes(end) {
-			ended = ended || (!t.Before(since) && t.Before(now))
-		}
+		out.Add(ch, since, now)
 	}
-	return ended
+	return out
 }
 
 // Wake makes the queue manager retry cq's inadmissible workloads, as a spec change would.

@@ -34,6 +34,7 @@ const msgAdmitWriteFailed = "Could not admit Workload and assign flavors in apis
 // counts it, and the API is written asynchronously. A failed write takes it out of the
 // cache again and requeues it. Reserving quota does not by itself admit the workload: that
 // waits for its admission checks.
+// Upstream's original: (*Scheduler).admit in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQueueSnapshot, oldSlice *preemption.Target) error {
 	log := ctrl.LoggerFrom(ctx)
 	admission := &kueue.Admission{

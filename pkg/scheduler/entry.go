@@ -103,6 +103,7 @@ func (e *entry) usage(log logr.Logger) workload.Usage {
 
 // netUsage adds what is new: a head that already holds quota (second pass) brings only its
 // topology usage.
+// Upstream's original: netUsage in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) netUsage(log logr.Logger, quota resources.FlavorResourceQuantities) workload.Usage {
 	var u workload.Usage
 	if features.Enabled(features.TopologyAwareScheduling) {

@@ -21,6 +21,7 @@ import (
 // nominate computes an assignment for every head that may be admitted. Heads that cannot
 // be considered at all come back in rejected, with the reason already set; heads the
 // cache already accounts for (and that need no second pass) are dropped.
+// Upstream's original: (*Scheduler).nominate in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot) (candidates, rejected []entry) {
 	log := ctrl.LoggerFrom(ctx)
 	candidates = make([]entry, 0, len(heads))

@@ -37,6 +37,7 @@ const (
 // processEntry takes one head, in the order the iterator chose, from its assignment to
 // admission, preemption or a reason to wait. The usage it is granted is added to the
 // snapshot, so later heads in the cycle see it.
+// Upstream's original: (*Scheduler).processEntry in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	cq := c.snapshot.ClusterQueue(e.ClusterQueue)
 	log := ctrl.LoggerFrom(ctx).WithValues("workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)))

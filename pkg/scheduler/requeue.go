@@ -24,21 +24,13 @@ func requeueReasonFor(e *entry) qcache.RequeueReason {
 	return e.requeueReason
 }
 
-// WorkloadSpecificRefusals is implemented by preemptors whose refusal to find victims can depend
-// on the pending workload itself, not only on its shape: with time-based preemption, on whose turn
-// it is. For such ClusterQueues the queue must not park workloads of the same shape along with a
-// refused one, as it does for NoFit and PreemptionNoCandidates (SchedulingEquivalenceHashing).
-type WorkloadSpecificRefusals interface {
-	RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool
-}
-
 // withoutEquivalenceParking swaps a reason that parks equivalent workloads for a generic one
 // when the preemptor's refusals depend on the workload.
 func (s *Scheduler) withoutEquivalenceParking(reason qcache.RequeueReason, cq kueue.ClusterQueueReference) qcache.RequeueReason {
 	if reason != qcache.RequeueReasonNoFit && reason != qcache.RequeueReasonPreemptionNoCandidates {
 		return reason
 	}
-	if p, ok := s.preemptor.(WorkloadSpecificRefusals); ok && p.RefusalsDependOnWorkload(cq) {
+	if s.hooks.RefusalsDependOnWorkload != nil && s.hooks.RefusalsDependOnWorkload(cq) {
 		return qcache.RequeueReasonGeneric
 	}
 	return reason
@@ -53,6 +45,7 @@ func writesCondition(status entryStatus) bool {
 
 // requeueAndUpdate gives an unadmitted head back to its queue (or to the second-pass queue)
 // and tells the user why it waits.
+// Upstream's original: (*Scheduler).requeueAndUpdate in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	log := ctrl.LoggerFrom(ctx)
 	e.requeueReason = s.withoutEquivalenceParking(requeueReasonFor(&e), e.ClusterQueue)

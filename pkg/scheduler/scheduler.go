@@ -36,8 +36,10 @@ type Scheduler struct {
 	client    client.Client
 	recorder  events.EventRecorder
 	preemptor Preemptor
-	ordering  workload.Ordering
-	opts      settings
+	// hooks are the preemptor's extension points of the loop.
+	hooks    Hooks
+	ordering workload.Ordering
+	opts     settings
 
 	// async runs the API write of an admission; tests make it synchronous.
 	async routine.Wrapper
@@ -80,6 +82,7 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 			CustomLabels:         o.customLabels,
 		}),
 	}
+	s.hooks = s.preemptor.Hooks()
 	s.drains = newDrainHolds(cl, o.clock, func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
 	}).withLead(queuesettings.RequeueBatchPeriod())
@@ -108,6 +111,7 @@ func (s *Scheduler) afsEnabled() bool {
 
 // schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
 // an idle or blocked cluster does not spin.
+// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	return s.scheduleHeads(ctx, s.queues.Heads)
 }

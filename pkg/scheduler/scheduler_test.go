@@ -433,3 +433,7 @@ type reclaimGuarded struct {
 func (reclaimGuarded) ReclaimBlocked(context.Context, *workload.Info, *schdcache.Snapshot) bool {
 	return true
 }
+
+func (g reclaimGuarded) Hooks() Hooks {
+	return Hooks{ReclaimBlocked: g.ReclaimBlocked}
+}

@@ -12,11 +12,12 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Mode says whose semantics a run has.
@@ -117,7 +118,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		// The manager's waker sweeps every second; a sweep finds something only once a window,
 		// protection or cooldown has ended, so the simulation sweeps at those times. A sweep
 		// covers everything since the previous one.
-		if w.wakeDue(lastSweep, now) {
+		if w.wakes(lastSweep, now).Due {
 			w.waker.Sweep(w.ctx)
 			w.requeuer.ProcessRequeues(w.ctx)
 			lastSweep = now
@@ -164,10 +165,8 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 				next = min(next, j.finishAt)
 			}
 		}
-		for _, t := range w.wakeTimes() {
-			if t > now {
-				next = min(next, t)
-			}
+		if ch := w.wakes(lastSweep, now).Next; !ch.At.IsZero() {
+			next = min(next, ch.Wake().Sub(w.start))
 		}
 		// The scheduler's loop retries such heads at once, over and over; with nothing changing in
 		// the cluster the outcome is the same each time, so the simulation retries them a few
@@ -246,61 +245,40 @@ func (s *Scenario) schedulingInterval() time.Duration {
 	return DefaultSchedulingInterval
 }
 
-// wakeDue reports whether a wake-up time falls in (since, now].
-func (w *world) wakeDue(since, now time.Duration) bool {
-	for _, t := range w.wakeTimes() {
-		if t > since && t <= now {
-			return true
-		}
+// wakes sorts the changes of decisions about the running workloads (policy.Changes) against
+// (since, now]: the times at which the manager's waker, on one of its sweeps, finds that a
+// decision changed, so that the simulation steps to those sweeps. Every configured min-runtime is
+// tried, as the waker does.
+func (w *world) wakes(since, now time.Duration) policy.Wakes {
+	var ws policy.WakeSettings
+	if tsfeatures.Enabled(tsfeatures.MinRuntimeProtection) {
+		ws.MinRuntimes = w.minRuntimes
 	}
-	return false
-}
-
-// wakeTimes are the times at which the manager's waker would find, on one of its sweeps, that a
-// window, protection or cooldown of a running workload ended: a superset (every configured
-// min-runtime is tried, as the waker does), so that the simulation steps to those sweeps.
-func (w *world) wakeTimes() []time.Duration {
-	// The waker sweeps just after each end it sees coming (and every SweepPeriod, which finds
-	// nothing more). Windows count only once strictly passed; protections end at their last instant.
-	sweepAfter := func(end time.Duration, strict bool) time.Duration {
-		if strict {
-			return end + queuesettings.WakePrecision
-		}
-		return end
-	}
-	timeBased := tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption)
-	minRuntime := tsfeatures.Enabled(tsfeatures.MinRuntimeProtection)
 	tolerations := tsfeatures.Enabled(tsfeatures.PreemptionToleration)
 	expected := tsfeatures.Enabled(tsfeatures.ExpectedRuntimeRequeue)
-	var out []time.Duration
+	from, to := w.start.Add(since), w.start.Add(now)
+	var out policy.Wakes
 	for _, j := range w.jobs {
 		if j.state != running {
 			continue
 		}
-		if d := w.windows[j.spec.ClusterQueue]; timeBased && d > 0 {
-			out = append(out, sweepAfter(j.since+d, true))
-		}
-		if minRuntime {
-			for _, d := range w.minRuntimes {
-				out = append(out, sweepAfter(j.since+d, false))
+		// A simulated workload reserves quota and is admitted at once, and runs from then.
+		at := w.start.Add(j.since)
+		c := policy.Candidate{QuotaReservedAt: at, Admitted: true, AdmittedAt: at}
+		s := ws
+		s.MinAdmitDuration = w.settings.Settings(kueue.ClusterQueueReference(j.spec.ClusterQueue)).MinAdmitDuration
+		if wl := w.seen[j.key]; wl != nil {
+			if tolerations {
+				c.Toleration = w.tolerate.For(wl.Spec.PriorityClassRef)
+				s.Tolerations = true
+			}
+			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && expected {
+				c.ExpectedRuntime = &er
+				s.ExpectedRuntime = true
 			}
 		}
-		wl := w.seen[j.key]
-		if wl == nil {
-			continue
-		}
-		if tolerations {
-			if t := w.tolerate.For(wl.Spec.PriorityClassRef); t != nil && !t.Forever && t.Duration > 0 {
-				out = append(out, sweepAfter(j.since+t.Duration, false))
-			}
-		}
-		if expected {
-			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Skip == "" {
-				out = append(out, sweepAfter(j.since+er.Expected, false))
-				if !er.NotBefore.IsZero() {
-					out = append(out, sweepAfter(er.NotBefore.Sub(w.start), false))
-				}
-			}
+		for _, ch := range policy.Changes(&c, s) {
+			out.Add(ch, from, to)
 		}
 	}
 	return out

@@ -16,7 +16,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // WorkloadSnapshot is the state of a workload that is already in the cluster when the simulation

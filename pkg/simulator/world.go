@@ -38,10 +38,10 @@ import (
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
@@ -79,8 +79,6 @@ type world struct {
 	byUID map[types.UID]string
 	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
 	minRuntimes []time.Duration
-	// windows are the minAdmitDurations, by ClusterQueue.
-	windows map[string]time.Duration
 
 	events []Event
 	cycles int
@@ -115,15 +113,14 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		start = sc.Simulation.Start.Time
 	}
 	w := &world{
-		ctx:     ctrl.LoggerInto(ctx, log),
-		log:     log,
-		start:   start,
-		clock:   testingclock.NewFakeClock(start),
-		seen:    map[types.NamespacedName]*kueue.Workload{},
-		dirty:   sets.New[types.NamespacedName](),
-		jobs:    map[types.NamespacedName]*job{},
-		byUID:   map[types.UID]string{},
-		windows: map[string]time.Duration{},
+		ctx:   ctrl.LoggerInto(ctx, log),
+		log:   log,
+		start: start,
+		clock: testingclock.NewFakeClock(start),
+		seen:  map[types.NamespacedName]*kueue.Workload{},
+		dirty: sets.New[types.NamespacedName](),
+		jobs:  map[types.NamespacedName]*job{},
+		byUID: map[types.UID]string{},
 		// One cycle per flavor a head may try, plus two.
 		stallLimit: len(sc.Flavors) + 2,
 	}
@@ -230,14 +227,13 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		if err := w.settings.SetClusterQueue(u); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
 		}
-		w.windows[u.GetName()] = w.settings.Settings(kueue.ClusterQueueReference(u.GetName())).MinAdmitDuration
 	}
 	for _, u := range objs.Cohorts {
 		if err := w.settings.SetCohort(u); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
 		}
 	}
-	w.minRuntimes = configuredMinRuntimes(sc, ts.DefaultPreemptMinRuntime.Duration, ts.DefaultReclaimMinRuntime.Duration)
+	w.minRuntimes = w.settings.MinRuntimeValues()
 	w.tolerate = toleration.NewStore()
 	for _, pc := range objs.WorkloadPriorityClasses {
 		if err := w.tolerate.Set(kueue.WorkloadPriorityClassKind, pc.Name, pc.Annotations, pc.Value); err != nil {
@@ -309,33 +305,6 @@ func (w *world) watchWrites() interceptor.Funcs {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
-}
-
-// configuredMinRuntimes lists every positive min-runtime of the scenario, defaults included.
-func configuredMinRuntimes(sc *Scenario, defaults ...time.Duration) []time.Duration {
-	var out []time.Duration
-	add := func(d *Duration) {
-		if d != nil && d.Duration > 0 && !slices.Contains(out, d.Duration) {
-			out = append(out, d.Duration)
-		}
-	}
-	for _, d := range defaults {
-		add(&Duration{d})
-	}
-	for _, c := range sc.Cohorts {
-		if c.Preemption != nil {
-			add(c.Preemption.PreemptMinRuntime)
-			add(c.Preemption.ReclaimMinRuntime)
-		}
-	}
-	for _, cq := range sc.ClusterQueues {
-		if cq.Preemption != nil {
-			add(cq.Preemption.PreemptMinRuntime)
-			add(cq.Preemption.ReclaimMinRuntime)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }

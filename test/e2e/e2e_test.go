@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 var _ = ginkgo.BeforeEach(func() {

@@ -19,12 +19,11 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
-	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
@@ -293,7 +292,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished) {
 				continue
 			}
-			cand := candidateOf(wl, clock)
+			cand := policy.CandidateOf(wl, clock)
 			a := admitted(wl, &cand, window, clock, protections, m.Known, now)
 			if t := tolerationOf(wl.Spec.PriorityClassRef); t != nil {
 				cand.Toleration = t
@@ -412,7 +411,7 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 	if !c.QuotaReservedAt.IsZero() {
 		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
 		if window > 0 {
-			a.TurnEnds = ptrTime(metav1.NewTime(c.QuotaReservedAt.Add(window)))
+			a.TurnEnds = ptrTime(metav1.NewTime(policy.MinAdmitDurationEnds(c, window)))
 			a.TurnSetting = "minAdmitDuration " + window.String()
 		}
 	}
@@ -432,20 +431,6 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 		a.Protections = append(a.Protections, pr)
 	}
 	return a
-}
-
-// candidateOf is wl as the policy sees a candidate: its reservation and admission times, and
-// when it runs by clock.
-func candidateOf(wl *kueue.Workload, clock policy.RuntimeClock) policy.Candidate {
-	c := policy.Candidate{Info: &workload.Info{Obj: wl}, Evicted: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
-	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
-		c.QuotaReservedAt = cond.LastTransitionTime.Time
-	}
-	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
-		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
-	}
-	c.CountRuntimeFrom(clock)
-	return c
 }
 
 // waiting lists cq's active workloads that hold no quota and have not finished, by creation time.

@@ -44,6 +44,7 @@ type candidateSet struct {
 // classicalTargets removes candidates in order until the workload fits, then puts back the ones
 // it does not need. Whether the workload may borrow after preempting is tried in the order that
 // keeps upstream's results.
+// Upstream's original: (*Preemptor).classicalPreemptions in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (p *Preemptor) classicalTargets(s *search) []*Target {
 	set := p.classicalCandidates(s)
 	var attempts []bool // allowBorrowing per attempt
@@ -77,6 +78,7 @@ func (p *Preemptor) classicalTargets(s *search) []*Target {
 // stillValid rechecks a candidate from another ClusterQueue against the snapshot as the search
 // has changed it: once its queue (or a cohort on the way to the common ancestor) is back within
 // nominal quota, there is nothing left to reclaim from it.
+// Upstream's original: (*candidateIterator).candidateIsValid in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
 func (s *search) stillValid(c *candidate, borrow bool) bool {
 	if c.Info.ClusterQueue == s.cq.Name {
 		return true
@@ -131,6 +133,7 @@ func (p *Preemptor) classicalCandidates(s *search) candidateSet {
 // collectFromCohorts walks from the preemptor's parent to the root. At each level it looks at the
 // subtrees not yet visited; candidates there are hierarchical once the preemptor's requests fit
 // in the quota of the levels walked so far.
+// Upstream's original: collectCandidatesForHierarchicalReclaim in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
 func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*candidate) {
 	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
 		return nil, nil
@@ -154,6 +157,7 @@ func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*cand
 // collectFromSubtree appends to out the candidates under node, skipping the subtree already
 // visited and any cohort or ClusterQueue within its nominal quota (it borrows nothing that could
 // be reclaimed).
+// Upstream's original: collectCandidatesInSubtree in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
 func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	for _, child := range node.ChildCohorts() {
 		if child == skip || schdcache.IsWithinNominalInResources(child, s.contested) {
@@ -171,6 +175,7 @@ func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.Coh
 }
 
 // collectFromQueue appends to out the eligible candidates of cq, classified.
+// Upstream's original: getCandidatesFromCQ in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
 func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	return p.eligibleIn(s, cq, func(c *candidate) bool {
 		c.lca = lca
@@ -180,6 +185,7 @@ func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapsh
 }
 
 // classify says how an eligible candidate may be preempted.
+// Upstream's original: classifyPreemptionVariant in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
 func (s *search) classify(c *candidate, advantage bool) variant {
 	switch {
 	case c.Info.ClusterQueue == s.cq.Name:
@@ -197,6 +203,7 @@ func (s *search) classify(c *candidate, advantage bool) variant {
 
 // underNominal reports whether the preemptor's queue uses strictly less than its nominal quota
 // of every contested flavor/resource.
+// Upstream's original: queueUnderNominalInResourcesNeedingPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) underNominal() bool {
 	for fr := range s.contested {
 		if s.cq.QuotaFor(fr).Nominal.Cmp(s.cq.ResourceNode.Usage[fr]) <= 0 {

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // concurrentEvictions bounds the evictions written at once, as upstream's issuer does.

@@ -39,7 +39,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Target is a workload chosen for eviction, with the reason recorded on it.
@@ -87,12 +87,17 @@ type Preemptor struct {
 	customLabels *metrics.CustomLabels
 	// decisions makes our counters count decisions, not searches.
 	decisions *tsmetrics.Decisions
+	// surveyed is the protection survey of the last explanation, for the reclaim check.
+	surveyed lastSurvey
 }
 
 // Option configures a Preemptor beyond upstream's arguments.
 type Option func(*config)
 
 type config struct {
+	// features are the victim policy's features turned on, added in the order of its precedence
+	// table (policy.Precedence) whatever the order of the options; policyOpts come after them.
+	features            []policy.Feature
 	policyOpts          []policy.Option
 	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending             func(kueue.ClusterQueueReference) []*workload.Info
@@ -141,7 +146,7 @@ func WithPolicy(opts ...policy.Option) Option {
 func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
 	return func(c *config) {
 		c.settings = settings
-		c.policyOpts = append(c.policyOpts, policy.WithTimeBasedPreemption())
+		c.features = append(c.features, policy.FeatureTimeBased)
 	}
 }
 
@@ -173,6 +178,10 @@ func New(
 	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
 		po.TimestampBuffer = timestampBuffer
 	}
+	policyOpts := c.policyOpts
+	if len(c.features) > 0 {
+		policyOpts = append([]policy.Option{policy.WithFeatures(c.features...)}, policyOpts...)
+	}
 	settings := c.settings
 	if settings == nil {
 		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
@@ -182,7 +191,7 @@ func New(
 		ordering:            ordering,
 		fairSharing:         fairsharing.Enabled(fs),
 		fsStrategies:        strategies(fs),
-		policy:              policy.New(po, c.policyOpts...),
+		policy:              policy.New(po, policyOpts...),
 		settings:            settings,
 		pending:             c.pending,
 		settingsKnown:       c.settingsKnown,
@@ -208,7 +217,7 @@ type search struct {
 	ctx       context.Context
 	log       logr.Logger
 	now       time.Time
-	preemptor *policy.Preemptor
+	preemptor *policy.Pending
 	info      *workload.Info
 	cq        *schdcache.ClusterQueueSnapshot
 	snapshot  *schdcache.Snapshot
@@ -246,7 +255,7 @@ func (p *Preemptor) newSearchFor(ctx context.Context, wl *workload.Info, snapsho
 		ctx:       ctx,
 		log:       log,
 		now:       p.clock.Now(),
-		preemptor: policy.NewPreemptor(log, wl, p.ordering),
+		preemptor: policy.NewPending(log, wl, p.ordering),
 		info:      wl,
 		cq:        snapshot.ClusterQueue(wl.ClusterQueue),
 		snapshot:  snapshot,
@@ -357,6 +366,7 @@ func (c *candidate) preemptionReason() string {
 }
 
 // contestedResources lists the flavor/resources the assignment gets only by preempting.
+// Upstream's original: flavorResourcesNeedPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
 	out := sets.New[resources.FlavorResource]()
 	for _, ps := range a.PodSets {
@@ -371,6 +381,7 @@ func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorRe
 
 // fits reports whether the pending workload fits in the snapshot as it stands, optionally
 // without borrowing, including its topology requests.
+// Upstream's original: workloadFits in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) fits(allowBorrowing bool) bool {
 	for fr, v := range s.usage.Quota {
 		if !allowBorrowing && s.cq.BorrowingWith(fr, v) {
@@ -389,6 +400,7 @@ func (s *search) remove(ts []*Target) {
 	}
 }
 
+// Upstream's original: restoreSnapshot in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) restore(ts []*Target) {
 	for _, t := range ts {
 		s.snapshot.AddWorkload(t.WorkloadInfo)
@@ -397,6 +409,7 @@ func (s *search) restore(ts []*Target) {
 
 // minimize puts targets back, last chosen first, while the workload still fits without them,
 // so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
+// Upstream's original: fillBackWorkloads in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) minimize(ts []*Target, fits func() bool) []*Target {
 	return s.minimizeKeeping(ts, nil, fits)
 }
@@ -418,6 +431,7 @@ func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fit
 	return ts
 }
 
+// Upstream's original: parseStrategies in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 	if fs == nil || len(fs.PreemptionStrategies) == 0 {
 		return []fairsharing.Strategy{fairsharing.LessThanOrEqualToFinalShare, fairsharing.LessThanInitialShare}

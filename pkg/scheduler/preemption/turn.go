@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // turnTime is when a pending workload started waiting for its turn: when it was last preempted
@@ -68,7 +68,7 @@ func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 // compares queue times), and, with turns, it may take a time-based turn only if nobody waited
 // longer.
 func (p *Preemptor) applyTurns(s *search, turns bool) {
-	if s.settings.MinAdmitDuration <= 0 {
+	if !s.settings.TakesTurns() {
 		return
 	}
 	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.ordering)
@@ -80,7 +80,7 @@ func (p *Preemptor) applyTurns(s *search, turns bool) {
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
 // before the preemptor's and that can use it, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {
-	if s.settings.MinAdmitDuration <= 0 {
+	if !s.settings.TakesTurns() {
 		return ""
 	}
 	pending := p.pendingIn(s.snapshot, s.cq.Name)
@@ -150,7 +150,7 @@ func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kue
 // which orders by creation, would keep the rotated-out workload at its head and block the others.
 // Under BestEffortFIFO a workload that cannot use a turn (see turnUse) is passed over.
 func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info {
-	if p.settings(head.ClusterQueue).MinAdmitDuration <= 0 || timeBasedPreemption(head.Obj) == nil {
+	if !p.settings(head.ClusterQueue).TakesTurns() || timeBasedPreemption(head.Obj) == nil {
 		return nil
 	}
 	log := ctrllog.FromContext(ctx)
@@ -179,12 +179,13 @@ func (p *Preemptor) takesTurnNow(ctx context.Context, snapshot *schdcache.Snapsh
 // RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get
 // different answers: they can when turns are taken there.
 func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool {
-	return p.pending != nil && p.settings(cq).MinAdmitDuration > 0
+	return p.pending != nil && p.settings(cq).TakesTurns()
 }
 
 // ExplainWait says why a workload found no victims, as far as our features are the cause: turns
 // and minAdmitDuration windows, and min-runtime protection.
 func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	p.surveyed.forget()
 	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
@@ -203,7 +204,7 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
+	if !settings.TakesTurns() || cq == nil || cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyLowerOrNewerEqualPriority {
 		return ""
 	}
 	if why := p.explainPassedOver(ctx, wl, snapshot); why != "" {
@@ -219,7 +220,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
 			continue
 		}
-		end := c.QuotaReservedAt.Add(settings.MinAdmitDuration)
+		end := policy.MinAdmitDurationEnds(&c, settings.MinAdmitDuration)
 		if end.Before(s.now) {
 			continue
 		}
@@ -241,7 +242,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 // stay idle meanwhile, so it is admitted.
 func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
-	if settings.MinAdmitDuration <= 0 || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
+	if !settings.TakesTurns() || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)

@@ -13,25 +13,17 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// HeadSubstituter is implemented by preemptors that keep a turn order of their own in some
-// ClusterQueues. For a queue head that must wait for its turn, SubstituteHead returns the pending
-// workload of the same ClusterQueue to try instead, or nil to keep the head.
-type HeadSubstituter interface {
-	SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info
-}
-
 // substituteHeads puts back each head the preemptor wants to step aside and takes the workload
 // whose turn it is out of the queue in its place, as the queue's own pop would.
 // The ClusterQueues where a head stepped aside are added to steppedAside.
 func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot, steppedAside sets.Set[kueue.ClusterQueueReference]) []qcache.Head {
-	sub, ok := s.preemptor.(HeadSubstituter)
-	if !ok {
+	if s.hooks.SubstituteHead == nil {
 		return heads
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for i := range heads {
 		h := &heads[i]
-		turn := sub.SubstituteHead(ctx, &h.Info, snap)
+		turn := s.hooks.SubstituteHead(ctx, &h.Info, snap)
 		if turn == nil || turn.Obj.UID == h.Obj.UID {
 			continue
 		}

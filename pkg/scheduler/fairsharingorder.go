@@ -40,6 +40,7 @@ type shareKey struct {
 	wl     workload.Reference
 }
 
+// Upstream's original: makeFairSharingIterator and runTournament in sigs.k8s.io/kueue/pkg/scheduler.
 func newFairSharingOrder(log logr.Logger, entries []entry, ordering workload.Ordering) *fairSharingOrder {
 	o := &fairSharingOrder{
 		log:      log,

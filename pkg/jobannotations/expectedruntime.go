@@ -1,7 +1,7 @@
-// Package expectedruntime carries the expected-runtime annotations from a job to its Workload, and
+// Package jobannotations carries the expected-runtime annotations from a job to its Workload, and
 // tells users (with Warning events on the Workload) when they are invalid. The victim policy reads
 // them from the Workload.
-package expectedruntime
+package jobannotations
 
 import (
 	"context"

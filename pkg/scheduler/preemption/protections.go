@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
@@ -38,7 +39,7 @@ type MinRuntimeSource interface {
 func WithMinRuntimeProtection(src MinRuntimeSource) Option {
 	return func(c *config) {
 		c.minRuntimes = src
-		c.policyOpts = append(c.policyOpts, policy.WithMinRuntimeProtection())
+		c.features = append(c.features, policy.FeatureMinRuntime)
 	}
 }
 
@@ -214,15 +215,56 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 }
 
 // ExplainProtection says how many candidates min-runtime protection and preemption toleration
-// keep from wl, or "".
+// keep from wl, or "". It keeps the survey for a ReclaimBlocked that follows for the same head
+// and snapshot.
 func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	return p.protectionSurvey(ctx, wl, snapshot).message()
+	t := p.protectionSurvey(ctx, wl, snapshot)
+	p.surveyed.keep(wl, snapshot, t)
+	return t.message()
+}
+
+// lastSurvey is the protection survey of the last ExplainProtection: the admission loop asks
+// ReclaimBlocked for the same head and snapshot right after explaining its wait, and the survey,
+// a candidate search over every contested flavor and resource, is then made once.
+type lastSurvey struct {
+	mu       sync.Mutex
+	uid      types.UID
+	snapshot *schdcache.Snapshot
+	tally    *protectedTally
+}
+
+func (l *lastSurvey) keep(wl *workload.Info, snapshot *schdcache.Snapshot, t *protectedTally) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.uid, l.snapshot, l.tally = wl.Obj.UID, snapshot, t
+}
+
+// take returns the kept survey if it is wl's on snapshot, and forgets it either way.
+func (l *lastSurvey) take(wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.tally
+	match := t != nil && l.uid == wl.Obj.UID && l.snapshot == snapshot
+	l.uid, l.snapshot, l.tally = "", nil, nil
+	if !match {
+		return nil
+	}
+	return t
+}
+
+func (l *lastSurvey) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.uid, l.snapshot, l.tally = "", nil, nil
 }
 
 // ReclaimBlocked reports whether some workload that borrows in wl's cohort tree is protected
 // (min-runtime or toleration) against wl: its ClusterQueue cannot count on getting that quota back
 // when it wants.
 func (p *Preemptor) ReclaimBlocked(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool {
+	if t := p.surveyed.take(wl, snapshot); t != nil {
+		return t.reclaim > 0
+	}
 	return p.protectionSurvey(ctx, wl, snapshot).reclaim > 0
 }
 
@@ -236,7 +278,7 @@ type ClassTolerations interface {
 func WithPreemptionToleration(src ClassTolerations) Option {
 	return func(c *config) {
 		c.tolerations = src
-		c.policyOpts = append(c.policyOpts, policy.WithPreemptionToleration())
+		c.features = append(c.features, policy.FeatureToleration)
 	}
 }
 

@@ -58,6 +58,18 @@ func NominatedFrom(c *Candidate) time.Time {
 	return at
 }
 
+// expectedRuntimeChanges gives when Nominate changes for c, with expected-runtime requeue on.
+func expectedRuntimeChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	if s.ExpectedRuntime {
+		add(nominationChange(c))
+	}
+}
+
+// nominationChange is when Nominate turns true for c: see NominatedFrom.
+func nominationChange(c *Candidate) Change {
+	return Change{At: NominatedFrom(c)}
+}
+
 // WithExpectedRuntimeRequeue makes a nominated workload (see Nominate) a candidate for pending
 // workloads of equal or higher priority of its own ClusterQueue, whatever withinClusterQueue says
 // unless it is Never. The rule comes after upstream's, so a workload upstream would preempt anyway

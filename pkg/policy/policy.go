@@ -41,8 +41,8 @@ func (s Scope) String() string {
 	return "reclaimWithinCohort"
 }
 
-// Preemptor holds the facts the rules read about the pending workload.
-type Preemptor struct {
+// Pending holds the facts the rules read about the pending workload, the preemptor.
+type Pending struct {
 	Obj          *kueue.Workload
 	ClusterQueue kueue.ClusterQueueReference
 	// Priority is the effective priority (base plus any boost).
@@ -90,7 +90,7 @@ type QueueSettings struct {
 
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?
 type Input struct {
-	Preemptor *Preemptor
+	Preemptor *Pending
 	Candidate *Candidate
 	Scope     Scope
 	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
@@ -246,6 +246,7 @@ const (
 )
 
 // standardRules is upstream Kueue's eligibility, one row per case.
+// Upstream's original: SatisfiesPreemptionPolicy in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func standardRules(o Options) []Rule {
 	return []Rule{
 		{
@@ -295,9 +296,9 @@ func newerWithSamePriority(in *Input, buffer time.Duration) bool {
 	return buffer <= 0 || in.Candidate.QueuedAt.Sub(in.Preemptor.QueuedAt) > buffer
 }
 
-// NewPreemptor reads the facts the rules need off a pending workload.
-func NewPreemptor(log logr.Logger, info *workload.Info, ordering workload.Ordering) *Preemptor {
-	return &Preemptor{
+// NewPending reads the facts the rules need off a pending workload.
+func NewPending(log logr.Logger, info *workload.Info, ordering workload.Ordering) *Pending {
+	return &Pending{
 		Obj:          info.Obj,
 		ClusterQueue: info.ClusterQueue,
 		Priority:     priority.EffectivePriority(log, info.Obj),

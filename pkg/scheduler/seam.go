@@ -33,6 +33,9 @@ type Preemptor interface {
 	SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Workload)
 	// Oracle returns what flavorassigner.New takes to simulate preemption on a snapshot.
 	Oracle(snapshot *schdcache.Snapshot) PreemptionOracle
+	// Hooks returns the preemptor's extension points of the admission loop; the loop asks once,
+	// when it is built.
+	Hooks() Hooks
 }
 
 // PreemptionOracle tells the flavor assigner whether preempting or reclaiming could make
@@ -66,7 +69,7 @@ func NewUpstreamPreemptor(c PreemptorConfig) Preemptor {
 	)}
 }
 
-// upstreamPreemptor adds the Oracle method; everything else is upstream's.
+// upstreamPreemptor adds the Oracle and Hooks methods; everything else is upstream's.
 type upstreamPreemptor struct {
 	*preemption.Preemptor
 }
@@ -75,53 +78,28 @@ func (u *upstreamPreemptor) Oracle(snapshot *schdcache.Snapshot) PreemptionOracl
 	return preemption.NewOracle(u.Preemptor, snapshot)
 }
 
-var _ Preemptor = (*upstreamPreemptor)(nil)
+// Hooks: none, upstream's behaviour.
+func (u *upstreamPreemptor) Hooks() Hooks { return Hooks{} }
 
-// WaitExplainer is implemented by preemptors that can say why a workload that found no victims
-// waits, beyond the flavor assigner's message: for example until when its ClusterQueue's running
-// workloads are protected.
-type WaitExplainer interface {
-	ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
-}
+var _ Preemptor = (*upstreamPreemptor)(nil)
 
 // explainWait appends the preemptor's explanation, if any, to the entry's message.
 func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.Snapshot) {
-	x, ok := s.preemptor.(WaitExplainer)
-	if !ok {
+	if s.hooks.ExplainWait == nil {
 		return
 	}
-	if note := x.ExplainWait(ctx, &e.Info, snap); note != "" {
+	if note := s.hooks.ExplainWait(ctx, &e.Info, snap); note != "" {
 		e.message += "; " + note
 	}
 }
 
-// ReclaimBlocker is implemented by preemptors whose protections can keep a ClusterQueue from
-// reclaiming its quota for a while. While they do, the head that found no victims keeps the quota
-// it waits for out of reach of the rest of the cohort, even in a ClusterQueue that upstream
-// trusts to reclaim later (reclaimWithinCohort: Any), and stays active in the queue so that it does
-// so every cycle: parked, it would let new borrowers take each piece of quota that frees up, each
-// starting a new protection.
-type ReclaimBlocker interface {
-	ReclaimBlocked(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
-}
-
 func (s *Scheduler) reclaimBlocked(ctx context.Context, e *entry, snap *schdcache.Snapshot) bool {
-	if b, ok := s.preemptor.(ReclaimBlocker); ok {
-		return b.ReclaimBlocked(ctx, &e.Info, snap)
-	}
-	return false
-}
-
-// AdmissionVetoer is implemented by preemptors that may hold back a workload that fits, to keep
-// an order of their own: with time-based preemption, a workload rotated out does not take quota
-// back from those that waited longer for a turn.
-type AdmissionVetoer interface {
-	VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
+	return s.hooks.ReclaimBlocked != nil && s.hooks.ReclaimBlocked(ctx, &e.Info, snap)
 }
 
 func (s *Scheduler) admissionVeto(ctx context.Context, e *entry, snap *schdcache.Snapshot) string {
-	if v, ok := s.preemptor.(AdmissionVetoer); ok {
-		return v.VetoAdmission(ctx, &e.Info, snap)
+	if s.hooks.VetoAdmission == nil {
+		return ""
 	}
-	return ""
+	return s.hooks.VetoAdmission(ctx, &e.Info, snap)
 }

@@ -47,7 +47,7 @@ func TestParityWithUpstream(t *testing.T) {
 					kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyLowerOrNewerEqualPriority}[rng.IntN(4)]
 
 				want := preemptioncommon.SatisfiesPreemptionPolicy(log, pre.Obj, a.Obj, ordering, policy)
-				got := p.Decide(&Input{Preemptor: NewPreemptor(log, pre, ordering), Candidate: ptrTo(NewCandidate(log, a, ordering)), Policy: policy, Now: now})
+				got := p.Decide(&Input{Preemptor: NewPending(log, pre, ordering), Candidate: ptrTo(NewCandidate(log, a, ordering)), Policy: policy, Now: now})
 				if got.Eligible != want {
 					t.Fatalf("seed %d case %d: eligibility %t (%s: %s), upstream %t\npreemptor %+v\ncandidate %+v",
 						seed, i, got.Eligible, got.Rule, got.Message, want, pre.Obj, a.Obj)

@@ -16,7 +16,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func init() {
@@ -32,7 +32,7 @@ func WithExpectedRuntimeRequeue(defaultDelay time.Duration) Option {
 	return func(c *config) {
 		c.expectedRuntime = true
 		c.defaultRequeueDelay = defaultDelay
-		c.policyOpts = append(c.policyOpts, policy.WithExpectedRuntimeRequeue())
+		c.features = append(c.features, policy.FeatureExpectedRuntime)
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 )
 
 // standardKeys is upstream Kueue's candidate order, one row per tie-breaker.
+// Upstream's original: CandidatesOrdering in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func standardKeys(o Options) []OrderKey {
 	keys := []OrderKey{
 		{Name: KeyEvicted, Compare: func(_ *OrderContext, a, b *Candidate) int { return cmputil.CompareBool(a.Evicted, b.Evicted) }},
@@ -67,6 +68,7 @@ func (p *Policy) Compare(ctx *OrderContext, a, b *Candidate) int {
 }
 
 // busierLocalQueueFirst applies only between LocalQueues of one ClusterQueue whose usage is known.
+// Upstream's original: the LocalQueue usage comparison of CandidatesOrdering (resourceUsagePreemptionEnabled) in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func busierLocalQueueFirst(_ *OrderContext, a, b *Candidate) int {
 	ua, ub := a.Info.LocalQueueFSUsage, b.Info.LocalQueueFSUsage
 	if a.Info.ClusterQueue != b.Info.ClusterQueue || a.Info.Obj.Spec.QueueName == b.Info.Obj.Spec.QueueName || ua == nil || ub == nil {
@@ -76,6 +78,7 @@ func busierLocalQueueFirst(_ *OrderContext, a, b *Candidate) int {
 }
 
 // reservedAt treats a candidate without a true QuotaReserved condition as reserved just now.
+// Upstream's original: quotaReservationTime in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func reservedAt(c *Candidate, now time.Time) time.Time {
 	if c.QuotaReservedAt.IsZero() {
 		return now

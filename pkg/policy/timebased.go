@@ -73,7 +73,31 @@ func WithTimeBasedPreemption() Option {
 	}
 }
 
+// TakesTurns reports whether the ClusterQueue's same-priority workloads take time-sharing turns:
+// it sets a minAdmitDuration (read with its gate on).
+func (s QueueSettings) TakesTurns() bool { return s.MinAdmitDuration > 0 }
+
 // pastMinAdmitDuration: strictly longer than the window; exactly at it is not enough.
 func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
 	return s.MinAdmitDuration > 0 && !c.QuotaReservedAt.IsZero() && now.Sub(c.QuotaReservedAt) > s.MinAdmitDuration
+}
+
+// timeBasedChanges gives when pastMinAdmitDuration changes for c under its ClusterQueue's window.
+func timeBasedChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	add(minAdmitDurationChange(c, s.MinAdmitDuration))
+}
+
+// minAdmitDurationChange is when pastMinAdmitDuration turns true for c: just after the window
+// ends, since it counts only once strictly passed.
+func minAdmitDurationChange(c *Candidate, window time.Duration) Change {
+	return Change{At: MinAdmitDurationEnds(c, window), After: true}
+}
+
+// MinAdmitDurationEnds is when c's window ends (its turn, under time-sharing): c becomes
+// preemptible for it just after. Zero without a window or a quota reservation.
+func MinAdmitDurationEnds(c *Candidate, window time.Duration) time.Time {
+	if window <= 0 || c.QuotaReservedAt.IsZero() {
+		return time.Time{}
+	}
+	return c.QuotaReservedAt.Add(window)
 }

@@ -130,6 +130,23 @@ func Protected(c *Candidate, p Protection, now time.Time) bool {
 	return p.MinRuntime > 0 && !c.Evicted && !c.AdmittedAt.IsZero() && (c.NotStarted || now.Sub(c.runningSince()) < p.MinRuntime)
 }
 
+// minRuntimeChanges gives when Protected changes for c under each configured min-runtime.
+func minRuntimeChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	for _, d := range s.MinRuntimes {
+		add(protectionChange(c, d))
+	}
+}
+
+// protectionChange is when Protected turns false for c under a min-runtime of d: at its end, the
+// first instant not strictly inside it. None if it never changes while c stays as it is (no
+// protection, evicted, or not started by the runtime clock).
+func protectionChange(c *Candidate, d time.Duration) Change {
+	if d <= 0 || c.Evicted || c.AdmittedAt.IsZero() || c.NotStarted {
+		return Change{}
+	}
+	return Change{At: c.runningSince().Add(d)}
+}
+
 // ProtectionEnds is when c stops being protected by p.
 func ProtectionEnds(c *Candidate, p Protection) time.Time {
 	since := c.runningSince()

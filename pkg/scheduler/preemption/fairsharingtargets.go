@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // fairTargets preempts from the ClusterQueues with the highest dominant resource share first,
 // as long as the configured strategy says the preemption makes shares fairer.
+// Upstream's original: (*Preemptor).fairPreemptions in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (p *Preemptor) fairTargets(s *search) []*Target {
 	cands := p.fairCandidates(s)
 	if len(cands) == 0 {
@@ -97,6 +98,7 @@ func reasonOr(reasons map[*workload.Info]string, info *workload.Info, def string
 // firstStrategy walks target ClusterQueues by share. It returns whether the workload fits, the
 // targets chosen, and the candidates the strategy refused, for the second strategy.
 // Targets the strategy allowed are added to byShare.
+// Upstream's original: runFirstFsStrategy in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy, byShare map[*workload.Info]bool) (bool, []*Target, []*workload.Info) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, cands, s.log, p.clock)
 	var targets []*Target
@@ -155,12 +157,14 @@ func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map
 
 // cannotPass: a preemptor with an infinite share (borrowing on a zero weight) loses to every
 // target whose share is finite, under either strategy, so the per-workload check can be skipped.
+// Upstream's original: fsStrategyUnsatisfiable in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func cannotPass(preemptor fairsharing.PreemptorNewShare, target fairsharing.TargetOldShare) bool {
 	return math.IsInf(schdcache.DRS(preemptor).PreciseWeightedShare(), 1) && !math.IsInf(schdcache.DRS(target).PreciseWeightedShare(), 1)
 }
 
 // secondStrategy retries the refused candidates with LessThanInitialShare, at most one per
 // ClusterQueue: the strategy only compares queue shares, so a second one would not pass either.
+// Upstream's original: runSecondFsStrategy in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target, byShare map[*workload.Info]bool) (bool, []*Target) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, retry, s.log, p.clock)
 	for t := range order.Iter() {
@@ -199,6 +203,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 	return out
 }
 
+// Upstream's original: cqIsBorrowing in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) borrowsContested(cq *schdcache.ClusterQueueSnapshot) bool {
 	if !cq.HasParent() {
 		return false
@@ -213,6 +218,7 @@ func (s *search) borrowsContested(cq *schdcache.ClusterQueueSnapshot) bool {
 
 // notBorrowingContested: the preemptor's queue, with the workload counted, stays within nominal
 // quota for every contested flavor/resource.
+// Upstream's original: queueWithinNominalInResourcesNeedingPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
 func (s *search) notBorrowingContested() bool {
 	for fr := range s.contested {
 		if s.cq.Borrowing(fr) {

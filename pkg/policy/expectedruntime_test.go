@@ -139,7 +139,7 @@ func TestExpectedRuntimeRule(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
 				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour), ExpectedRuntime: tc.er}
-			in := &Input{Preemptor: &Preemptor{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
+			in := &Input{Preemptor: &Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

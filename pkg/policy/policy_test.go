@@ -16,7 +16,7 @@ import (
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 func TestDecide(t *testing.T) {
-	preemptor := &Preemptor{Priority: 100, QueuedAt: t0}
+	preemptor := &Pending{Priority: 100, QueuedAt: t0}
 	cases := map[string]struct {
 		policy   kueue.PreemptionPolicy
 		opts     Options
@@ -126,7 +126,7 @@ func TestExtensionRules(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := p.Decide(&Input{Preemptor: &Preemptor{Priority: 100, QueuedAt: t0}, Candidate: &tc.candidate, Policy: tc.policy, Now: t0})
+			d := p.Decide(&Input{Preemptor: &Pending{Priority: 100, QueuedAt: t0}, Candidate: &tc.candidate, Policy: tc.policy, Now: t0})
 			if d.Rule != tc.wantRule || d.Eligible != tc.eligible {
 				t.Errorf("got rule %s eligible=%t, want %s eligible=%t", d.Rule, d.Eligible, tc.wantRule, tc.eligible)
 			}

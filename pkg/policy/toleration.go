@@ -50,6 +50,23 @@ func ToleranceEnds(c *Candidate) time.Time {
 	return c.AdmittedAt.Add(c.Toleration.Duration)
 }
 
+// tolerationChanges gives when Tolerated changes for c, with toleration on.
+func tolerationChanges(c *Candidate, s WakeSettings, add func(Change)) {
+	if s.Tolerations {
+		add(tolerationChange(c))
+	}
+}
+
+// tolerationChange is when Tolerated turns false for c, for every preemptor it tolerates: at the
+// end of the toleration time. None if never while c stays as it is.
+func tolerationChange(c *Candidate) Change {
+	t := c.Toleration
+	if t == nil || t.Forever || t.Duration <= 0 || c.Evicted || c.AdmittedAt.IsZero() {
+		return Change{}
+	}
+	return Change{At: c.AdmittedAt.Add(t.Duration)}
+}
+
 func tolerationTerm(t annotations.Toleration) string {
 	if t.Forever {
 		return "for as long as it runs"

@@ -127,7 +127,7 @@ func TestResolvePreempt(t *testing.T) {
 // its minimum.
 func TestMinRuntimeProtection(t *testing.T) {
 	p := New(Options{}, WithMinRuntimeProtection(), WithTimeBasedPreemption())
-	preemptor := &Preemptor{Priority: 100, QueuedAt: t0}
+	preemptor := &Pending{Priority: 100, QueuedAt: t0}
 	tenMin := Protection{MinRuntime: 10 * time.Minute, Source: "preemptMinRuntime 10m0s from ClusterQueue q"}
 	cases := map[string]struct {
 		priority   int64

@@ -14,7 +14,7 @@ import (
 
 func TestTimeBasedEligibility(t *testing.T) {
 	window := QueueSettings{MinAdmitDuration: time.Hour}
-	preemptor := &Preemptor{Priority: 10, QueuedAt: t0}
+	preemptor := &Pending{Priority: 10, QueuedAt: t0}
 	cases := map[string]struct {
 		policy   kueue.PreemptionPolicy
 		scope    Scope

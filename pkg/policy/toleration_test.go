@@ -79,7 +79,7 @@ func TestPreemptionToleration(t *testing.T) {
 			if tc.running > 0 {
 				c.AdmittedAt, c.QuotaReservedAt = t0.Add(-tc.running), t0.Add(-tc.running)
 			}
-			in := &Input{Preemptor: &Preemptor{Priority: tc.preemptor, QueuedAt: t0}, Candidate: c, Scope: tc.scope,
+			in := &Input{Preemptor: &Pending{Priority: tc.preemptor, QueuedAt: t0}, Candidate: c, Scope: tc.scope,
 				Policy: kueue.PreemptionPolicyLowerPriority, Protection: tc.protection, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)

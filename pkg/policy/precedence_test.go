@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+)
+
+// TestPrecedence: for each pair of features that both apply to one candidate, the precedence
+// table decides, whatever the order the features are registered in.
+func TestPrecedence(t *testing.T) {
+	// Each fact makes one feature apply to a same-priority candidate of the preemptor's
+	// ClusterQueue, queued before it, holding quota and running for two hours.
+	type facts struct {
+		window, expected, minRuntime, toleration, notYourTurn bool
+	}
+	cases := map[string]struct {
+		features []Feature
+		facts    facts
+		want     Decision
+		// without is the decision with the winning feature left out: the other one applied too.
+		winner  Feature
+		without Decision
+	}{
+		"minAdmitDuration and expected runtime: the time-based rule decides": {
+			features: []Feature{FeatureTimeBased, FeatureExpectedRuntime},
+			facts:    facts{window: true, expected: true},
+			want:     Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason},
+			winner:   FeatureTimeBased, without: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason},
+		},
+		"another workload has the turn: it refuses before expected runtime could allow": {
+			features: []Feature{FeatureTimeBased, FeatureExpectedRuntime},
+			facts:    facts{window: true, expected: true, notYourTurn: true},
+			want:     Decision{Rule: RuleNotYourTurn},
+			winner:   FeatureTimeBased, without: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason},
+		},
+		"minAdmitDuration and min-runtime: min-runtime protects": {
+			features: []Feature{FeatureTimeBased, FeatureMinRuntime},
+			facts:    facts{window: true, minRuntime: true},
+			want:     Decision{Rule: RuleMinRuntime},
+			winner:   FeatureMinRuntime, without: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason},
+		},
+		"minAdmitDuration and toleration: toleration protects": {
+			features: []Feature{FeatureTimeBased, FeatureToleration},
+			facts:    facts{window: true, toleration: true},
+			want:     Decision{Rule: RuleToleration},
+			winner:   FeatureToleration, without: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason},
+		},
+		"expected runtime and min-runtime: min-runtime protects": {
+			features: []Feature{FeatureExpectedRuntime, FeatureMinRuntime},
+			facts:    facts{expected: true, minRuntime: true},
+			want:     Decision{Rule: RuleMinRuntime},
+			winner:   FeatureMinRuntime, without: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason},
+		},
+		"expected runtime and toleration: toleration protects": {
+			features: []Feature{FeatureExpectedRuntime, FeatureToleration},
+			facts:    facts{expected: true, toleration: true},
+			want:     Decision{Rule: RuleToleration},
+			winner:   FeatureToleration, without: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason},
+		},
+		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
+			features: []Feature{FeatureMinRuntime, FeatureToleration, FeatureTimeBased},
+			facts:    facts{window: true, minRuntime: true, toleration: true},
+			want:     Decision{Rule: RuleMinRuntime},
+			winner:   FeatureMinRuntime, without: Decision{Rule: RuleToleration},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pre := &Pending{ClusterQueue: "cq", Priority: 100, QueuedAt: t0.Add(-time.Minute)}
+			if tc.facts.notYourTurn {
+				pre.WaitingLonger = "ns/other"
+			}
+			running := t0.Add(-2 * time.Hour)
+			c := &Candidate{Info: &workload.Info{ClusterQueue: "cq"}, Priority: 100, QueuedAt: t0.Add(-3 * time.Hour),
+				QuotaReservedAt: running, Admitted: true, AdmittedAt: running}
+			in := &Input{Preemptor: pre, Candidate: c, Scope: SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Now: t0}
+			if tc.facts.window {
+				in.Settings.MinAdmitDuration = time.Hour
+			}
+			if tc.facts.expected {
+				c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
+			}
+			if tc.facts.minRuntime {
+				in.Protection = Protection{MinRuntime: 3 * time.Hour, Source: "preemptMinRuntime 3h0m0s from ClusterQueue cq"}
+			}
+			if tc.facts.toleration {
+				c.Toleration = &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 1000, Forever: true}, Source: "WorkloadPriorityClass sticky"}
+			}
+			forward := append([]Feature(nil), tc.features...)
+			backward := make([]Feature, 0, len(forward))
+			for i := len(forward) - 1; i >= 0; i-- {
+				backward = append(backward, forward[i])
+			}
+			for _, order := range [][]Feature{forward, backward} {
+				if diff := cmp.Diff(tc.want, New(Options{}, WithFeatures(order...)).Decide(in)); diff != "" {
+					t.Errorf("registered as %v: Decide (-want +got):\n%s", order, diff)
+				}
+			}
+			// The other feature applies too: the pair is a real conflict.
+			var rest []Feature
+			for _, f := range tc.features {
+				if f != tc.winner {
+					rest = append(rest, f)
+				}
+			}
+			if diff := cmp.Diff(tc.without, New(Options{}, WithFeatures(rest...)).Decide(in)); diff != "" {
+				t.Errorf("without %s: Decide (-want +got):\n%s", tc.winner, diff)
+			}
+		})
+	}
+}
+
+// TestPrecedenceDocumented: docs/configuration.md lists the features in the table's order.
+func TestPrecedenceDocumented(t *testing.T) {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil; _, err = os.Stat(filepath.Join(dir, "go.mod")) {
+		if dir == filepath.Dir(dir) {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Feature
+	for _, m := range regexp.MustCompile("(?m)^\\| [0-9]+ \\| `([A-Za-z]+)` \\|").FindAllSubmatch(doc, -1) {
+		got = append(got, Feature(m[1]))
+	}
+	if diff := cmp.Diff(Precedence(), got); diff != "" {
+		t.Errorf("precedence table in docs/configuration.md (-code +doc):\n%s", diff)
+	}
+}
+
+// TestFeaturesAreGates: each feature of the table is named after its feature gate.
+func TestFeaturesAreGates(t *testing.T) {
+	want := []Feature{
+		Feature(features.TimeBasedSamePriorityPreemption),
+		Feature(features.ExpectedRuntimeRequeue),
+		Feature(features.MinRuntimeProtection),
+		Feature(features.PreemptionToleration),
+	}
+	if diff := cmp.Diff(want, Precedence()); diff != "" {
+		t.Errorf("features (-gates +table):\n%s", diff)
+	}
+}

@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// WakePrecision is the resolution of wake-up times: a decision that changes just after an
+// instant (a minAdmitDuration counts only once strictly passed) is woken this much later.
+const WakePrecision = time.Millisecond
+
+// WakeSettings are what the features read, besides a running candidate, to say when their
+// decisions about it can change. A zero field leaves its feature out (not configured, or its
+// gate off).
+type WakeSettings struct {
+	// MinAdmitDuration is the minAdmitDuration of the candidate's ClusterQueue.
+	MinAdmitDuration time.Duration
+	// MinRuntimes are every min-runtime configured anywhere: which one protects a candidate
+	// depends on the preemptor, so the end of each is a change (a spare wake-up costs one retry).
+	MinRuntimes []time.Duration
+	// Tolerations: preemption toleration is on; the candidate's Toleration is read.
+	Tolerations bool
+	// ExpectedRuntime: expected-runtime requeue is on; the candidate's ExpectedRuntime is read.
+	ExpectedRuntime bool
+}
+
+// Change is an instant at which a feature's decision about a candidate changes while the
+// candidate stays as it is.
+type Change struct {
+	// At is the boundary: the end of a window, a protection, a toleration or a cooldown. Zero: none.
+	At time.Time
+	// After: the new decision holds only after At (a minAdmitDuration counts once strictly
+	// passed); otherwise from At on.
+	After bool
+}
+
+// Wake is the first instant, to WakePrecision, from which the new decision holds.
+func (c Change) Wake() time.Time {
+	if c.After {
+		return c.At.Add(WakePrecision)
+	}
+	return c.At
+}
+
+// Changes are the instants at which a decision of some feature about c changes. Each feature's
+// unit says when its own decision changes (its row of the precedence table); this only collects
+// them. They may be in the past, in no particular order.
+func Changes(c *Candidate, s WakeSettings) []Change {
+	out := make([]Change, 0, len(s.MinRuntimes)+3)
+	add := func(ch Change) {
+		if !ch.At.IsZero() {
+			out = append(out, ch)
+		}
+	}
+	for _, row := range precedence {
+		row.changes(c, s, add)
+	}
+	return out
+}
+
+// Wakes sorts changes against the last check (since) and now.
+type Wakes struct {
+	// Due: some change woke in (since, now], so the queue must be re-evaluated now.
+	Due bool
+	// Next is the change that wakes first after now; its At is zero if none.
+	Next Change
+}
+
+// Add sorts one change in.
+func (w *Wakes) Add(ch Change, since, now time.Time) {
+	switch at := ch.Wake(); {
+	case at.After(now):
+		if next := w.Next.Wake(); w.Next.At.IsZero() || at.Before(next) || (at.Equal(next) && ch.At.Before(w.Next.At)) {
+			w.Next = ch
+		}
+	case at.After(since):
+		w.Due = true
+	}
+}
+
+// CandidateOf reads the facts the features' timing needs off a workload holding quota, without
+// the preemptor-relative ones (priority, queue order): for readers that have no scheduler
+// snapshot (the waker, the kubectl plugin). Toleration and ExpectedRuntime are left to the caller.
+func CandidateOf(wl *kueue.Workload, clock RuntimeClock) Candidate {
+	c := Candidate{Info: &workload.Info{Obj: wl}, Evicted: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.QuotaReservedAt = cond.LastTransitionTime.Time
+	}
+	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
+		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
+	}
+	c.CountRuntimeFrom(clock)
+	return c
+}

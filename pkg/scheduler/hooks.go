@@ -1,0 +1,44 @@
+package scheduler
+
+import (
+	"context"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// Hooks are the admission loop's extension points besides choosing victims, in the order a
+// cycle reaches them. The preemptor gives them (Preemptor.Hooks). A nil field keeps upstream's
+// behaviour, so the zero value is upstream's loop.
+type Hooks struct {
+	// SubstituteHead, for preemptors that keep a turn order of their own in some ClusterQueues:
+	// for a queue head that must wait for its turn, it returns the pending workload of the same
+	// ClusterQueue to try instead, or nil to keep the head.
+	SubstituteHead func(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info
+
+	// VetoAdmission may hold back a workload that fits, to keep an order of the preemptor's own
+	// (with time-based preemption, a workload rotated out does not take quota back from those
+	// that waited longer for a turn); it returns why, or "" to let it be admitted.
+	VetoAdmission func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
+
+	// ExplainWait says why a workload that found no victims waits, beyond the flavor assigner's
+	// message (for example until when its ClusterQueue's running workloads are protected), or "".
+	ExplainWait func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
+
+	// ReclaimBlocked reports whether the preemptor's protections keep wl's ClusterQueue from
+	// reclaiming its quota for a while. While they do, the head that found no victims keeps the
+	// quota it waits for out of reach of the rest of the cohort, even in a ClusterQueue that
+	// upstream trusts to reclaim later (reclaimWithinCohort: Any), and stays active in the queue
+	// so that it does so every cycle: parked, it would let new borrowers take each piece of quota
+	// that frees up, each starting a new protection. The loop calls it right after ExplainWait
+	// for the same head and snapshot.
+	ReclaimBlocked func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
+
+	// RefusalsDependOnWorkload reports whether the preemptor's refusal to find victims in cq can
+	// depend on the pending workload itself, not only on its shape (with time-based preemption,
+	// on whose turn it is). For such ClusterQueues the queue must not park workloads of the same
+	// shape along with a refused one, as it does for NoFit and PreemptionNoCandidates
+	// (SchedulingEquivalenceHashing).
+	RefusalsDependOnWorkload func(cq kueue.ClusterQueueReference) bool
+}
