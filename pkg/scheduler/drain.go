@@ -297,9 +297,18 @@ func (d *drainHolds) jobChanged(ctx context.Context, job *batchv1.Job) {
 	d.wakeWhere(ctx, func(h *drainHold) bool { return h.job == key })
 }
 
-// drainMessage is the pending message of a head whose ClusterQueue waits for victims' Pods.
-func drainMessage(victims []string) string {
-	return fmt.Sprintf("waiting for the Pods of the preempted workload(s) %s to terminate before taking their quota", strings.Join(victims, ", "))
+// drainMessage is the pending message of a head (key self) whose ClusterQueue waits for victims'
+// Pods. A victim that is itself the head, back in the queue, is told it waits for its own Pods.
+func drainMessage(victims []string, self string) string {
+	others := slices.DeleteFunc(slices.Clone(victims), func(v string) bool { return v == self })
+	switch {
+	case len(others) == len(victims):
+		return fmt.Sprintf("waiting for the Pods of the preempted workload(s) %s to terminate before taking their quota", strings.Join(victims, ", "))
+	case len(others) == 0:
+		return "waiting for its own Pods, stopped at its preemption, to terminate before taking quota again"
+	default:
+		return fmt.Sprintf("waiting for its own Pods, stopped at its preemption, and those of the preempted workload(s) %s to terminate before taking quota again", strings.Join(others, ", "))
+	}
 }
 
 // JobChanged tells the scheduler that a Job's Pods changed (its status was updated); the manager

@@ -203,3 +203,33 @@ func TestDrainWakesJustBeforeThePodsAreDue(t *testing.T) {
 		})
 	}
 }
+
+// A head waiting for victims' Pods is told whose; a victim back at the head of its queue is told
+// it waits for its own.
+func TestDrainMessage(t *testing.T) {
+	cases := map[string]struct {
+		victims []string
+		self    string
+		want    string
+	}{
+		"another workload's Pods": {
+			victims: []string{"ns/a", "ns/b"}, self: "ns/c",
+			want: "waiting for the Pods of the preempted workload(s) ns/a, ns/b to terminate before taking their quota",
+		},
+		"its own Pods": {
+			victims: []string{"ns/a"}, self: "ns/a",
+			want: "waiting for its own Pods, stopped at its preemption, to terminate before taking quota again",
+		},
+		"its own and another's": {
+			victims: []string{"ns/a", "ns/b"}, self: "ns/b",
+			want: "waiting for its own Pods, stopped at its preemption, and those of the preempted workload(s) ns/a to terminate before taking quota again",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, drainMessage(tc.victims, tc.self)); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -74,7 +74,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		return
 	case flavorassigner.Preempt:
 		if victims := c.draining[e.ClusterQueue]; len(victims) > 0 {
-			e.message = drainMessage(victims)
+			e.message = drainMessage(victims, string(workload.Key(e.Obj)))
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 			// Inadmissible, not retried every cycle: the Job's update or the hold's deadline wakes
 			// the ClusterQueue (drainHolds).
