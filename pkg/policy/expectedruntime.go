@@ -59,10 +59,8 @@ func NominatedFrom(c *Candidate) time.Time {
 }
 
 // expectedRuntimeChanges gives when Nominate changes for c, with expected-runtime requeue on.
-func expectedRuntimeChanges(c *Candidate, s WakeSettings, add func(Change)) {
-	if s.ExpectedRuntime {
-		add(nominationChange(c))
-	}
+func expectedRuntimeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
+	add(nominationChange(c))
 }
 
 // nominationChange is when Nominate turns true for c: see NominatedFrom.

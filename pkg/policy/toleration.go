@@ -51,10 +51,8 @@ func ToleranceEnds(c *Candidate) time.Time {
 }
 
 // tolerationChanges gives when Tolerated changes for c, with toleration on.
-func tolerationChanges(c *Candidate, s WakeSettings, add func(Change)) {
-	if s.Tolerations {
-		add(tolerationChange(c))
-	}
+func tolerationChanges(c *Candidate, _ WakeSettings, add func(Change)) {
+	add(tolerationChange(c))
 }
 
 // tolerationChange is when Tolerated turns false for c, for every preemptor it tolerates: at the

@@ -8,6 +8,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // WakePrecision is the resolution of wake-up times: a decision that changes just after an
@@ -15,18 +17,40 @@ import (
 const WakePrecision = time.Millisecond
 
 // WakeSettings are what the features read, besides a running candidate, to say when their
-// decisions about it can change. A zero field leaves its feature out (not configured, or its
-// gate off).
+// decisions about it can change.
 type WakeSettings struct {
 	// MinAdmitDuration is the minAdmitDuration of the candidate's ClusterQueue.
 	MinAdmitDuration time.Duration
 	// MinRuntimes are every min-runtime configured anywhere: which one protects a candidate
 	// depends on the preemptor, so the end of each is a change (a spare wake-up costs one retry).
 	MinRuntimes []time.Duration
-	// Tolerations: preemption toleration is on; the candidate's Toleration is read.
-	Tolerations bool
-	// ExpectedRuntime: expected-runtime requeue is on; the candidate's ExpectedRuntime is read.
-	ExpectedRuntime bool
+	// Enabled says which features are on (their feature gates); nil: all of them.
+	Enabled func(Feature) bool
+}
+
+func (s WakeSettings) on(f Feature) bool {
+	return s.Enabled == nil || s.Enabled(f)
+}
+
+// MayChange reports whether, with no minAdmitDuration anywhere, a feature that is on may still
+// change a decision about some running workload.
+func (s WakeSettings) MayChange() bool {
+	return (s.on(FeatureMinRuntime) && len(s.MinRuntimes) > 0) || s.on(FeatureToleration) || s.on(FeatureExpectedRuntime)
+}
+
+// ReadFacts sets on c what the features that are on read from wl, a workload holding quota,
+// beyond its conditions: the preemption toleration of its priority class (looked up by
+// tolerationOf; nil: none known) and its expected runtime.
+func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, tolerationOf func(*kueue.PriorityClassRef) *Toleration) {
+	if tolerationOf != nil && s.on(FeatureToleration) {
+		c.Toleration = tolerationOf(wl.Spec.PriorityClassRef)
+	}
+	if !s.on(FeatureExpectedRuntime) {
+		return
+	}
+	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
+		c.ExpectedRuntime = &er
+	}
 }
 
 // Change is an instant at which a feature's decision about a candidate changes while the
@@ -58,7 +82,9 @@ func Changes(c *Candidate, s WakeSettings) []Change {
 		}
 	}
 	for _, row := range precedence {
-		row.changes(c, s, add)
+		if s.on(row.feature) {
+			row.changes(c, s, add)
+		}
 	}
 	return out
 }

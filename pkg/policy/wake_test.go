@@ -28,14 +28,19 @@ type wakeCase struct {
 // oracle the wake-up times are checked against.
 func (wc *wakeCase) decisions(t time.Time) []bool {
 	c := &wc.c
-	out := []bool{pastMinAdmitDuration(c, QueueSettings{MinAdmitDuration: wc.s.MinAdmitDuration}, t)}
-	for _, d := range wc.s.MinRuntimes {
-		out = append(out, Protected(c, Protection{MinRuntime: d}, t))
+	var out []bool
+	if wc.s.on(FeatureTimeBased) {
+		out = append(out, pastMinAdmitDuration(c, QueueSettings{MinAdmitDuration: wc.s.MinAdmitDuration}, t))
 	}
-	if wc.s.Tolerations && c.Toleration != nil {
+	if wc.s.on(FeatureMinRuntime) {
+		for _, d := range wc.s.MinRuntimes {
+			out = append(out, Protected(c, Protection{MinRuntime: d}, t))
+		}
+	}
+	if wc.s.on(FeatureToleration) && c.Toleration != nil {
 		out = append(out, Tolerated(c, c.Toleration.MinimumPreemptablePriority-1, t))
 	}
-	if wc.s.ExpectedRuntime {
+	if wc.s.on(FeatureExpectedRuntime) {
 		n, _ := Nominate(c, t)
 		out = append(out, n)
 	}
@@ -159,8 +164,11 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 			wc.s.MinRuntimes = append(wc.s.MinRuntimes, d)
 		}
 	}
-	wc.s.Tolerations = r.Intn(4) != 0
-	wc.s.ExpectedRuntime = r.Intn(4) != 0
+	off := map[Feature]bool{}
+	for _, f := range Precedence() {
+		off[f] = r.Intn(4) == 0
+	}
+	wc.s.Enabled = func(f Feature) bool { return !off[f] }
 	wc.now = t0.Add(time.Duration(r.Int63n(int64(4 * time.Hour)))).Truncate(WakePrecision)
 	return wc
 }
@@ -230,24 +238,31 @@ func TestChangesEdges(t *testing.T) {
 		},
 		"toleration ends after its duration from admission": {
 			c:    Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}},
-			s:    WakeSettings{Tolerations: true},
 			want: []Change{{At: t0.Add(time.Minute)}},
 		},
 		"a toleration for ever never ends": {
 			c: Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Forever: true}}},
-			s: WakeSettings{Tolerations: true},
 		},
 		"toleration off": {
 			c: Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}},
+			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureToleration }},
+		},
+		"min-runtime off": {
+			c: running, s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Enabled: func(f Feature) bool { return f != FeatureMinRuntime }},
+		},
+		"time-based preemption off": {
+			c: running, s: WakeSettings{MinAdmitDuration: time.Minute, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
+		},
+		"expected-runtime requeue off": {
+			c: Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute}},
+			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureExpectedRuntime }},
 		},
 		"expected runtime reached": {
 			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute}},
-			s:    WakeSettings{ExpectedRuntime: true},
 			want: []Change{{At: t0.Add(time.Minute)}},
 		},
 		"expected runtime reached during a cooldown: nominated when it ends": {
 			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute, NotBefore: t0.Add(time.Hour)}},
-			s:    WakeSettings{ExpectedRuntime: true},
 			want: []Change{{At: t0.Add(time.Hour)}},
 		},
 	}

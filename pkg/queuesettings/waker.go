@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,7 +18,6 @@ import (
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -126,13 +126,8 @@ func (w *Waker) sweep(ctx context.Context) {
 			windows[cq] = qs.MinAdmitDuration
 		}
 	}
-	var ws policy.WakeSettings
-	if features.Enabled(features.MinRuntimeProtection) {
-		ws.MinRuntimes = w.Store.MinRuntimeValues()
-	}
-	ws.Tolerations = w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
-	ws.ExpectedRuntime = features.Enabled(features.ExpectedRuntimeRequeue)
-	if len(windows) == 0 && len(ws.MinRuntimes) == 0 && !ws.Tolerations && !ws.ExpectedRuntime {
+	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled}
+	if len(windows) == 0 && !ws.MayChange() {
 		w.setGauges(ctx, nil, nil, now)
 		return
 	}
@@ -167,14 +162,7 @@ func (w *Waker) sweep(ctx context.Context) {
 // (since, now].
 func (w *Waker) wakes(wl *kueue.Workload, window time.Duration, ws policy.WakeSettings, since, now time.Time) policy.Wakes {
 	c := policy.CandidateOf(wl, w.RuntimeClock)
-	if ws.Tolerations {
-		c.Toleration = w.Tolerations(wl.Spec.PriorityClassRef)
-	}
-	if ws.ExpectedRuntime {
-		if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
-			c.ExpectedRuntime = &er
-		}
-	}
+	ws.ReadFacts(&c, wl, w.Tolerations)
 	ws.MinAdmitDuration = window
 	var out policy.Wakes
 	for _, ch := range policy.Changes(&c, ws) {
@@ -184,6 +172,12 @@ func (w *Waker) wakes(wl *kueue.Workload, window time.Duration, ws policy.WakeSe
 		out.Add(ch, since, now)
 	}
 	return out
+}
+
+// FeatureEnabled says whether a feature of the victim policy is on: its feature gate, named
+// after it.
+func FeatureEnabled(f policy.Feature) bool {
+	return features.Enabled(featuregate.Feature(f))
 }
 
 // Wake makes the queue manager retry cq's inadmissible workloads, as a spec change would.

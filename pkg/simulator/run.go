@@ -15,9 +15,9 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 // Mode says whose semantics a run has.
@@ -250,12 +250,7 @@ func (s *Scenario) schedulingInterval() time.Duration {
 // decision changed, so that the simulation steps to those sweeps. Every configured min-runtime is
 // tried, as the waker does.
 func (w *world) wakes(since, now time.Duration) policy.Wakes {
-	var ws policy.WakeSettings
-	if tsfeatures.Enabled(tsfeatures.MinRuntimeProtection) {
-		ws.MinRuntimes = w.minRuntimes
-	}
-	tolerations := tsfeatures.Enabled(tsfeatures.PreemptionToleration)
-	expected := tsfeatures.Enabled(tsfeatures.ExpectedRuntimeRequeue)
+	ws := policy.WakeSettings{MinRuntimes: w.minRuntimes, Enabled: queuesettings.FeatureEnabled}
 	from, to := w.start.Add(since), w.start.Add(now)
 	var out policy.Wakes
 	for _, j := range w.jobs {
@@ -268,14 +263,7 @@ func (w *world) wakes(since, now time.Duration) policy.Wakes {
 		s := ws
 		s.MinAdmitDuration = w.settings.Settings(kueue.ClusterQueueReference(j.spec.ClusterQueue)).MinAdmitDuration
 		if wl := w.seen[j.key]; wl != nil {
-			if tolerations {
-				c.Toleration = w.tolerate.For(wl.Spec.PriorityClassRef)
-				s.Tolerations = true
-			}
-			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && expected {
-				c.ExpectedRuntime = &er
-				s.ExpectedRuntime = true
-			}
+			s.ReadFacts(&c, wl, w.tolerate.For)
 		}
 		for _, ch := range policy.Changes(&c, s) {
 			out.Add(ch, from, to)
