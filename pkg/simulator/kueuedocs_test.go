@@ -175,3 +175,56 @@ func TestCohortManifestsGetUpstreamsValidation(t *testing.T) {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
+
+// A min-runtime set only in a ClusterQueue manifest ends at its time: the waiting workload is
+// admitted then, not at the next unrelated event.
+func TestManifestMinRuntimeWakesAtItsEnd(t *testing.T) {
+	text := `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: f
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: cq
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: f
+      resources:
+      - name: cpu
+        nominalQuota: 1
+  preemption:
+    withinClusterQueue: LowerPriority
+    preemptMinRuntime: 7m
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  namespace: default
+  name: cq
+spec:
+  clusterQueue: cq
+---
+simulation: {until: 2h}
+priorityClasses:
+  - {name: low, value: 10}
+  - {name: high, value: 100}
+workloads:
+  - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h}
+  - {name: high, clusterQueue: cq, priorityClass: high, arrival: 1m, resources: {cpu: 1}, duration: 10m}
+`
+	got := story(mustRun(t, mustParse(t, text), ModeTimeshare))
+	want := []string{
+		"+0s low admitted",
+		"+7m low preempted by high (InClusterQueue)", "+7m high admitted",
+		"+17m high finished", "+17m low admitted",
+		"+1h17m low finished",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("story (-want +got):\n%s", diff)
+	}
+}
