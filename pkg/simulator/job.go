@@ -27,9 +27,7 @@ type job struct {
 	admissions int
 	// lost is run time thrown away by evictions: since the last completed checkpoint, or since
 	// the admission for a job without checkpoints.
-	lost time.Duration
-	// evictions are the times of its evictions and the run time each threw away, in order.
-	evictions   []eviction
+	lost        time.Duration
 	preemptions map[string]int
 	finishedAt  time.Duration
 }
@@ -72,14 +70,9 @@ func (j *job) evicted(now time.Duration, reason string) time.Duration {
 	kept, lost := j.spec.checkpoints().split(now - j.since)
 	j.progress += kept
 	j.lost += lost
-	j.evictions = append(j.evictions, eviction{at: now, lost: lost})
 	j.state, j.since = pending, now
 	j.preemptions[reason]++
 	return lost
-}
-
-type eviction struct {
-	at, lost time.Duration
 }
 
 // checkpointing is how a job saves its progress.

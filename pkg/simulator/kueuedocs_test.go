@@ -179,36 +179,15 @@ func TestCohortManifestsGetUpstreamsValidation(t *testing.T) {
 // A min-runtime set only in a ClusterQueue manifest ends at its time: the waiting workload is
 // admitted then, not at the next unrelated event.
 func TestManifestMinRuntimeWakesAtItsEnd(t *testing.T) {
-	text := `apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata:
-  name: f
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata:
-  name: cq
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: f
-      resources:
-      - name: cpu
-        nominalQuota: 1
-  preemption:
-    withinClusterQueue: LowerPriority
-    preemptMinRuntime: 7m
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata:
-  namespace: default
-  name: cq
-spec:
-  clusterQueue: cq
----
+	queues, _, _ := strings.Cut(manifests, "---\nsimulation:")
+	queues = strings.Replace(queues, `    withinClusterQueue: LowerOrNewerEqualPriority
+    withinClusterQueueConfig:
+      minAdmitDuration: 5m`, `    withinClusterQueue: LowerPriority
+    preemptMinRuntime: 7m`, 1)
+	if !strings.Contains(queues, "preemptMinRuntime: 7m") {
+		t.Fatal("the ClusterQueue manifest's preemption section changed; update this test")
+	}
+	text := queues + `---
 simulation: {until: 2h}
 priorityClasses:
   - {name: low, value: 10}

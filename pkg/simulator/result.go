@@ -179,7 +179,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		r.LostWork.ResourceHours += wr.LostResourceHours
 		r.Workloads = append(r.Workloads, wr)
 	}
-	r.Events = withLostWork(w.events, order, r.LostWork.Resource)
+	weighEvictions(r.Events, order, r.LostWork.Resource)
 	for i := range r.Workloads {
 		wr := &r.Workloads[i]
 		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
@@ -226,36 +226,18 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 	return q
 }
 
-// withLostWork copies events, with each eviction's lost work taken from its job. The world
-// records an eviction's event right after the job's eviction, at the same time, in the same order.
-func withLostWork(events []Event, jobs []*job, resource string) []Event {
-	type key struct {
-		workload, cq string
-		at           time.Duration
-	}
-	held := map[key][]float64{}
-	lost := map[key][]time.Duration{}
+// weighEvictions gives each eviction's lost work (recorded with the event) in resource-hours.
+func weighEvictions(events []Event, jobs []*job, resource string) {
+	type key struct{ workload, cq string }
+	held := map[key]float64{}
 	for _, j := range jobs {
-		for _, ev := range j.evictions {
-			k := key{j.spec.Name, j.spec.ClusterQueue, ev.at}
-			lost[k] = append(lost[k], ev.lost)
-			held[k] = append(held[k], heldOf(j.spec, resource))
+		held[key{j.spec.Name, j.spec.ClusterQueue}] = heldOf(j.spec, resource)
+	}
+	for i := range events {
+		if e := &events[i]; e.Lost > 0 {
+			e.LostResourceHours = held[key{e.Workload, e.ClusterQueue}] * e.Lost.Hours()
 		}
 	}
-	out := slices.Clone(events)
-	for i := range out {
-		e := &out[i]
-		if e.Kind != EventPreempted && e.Kind != EventEvicted {
-			continue
-		}
-		k := key{e.Workload, e.ClusterQueue, e.At}
-		if len(lost[k]) == 0 {
-			continue
-		}
-		e.Lost, e.LostResourceHours = lost[k][0], held[k][0]*lost[k][0].Hours()
-		lost[k], held[k] = lost[k][1:], held[k][1:]
-	}
-	return out
 }
 
 // lostWorkResource picks the resource lost work is measured in (see LostWork) and names its unit.

@@ -479,7 +479,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 				e.By = w.byUID[preemptorUID(pc.Message)]
 			}
 		}
-		j.evicted(now, e.Reason)
+		e.Lost = j.evicted(now, e.Reason)
 		w.record(e)
 		acted = true
 	}

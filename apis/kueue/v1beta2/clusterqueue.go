@@ -69,15 +69,17 @@ type CohortPreemption struct {
 	NoticeSettings     `json:",inline"`
 }
 
-func (p *CohortPreemption) validate(path *field.Path) field.ErrorList {
-	return append(p.MinRuntimeSettings.validate(path), p.NoticeSettings.validate(path)...)
-}
-
-func (p *CohortPreemption) parse(fields map[string]json.RawMessage) error {
-	if err := p.MinRuntimeSettings.parse(fields); err != nil {
+// parseShared reads the spec.preemption settings ClusterQueues and Cohorts have alike.
+func parseShared(fields map[string]json.RawMessage, m *MinRuntimeSettings, n *NoticeSettings) error {
+	if err := m.parse(fields); err != nil {
 		return err
 	}
-	return p.NoticeSettings.parse(fields)
+	return n.parse(fields)
+}
+
+// validateShared checks the spec.preemption settings ClusterQueues and Cohorts have alike.
+func validateShared(path *field.Path, m *MinRuntimeSettings, n *NoticeSettings) field.ErrorList {
+	return append(m.validate(path), n.validate(path)...)
 }
 
 // CohortExtension is the part of a Cohort's spec that Kueue's own type lacks.
@@ -109,7 +111,7 @@ func ParseCohortExtension(spec json.RawMessage) (*CohortExtension, error) {
 		return ext, err
 	}
 	p := &CohortPreemption{}
-	if err := p.parse(fields); err != nil {
+	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -121,7 +123,8 @@ func ValidateCohortExtension(ext *CohortExtension) field.ErrorList {
 	if ext == nil || ext.Preemption == nil {
 		return nil
 	}
-	return ext.Preemption.validate(field.NewPath("spec", "preemption"))
+	p := ext.Preemption
+	return validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings)
 }
 
 // ClusterQueueExtension is the part of a ClusterQueue's spec that Kueue's own type lacks.
@@ -167,10 +170,7 @@ func ParseClusterQueueExtension(spec json.RawMessage) (*ClusterQueueExtension, e
 			return nil, fmt.Errorf("spec.preemption.withinClusterQueueConfig: %w", err)
 		}
 	}
-	if err := p.MinRuntimeSettings.parse(fields); err != nil {
-		return nil, err
-	}
-	if err := p.NoticeSettings.parse(fields); err != nil {
+	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -207,8 +207,8 @@ func ValidateClusterQueueExtension(ext *ClusterQueueExtension, preemption *kueue
 	if ext == nil || ext.Preemption == nil {
 		return nil
 	}
-	preemptionPath := field.NewPath("spec", "preemption")
-	errs := append(ext.Preemption.MinRuntimeSettings.validate(preemptionPath), ext.Preemption.NoticeSettings.validate(preemptionPath)...)
+	p := ext.Preemption
+	errs := validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings)
 	if ext.Preemption.WithinClusterQueueConfig == nil {
 		return errs
 	}

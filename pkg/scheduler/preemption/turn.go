@@ -259,28 +259,25 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 // first, in which case that one goes next (SubstituteHead). The visibility API shows this order.
 // pending is not changed.
 func TurnOrder(log logr.Logger, pending []*workload.Info, ordering workload.Ordering) []*workload.Info {
-	type entry struct {
-		idx int
-	}
 	prio := make([]int64, len(pending))
-	// Per priority, the workloads by turn (compareTurns), consumed from the front.
-	byPrio := map[int64][]entry{}
+	// Per priority, the indexes of the workloads by turn (compareTurns), consumed from the front.
+	byPrio := map[int64][]int{}
 	for i, info := range pending {
 		prio[i] = priority.EffectivePriority(log, info.Obj)
-		byPrio[prio[i]] = append(byPrio[prio[i]], entry{idx: i})
+		byPrio[prio[i]] = append(byPrio[prio[i]], i)
 	}
 	for _, list := range byPrio {
-		slices.SortFunc(list, func(a, b entry) int { return compareTurns(pending[a.idx].Obj, pending[b.idx].Obj, ordering) })
+		slices.SortFunc(list, func(a, b int) int { return compareTurns(pending[a].Obj, pending[b].Obj, ordering) })
 	}
 	taken := make([]bool, len(pending))
 	// firstTurn drops the taken entries at the front of a priority's list and returns its first.
 	firstTurn := func(p int64) int {
 		list := byPrio[p]
-		for taken[list[0].idx] {
+		for taken[list[0]] {
 			list = list[1:]
 		}
 		byPrio[p] = list
-		return list[0].idx
+		return list[0]
 	}
 	out := make([]*workload.Info, 0, len(pending))
 	next := 0
