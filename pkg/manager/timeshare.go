@@ -98,7 +98,8 @@ func (m *Manager) setupTimeshare() error {
 	if err := queuesettings.SetupCohorts(m, m.settings, wakeAll); err != nil {
 		return fmt.Errorf("setting up the Cohort settings controller: %w", err)
 	}
-	m.tolerations = toleration.NewStore()
+	// Misses are read from the cache: a workload may name a class its controller has not reconciled yet.
+	m.tolerations = toleration.NewStore(toleration.ReadMisses(m.GetClient()))
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
 	}

@@ -33,15 +33,31 @@ type key struct {
 	name string
 }
 
-// Store holds the toleration of every priority class that declares one.
+// Store holds the toleration of every priority class it has read; a class read without one is
+// kept as nil, so that a miss means "not read yet".
 type Store struct {
 	mu      sync.RWMutex
 	classes map[key]*policy.Toleration
+	// misses, when set, is read for a class the controllers have not reconciled yet: a workload
+	// may name a class created a moment ago, and its preemptor must not decide without it.
+	misses client.Reader
+}
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// ReadMisses makes the store read a class it does not hold yet from r (the manager's cache).
+func ReadMisses(r client.Reader) StoreOption {
+	return func(s *Store) { s.misses = r }
 }
 
 // NewStore returns an empty store.
-func NewStore() *Store {
-	return &Store{classes: map[key]*policy.Toleration{}}
+func NewStore(opts ...StoreOption) *Store {
+	s := &Store{classes: map[key]*policy.Toleration{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // For returns the toleration of the class ref points to, or nil. The result is shared: callers
@@ -50,19 +66,55 @@ func (s *Store) For(ref *kueue.PriorityClassRef) *policy.Toleration {
 	if ref == nil {
 		return nil
 	}
+	k := key{ref.Kind, ref.Name}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.classes[key{ref.Kind, ref.Name}]
+	t, read := s.classes[k]
+	s.mu.RUnlock()
+	if read || s.misses == nil {
+		return t
+	}
+	return s.readMiss(k)
 }
 
-func (s *Store) set(k key, t *policy.Toleration) {
+// readMiss reads one class the controllers have not reconciled yet. A class that is not found
+// is not remembered, since it may be created later.
+func (s *Store) readMiss(k key) *policy.Toleration {
+	var obj client.Object
+	var value func() int32
+	switch k.kind {
+	case kueue.WorkloadPriorityClassKind:
+		c := &kueue.WorkloadPriorityClass{}
+		obj, value = c, func() int32 { return c.Value }
+	case kueue.PodPriorityClassKind:
+		c := &schedulingv1.PriorityClass{}
+		obj, value = c, func() int32 { return c.Value }
+	default:
+		return nil
+	}
+	if err := s.misses.Get(context.TODO(), client.ObjectKey{Name: k.name}, obj); err != nil {
+		return nil
+	}
+	t, _ := toleration(k.kind, k.name, obj.GetAnnotations(), value())
+	return s.set(k, t)
+}
+
+// set records what a class that exists declares; one that tolerates nothing is kept as read,
+// without a toleration. It returns what was kept.
+func (s *Store) set(k key, t *policy.Toleration) *policy.Toleration {
+	if t != nil && !t.Tolerates() {
+		t = nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t == nil || !t.Tolerates() {
-		delete(s.classes, k)
-		return
-	}
 	s.classes[k] = t
+	return t
+}
+
+// forget records that a class is gone.
+func (s *Store) forget(k key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.classes, k)
 }
 
 // toleration parses a class's annotations; invalid ones give none and a problem.
@@ -148,7 +200,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	obj := r.newObj()
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.store.set(k, nil)
+			r.store.forget(k)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

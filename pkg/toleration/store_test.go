@@ -43,7 +43,7 @@ func TestStore(t *testing.T) {
 	if got := s.For(&kueue.PriorityClassRef{Kind: kueue.PodPriorityClassKind, Name: "plain"}); got != nil {
 		t.Errorf("class without toleration seconds: %v, want none", got)
 	}
-	s.set(key{kueue.WorkloadPriorityClassKind, "low-10min"}, nil)
+	s.forget(key{kueue.WorkloadPriorityClassKind, "low-10min"})
 	if got := s.For(kueue.NewWorkloadPriorityClassRef("low-10min")); got != nil {
 		t.Errorf("after deletion: %v, want none", got)
 	}

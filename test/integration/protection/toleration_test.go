@@ -18,6 +18,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // The seed's priority classes: system-critical 10000, high 9000, and at 8000 a class that tolerates
@@ -182,3 +184,26 @@ func withoutClassWebhooks(ctx context.Context, create func() error) {
 	// The API server applies webhook configuration changes asynchronously.
 	gomega.Eventually(create, timeout, interval).Should(gomega.Succeed())
 }
+
+// The manager's toleration store is filled by controllers, which may lag behind a class created a
+// moment before a workload naming it; the preemptor then reads the class from the cache itself.
+var _ = ginkgo.Describe("A priority class its controller has not read yet", func() {
+	ctx := context.Background()
+
+	ginkgo.It("is read from the manager's cache when a preemptor asks for it", func() {
+		reading := toleration.NewStore(toleration.ReadMisses(env.Manager.GetClient()))
+		controllersOnly := toleration.NewStore()
+		gomega.Expect(env.Client.Create(ctx, &kueue.WorkloadPriorityClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "created-just-now", Annotations: map[string]string{
+				annotations.MinimumPreemptablePriority: "10000", annotations.TolerationSeconds: "600"}},
+			Value: 8000,
+		})).To(gomega.Succeed())
+		ref := kueue.NewWorkloadPriorityClassRef("created-just-now")
+		want := &policy.Toleration{
+			Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
+			Source:     "WorkloadPriorityClass created-just-now",
+		}
+		gomega.Eventually(func() *policy.Toleration { return reading.For(ref) }, timeout, interval).To(gomega.Equal(want))
+		gomega.Expect(controllersOnly.For(ref)).To(gomega.BeNil(), "a store that waits for its controllers knows nothing of the class")
+	})
+})
