@@ -5,6 +5,7 @@ package metrics
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -29,6 +30,12 @@ var (
 	// ProtectedWorkloads is, per ClusterQueue and setting, how many running workloads are
 	// protected now.
 	ProtectedWorkloads *prometheus.GaugeVec
+	// PreemptionNotices counts ended preemption notices, by the victim's ClusterQueue, the
+	// preemption reason and the outcome (policy.NoticeOutcome).
+	PreemptionNotices *prometheus.CounterVec
+	// NoticeToEvictionSeconds is, per victim ClusterQueue, the time from a notice to the eviction
+	// that ended it.
+	NoticeToEvictionSeconds *prometheus.HistogramVec
 )
 
 var (
@@ -66,7 +73,7 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 }
 
 func perClusterQueue() []prometheus.Collector {
-	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads}
+	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds}
 }
 
 func build(names []string) {
@@ -95,6 +102,18 @@ func build(names []string) {
 		Help: "Running workloads protected from preemption now, by ClusterQueue and setting: preemptMinRuntime, " +
 			"reclaimMinRuntime (resolved from the workload's own ClusterQueue up), toleration.",
 	}, labels("cluster_queue", "setting", "replica_role"))
+	PreemptionNotices = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: subsystem,
+		Name:      "preemption_notices_total",
+		Help: "Preemption notices ended, by the victim's ClusterQueue, preemption reason and outcome: EvictedAtDeadline, " +
+			"EndedEarly (checkpoint done, or the workload stopped first), Withdrawn (the preemptor no longer needed the room).",
+	}, labels("cluster_queue", "reason", "outcome", "replica_role"))
+	NoticeToEvictionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: subsystem,
+		Name:      "preemption_notice_to_eviction_seconds",
+		Help:      "Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.",
+		Buckets:   []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+	}, labels("cluster_queue", "replica_role"))
 }
 
 // Register adds every metric of this package to controller-runtime's registry. Like Kueue's
@@ -127,3 +146,15 @@ var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.Coun
 	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
 		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
 }, []string{"reason", "replica_role"})
+
+// ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
+// ended by an eviction also observes how long after the notice the eviction came.
+func ReportNoticeEnded(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
+	vectorsMu.Lock()
+	notices, delay := PreemptionNotices, NoticeToEvictionSeconds
+	vectorsMu.Unlock()
+	notices.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), reason, outcome, role)...).Inc()
+	if evicted {
+		delay.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), role)...).Observe(after.Seconds())
+	}
+}

@@ -76,6 +76,8 @@ type Candidate struct {
 	Admitted bool
 	// ExpectedRuntime holds the candidate's expected-runtime annotations when it opted in.
 	ExpectedRuntime *annotations.ExpectedRuntimeSettings
+	// Notice is the preemption notice in force on the candidate, if any.
+	Notice *annotations.Notice
 }
 
 // QueueSettings are this project's per-ClusterQueue settings, resolved for the preemptor's

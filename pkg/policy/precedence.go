@@ -14,6 +14,7 @@ const (
 	FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
 	FeatureMinRuntime      Feature = "MinRuntimeProtection"
 	FeatureToleration      Feature = "PreemptionToleration"
+	FeatureNotice          Feature = "PreemptionNotice"
 )
 
 // precedence is the precedence table: when several features apply to one candidate, the one
@@ -31,6 +32,8 @@ var precedence = []precedenceRow{
 	{FeatureMinRuntime, WithMinRuntimeProtection, minRuntimeChanges},
 	// Vetoes an eligible candidate whose priority class tolerates the preemptor.
 	{FeatureToleration, WithPreemptionToleration, tolerationChanges},
+	// Vetoes a candidate whose room is promised to another preemptor by a notice.
+	{FeatureNotice, WithPreemptionNotice, noticeChanges},
 }
 
 type precedenceRow struct {

@@ -153,6 +153,7 @@ func TestFeaturesAreGates(t *testing.T) {
 		Feature(features.ExpectedRuntimeRequeue),
 		Feature(features.MinRuntimeProtection),
 		Feature(features.PreemptionToleration),
+		Feature(features.PreemptionNotice),
 	}
 	if diff := cmp.Diff(want, Precedence()); diff != "" {
 		t.Errorf("features (-gates +table):\n%s", diff)

@@ -62,6 +62,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.setCohortRead(name, false)
+			r.store.setCohortNotice(name, policy.NoticeSettings{})
 			if r.store.setCohort(name, policy.MinRuntimes{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
@@ -76,6 +77,11 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			"kueue-timeshare settings ignored: %s", problem)
 	}
 	changed := r.store.setCohort(name, mr)
+	notice := policy.NoticeSettings{}
+	if problem == "" {
+		notice = noticeSettings(u)
+	}
+	changed = r.store.setCohortNotice(name, notice) || changed
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
 	if changed && r.onChange != nil {

@@ -47,6 +47,10 @@ type Store struct {
 	cohortExists func(kueue.CohortReference) bool
 	defaults     policy.Defaults
 	method       policy.ResolveMethod
+	// Notice settings per queue of the tree, and the manager's default period.
+	cqNotice      map[kueue.ClusterQueueReference]policy.NoticeSettings
+	cohortNotice  map[kueue.CohortReference]policy.NoticeSettings
+	defaultNotice time.Duration
 }
 
 // NewStore returns a store without settings, with the manager's min-runtime defaults.
@@ -59,7 +63,67 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 		cohortsRead: sets.New[kueue.CohortReference](),
 		defaults:    defaults,
 		method:      method,
+
+		cqNotice:     map[kueue.ClusterQueueReference]policy.NoticeSettings{},
+		cohortNotice: map[kueue.CohortReference]policy.NoticeSettings{},
 	}
+}
+
+// SetDefaultNoticePeriod sets the manager configuration's defaultNoticePeriod.
+func (s *Store) SetDefaultNoticePeriod(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.defaultNotice = d
+}
+
+// NoticePath is the notice settings of cq and of the cohorts above it (parents, nearest first),
+// for policy.ResolveNotice, with the manager's default period.
+func (s *Store) NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	path := make([]policy.NoticeNode, 0, len(parents)+1)
+	path = append(path, policy.NoticeNode{Kind: "ClusterQueue", Name: string(cq), Settings: s.cqNotice[cq]})
+	for _, c := range parents {
+		path = append(path, policy.NoticeNode{Kind: "Cohort", Name: string(c), Settings: s.cohortNotice[c]})
+	}
+	return path, s.defaultNotice
+}
+
+// setClusterQueueNotice stores cq's notice settings and reports whether they changed.
+func (s *Store) setClusterQueueNotice(cq kueue.ClusterQueueReference, n policy.NoticeSettings) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return setOrDelete(s.cqNotice, cq, n)
+}
+
+// setCohortNotice stores a Cohort's notice settings and reports whether they changed.
+func (s *Store) setCohortNotice(c kueue.CohortReference, n policy.NoticeSettings) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return setOrDelete(s.cohortNotice, c, n)
+}
+
+// noticeSettings reads the notice settings of a ClusterQueue or Cohort whose spec is valid.
+func noticeSettings(u *unstructured.Unstructured) policy.NoticeSettings {
+	raw, err := rawSpec(u)
+	if err != nil {
+		return policy.NoticeSettings{}
+	}
+	n, err := tsapi.ParseNoticeSettings(raw)
+	if err != nil {
+		return policy.NoticeSettings{}
+	}
+	var out policy.NoticeSettings
+	if n.NoticePeriod != nil {
+		out.Period = policy.Set(n.NoticePeriod.Duration)
+	}
+	if b := n.NoticeOnPriorityPreemption; b != nil {
+		out.OnPriorityPreemption = policy.Flag{Set: true, Value: *b}
+	}
+	if b := n.NoticeOnReclaim; b != nil {
+		out.OnReclaim = policy.Flag{Set: true, Value: *b}
+	}
+	return out
 }
 
 // SetCohortExists tells the store how to learn that a Cohort object exists before the store has
@@ -252,6 +316,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
 			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{})
+			r.store.setClusterQueueNotice(name, policy.NoticeSettings{})
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
@@ -265,6 +330,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr) || changed
+	notice := policy.NoticeSettings{}
+	if problem == "" {
+		notice = noticeSettings(u)
+	}
+	changed = r.store.setClusterQueueNotice(name, notice) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
@@ -323,8 +393,10 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	s.setClusterQueueMinRuntimes(name, mr)
 	s.setKnown(name, true)
 	if problem != "" {
+		s.setClusterQueueNotice(name, policy.NoticeSettings{})
 		return errors.New(problem)
 	}
+	s.setClusterQueueNotice(name, noticeSettings(u))
 	return nil
 }
 
@@ -334,8 +406,10 @@ func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	s.setCohort(kueue.CohortReference(u.GetName()), mr)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
+		s.setCohortNotice(kueue.CohortReference(u.GetName()), policy.NoticeSettings{})
 		return errors.New(problem)
 	}
+	s.setCohortNotice(kueue.CohortReference(u.GetName()), noticeSettings(u))
 	return nil
 }
 
@@ -350,10 +424,13 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cqs.Items {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
-		qs, mr, _ := parse(&cqs.Items[i])
+		qs, mr, problem := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr)
 		s.setKnown(name, true)
+		if problem == "" {
+			s.setClusterQueueNotice(name, noticeSettings(&cqs.Items[i]))
+		}
 	}
 	cohorts := &unstructured.UnstructuredList{}
 	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))
@@ -361,8 +438,11 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		return fmt.Errorf("listing Cohorts: %w", err)
 	}
 	for i := range cohorts.Items {
-		mr, _ := parseCohort(&cohorts.Items[i])
+		mr, problem := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr)
+		if problem == "" {
+			s.setCohortNotice(kueue.CohortReference(cohorts.Items[i].GetName()), noticeSettings(&cohorts.Items[i]))
+		}
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil

@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+)
+
+// Notice before eviction: a victim whose settings give it a notice is not evicted when chosen. It
+// keeps running, told its deadline, and the room it holds stays promised to the preemptor that
+// chose it: other preemptors leave it alone, and that preemptor looks for no other victims until
+// the notice is due (deadline reached, or the victim says its checkpoint is done), when it evicts
+// it with the reason it chose it for.
+
+// NoticeSettings are the notice settings of one queue of the tree; unset fields inherit from the
+// parent cohort.
+type NoticeSettings struct {
+	Period               Setting
+	OnPriorityPreemption Flag
+	OnReclaim            Flag
+}
+
+// Flag is a boolean that may be unset; unset inherits from the next queue up.
+type Flag struct {
+	Set   bool
+	Value bool
+}
+
+// NoticeNode is one queue on the path from a victim's ClusterQueue to the root of its cohort tree.
+type NoticeNode struct {
+	// Kind is "ClusterQueue" or "Cohort".
+	Kind     string
+	Name     string
+	Settings NoticeSettings
+}
+
+// reasonKind sorts preemption reasons by the notice settings that govern them.
+type reasonKind int
+
+const (
+	noNotice reasonKind = iota
+	// turnNotice: time-based and expected-runtime preemptions, which always get the period.
+	turnNotice
+	priorityNotice
+	reclaimNotice
+)
+
+func kindOf(reason string) reasonKind {
+	switch reason {
+	case TimeBasedReason, ExpectedRuntimeReason:
+		return turnNotice
+	case kueue.InClusterQueueReason:
+		return priorityNotice
+	case kueue.InCohortReclamationReason, kueue.InCohortReclaimWhileBorrowingReason, kueue.InCohortFairSharingReason:
+		return reclaimNotice
+	}
+	return noNotice
+}
+
+// ResolveNotice is the notice a victim on path gets when preempted for reason: the first
+// noticePeriod set from its ClusterQueue up, else def; and zero for a priority preemption or a
+// reclaim unless the first noticeOnPriorityPreemption or noticeOnReclaim set on the path is true.
+// source names the setting the period came from.
+func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period time.Duration, source string) {
+	var extension func(NoticeSettings) Flag
+	switch kindOf(reason) {
+	case noNotice:
+		return 0, ""
+	case priorityNotice:
+		extension = func(n NoticeSettings) Flag { return n.OnPriorityPreemption }
+	case reclaimNotice:
+		extension = func(n NoticeSettings) Flag { return n.OnReclaim }
+	}
+	if extension != nil {
+		on := false
+		for _, n := range path {
+			if f := extension(n.Settings); f.Set {
+				on = f.Value
+				break
+			}
+		}
+		if !on {
+			return 0, ""
+		}
+	}
+	for _, n := range path {
+		if n.Settings.Period.Set {
+			return n.Settings.Period.Value, fmt.Sprintf("noticePeriod %s from %s %s", n.Settings.Period.Value, n.Kind, n.Name)
+		}
+	}
+	return def, fmt.Sprintf("defaultNoticePeriod %s %s", def, defaultSource)
+}
+
+// RuleUnderNotice names the protection WithPreemptionNotice adds.
+const RuleUnderNotice = "UnderNoticeForAnotherPreemptor"
+
+// WithPreemptionNotice vetoes a candidate under notice for another preemptor: its room is promised.
+func WithPreemptionNotice() Option {
+	return WithProtections(Rule{
+		Name: RuleUnderNotice,
+		When: func(in *Input) bool { return NoticedForOther(in.Candidate, in.Preemptor) },
+		Why: func(in *Input) string {
+			n := in.Candidate.Notice
+			return fmt.Sprintf("under notice of preemption for %s until %s", n.Preemptor, n.Deadline.UTC().Format(time.RFC3339))
+		},
+	})
+}
+
+// NoticedForOther reports whether c's room is promised to a preemptor other than p.
+func NoticedForOther(c *Candidate, p *Pending) bool {
+	return c.Notice != nil && !c.Evicted && (p == nil || p.Obj == nil || c.Notice.PreemptorUID != p.Obj.UID)
+}
+
+// NoticeOutcome says how a notice ended; it is the reason of the PreemptionNotice condition once
+// False and the outcome label of kueue_preemption_notices_total.
+type NoticeOutcome string
+
+const (
+	// NoticeEvictedAtDeadline: the deadline came and the victim was evicted.
+	NoticeEvictedAtDeadline NoticeOutcome = "EvictedAtDeadline"
+	// NoticeEndedEarly: the victim said its checkpoint was done and was evicted then, or it
+	// finished or was stopped by its owner first.
+	NoticeEndedEarly NoticeOutcome = "EndedEarly"
+	// NoticeWithdrawn: the preemptor no longer needed the room (deleted, finished, or admitted
+	// without this eviction); the victim keeps running.
+	NoticeWithdrawn NoticeOutcome = "Withdrawn"
+)
+
+// NoticeDue reports whether the notice on wl, given at the latest until n.Deadline, is over at now,
+// and how: the deadline came, or the workload said its checkpoint is done.
+func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, NoticeOutcome) {
+	if annotations.CheckpointIsDone(wl.Annotations) {
+		return true, NoticeEndedEarly
+	}
+	if !now.Before(n.Deadline) {
+		return true, NoticeEvictedAtDeadline
+	}
+	return false, ""
+}
+
+// noticeChanges gives when a notice on c falls due: its deadline, for the preemptor waiting on it.
+func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
+	if c.Notice != nil && !c.Evicted {
+		add(Change{At: c.Notice.Deadline})
+	}
+}
