@@ -51,6 +51,7 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 		policy.FeatureExpectedRuntime: preemption.WithExpectedRuntimeRequeue(requeueDelay),
 		policy.FeatureMinRuntime:      preemption.WithMinRuntimeProtection(store),
 		policy.FeatureToleration:      preemption.WithPreemptionToleration(tolerations),
+		policy.FeatureNotice:          preemption.WithPreemptionNotice(store),
 	}
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		opts := []preemption.Option{
@@ -76,6 +77,9 @@ func (m *Manager) setupTimeshare() error {
 	m.settings = queuesettings.NewStore(
 		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
 		policy.ResolveMethod(ts.ReclaimResolveMethod))
+	if ts.DefaultNoticePeriod != nil {
+		m.settings.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
+	}
 	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, m.GetClient(), m.Queues, cq, log)
 	}

@@ -147,3 +147,7 @@ func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
 		add(Change{At: c.Notice.Deadline})
 	}
 }
+
+// NoticeCondition is the type of the Workload condition that shows a notice: True with the
+// preemption reason while it runs, False with a NoticeOutcome once it has ended.
+const NoticeCondition = "PreemptionNotice"

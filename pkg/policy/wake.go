@@ -35,15 +35,18 @@ func (s WakeSettings) on(f Feature) bool {
 // MayChange reports whether, with no minAdmitDuration anywhere, a feature that is on may still
 // change a decision about some running workload.
 func (s WakeSettings) MayChange() bool {
-	return (s.on(FeatureMinRuntime) && len(s.MinRuntimes) > 0) || s.on(FeatureToleration) || s.on(FeatureExpectedRuntime)
+	return (s.on(FeatureMinRuntime) && len(s.MinRuntimes) > 0) || s.on(FeatureToleration) || s.on(FeatureExpectedRuntime) || s.on(FeatureNotice)
 }
 
 // ReadFacts sets on c what the features that are on read from wl, a workload holding quota,
 // beyond its conditions: the preemption toleration of its priority class (looked up by
-// tolerationOf; nil: none known) and its expected runtime.
+// tolerationOf; nil: none known), its expected runtime and the preemption notice in force on it.
 func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, tolerationOf func(*kueue.PriorityClassRef) *Toleration) {
 	if tolerationOf != nil && s.on(FeatureToleration) {
 		c.Toleration = tolerationOf(wl.Spec.PriorityClassRef)
+	}
+	if s.on(FeatureNotice) {
+		c.Notice, _ = annotations.ParseNotice(wl.Annotations)
 	}
 	if !s.on(FeatureExpectedRuntime) {
 		return

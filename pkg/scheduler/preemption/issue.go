@@ -35,6 +35,16 @@ const concurrentEvictions = 8
 // its cooldown once its eviction has gone through (or was already under way), never after a
 // failed one.
 func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	if p.noticeOn() {
+		// Targets whose notice is due are evicted here whatever their reason, so that the
+		// eviction's own write also ends the notice; new targets may get a notice instead.
+		if hasNotice(targets, preemptor) {
+			return p.issueOwn(ctx, cache, preemptor, targets, snap)
+		}
+		if given, pending, failed, err := p.giveNotices(ctx, preemptor, targets); given {
+			return pending, failed, err
+		}
+	}
 	var theirs, ours []*Target
 	for _, t := range targets {
 		if policy.IsOwnReason(t.Reason) {
@@ -111,11 +121,18 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 	written := victim.DeepCopy()
 	lqMetrics := cache != nil && cache.ShouldExposeLocalQueueMetricsForWorkload(log, written)
 	markPreempted := func(wl *kueue.Workload) { workload.SetPreemptedCondition(wl, p.clock.Now(), t.Reason, message) }
-	if err := workloadevict.Evict(ctx, p.client, p.recorder, written, t.Reason, message, "", p.clock, lqMetrics, p.tracker, p.customLabels,
+	// Upstream's reasons keep upstream's Evicted reason; a target of theirs comes here only to
+	// end its notice in the same write.
+	evictedReason := t.Reason
+	if !policy.IsOwnReason(t.Reason) {
+		evictedReason = kueue.WorkloadEvictedByPreemption
+	}
+	if err := workloadevict.Evict(ctx, p.client, p.recorder, written, evictedReason, message, "", p.clock, lqMetrics, p.tracker, p.customLabels,
 		workloadevict.WithCustomPrepare(markPreempted), workloadevict.WithLooseOnApply(), workloadevict.WithRetryOnConflict()); err != nil {
 		p.observed(log, key, victim.UID)
 		return err
 	}
+	p.endNotice(ctx, victim, t.WorkloadInfo.ClusterQueue)
 
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)
 	log.V(3).Info("Preempted", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),

@@ -71,6 +71,8 @@ type Preemptor struct {
 	minRuntimes MinRuntimeSource
 	// tolerations, when set, feeds preemption toleration.
 	tolerations ClassTolerations
+	// notices, when set, gives victims the notice their settings ask for.
+	notices NoticeSource
 	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
@@ -105,6 +107,7 @@ type config struct {
 	cohortKnown         func(kueue.CohortReference) bool
 	minRuntimes         MinRuntimeSource
 	tolerations         ClassTolerations
+	notices             NoticeSource
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
@@ -198,6 +201,7 @@ func New(
 		cohortKnown:         c.cohortKnown,
 		minRuntimes:         c.minRuntimes,
 		tolerations:         c.tolerations,
+		notices:             c.notices,
 		expectedRuntime:     c.expectedRuntime,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
@@ -276,6 +280,12 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
 		log.V(3).Info("No preemption until kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue, "unread", unread)
 		return nil
+	}
+	if p.noticeOn() {
+		if targets, held := p.noticeTargets(&wl, snapshot); held {
+			log.V(3).Info("Victims under preemption notice", "due", len(targets) > 0)
+			return targets
+		}
 	}
 	s := p.newSearch(ctx, &wl, snapshot, contestedResources(assignment),
 		workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()})
@@ -463,7 +473,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
 	pr := p.protectionFor(s, cq)
-	tolerations, expected := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq
+	tolerations, expected, notices := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq, p.noticeOn()
 	c := &s.scratch
 	seen := 0
 	for _, info := range cq.Workloads {
@@ -475,6 +485,9 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		c.CountRuntimeFrom(p.runtimeClock)
 		if tolerations {
 			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
+		}
+		if notices {
+			c.Notice, _ = annotations.ParseNotice(info.Obj.Annotations)
 		}
 		if expected {
 			if er, ok := annotations.ParseExpectedRuntime(info.Obj.Annotations); ok {

@@ -190,6 +190,9 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
 	var notes []string
+	if note := p.explainNotice(wl, snapshot); note != "" {
+		return note
+	}
 	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), p.ExplainProtection(ctx, wl, snapshot)} {
 		if note != "" {
 			notes = append(notes, note)

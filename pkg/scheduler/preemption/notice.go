@@ -1,0 +1,282 @@
+package preemption
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// Event reasons of a notice given by the preemptor.
+const (
+	// EventNoticeGiven is on the victim Workload and its job.
+	EventNoticeGiven = "PreemptionNotice"
+	// EventNoticeGivenFor is on the preemptor.
+	EventNoticeGivenFor = "PreemptionNoticeGiven"
+)
+
+// NoticeSource supplies the notice settings of a ClusterQueue and the Cohorts above it, with the
+// manager's default period.
+type NoticeSource interface {
+	NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration)
+}
+
+// WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
+// while the PreemptionNotice gate is on (see policy.WithPreemptionNotice).
+func WithPreemptionNotice(src NoticeSource) Option {
+	return func(c *config) {
+		c.notices = src
+		c.features = append(c.features, policy.FeatureNotice)
+	}
+}
+
+func (p *Preemptor) noticeOn() bool {
+	return p.notices != nil && features.Enabled(features.PreemptionNotice)
+}
+
+// noticed is a workload under notice for a preemptor.
+type noticed struct {
+	info   *workload.Info
+	cq     *schdcache.ClusterQueueSnapshot
+	notice *annotations.Notice
+}
+
+// noticedFor lists the workloads of wl's cohort tree under notice for wl, oldest deadline first.
+func noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
+	if cq == nil {
+		return nil
+	}
+	tree := []*schdcache.ClusterQueueSnapshot{cq}
+	if cq.HasParent() {
+		tree = cq.Parent().Root().SubtreeClusterQueues()
+	}
+	var out []noticed
+	for _, q := range tree {
+		for _, info := range q.Workloads {
+			if _, ok := info.Obj.Annotations[annotations.PreemptionNotice]; !ok {
+				continue
+			}
+			n, err := annotations.ParseNotice(info.Obj.Annotations)
+			if err != nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
+				continue
+			}
+			out = append(out, noticed{info: info, cq: q, notice: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b noticed) int { return a.notice.Deadline.Compare(b.notice.Deadline) })
+	return out
+}
+
+// noticeTargets is what a preemptor whose victims are under notice does instead of a search: it
+// looks for no other victims, and takes its noticed ones once every one of their notices is due
+// (they leave together, so that the room they free is whole when it frees). held reports
+// whether it has victims under notice at all.
+func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool) {
+	ns := noticedFor(wl, snapshot)
+	if len(ns) == 0 {
+		return nil, false
+	}
+	now := p.clock.Now()
+	for _, n := range ns {
+		if due, _ := policy.NoticeDue(n.notice, n.info.Obj, now); !due {
+			return nil, true
+		}
+	}
+	for _, n := range ns {
+		targets = append(targets, &Target{WorkloadInfo: n.info, Reason: n.notice.Reason, WorkloadCq: n.cq})
+	}
+	return targets, true
+}
+
+// hasNotice reports whether some target is under notice for preemptor.
+func hasNotice(targets []*Target, preemptor *workload.Info) bool {
+	return slices.ContainsFunc(targets, func(t *Target) bool {
+		n, err := annotations.ParseNotice(t.WorkloadInfo.Obj.Annotations)
+		return err == nil && n != nil && n.PreemptorUID == preemptor.Obj.UID
+	})
+}
+
+// explainNotice says that wl waits for its victims' notices, and until when, or "".
+func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	if !p.noticeOn() {
+		return ""
+	}
+	ns := noticedFor(wl, snapshot)
+	if len(ns) == 0 {
+		return ""
+	}
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = klog.KObj(n.info.Obj).String()
+	}
+	last := ns[len(ns)-1].notice.Deadline
+	return fmt.Sprintf("waiting for the preemption notice of %d workload(s) (%s) to end at %s, or sooner once they say their checkpoint is done",
+		len(ns), strings.Join(names, ", "), last.UTC().Format(time.RFC3339))
+}
+
+// noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
+func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
+	var parents []kueue.CohortReference
+	if t.WorkloadCq != nil {
+		for c := range t.WorkloadCq.PathParentToRoot() {
+			parents = append(parents, c.Name)
+		}
+	}
+	path, def := p.notices.NoticePath(t.WorkloadInfo.ClusterQueue, parents)
+	return policy.ResolveNotice(path, t.Reason, def)
+}
+
+// giveNotices gives every target of one preemption the same deadline, the longest notice any of
+// them gets, when some gets one; it returns false when none does and they are to be evicted now.
+// A target whose notice write conflicts (the snapshot is older than the object: a notice may
+// already be on its way) counts as pending, not as failed; the next cycle sees which it is.
+func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, targets []*Target) (given bool, pending, failed int, err error) {
+	var longest time.Duration
+	var source string
+	for _, t := range targets {
+		if d, src := p.noticeFor(t); d > longest {
+			longest, source = d, src
+		}
+	}
+	if longest <= 0 {
+		return false, 0, 0, nil
+	}
+	now := p.clock.Now()
+	// A deadline is written to the second; round it up, so that no notice is shorter than set.
+	deadline := now.Add(longest)
+	if s := deadline.Truncate(time.Second); !s.Equal(deadline) {
+		deadline = s.Add(time.Second)
+	}
+	log := ctrllog.FromContext(ctx)
+	for _, t := range targets {
+		n := annotations.Notice{Start: now, Deadline: deadline, Reason: t.Reason,
+			Preemptor: klog.KObj(preemptor.Obj).String(), PreemptorUID: preemptor.Obj.UID}
+		if e := p.writeNotice(ctx, t.WorkloadInfo.Obj, n); e != nil {
+			if apierrors.IsConflict(e) {
+				pending++
+				continue
+			}
+			failed++
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		pending++
+		victim := t.WorkloadInfo.Obj
+		log.V(2).Info("Preemption notice given", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),
+			"reason", t.Reason, "deadline", deadline, "setting", source)
+		msg := fmt.Sprintf("To be evicted at %s (%s) to make room for workload %s due to %s; set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
+			deadline.UTC().Format(time.RFC3339), source, klog.KObj(preemptor.Obj), upstream.HumanReadablePreemptionReasons[t.Reason], annotations.CheckpointDone)
+		p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
+		if owner := ownerRef(victim); owner != nil {
+			p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
+		}
+		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, EventNoticeGivenFor, "Preempt",
+			"Gave workload %s in ClusterQueue %s notice of preemption until %s", klog.KObj(victim), t.WorkloadInfo.ClusterQueue, deadline.UTC().Format(time.RFC3339))
+	}
+	return true, pending, failed, err
+}
+
+// writeNotice puts the notice on the victim, only if it is unchanged since the snapshot, so that
+// a cycle working on a stale snapshot cannot give a second notice.
+func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n annotations.Notice) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": victim.ResourceVersion,
+		"annotations":     n.Annotations(),
+	}})
+	if err != nil {
+		return err
+	}
+	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
+}
+
+// ownerRef is a reference to wl's controlling job, for its events, or nil.
+func ownerRef(wl *kueue.Workload) *metav1.PartialObjectMetadata {
+	o := metav1.GetControllerOf(wl)
+	if o == nil {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return nil
+	}
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: wl.Namespace, UID: o.UID}}
+	obj.SetGroupVersionKind(gv.WithKind(o.Kind))
+	return obj
+}
+
+// endNotice records, after the victim's eviction, how its notice ended: the condition False with
+// the outcome, and the count. Upstream's eviction write carries only Kueue's own conditions, so
+// this is a write of its own; a failed one is left to the notice controller, which ends the
+// notices of evicted workloads.
+func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
+	if !p.noticeOn() {
+		return
+	}
+	n, err := annotations.ParseNotice(victim.Annotations)
+	if err != nil || n == nil {
+		return
+	}
+	now := p.clock.Now()
+	_, outcome := policy.NoticeDue(n, victim, now)
+	if outcome == "" {
+		outcome = policy.NoticeEvictedAtDeadline
+	}
+	msg := fmt.Sprintf("Evicted at its deadline %s", n.Deadline.UTC().Format(time.RFC3339))
+	if outcome == policy.NoticeEndedEarly {
+		msg = fmt.Sprintf("Evicted before its deadline %s: its checkpoint is done", n.Deadline.UTC().Format(time.RFC3339))
+	}
+	cond := metav1.Condition{Type: policy.NoticeCondition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
+		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: victim.Generation}
+	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
+		ctrllog.FromContext(ctx).V(2).Info("Could not record the end of a preemption notice", "workload", klog.KObj(victim), "error", err.Error())
+	}
+	metrics.ReportNoticeEnded(p.customLabels, cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
+}
+
+// NoticeFieldOwner owns the PreemptionNotice condition in server-side apply.
+const NoticeFieldOwner = client.FieldOwner("kueue-timeshare-notice")
+
+// ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
+func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, cond metav1.Condition) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Workload"))
+	u.SetNamespace(wl.Namespace)
+	u.SetName(wl.Name)
+	u.SetUID(wl.UID)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
+	if err != nil {
+		return err
+	}
+	if err := unstructured.SetNestedSlice(u.Object, []any{raw}, "status", "conditions"); err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, u, client.Apply, NoticeFieldOwner, client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
+}
+
