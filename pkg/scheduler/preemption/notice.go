@@ -279,4 +279,3 @@ func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Worklo
 	}
 	return c.Status().Patch(ctx, u, client.Apply, NoticeFieldOwner, client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
 }
-
