@@ -60,7 +60,10 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
 		}
 		for _, f := range policy.Precedence() {
-			opts = append(opts, features[f])
+			// FeatureNotice has no preemptor option until the scheduler half of the notice lands.
+			if o := features[f]; o != nil {
+				opts = append(opts, o)
+			}
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
