@@ -167,3 +167,41 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 		}, 2*time.Second, interval).Should(gomega.Succeed())
 	})
 })
+
+var _ = ginkgo.Describe("A notice the preemptor ended with an eviction", func() {
+	ctx := context.Background()
+
+	ginkgo.It("has its annotations removed from the Workload and the Pods, and is not counted again", func() {
+		ns := queue(ctx, "evicted")
+		victim := running(ctx, ns, "victim")
+		_, pre := pending(ctx, ns, "preemptor")
+		live, _ := pods(ctx, victim, 1)
+		wl, n := giveNotice(ctx, victim, pre, 10*time.Minute)
+		key := client.ObjectKeyFromObject(wl)
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(deadlineOn(g, ctx, live[0])).To(gomega.Equal(n.Deadline.UTC().Format(time.RFC3339)))
+		}, timeout, interval).Should(gomega.Succeed())
+		counted := noticesTotal(ns, "EvictedAtDeadline") + noticesTotal(ns, "EndedEarly") + noticesTotal(ns, "Withdrawn")
+
+		ginkgo.By("writing the condition False as the preemptor does in its eviction")
+		clk.Step(10 * time.Minute)
+		gomega.Eventually(func(g gomega.Gomega) {
+			var latest kueue.Workload
+			g.Expect(env.Client.Get(ctx, key, &latest)).To(gomega.Succeed())
+			apimeta.SetStatusCondition(&latest.Status.Conditions, metav1.Condition{Type: "PreemptionNotice", Status: metav1.ConditionFalse,
+				Reason: "EvictedAtDeadline", Message: "evicted at the deadline", LastTransitionTime: metav1.NewTime(clk.Now())})
+			g.Expect(env.Client.Status().Update(ctx, &latest)).To(gomega.Succeed())
+		}, timeout, interval).Should(gomega.Succeed())
+
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, got := noticeCondition(g, ctx, key)
+			g.Expect(c.Reason).To(gomega.Equal("EvictedAtDeadline"))
+			g.Expect(got.Annotations).NotTo(gomega.HaveKey(annotations.PreemptionNotice))
+			g.Expect(got.Annotations).NotTo(gomega.HaveKey(annotations.PreemptionDeadline))
+			g.Expect(deadlineOn(g, ctx, live[0])).To(gomega.BeEmpty())
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Consistently(func() float64 {
+			return noticesTotal(ns, "EvictedAtDeadline") + noticesTotal(ns, "EndedEarly") + noticesTotal(ns, "Withdrawn")
+		}, 2*time.Second, interval).Should(gomega.Equal(counted))
+	})
+})
