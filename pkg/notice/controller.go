@@ -81,7 +81,7 @@ func Setup(mgr ctrl.Manager, clk clock.Clock, wake func(context.Context, kueue.C
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("timeshare-preemption-notice").
 		For(&kueue.Workload{}, builder.WithPredicates(predicate.NewPredicateFuncs(concerned))).
-		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(r.victimsOf)).
+		Watches(&kueue.Workload{}, handler.EnqueueRequestsFromMapFunc(r.victimsOf), builder.WithPredicates(preemptorChanged())).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfJob), builder.WithPredicates(checkpointChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.workloadsOfPod), builder.WithPredicates(podCreated())).
 		Complete(r)
@@ -154,6 +154,21 @@ func checkpointChanged() predicate.Predicate {
 			return e.ObjectOld.GetAnnotations()[annotations.CheckpointDone] != e.ObjectNew.GetAnnotations()[annotations.CheckpointDone]
 		},
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// preemptorChanged passes the changes of a Workload that can withdraw a notice it gave: not its
+// routine status updates, which would otherwise wake the victims' queues again.
+func preemptorChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, okOld := e.ObjectOld.(*kueue.Workload)
+			n, okNew := e.ObjectNew.(*kueue.Workload)
+			return okOld && okNew && PreemptorOf(o) != PreemptorOf(n)
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,6 +116,36 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(noticesTotal(ns, "Withdrawn")).To(gomega.Equal(before + 1))
 			g.Expect(util.Unsuspended(g, ctx, env.Client, victim)).To(gomega.BeTrue())
 		}, 2*time.Second, interval).Should(gomega.Succeed())
+	})
+
+	ginkgo.It("is withdrawn when room appears and its preemptor is admitted without the eviction", func() {
+		ns := queue(ctx, "room")
+		victim := running(ctx, ns, "victim")
+		_, pre := pending(ctx, ns, "preemptor")
+		wl, _ := giveNotice(ctx, victim, pre, 10*time.Minute)
+		key := client.ObjectKeyFromObject(wl)
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, _ := noticeCondition(g, ctx, key)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+		}, timeout, interval).Should(gomega.Succeed())
+
+		ginkgo.By("giving the ClusterQueue a second cpu")
+		gomega.Eventually(func(g gomega.Gomega) {
+			var cq kueue.ClusterQueue
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, &cq)).To(gomega.Succeed())
+			cq.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota = resource.MustParse("2")
+			g.Expect(env.Client.Update(ctx, &cq)).To(gomega.Succeed())
+		}, timeout, interval).Should(gomega.Succeed())
+
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, got := noticeCondition(g, ctx, key)
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(gomega.Equal("Withdrawn"))
+			g.Expect(c.Message).To(gomega.ContainSubstring("admitted without this eviction"))
+			g.Expect(got.Annotations).NotTo(gomega.HaveKey(annotations.PreemptionNotice))
+			g.Expect(util.Unsuspended(g, ctx, env.Client, victim)).To(gomega.BeTrue())
+		}, timeout, interval).Should(gomega.Succeed())
 	})
 
 	ginkgo.It("ends early when the victim finishes before its deadline", func() {
