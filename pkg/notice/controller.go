@@ -375,9 +375,13 @@ func removal(key string) []byte {
 }
 
 // setCondition writes the PreemptionNotice condition alone, with the resourceVersion read: a
-// Workload changed since is reconciled again.
+// Workload changed since is reconciled again. A False condition always gets a new transition
+// time, even over the False of an earlier notice: Ended tells by it that this notice is over.
 func (r *Reconciler) setCondition(ctx context.Context, wl *kueue.Workload, status metav1.ConditionStatus, reason, message string) error {
 	return workloadpatching.PatchStatus(ctx, r.Client, wl, fieldOwner, func(w *kueue.Workload) (bool, error) {
+		if status == metav1.ConditionFalse {
+			apimeta.RemoveStatusCondition(&w.Status.Conditions, ConditionType)
+		}
 		return apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
 			Type: ConditionType, Status: status, Reason: reason, Message: message,
 			LastTransitionTime: metav1.NewTime(r.Clock.Now()), ObservedGeneration: w.Generation,

@@ -116,6 +116,18 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(noticesTotal(ns, "Withdrawn")).To(gomega.Equal(before + 1))
 			g.Expect(util.Unsuspended(g, ctx, env.Client, victim)).To(gomega.BeTrue())
 		}, 2*time.Second, interval).Should(gomega.Succeed())
+
+		ginkgo.By("withdrawing, and counting once, a later notice for a preemptor already gone")
+		clk.Step(time.Minute)
+		giveNotice(ctx, victim, pre, 10*time.Minute)
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, got := noticeCondition(g, ctx, key)
+			g.Expect(c.Reason).To(gomega.Equal("Withdrawn"))
+			g.Expect(c.LastTransitionTime.Time).To(gomega.BeTemporally(">=", clk.Now()))
+			g.Expect(got.Annotations).NotTo(gomega.HaveKey(annotations.PreemptionNotice))
+			g.Expect(noticesTotal(ns, "Withdrawn")).To(gomega.Equal(before + 2))
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Consistently(func() float64 { return noticesTotal(ns, "Withdrawn") }, 2*time.Second, interval).Should(gomega.Equal(before + 2))
 	})
 
 	ginkgo.It("is withdrawn when room appears and its preemptor is admitted without the eviction", func() {
