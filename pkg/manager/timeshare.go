@@ -12,6 +12,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -60,7 +61,10 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
 		}
 		for _, f := range policy.Precedence() {
-			opts = append(opts, features[f])
+			// FeatureNotice has no preemptor option until the scheduler half of the notice lands.
+			if o := features[f]; o != nil {
+				opts = append(opts, o)
+			}
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
@@ -112,6 +116,9 @@ func (m *Manager) setupTimeshare() error {
 	}
 	if err := requeue.Setup(m, m.opts.Clock); err != nil {
 		return fmt.Errorf("setting up the requeue controller: %w", err)
+	}
+	if err := notice.Setup(m, m.opts.Clock, wake, m.customLabels, m.roleTracker); err != nil {
+		return fmt.Errorf("setting up the preemption notice controller: %w", err)
 	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {

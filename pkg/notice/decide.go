@@ -1,0 +1,157 @@
+// Package notice is the controller half of the notice before eviction (the PreemptionNotice
+// feature). The preemptor writes a notice's annotations on a victim Workload and evicts it when
+// the notice is due; this controller tells the user (the PreemptionNotice condition, the deadline
+// on the victim's Pods, events), copies checkpoint-done from the job, wakes the preemptor, and
+// ends the notices that end without an eviction. Everything it does is derived from the
+// Workload's annotations and condition, so a restarted manager carries on.
+package notice
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// ConditionType is the Workload condition that shows a notice: True while it runs (reason: the
+// preemption reason), False once it ended (reason: a policy.NoticeOutcome).
+const ConditionType = "PreemptionNotice"
+
+// Event reasons. The preemptor records its own events when it gives a notice and when it evicts.
+const (
+	// ReasonInForce (Normal): the condition was set True, the Pods told the deadline.
+	ReasonInForce = "PreemptionNoticeInForce"
+	// ReasonWithdrawn (Normal): the preemptor no longer needs the room; the workload keeps running.
+	ReasonWithdrawn = "PreemptionNoticeWithdrawn"
+	// ReasonEnded (Normal): the workload finished or stopped before the preemptor evicted it.
+	ReasonEnded = "PreemptionNoticeEnded"
+	// ReasonInvalid (Warning): a notice annotation cannot be read; it is left as it is.
+	ReasonInvalid = "InvalidPreemptionNotice"
+)
+
+// Action is what a reconcile does with a Workload.
+type Action string
+
+const (
+	// Nothing: no notice, or an unreadable one.
+	Nothing Action = "Nothing"
+	// Tell: the notice is in force; make sure the condition, the Pods and the job's
+	// checkpoint-done show it, and wake the preemptor when it is due.
+	Tell Action = "Tell"
+	// End: end the notice without an eviction (condition False with Outcome, count it once).
+	End Action = "End"
+	// Clean: the notice ended already (the condition is False); only its annotations are left.
+	Clean Action = "Clean"
+)
+
+// Preemptor is what the controller read of the Workload named in a notice.
+type Preemptor struct {
+	// Found is false when no Workload has the notice's namespace/name.
+	Found         bool
+	UID           types.UID
+	Finished      bool
+	Active        bool
+	QuotaReserved bool
+}
+
+// PreemptorOf describes wl as a notice's preemptor; nil is a preemptor not found.
+func PreemptorOf(wl *kueue.Workload) Preemptor {
+	if wl == nil {
+		return Preemptor{}
+	}
+	return Preemptor{Found: true, UID: wl.UID, Finished: workloadfinish.IsFinished(wl),
+		Active: workload.IsActive(wl), QuotaReserved: workload.HasQuotaReservation(wl)}
+}
+
+// Decision is what Decide says a reconcile should do.
+type Decision struct {
+	Action Action
+	// Outcome is the reason of the False condition End writes.
+	Outcome policy.NoticeOutcome
+	// Why says in words why the notice ends (End).
+	Why string
+	// Due is true when the preemptor may evict the victim now (Tell); Wait is how long until the
+	// deadline otherwise.
+	Due  bool
+	Wait time.Duration
+}
+
+// Decide says what to do with victim wl carrying notice n (nil: none) at now, given its preemptor.
+func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.Time) Decision {
+	if n == nil {
+		return Decision{Action: Nothing}
+	}
+	if Ended(wl, n) {
+		return Decision{Action: Clean}
+	}
+	if workloadfinish.IsFinished(wl) {
+		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}
+	}
+	if !workload.HasQuotaReservation(wl) || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload was stopped before the deadline"}
+	}
+	switch {
+	case !pre.Found:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deleted", n.Preemptor)}
+	case pre.UID != n.PreemptorUID:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deleted (one of the same name replaced it)", n.Preemptor)}
+	case pre.Finished:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s finished", n.Preemptor)}
+	case !pre.Active:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deactivated", n.Preemptor)}
+	case pre.QuotaReserved:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was admitted without this eviction", n.Preemptor)}
+	}
+	due, _ := policy.NoticeDue(n, wl, now)
+	d := Decision{Action: Tell, Due: due}
+	if !due {
+		d.Wait = n.Deadline.Sub(now)
+	}
+	return d
+}
+
+// Ended reports whether notice n on wl is over: the condition is False since the notice was given.
+// A condition False from an earlier notice is older than n.
+func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, ConditionType)
+	return c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second))
+}
+
+// InForceMessage is the True condition's message.
+func InForceMessage(n *annotations.Notice) string {
+	return fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
+		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone)
+}
+
+// EndedMessage is the False condition's message when this controller ends the notice.
+func EndedMessage(n *annotations.Notice, d Decision) string {
+	if d.Outcome == policy.NoticeWithdrawn {
+		return fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why)
+	}
+	return fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why)
+}
+
+// conditionReason is the pattern of a condition's reason (metav1.Condition's validation).
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// Parse reads the notice on wl; a notice whose reason cannot be a condition's reason is unreadable.
+func Parse(wl *kueue.Workload) (*annotations.Notice, error) {
+	n, err := annotations.ParseNotice(wl.Annotations)
+	if err != nil || n == nil {
+		return n, err
+	}
+	if len(n.Reason) > 1024 || !conditionReason.MatchString(n.Reason) {
+		return nil, fmt.Errorf("annotation %s: reason %q is not a valid condition reason", annotations.PreemptionNotice, n.Reason)
+	}
+	return n, nil
+}

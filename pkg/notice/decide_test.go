@@ -1,0 +1,149 @@
+package notice
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+func TestDecide(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "pre-uid"}
+	waiting := Preemptor{Found: true, UID: "pre-uid", Active: true}
+	cond := func(typ string, status metav1.ConditionStatus, reason string, at time.Time) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
+	}
+	admitted := cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", start.Add(-time.Hour))
+	victim := func(conds ...metav1.Condition) *kueue.Workload {
+		return &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: conds}}
+	}
+	checkpointed := victim(admitted)
+	checkpointed.Annotations = map[string]string{annotations.CheckpointDone: "true"}
+
+	cases := map[string]struct {
+		wl     *kueue.Workload
+		notice *annotations.Notice
+		pre    Preemptor
+		now    time.Time
+		want   Decision
+	}{
+		"no notice": {
+			wl: victim(admitted), pre: waiting, now: start,
+			want: Decision{Action: Nothing},
+		},
+		"notice runs: tell, wait for the deadline": {
+			wl: victim(admitted), notice: n, pre: waiting, now: start.Add(time.Minute),
+			want: Decision{Action: Tell, Wait: 4 * time.Minute},
+		},
+		"deadline reached: tell, due": {
+			wl: victim(admitted, cond(ConditionType, metav1.ConditionTrue, policy.TimeBasedReason, start)), notice: n, pre: waiting, now: n.Deadline,
+			want: Decision{Action: Tell, Due: true},
+		},
+		"checkpoint done: due before the deadline": {
+			wl: checkpointed, notice: n, pre: waiting, now: start,
+			want: Decision{Action: Tell, Due: true},
+		},
+		"preemptor deleted: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+		},
+		"preemptor replaced by one of the same name: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "other", Active: true}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+		},
+		"preemptor admitted elsewhere: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, QuotaReserved: true}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+		},
+		"preemptor finished: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, Finished: true}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+		},
+		"preemptor deactivated: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid"}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+		},
+		"victim finished: ended early, even with its preemptor gone": {
+			wl: victim(admitted, cond(kueue.WorkloadFinished, metav1.ConditionTrue, "Succeeded", start)), notice: n, pre: Preemptor{}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+		},
+		"victim suspended by its owner: ended early": {
+			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Deactivated", start)), notice: n, pre: waiting, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+		},
+		"victim without quota: ended early": {
+			wl: victim(), notice: n, pre: waiting, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+		},
+		"evicted by the preemptor: clean only": {
+			wl:     victim(cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEvictedAtDeadline), n.Deadline)),
+			notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, QuotaReserved: true}, now: n.Deadline,
+			want: Decision{Action: Clean},
+		},
+		"ended by this controller before a restart: clean only": {
+			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeWithdrawn), start.Add(time.Minute))),
+			notice: n, pre: Preemptor{}, now: start.Add(time.Minute),
+			want: Decision{Action: Clean},
+		},
+		"a condition False from an earlier notice does not end a new one": {
+			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEndedEarly), start.Add(-time.Hour))),
+			notice: n, pre: waiting, now: start,
+			want: Decision{Action: Tell, Wait: 5 * time.Minute},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Decide(tc.wl, tc.notice, tc.pre, tc.now)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Decision{}, "Why")); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	good := annotations.Notice{Start: start, Deadline: start.Add(time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
+	badReason := good
+	badReason.Reason = "not a reason!"
+	cases := map[string]struct {
+		ann     map[string]string
+		want    *annotations.Notice
+		wantErr bool
+	}{
+		"none":                 {ann: nil},
+		"good":                 {ann: good.Annotations(), want: &good},
+		"not JSON":             {ann: map[string]string{annotations.PreemptionNotice: "{", annotations.PreemptionDeadline: "2026-03-01T10:01:00Z"}, wantErr: true},
+		"no deadline":          {ann: map[string]string{annotations.PreemptionNotice: good.Annotations()[annotations.PreemptionNotice]}, wantErr: true},
+		"reason unfit for use": {ann: badReason.Annotations(), wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Parse(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Parse error = %v, want error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Parse (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInForceMessage(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
+	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (InClusterQueueTimeBased); set the annotation " +
+		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
+	if got := InForceMessage(n); got != want {
+		t.Errorf("InForceMessage = %q, want %q", got, want)
+	}
+}
