@@ -61,10 +61,7 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
 		}
 		for _, f := range policy.Precedence() {
-			// FeatureNotice has no preemptor option until the scheduler half of the notice lands.
-			if o := features[f]; o != nil {
-				opts = append(opts, o)
-			}
+			opts = append(opts, features[f])
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,

@@ -42,7 +42,7 @@ import (
 )
 
 // fieldOwner owns the PreemptionNotice condition when this controller writes it.
-const fieldOwner = client.FieldOwner("kueue-timeshare-notice")
+const fieldOwner = client.FieldOwner(policy.NoticeFieldOwner)
 
 // preemptorIndex indexes Workloads under notice by their preemptor's UID, so that a change of a
 // preemptor reaches its victims.

@@ -23,9 +23,8 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// ConditionType is the Workload condition that shows a notice: True while it runs (reason: the
-// preemption reason), False once it ended (reason: a policy.NoticeOutcome).
-const ConditionType = "PreemptionNotice"
+// ConditionType is the Workload condition that shows a notice (policy.NoticeCondition).
+const ConditionType = policy.NoticeCondition
 
 // Event reasons. The preemptor records its own events when it gives a notice and when it evicts.
 const (

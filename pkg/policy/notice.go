@@ -151,3 +151,6 @@ func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
 // NoticeCondition is the type of the Workload condition that shows a notice: True with the
 // preemption reason while it runs, False with a NoticeOutcome once it has ended.
 const NoticeCondition = "PreemptionNotice"
+
+// NoticeFieldOwner is the server-side apply field manager that owns NoticeCondition.
+const NoticeFieldOwner = "kueue-timeshare-notice"

@@ -260,9 +260,6 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 	metrics.ReportNoticeEnded(p.customLabels, cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
 }
 
-// NoticeFieldOwner owns the PreemptionNotice condition in server-side apply.
-const NoticeFieldOwner = client.FieldOwner("kueue-timeshare-notice")
-
 // ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
 func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, cond metav1.Condition) error {
 	u := &unstructured.Unstructured{}
@@ -277,5 +274,5 @@ func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Worklo
 	if err := unstructured.SetNestedSlice(u.Object, []any{raw}, "status", "conditions"); err != nil {
 		return err
 	}
-	return c.Status().Patch(ctx, u, client.Apply, NoticeFieldOwner, client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
+	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(policy.NoticeFieldOwner), client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
 }

@@ -94,6 +94,26 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		expectPreempted(ctx, low, high, kueue.InClusterQueueReason)
 		gomega.Expect(apimeta.FindStatusCondition(workloadOf(gomega.Default, ctx, low).Status.Conditions, policy.NoticeCondition)).To(gomega.BeNil())
 	})
+
+	ginkgo.It("is due early when the victim says its checkpoint is done", func() {
+		ns := namespace(ctx, "notice-checkpoint")
+		clusterQueue(ctx, ns, "notice-checkpoint", "1", "", map[string]any{
+			"withinClusterQueue": "LowerPriority", "noticePeriod": "10m", "noticeOnPriorityPreemption": true})
+		low := job(ns, "notice-checkpoint", "low", "1", "low")
+		submit(ctx, low)
+		admittedAt(ctx, low)
+		high := job(ns, "notice-checkpoint", "high", "1", "high")
+		submit(ctx, high)
+		noticeOn(low)
+		expectHeld(ctx, low, high)
+
+		wl := workloadOf(gomega.Default, ctx, low)
+		patch := []byte(`{"metadata":{"annotations":{"` + annotations.CheckpointDone + `":"true"}}}`)
+		gomega.Expect(env.Client.Patch(ctx, wl, rawMergePatch(patch))).To(gomega.Succeed())
+		// Nothing but the annotation changes: the clock stays inside the notice.
+		expectPreempted(ctx, low, high, kueue.InClusterQueueReason)
+		expectNoticeEnded(low, policy.NoticeEndedEarly)
+	})
 })
 
 // expectEvent waits for an event in ns with reason whose note contains part, about a Workload
