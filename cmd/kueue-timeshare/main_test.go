@@ -76,13 +76,13 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			args:     "--config=" + preemptorsLast + " --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
 			wantText: []string{`"PrioritizePreemptorWorkloads":false`, "no-kubeconfig"},
 		},
-		"a default notice while PreemptionNotice is off (alpha, the default)": {
-			args:     "--config=" + notice,
+		"a default notice while PreemptionNotice is turned off": {
+			args:     "--config=" + notice + " --feature-gates=PreemptionNotice=false",
 			wantText: []string{"invalid configuration", "timeshare.defaultNoticePeriod", "needs the PreemptionNotice feature gate, which is off"},
 		},
-		"a default notice with PreemptionNotice on passes the configuration checks": {
+		"a default notice with PreemptionNotice on (beta, the default) passes the configuration checks": {
 			// The manager then stops on the missing cluster, past every configuration check.
-			args:       "--config=" + notice + " --feature-gates=PreemptionNotice=true --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			args:       "--config=" + notice + " --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
 			wantText:   []string{"no-kubeconfig"},
 			wantAbsent: []string{"invalid configuration", "defaultNoticePeriod"},
 		},

@@ -39,15 +39,15 @@ const (
 	// releases it, as soon as the Job has no active Pods.
 	HandoverAfterVictimTermination featuregate.Feature = "HandoverAfterVictimTermination"
 
-	// PreemptionNotice allows spec.preemption.noticePeriod, noticeOnPriorityPreemption and
-	// noticeOnReclaim on ClusterQueues and Cohorts and the manager's defaultNoticePeriod. Alpha and
-	// off until the notice itself is built: with it off, the webhooks and the configuration loader
-	// refuse those settings rather than ignore them; with it on they are accepted and do nothing yet.
+	// PreemptionNotice gives a victim whose settings ask for it a notice before its eviction
+	// (spec.preemption.noticePeriod, noticeOnPriorityPreemption and noticeOnReclaim on ClusterQueues
+	// and Cohorts, and the manager's defaultNoticePeriod). Off: victims are evicted at once, and the
+	// webhooks and the configuration loader refuse those settings rather than ignore them.
 	PreemptionNotice featuregate.Feature = "PreemptionNotice"
 )
 
 // NoticeGateOff is what a refused notice setting is told while PreemptionNotice is off.
-const NoticeGateOff = "needs the PreemptionNotice feature gate, which is off (alpha): the notice before eviction is not implemented yet; leave it unset or set it to 0s/false"
+const NoticeGateOff = "needs the PreemptionNotice feature gate, which is off; leave it unset or set it to 0s/false"
 
 var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 	TimeBasedSamePriorityPreemption: {
@@ -66,7 +66,7 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 	PreemptionNotice: {
-		{Version: version.MustParse("0.19"), Default: false, PreRelease: featuregate.Alpha},
+		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
 	},
 }
 

@@ -21,9 +21,6 @@ func TestGatesLiveInUpstreamsGate(t *testing.T) {
 	}
 	for _, gate := range []featuregate.Feature{TimeBasedSamePriorityPreemption, MinRuntimeProtection, PreemptionToleration, ExpectedRuntimeRequeue, HandoverAfterVictimTermination, PreemptionNotice} {
 		for name, tc := range cases {
-			if gate == PreemptionNotice && tc.set == nil {
-				tc.want = false // Alpha, off until the notice is built.
-			}
 			t.Run(string(gate)+"/"+name, func(t *testing.T) {
 				if tc.set != nil {
 					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, gate, *tc.set)

@@ -19,6 +19,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -289,6 +290,44 @@ var _ = ginkgo.Describe("protection of running Pods", func() {
 			g.Expect(c.Reason).To(gomega.Equal(policy.ExpectedRuntimeReason))
 			g.Expect(holding(wl)).To(gomega.BeFalse())
 		}, 30*time.Second, interval).Should(gomega.Succeed())
+	})
+})
+
+var _ = ginkgo.Describe("a preemption notice with Pods", func() {
+	ginkgo.It("tells the victim's running Pods the deadline and deletes them only after it", func() {
+		ctx := context.Background()
+		ns := newNamespace(ctx, "notice")
+		priorityClass(ctx, "e2e-notice-low", 100, nil)
+		priorityClass(ctx, "e2e-notice-high", 1000, nil)
+		clusterQueue(ctx, ns, "notice", "4", map[string]any{
+			"withinClusterQueue": "LowerPriority", "noticePeriod": "20s", "noticeOnPriorityPreemption": true})
+		low := newJob(ns, jobSpec{name: "low", queue: "notice", cpu: "4", grace: 5, priorityClass: "e2e-notice-low"})
+		high := newJob(ns, jobSpec{name: "high", queue: "notice", cpu: "4", grace: 5, priorityClass: "e2e-notice-high"})
+		submit(ctx, low)
+		expectRunning(ctx, low, time.Minute)
+		submit(ctx, high)
+
+		ginkgo.By("annotating the victim's running Pods with the deadline")
+		var deadline time.Time
+		gomega.Eventually(func(g gomega.Gomega) {
+			pods := jobPods(ctx, low)
+			g.Expect(pods).NotTo(gomega.BeEmpty())
+			for _, p := range pods {
+				d, err := time.Parse(time.RFC3339, p.Annotations[annotations.PreemptionDeadline])
+				g.Expect(err).NotTo(gomega.HaveOccurred(), "Pod %s carries the deadline", p.Name)
+				deadline = d
+			}
+		}, 30*time.Second, interval).Should(gomega.Succeed())
+		gomega.Expect(time.Until(deadline)).To(gomega.BeNumerically(">", 10*time.Second), "the notice lasts its 20 s")
+
+		h := expectHandover(ctx, low, high, deadline, kueue.InClusterQueueReason)
+		gomega.Expect(h.evicted).To(gomega.BeTemporally(">=", deadline), "evicted at the deadline, not before")
+		gomega.Eventually(func(g gomega.Gomega) {
+			c := apimeta.FindStatusCondition(workload(g, ctx, low).Status.Conditions, policy.NoticeCondition)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
+		}, 30*time.Second, interval).Should(gomega.Succeed())
+		ginkgo.AddReportEntry("notice handover with Pods (20 s notice, 5 s grace)", h.String())
 	})
 })
 

@@ -51,7 +51,7 @@ type Configuration struct {
 	RuntimeClock RuntimeClock `json:"runtimeClock,omitempty"`
 	// DefaultNoticePeriod is the notice a victim gets before its eviction when neither its
 	// ClusterQueue nor any ancestor cohort sets noticePeriod. 0s: none. Accepted only with the
-	// PreemptionNotice feature gate; not yet acted on.
+	// PreemptionNotice feature gate.
 	DefaultNoticePeriod *metav1.Duration `json:"defaultNoticePeriod,omitempty"`
 }
 

@@ -64,7 +64,7 @@ func PrinterColumns() map[string][]apiextensionsv1.CustomResourceColumnDefinitio
 			{Name: "Reclaim Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.reclaimMinRuntime",
 				Description: "Protection against reclaim by other ClusterQueues, where set here (kueue-timeshare)"},
 			{Name: "Notice Period", Type: "string", Priority: 1, JSONPath: ".spec.preemption.noticePeriod",
-				Description: "Time a victim keeps running, with the deadline announced, before its eviction, where set here (kueue-timeshare; not yet active)"},
+				Description: "Time a victim keeps running, with the deadline announced, before its eviction, where set here (kueue-timeshare)"},
 		}
 	}
 	return map[string][]apiextensionsv1.CustomResourceColumnDefinition{

@@ -16,8 +16,8 @@ const MaximumNoticePeriod = time.Hour
 
 // NoticeSettings give a preempted workload time to save its work before it is evicted. A
 // ClusterQueue or Cohort that leaves one unset inherits it from its parent cohort; noticePeriod
-// then comes from the manager configuration. Nothing acts on them yet: the notice itself is not
-// implemented, and the PreemptionNotice feature gate that allows them is off by default.
+// then comes from the manager configuration. They act while the PreemptionNotice feature gate is
+// on (docs/preemption-notice.md).
 type NoticeSettings struct {
 	// noticePeriod is how long a workload chosen as a victim keeps running, with the deadline
 	// announced, before it is evicted. It applies to time-based (InClusterQueueTimeBased) and

@@ -39,14 +39,13 @@ const (
 		"(InClusterQueueTimeBased) or expected-runtime (InClusterQueueExpectedRuntime) preemption keeps running, " +
 		"with the deadline announced, before it is evicted, so that it can save its work (kueue-timeshare). " +
 		"Unset: inherited from the parent Cohort, then the manager's defaultNoticePeriod; 0s: no notice. At most 1h. " +
-		"Not yet active: accepted only with the PreemptionNotice feature gate (alpha, off), and the notice itself " +
-		"is not implemented. A Go duration, for example 5m."
+		"Needs the PreemptionNotice feature gate (beta, on). A Go duration, for example 5m."
 	noticeOnPriorityPreemptionDescription = "noticeOnPriorityPreemption extends noticePeriod to preemption by a " +
 		"higher-priority workload of the victim's own ClusterQueue (InClusterQueue) (kueue-timeshare). Unset: inherited " +
-		"from the parent Cohort; default false. Not yet active (PreemptionNotice feature gate)."
+		"from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
 	noticeOnReclaimDescription = "noticeOnReclaim extends noticePeriod to preemption by another ClusterQueue of the " +
 		"cohort tree (InCohortReclamation, InCohortReclaimWhileBorrowing, InCohortFairSharing) (kueue-timeshare). " +
-		"Unset: inherited from the parent Cohort; default false. Not yet active (PreemptionNotice feature gate)."
+		"Unset: inherited from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
 )
 
 // durationPattern accepts Go duration strings; the sign and the minimum are checked by the

@@ -22,7 +22,7 @@ func TestConversion(t *testing.T) {
 var _ = ginkgo.BeforeSuite(func() {
 	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	var err error
-	// PreemptionNotice (alpha, off) lets the webhooks accept the notice fields, so that they are
+	// PreemptionNotice (beta, on) lets the webhooks accept the notice fields, so that they are
 	// converted like the others; test/integration/protection checks the refusal with it off.
 	env, err = util.Start(util.Settings{Log: log, FeatureGates: map[string]bool{"PreemptionNotice": true}})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -23,7 +23,7 @@ import (
 var _ = ginkgo.Describe("A notice before eviction", func() {
 	ctx := context.Background()
 
-	ginkgo.It("is shown on the Workload and its running Pods, takes checkpoint-done from the Job, and survives a restart", func() {
+	ginkgo.It("is shown on the Workload and its running Pods, survives a restart, and ends early once the Job says checkpoint-done", func() {
 		ns := queue(ctx, "in-force")
 		victim := running(ctx, ns, "victim")
 		_, pre := pending(ctx, ns, "preemptor")
@@ -61,15 +61,6 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(deadlineOn(g, ctx, late[0])).To(gomega.Equal(deadline))
 		}, timeout, interval).Should(gomega.Succeed())
 
-		ginkgo.By("copying checkpoint-done from the Job to the Workload")
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.CheckpointDone: "true"}}})
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(env.Client.Patch(ctx, victim, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())
-		gomega.Eventually(func(g gomega.Gomega) {
-			_, got := noticeCondition(g, ctx, key)
-			g.Expect(got.Annotations).To(gomega.HaveKeyWithValue(annotations.CheckpointDone, "true"))
-		}, timeout, interval).Should(gomega.Succeed())
-
 		ginkgo.By("keeping the notice, without telling it again, across a restart")
 		gomega.Expect(env.RestartManager()).To(gomega.Succeed())
 		gomega.Consistently(func(g gomega.Gomega) {
@@ -80,6 +71,19 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(got.Annotations).To(gomega.HaveKey(annotations.PreemptionNotice))
 			g.Expect(eventsFor(g, ctx, ns, wl.Name, "PreemptionNoticeInForce")).To(gomega.HaveLen(1))
 		}, 3*time.Second, interval).Should(gomega.Succeed())
+		ginkgo.By("copying checkpoint-done from the Job to the Workload")
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotations.CheckpointDone: "true"}}})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		gomega.Expect(env.Client.Patch(ctx, victim, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())
+		// Copied, the notice is due: the waiting preemptor evicts the victim at once.
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, got := noticeCondition(g, ctx, key)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(gomega.Equal("EndedEarly"))
+			g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, kueue.WorkloadEvicted)).To(gomega.BeTrue())
+		}, timeout, interval).Should(gomega.Succeed())
+
 	})
 
 	ginkgo.It("is withdrawn when its preemptor is deleted: the victim keeps running, told so once", func() {

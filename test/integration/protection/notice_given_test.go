@@ -12,7 +12,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -25,14 +24,6 @@ import (
 // waits and says so, and at the deadline the eviction happens with its usual reason.
 var _ = ginkgo.Describe("A preemption notice", func() {
 	ctx := context.Background()
-
-	ginkgo.BeforeEach(func() {
-		setGate := func(on bool) {
-			gomega.Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"PreemptionNotice": on})).To(gomega.Succeed())
-		}
-		ginkgo.DeferCleanup(setGate, false)
-		setGate(true)
-	})
 
 	// noticeOn waits until j's Workload carries a notice and returns it.
 	noticeOn := func(j *batchv1.Job) *annotations.Notice {

@@ -38,10 +38,18 @@ func noticeObject(kind, version, name string, preemption map[string]any) *unstru
 	return u
 }
 
-// This suite runs with PreemptionNotice at its default (alpha, off); test/integration/conversion
-// runs with it on and checks that the fields are then accepted and kept in both versions.
+// PreemptionNotice is on by default; these specs turn it off (the webhook runs in this process and
+// reads the process-wide gate on each request). test/integration/conversion checks that the fields
+// are accepted and kept in both versions with it on.
 var _ = ginkgo.Describe("Notice settings while the PreemptionNotice gate is off", func() {
 	ctx := context.Background()
+
+	ginkgo.BeforeEach(func() {
+		gomega.Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"PreemptionNotice": false})).To(gomega.Succeed())
+		ginkgo.DeferCleanup(func() {
+			gomega.Expect(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"PreemptionNotice": true})).To(gomega.Succeed())
+		})
+	})
 
 	ginkgo.DescribeTable("a setting that would change what happens to a victim is refused, naming the field and the gate",
 		func(kind, version string, preemption map[string]any, wantFields ...string) {
