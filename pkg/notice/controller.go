@@ -218,6 +218,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch d.Action {
 	case Clean:
 		return ctrl.Result{}, r.clean(ctx, &wl, n)
+	case Record:
+		_, message := policy.NoticeEvictionOutcome(n, &wl)
+		if err := r.setCondition(ctx, &wl, metav1.ConditionFalse, string(d.Outcome), message); err != nil {
+			return ctrl.Result{}, ignoreConflict(err)
+		}
+		return ctrl.Result{}, r.clean(ctx, &wl, n)
 	case End:
 		return ctrl.Result{}, r.end(ctx, &wl, n, d)
 	case Tell:

@@ -51,6 +51,9 @@ const (
 	End Action = "End"
 	// Clean: the notice ended already (the condition is False); only its annotations are left.
 	Clean Action = "Clean"
+	// Record: the preemptor evicted the workload for this notice and records the end itself; write
+	// the same condition in case its write was lost (not counted again), then clean.
+	Record Action = "Record"
 )
 
 // Preemptor is what the controller read of the Workload named in a notice.
@@ -96,6 +99,10 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 	if workloadfinish.IsFinished(wl) {
 		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}
 	}
+	if PreemptedFor(wl, n) {
+		outcome, _ := policy.NoticeEvictionOutcome(n, wl)
+		return Decision{Action: Record, Outcome: outcome}
+	}
 	if !workload.HasQuotaReservation(wl) || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
 		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload was stopped before the deadline"}
 	}
@@ -117,6 +124,13 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 		d.Wait = n.Deadline.Sub(now)
 	}
 	return d
+}
+
+// PreemptedFor reports whether wl was preempted for notice n: its Preempted condition is True,
+// with the notice's reason, since the notice was given.
+func PreemptedFor(wl *kueue.Workload, n *annotations.Notice) bool {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == n.Reason && !c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second))
 }
 
 // Ended reports whether notice n on wl is over: the condition is False since the notice was given.

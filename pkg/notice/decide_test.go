@@ -83,6 +83,18 @@ func TestDecide(t *testing.T) {
 			wl: victim(), notice: n, pre: waiting, now: start,
 			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
 		},
+		"preempted for this notice, the preemptor's condition not seen yet: record its outcome, not counted": {
+			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Preempted", n.Deadline),
+				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, policy.TimeBasedReason, n.Deadline)),
+			notice: n, pre: waiting, now: n.Deadline,
+			want: Decision{Action: Record, Outcome: policy.NoticeEvictedAtDeadline},
+		},
+		"preempted for another reason than the notice's: ended early": {
+			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Preempted", start),
+				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, kueue.InClusterQueueReason, start)),
+			notice: n, pre: waiting, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+		},
 		"evicted by the preemptor: clean only": {
 			wl:     victim(cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEvictedAtDeadline), n.Deadline)),
 			notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, QuotaReserved: true}, now: n.Deadline,

@@ -154,3 +154,14 @@ const NoticeCondition = "PreemptionNotice"
 
 // NoticeFieldOwner is the server-side apply field manager that owns NoticeCondition.
 const NoticeFieldOwner = "kueue-timeshare-notice"
+
+// NoticeEvictionOutcome is how a notice on wl ended when the preemptor evicted wl for it: early
+// once the workload said its checkpoint was done, else at the deadline. The preemptor and the
+// notice controller both record it, so that either may write the condition.
+func NoticeEvictionOutcome(n *annotations.Notice, wl *kueue.Workload) (NoticeOutcome, string) {
+	at := n.Deadline.UTC().Format(time.RFC3339)
+	if annotations.CheckpointIsDone(wl.Annotations) {
+		return NoticeEndedEarly, fmt.Sprintf("Evicted before its deadline %s: its checkpoint is done", at)
+	}
+	return NoticeEvictedAtDeadline, fmt.Sprintf("Evicted at its deadline %s", at)
+}

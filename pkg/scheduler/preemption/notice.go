@@ -244,14 +244,7 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 		return
 	}
 	now := p.clock.Now()
-	_, outcome := policy.NoticeDue(n, victim, now)
-	if outcome == "" {
-		outcome = policy.NoticeEvictedAtDeadline
-	}
-	msg := fmt.Sprintf("Evicted at its deadline %s", n.Deadline.UTC().Format(time.RFC3339))
-	if outcome == policy.NoticeEndedEarly {
-		msg = fmt.Sprintf("Evicted before its deadline %s: its checkpoint is done", n.Deadline.UTC().Format(time.RFC3339))
-	}
+	outcome, msg := policy.NoticeEvictionOutcome(n, victim)
 	cond := metav1.Condition{Type: policy.NoticeCondition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
 		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: victim.Generation}
 	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
