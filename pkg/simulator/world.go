@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -303,10 +304,41 @@ func (w *world) watchWrites() interceptor.Funcs {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if u, ok := obj.(*unstructured.Unstructured); ok && sub == "status" && patch.Type() == types.ApplyPatchType && u.GetKind() == "Workload" {
+				return w.applyConditions(ctx, c, u)
+			}
 			mark(obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
+}
+
+// applyConditions applies the status conditions of a server-side apply to a Workload as the API
+// server would, by type (its conditions are a map-list); the fake client replaces the whole list.
+func (w *world) applyConditions(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil {
+		return err
+	}
+	wl := &kueue.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
+		return err
+	}
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var cond metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond); err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&wl.Status.Conditions, cond)
+	}
+	w.dirtyMu.Lock()
+	w.dirty.Insert(client.ObjectKeyFromObject(wl))
+	w.dirtyMu.Unlock()
+	return c.Status().Update(ctx, wl)
 }
 
 func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
