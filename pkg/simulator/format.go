@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // WriteTable writes the per-workload table and the per-ClusterQueue summary of one or more runs
@@ -80,6 +82,13 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, formatOffset(r.LostWork.Lost))
 	}
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
+	if gaveNotices(runs) {
+		notices := make([]string, len(runs))
+		for i, r := range runs {
+			notices[i] = fmt.Sprintf("%d given, %d ended early", r.Notices.Given, r.Notices.EndedEarly)
+		}
+		fmt.Fprintf(out, "Preemption notices (ended early: the checkpoint was done before the deadline): %s\n", strings.Join(notices, " / "))
+	}
 	for _, r := range runs {
 		for _, n := range r.Notes {
 			fmt.Fprintf(out, "\nNote (%s): %s", r.Mode.Title(), n)
@@ -89,6 +98,15 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+func gaveNotices(runs []*Result) bool {
+	for _, r := range runs {
+		if r.Notices.Given > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func hasNotes(runs []*Result) bool {
@@ -183,6 +201,17 @@ func WriteTimeline(out io.Writer, r *Result) error {
 			what = fmt.Sprintf("%s is evicted (%s)", e.Workload, e.Reason)
 		case EventFinished:
 			what = fmt.Sprintf("%s finishes", e.Workload)
+		case EventNoticed:
+			what = fmt.Sprintf("%s is given notice until +%s (%s)", e.Workload, formatOffset(e.Until), e.Reason)
+			if e.By != "" {
+				what = fmt.Sprintf("%s is given notice until +%s for %s (%s)", e.Workload, formatOffset(e.Until), e.By, e.Reason)
+			}
+		}
+		switch e.Notice {
+		case string(policy.NoticeEndedEarly):
+			what += ", its checkpoint done before the deadline"
+		case string(policy.NoticeEvictedAtDeadline):
+			what += ", at its notice's deadline"
 		}
 		if e.Lost > 0 {
 			what += fmt.Sprintf(", losing %s of run time (%s %s)", formatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
@@ -208,6 +237,12 @@ type jsonResult struct {
 	Events        []jsonEvent    `json:"events"`
 	Notes         []string       `json:"notes"`
 	LostWork      jsonLostWork   `json:"lostWork"`
+	Notices       jsonNotices    `json:"notices"`
+}
+
+type jsonNotices struct {
+	Given      int `json:"given"`
+	EndedEarly int `json:"endedEarly"`
 }
 
 type jsonLostWork struct {
@@ -231,6 +266,7 @@ type jsonWorkload struct {
 	LostSeconds        float64        `json:"lostSeconds"`
 	LostResourceHours  float64        `json:"lostResourceHours"`
 	Admissions         int            `json:"admissions"`
+	Notices            jsonNotices    `json:"notices"`
 	Preemptions        map[string]int `json:"preemptions"`
 	Finished           bool           `json:"finished"`
 	FinishedAtSeconds  *float64       `json:"finishedAtSeconds"`
@@ -259,6 +295,7 @@ type jsonQueue struct {
 	PreemptionsPerHour float64            `json:"preemptionsPerHour"`
 	LostSeconds        float64            `json:"lostSeconds"`
 	LostResourceHours  float64            `json:"lostResourceHours"`
+	Notices            jsonNotices        `json:"notices"`
 	Utilisation        float64            `json:"utilisation"`
 }
 
@@ -272,6 +309,9 @@ type jsonEvent struct {
 	// Set on evictions only, zero included.
 	LostSeconds       *float64 `json:"lostSeconds,omitempty"`
 	LostResourceHours *float64 `json:"lostResourceHours,omitempty"`
+	// A notice's deadline; on an eviction that ended a notice, how it ended.
+	UntilSeconds *float64 `json:"untilSeconds,omitempty"`
+	Notice       string   `json:"notice,omitempty"`
 }
 
 // WriteJSON writes the runs as {"runs": [...]}, with durations in seconds.
@@ -280,14 +320,15 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 	for _, r := range runs {
 		jr := jsonResult{Scenario: r.Scenario, Mode: r.Mode, Start: r.Start.UTC(), EndSeconds: r.End.Seconds(), Cycles: r.Cycles,
 			Workloads: []jsonWorkload{}, ClusterQueues: []jsonQueue{}, Events: []jsonEvent{}, Notes: append([]string{}, r.Notes...),
-			LostWork: jsonLostWork{Resource: r.LostWork.Resource, Unit: r.LostWork.Unit, Seconds: r.LostWork.Lost.Seconds(), ResourceHours: r.LostWork.ResourceHours}}
+			LostWork: jsonLostWork{Resource: r.LostWork.Resource, Unit: r.LostWork.Unit, Seconds: r.LostWork.Lost.Seconds(), ResourceHours: r.LostWork.ResourceHours},
+			Notices:  jsonNotices(r.Notices)}
 		for _, w := range r.Workloads {
 			jw := jsonWorkload{
 				Name: w.Name, Namespace: w.Namespace, ClusterQueue: w.ClusterQueue, Priority: w.Priority, Requests: w.Requests,
 				ArrivalSeconds: w.Arrival.Seconds(), DurationSeconds: w.Duration.Seconds(),
 				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(), LostSeconds: w.Lost.Seconds(),
 				LostResourceHours: w.LostResourceHours,
-				Admissions:        w.Admissions, Preemptions: w.Preemptions, Finished: w.Finished,
+				Admissions:        w.Admissions, Notices: jsonNotices(w.Notices), Preemptions: w.Preemptions, Finished: w.Finished,
 				Share: w.Share, CapacitySeconds: w.CapacityTime, Intervals: []jsonInterval{},
 			}
 			if w.Finished {
@@ -304,7 +345,7 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 				Name: q.Name, Workloads: q.Workloads, Finished: q.Finished, CapacityShare: q.CapacityShare,
 				WaitP50Seconds: q.WaitP50.Seconds(), WaitP95Seconds: q.WaitP95.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
 				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour, LostSeconds: q.Lost.Seconds(),
-				LostResourceHours: q.LostResourceHours, Utilisation: q.Utilisation,
+				LostResourceHours: q.LostResourceHours, Notices: jsonNotices(q.Notices), Utilisation: q.Utilisation,
 			}
 			if !math.IsNaN(q.Jain) {
 				j := q.Jain
@@ -313,7 +354,11 @@ func WriteJSON(out io.Writer, runs ...*Result) error {
 			jr.ClusterQueues = append(jr.ClusterQueues, jq)
 		}
 		for _, e := range r.Events {
-			je := jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By}
+			je := jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By, Notice: e.Notice}
+			if e.Kind == EventNoticed {
+				until := e.Until.Seconds()
+				je.UntilSeconds = &until
+			}
 			if e.Kind == EventPreempted || e.Kind == EventEvicted {
 				lost, hours := e.Lost.Seconds(), e.LostResourceHours
 				je.LostSeconds, je.LostResourceHours = &lost, &hours

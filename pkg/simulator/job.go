@@ -30,6 +30,24 @@ type job struct {
 	lost        time.Duration
 	preemptions map[string]int
 	finishedAt  time.Duration
+
+	// notice is the preemption notice in force on a running job, if any.
+	notice *jobNotice
+	// notices counts the notices given; endedEarly those that ended with the job's checkpoint
+	// done before the deadline.
+	notices, endedEarly int
+}
+
+// jobNotice is a preemption notice a running job reacts to, as a training loop that reads the
+// deadline would: it starts a checkpoint at once and, when the checkpoint completes before the
+// deadline, says so (checkpoint-done), so that it is evicted then.
+type jobNotice struct {
+	given, deadline time.Duration
+	// checkpointAt is when the checkpoint started at the notice completes; 0: the job does not
+	// checkpoint within the notice (no checkpointDuration, or it would not finish in time).
+	checkpointAt time.Duration
+	// saved: the checkpoint completed and the job said so.
+	saved bool
 }
 
 type jobState int
@@ -57,6 +75,7 @@ func (j *job) arrived(now time.Duration) {
 func (j *job) admitted(now time.Duration) {
 	j.close(now)
 	j.state, j.since = running, now
+	j.notice = nil
 	j.admissions++
 	j.finishAt = now + j.spec.Duration - j.progress
 }
@@ -68,6 +87,14 @@ func (j *job) evicted(now time.Duration, reason string) time.Duration {
 	}
 	j.close(now)
 	kept, lost := j.spec.checkpoints().split(now - j.since)
+	if n := j.notice; n != nil && n.saved {
+		// The checkpoint begun at the notice kept the work up to it, and counts as progress as
+		// the periodic ones do; only what ran after it completed is lost.
+		kept = max(kept, min(n.checkpointAt-j.since, now-j.since))
+		lost = now - j.since - kept
+		j.endedEarly++
+	}
+	j.notice = nil
 	j.progress += kept
 	j.lost += lost
 	j.state, j.since = pending, now
@@ -104,7 +131,29 @@ func (c checkpointing) split(ran time.Duration) (kept, lost time.Duration) {
 	return kept, ran - kept
 }
 
+// noticed starts the job's reaction to a notice given at now until deadline: a job that declares
+// checkpointDuration starts a checkpoint, which saves its work only if it completes before the
+// deadline. A continuously checkpointed job has nothing to save.
+func (j *job) noticed(now, deadline time.Duration) {
+	if j.state != running {
+		return
+	}
+	j.notices++
+	j.notice = &jobNotice{given: now, deadline: deadline}
+	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && now+take < deadline {
+		j.notice.checkpointAt = now + take
+	}
+}
+
+// checkpointDue reports whether the checkpoint begun at a notice completes by now and is not yet
+// reported.
+func (j *job) checkpointDue(now time.Duration) bool {
+	n := j.notice
+	return j.state == running && n != nil && !n.saved && n.checkpointAt > 0 && n.checkpointAt <= now
+}
+
 func (j *job) finished(now time.Duration) {
+	j.notice = nil
 	j.close(now)
 	j.state, j.since, j.finishedAt = done, now, now
 }

@@ -123,6 +123,9 @@ func ClusterQueueFromObject(u *unstructured.Unstructured) (ClusterQueue, []strin
 		if p.ReclaimMinRuntime, err = durationAt(pr, "reclaimMinRuntime"); err != nil {
 			return cq, nil, fmt.Errorf("%s: spec.preemption.reclaimMinRuntime: %w", what, err)
 		}
+		if p.NoticePeriod, p.NoticeOnPriorityPreemption, p.NoticeOnReclaim, err = noticeAt(pr, what); err != nil {
+			return cq, nil, err
+		}
 		cq.Preemption = p
 	}
 	if w, err := weightAt(spec); err != nil {
@@ -195,6 +198,10 @@ func CohortFromObject(u *unstructured.Unstructured) (Cohort, error) {
 		if m.ReclaimMinRuntime, err = durationAt(spec, "preemption", "reclaimMinRuntime"); err != nil {
 			return c, fmt.Errorf("%s: spec.preemption.reclaimMinRuntime: %w", what, err)
 		}
+		pr, _, _ := unstructured.NestedMap(spec, "preemption")
+		if m.NoticePeriod, m.NoticeOnPriorityPreemption, m.NoticeOnReclaim, err = noticeAt(pr, what); err != nil {
+			return c, err
+		}
 		c.Preemption = m
 	}
 	if w, err := weightAt(spec); err != nil {
@@ -255,6 +262,23 @@ func quantityAt(m map[string]any, fields ...string) (*Quantity, error) {
 		return nil, fmt.Errorf("%v is not a quantity", v)
 	}
 	return &Quantity{q}, nil
+}
+
+// noticeAt reads the notice settings of a spec.preemption.
+func noticeAt(pr map[string]any, what string) (period *Duration, onPriority, onReclaim *bool, err error) {
+	if period, err = durationAt(pr, "noticePeriod"); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: spec.preemption.noticePeriod: %w", what, err)
+	}
+	for name, dst := range map[string]**bool{"noticeOnPriorityPreemption": &onPriority, "noticeOnReclaim": &onReclaim} {
+		v, ok, e := unstructured.NestedBool(pr, name)
+		if e != nil {
+			return nil, nil, nil, fmt.Errorf("%s: spec.preemption.%s: %w", what, name, e)
+		}
+		if ok {
+			*dst = &v
+		}
+	}
+	return period, onPriority, onReclaim, nil
 }
 
 func durationAt(m map[string]any, fields ...string) (*Duration, error) {

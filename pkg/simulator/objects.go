@@ -116,6 +116,7 @@ func cohortObject(c Cohort) *unstructured.Unstructured {
 		pr := map[string]any{}
 		setDuration(pr, "preemptMinRuntime", c.Preemption.PreemptMinRuntime)
 		setDuration(pr, "reclaimMinRuntime", c.Preemption.ReclaimMinRuntime)
+		setNotice(pr, c.Preemption.NoticePeriod, c.Preemption.NoticeOnPriorityPreemption, c.Preemption.NoticeOnReclaim)
 		spec["preemption"] = pr
 	}
 	if c.FairSharing != nil && c.FairSharing.Weight != nil {
@@ -152,6 +153,7 @@ func clusterQueueObject(cq ClusterQueue) *unstructured.Unstructured {
 		}
 		setDuration(preemption, "preemptMinRuntime", pr.PreemptMinRuntime)
 		setDuration(preemption, "reclaimMinRuntime", pr.ReclaimMinRuntime)
+		setNotice(preemption, pr.NoticePeriod, pr.NoticeOnPriorityPreemption, pr.NoticeOnReclaim)
 	}
 	spec := map[string]any{
 		"queueingStrategy":  strategy,
@@ -321,4 +323,14 @@ func describeRequests(r corev1.ResourceList, pods int32) string {
 		s = fmt.Sprintf("%dx(%s)", pods, s)
 	}
 	return s
+}
+
+func setNotice(m map[string]any, period *Duration, onPriority, onReclaim *bool) {
+	setDuration(m, "noticePeriod", period)
+	if onPriority != nil {
+		m["noticeOnPriorityPreemption"] = *onPriority
+	}
+	if onReclaim != nil {
+		m["noticeOnReclaim"] = *onReclaim
+	}
 }

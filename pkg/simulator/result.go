@@ -29,6 +29,15 @@ type Result struct {
 	Notes []string
 	// LostWork is the run time evictions threw away, over every workload.
 	LostWork LostWork
+	// Notices counts preemption notices given, over every workload.
+	Notices Notices
+}
+
+// Notices counts preemption notices: given, and ended early because the victim's checkpoint was
+// done before the deadline (the others ended at the deadline, or have not ended).
+type Notices struct {
+	Given      int
+	EndedEarly int
 }
 
 // LostWork measures work lost at evictions in one resource times time: the scenario's
@@ -64,6 +73,7 @@ type WorkloadResult struct {
 	Lost time.Duration
 	// LostResourceHours is Lost in Result.LostWork's unit.
 	LostResourceHours float64
+	Notices           Notices
 	// Preemptions counts evictions by reason (InClusterQueueTimeBased, InCohortReclamation, ...).
 	Preemptions map[string]int
 	Finished    bool
@@ -105,6 +115,7 @@ type QueueResult struct {
 	// is the same in Result.LostWork's unit.
 	Lost              time.Duration
 	LostResourceHours float64
+	Notices           Notices
 	// PreemptionsPerHour is Preemptions over the simulated time.
 	PreemptionsPerHour float64
 	// Utilisation is the capacity-time used over the simulated time: the average fraction of
@@ -121,6 +132,8 @@ const (
 	EventPreempted EventKind = "preempted"
 	EventEvicted   EventKind = "evicted"
 	EventFinished  EventKind = "finished"
+	// EventNoticed: the workload was given a preemption notice (PreemptionNotice gate).
+	EventNoticed EventKind = "noticed"
 )
 
 // Event is one thing that happened to a workload.
@@ -137,6 +150,11 @@ type Event struct {
 	// Result.LostWork's unit.
 	Lost              time.Duration
 	LostResourceHours float64
+	// Until is a notice's deadline.
+	Until time.Duration
+	// Notice, on an eviction that ended a notice, says how: EndedEarly (the checkpoint was done)
+	// or EvictedAtDeadline.
+	Notice string
 }
 
 func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration) *Result {
@@ -158,6 +176,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			Duration:     j.spec.Duration,
 			Admissions:   j.admissions,
 			Lost:         j.lost,
+			Notices:      Notices{Given: j.notices, EndedEarly: j.endedEarly},
 			Preemptions:  j.preemptions,
 			Finished:     j.state == done,
 			FinishedAt:   j.finishedAt,
@@ -177,6 +196,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		wr.LostResourceHours = heldOf(j.spec, r.LostWork.Resource) * wr.Lost.Hours()
 		r.LostWork.Lost += wr.Lost
 		r.LostWork.ResourceHours += wr.LostResourceHours
+		r.Notices.add(wr.Notices)
 		r.Workloads = append(r.Workloads, wr)
 	}
 	weighEvictions(r.Events, order, r.LostWork.Resource)
@@ -205,6 +225,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.Preemptions += w.PreemptionCount()
 		q.Lost += w.Lost
 		q.LostResourceHours += w.LostResourceHours
+		q.Notices.add(w.Notices)
 	}
 	for _, w := range wls {
 		if sum > 0 {
@@ -336,4 +357,9 @@ func shortDuration(d time.Duration) string {
 		}
 	}
 	return out
+}
+
+func (n *Notices) add(o Notices) {
+	n.Given += o.Given
+	n.EndedEarly += o.EndedEarly
 }

@@ -35,6 +35,10 @@ const (
 	// negative priority boost, and ClusterQueues with withinClusterQueue LowerOrNewerEqualPriority
 	// use LowerPriority, as the booster requires.
 	ModeBooster Mode = "booster"
+	// ModeNoNotice is kueue-timeshare as configured but with the PreemptionNotice gate off: every
+	// victim is evicted when chosen. --compare adds it when the scenario turns notices on, to show
+	// the work the notices save.
+	ModeNoNotice Mode = "timeshare-no-notice"
 )
 
 // Title is how output names a mode.
@@ -44,6 +48,8 @@ func (m Mode) Title() string {
 		return "upstream (features off)"
 	case ModeBooster:
 		return "upstream + priority booster"
+	case ModeNoNotice:
+		return "kueue-timeshare without notice"
 	default:
 		return "kueue-timeshare"
 	}
@@ -108,6 +114,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 				return nil, err
 			}
 		}
+		if err := w.saveCheckpoints(order); err != nil {
+			return nil, err
+		}
 		for arrivals < len(order) && order[arrivals].spec.Arrival <= now {
 			if err := w.submit(order[arrivals]); err != nil {
 				return nil, err
@@ -163,6 +172,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		for _, j := range order {
 			if j.state == running {
 				next = min(next, j.finishAt)
+				if n := j.notice; n != nil && !n.saved && n.checkpointAt > now {
+					next = min(next, n.checkpointAt)
+				}
 			}
 		}
 		if ch := w.wakes(lastSweep, now).Next; !ch.At.IsZero() {
@@ -275,9 +287,17 @@ func (w *world) wakes(since, now time.Duration) policy.Wakes {
 // setGates sets the process-wide feature gates for mode and returns what restores them.
 func setGates(sc *Scenario, mode Mode) (func(), error) {
 	want := map[string]bool{}
+	defaults := utilfeature.DefaultMutableFeatureGate.GetAll()
+	ours := mode == ModeTimeshare || mode == ModeNoNotice
 	for _, g := range ourGates {
 		on, set := sc.FeatureGates[g]
-		want[g] = mode == ModeTimeshare && (on || !set)
+		if !set {
+			on = defaults[featuregate.Feature(g)].Default
+		}
+		want[g] = ours && on
+	}
+	if mode == ModeNoNotice {
+		want[string(tsfeatures.PreemptionNotice)] = false
 	}
 	// Kueue's gates whose default the manager changes: its default for our semantics, upstream's
 	// otherwise, unless the scenario sets them (then in every mode, as upstream reads them too).
@@ -286,7 +306,7 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 		switch {
 		case ok:
 			want[g] = set
-		case mode == ModeTimeshare:
+		case ours:
 			want[g] = on
 		default:
 			want[g] = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
@@ -301,4 +321,10 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 		return func() {}, fmt.Errorf("setting feature gates: %w", err)
 	}
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
+}
+
+// NoticesOn reports whether the scenario turns the PreemptionNotice gate on, so that a comparison
+// may add a run without notices (ModeNoNotice).
+func (s *Scenario) NoticesOn() bool {
+	return s.FeatureGates[string(tsfeatures.PreemptionNotice)]
 }

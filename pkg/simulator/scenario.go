@@ -69,6 +69,9 @@ type Timeshare struct {
 	DefaultReclaimMinRuntime *Duration `json:"defaultReclaimMinRuntime"`
 	ReclaimResolveMethod     string    `json:"reclaimResolveMethod"`
 	DefaultRequeueDelay      *Duration `json:"defaultRequeueDelay"`
+	// DefaultNoticePeriod is the notice a victim gets when no queue above it sets noticePeriod
+	// (PreemptionNotice gate).
+	DefaultNoticePeriod *Duration `json:"defaultNoticePeriod"`
 }
 
 // Flavor is a ResourceFlavor.
@@ -90,6 +93,10 @@ type Cohort struct {
 type MinRuntimes struct {
 	PreemptMinRuntime *Duration `json:"preemptMinRuntime"`
 	ReclaimMinRuntime *Duration `json:"reclaimMinRuntime"`
+	// Notice settings (PreemptionNotice gate).
+	NoticePeriod               *Duration `json:"noticePeriod"`
+	NoticeOnPriorityPreemption *bool     `json:"noticeOnPriorityPreemption"`
+	NoticeOnReclaim            *bool     `json:"noticeOnReclaim"`
 }
 
 // FairShareWeight is spec.fairSharing.
@@ -134,6 +141,10 @@ type Preemption struct {
 	WithinClusterQueueConfig *WithinClusterQueueConfig `json:"withinClusterQueueConfig"`
 	PreemptMinRuntime        *Duration                 `json:"preemptMinRuntime"`
 	ReclaimMinRuntime        *Duration                 `json:"reclaimMinRuntime"`
+	// Notice settings (PreemptionNotice gate).
+	NoticePeriod               *Duration `json:"noticePeriod"`
+	NoticeOnPriorityPreemption *bool     `json:"noticeOnPriorityPreemption"`
+	NoticeOnReclaim            *bool     `json:"noticeOnReclaim"`
 }
 
 // BorrowWithinCohort is spec.preemption.borrowWithinCohort.

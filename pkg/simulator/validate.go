@@ -39,6 +39,7 @@ var ourGates = []string{
 	string(tsfeatures.MinRuntimeProtection),
 	string(tsfeatures.PreemptionToleration),
 	string(tsfeatures.ExpectedRuntimeRequeue),
+	string(tsfeatures.PreemptionNotice),
 }
 
 // WorkloadSpec is one workload of a scenario, with copies expanded and its queue resolved.
@@ -625,6 +626,7 @@ func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
 	c.DefaultPreemptMinRuntime = s.Timeshare.DefaultPreemptMinRuntime.meta()
 	c.DefaultReclaimMinRuntime = s.Timeshare.DefaultReclaimMinRuntime.meta()
 	c.DefaultRequeueDelay = s.Timeshare.DefaultRequeueDelay.meta()
+	c.DefaultNoticePeriod = s.Timeshare.DefaultNoticePeriod.meta()
 	tsconfig.SetDefaults(c)
 	return c
 }

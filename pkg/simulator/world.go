@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -37,6 +38,7 @@ import (
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -233,6 +235,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 			return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
 		}
 	}
+	w.settings.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
 	w.minRuntimes = w.settings.MinRuntimeValues()
 	w.tolerate = toleration.NewStore()
 	for _, pc := range objs.WorkloadPriorityClasses {
@@ -301,10 +304,41 @@ func (w *world) watchWrites() interceptor.Funcs {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if u, ok := obj.(*unstructured.Unstructured); ok && sub == "status" && patch.Type() == types.ApplyPatchType && u.GetKind() == "Workload" {
+				return w.applyConditions(ctx, c, u)
+			}
 			mark(obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
+}
+
+// applyConditions applies the status conditions of a server-side apply to a Workload as the API
+// server would, by type (its conditions are a map-list); the fake client replaces the whole list.
+func (w *world) applyConditions(ctx context.Context, c client.Client, u *unstructured.Unstructured) error {
+	raw, _, err := unstructured.NestedSlice(u.Object, "status", "conditions")
+	if err != nil {
+		return err
+	}
+	wl := &kueue.Workload{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), wl); err != nil {
+		return err
+	}
+	for _, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		var cond metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond); err != nil {
+			return err
+		}
+		apimeta.SetStatusCondition(&wl.Status.Conditions, cond)
+	}
+	w.dirtyMu.Lock()
+	w.dirty.Insert(client.ObjectKeyFromObject(wl))
+	w.dirtyMu.Unlock()
+	return c.Status().Update(ctx, wl)
 }
 
 func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
@@ -395,6 +429,7 @@ func (w *world) sync() bool {
 			if w.requeueEvicted(wl) {
 				acted = true
 			}
+			w.clearNotice(wl)
 		}
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
@@ -469,6 +504,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: cq})
 		acted = true
 	}
+	w.observeNotice(j, old, wl)
 	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
 	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
 		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
@@ -479,11 +515,88 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 				e.By = w.byUID[preemptorUID(pc.Message)]
 			}
 		}
+		noticed := j.notice != nil
+		early := j.endedEarly
 		e.Lost = j.evicted(now, e.Reason)
+		switch {
+		case j.endedEarly > early:
+			e.Notice = string(policy.NoticeEndedEarly)
+		case noticed:
+			e.Notice = string(policy.NoticeEvictedAtDeadline)
+		}
 		w.record(e)
 		acted = true
 	}
 	return acted
+}
+
+// observeNotice starts a running job's reaction to a notice newly written on its Workload.
+func (w *world) observeNotice(j *job, old, wl *kueue.Workload) {
+	raw, ok := wl.Annotations[annotations.PreemptionNotice]
+	if !ok || (old != nil && old.Annotations[annotations.PreemptionNotice] == raw) || conditionTrue(wl, kueue.WorkloadEvicted) {
+		return
+	}
+	n, err := annotations.ParseNotice(wl.Annotations)
+	if err != nil || n == nil {
+		w.note("reading the notice on workload %s: %v", wl.Name, err)
+		return
+	}
+	j.noticed(w.now(), n.Deadline.Sub(w.start))
+	w.record(Event{Kind: EventNoticed, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: n.Reason,
+		By: w.byUID[n.PreemptorUID], Until: n.Deadline.Sub(w.start)})
+}
+
+// saveCheckpoints ends the checkpoints that jobs began at a notice and that complete by now: the
+// job says so on its Workload (checkpoint-done, as a sidecar would), and its ClusterQueue's tree is
+// woken so that the preemptor waiting on the notice evicts it now rather than at the deadline.
+func (w *world) saveCheckpoints(order []*job) error {
+	now := w.now()
+	for _, j := range order {
+		if !j.checkpointDue(now) {
+			continue
+		}
+		j.notice.saved = true
+		wl := &kueue.Workload{}
+		if err := w.client.Get(w.ctx, j.key, wl); err != nil {
+			return fmt.Errorf("saving the checkpoint of workload %s: %w", j.spec.Name, err)
+		}
+		patch := client.MergeFrom(wl.DeepCopy())
+		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, annotations.CheckpointDone, "true")
+		if err := w.client.Patch(w.ctx, wl, patch); err != nil {
+			return fmt.Errorf("saving the checkpoint of workload %s: %w", j.spec.Name, err)
+		}
+		w.sync()
+		if wl.Status.Admission != nil {
+			queuesettings.Wake(w.ctx, w.client, w.queues, wl.Status.Admission.ClusterQueue, w.log)
+		}
+	}
+	return nil
+}
+
+// clearNotice removes the notice's annotations from an evicted Workload, as the manager's notice
+// controller does once the eviction is written, so that none of them applies to its next
+// admission.
+func (w *world) clearNotice(wl *kueue.Workload) {
+	if !conditionTrue(wl, kueue.WorkloadEvicted) {
+		return
+	}
+	var drop []string
+	for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone} {
+		if _, ok := wl.Annotations[a]; ok {
+			drop = append(drop, a)
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	patched := wl.DeepCopy()
+	patch := client.MergeFrom(wl)
+	for _, a := range drop {
+		delete(patched.Annotations, a)
+	}
+	if err := w.client.Patch(w.ctx, patched, patch); client.IgnoreNotFound(err) != nil {
+		w.note("clearing the notice of workload %s: %v", wl.Name, err)
+	}
 }
 
 func conditionTrue(wl *kueue.Workload, t string) bool {

@@ -156,6 +156,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 			DefaultReclaimMinRuntime: simDuration(c.DefaultReclaimMinRuntime),
 			ReclaimResolveMethod:     string(c.ReclaimResolveMethod),
 			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
+			DefaultNoticePeriod:      simDuration(c.DefaultNoticePeriod),
 		}
 		sc.FairSharing = o.Manager.FairSharing
 		for _, g := range simulator.ScenarioGates() {

@@ -269,6 +269,7 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 			DefaultReclaimMinRuntime: simDuration(c.DefaultReclaimMinRuntime),
 			ReclaimResolveMethod:     string(c.ReclaimResolveMethod),
 			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
+			DefaultNoticePeriod:      simDuration(c.DefaultNoticePeriod),
 		}
 		for g, on := range m.FeatureGates {
 			if slices.Contains(simulator.ScenarioGates(), g) {
