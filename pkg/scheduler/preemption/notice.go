@@ -156,6 +156,19 @@ func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
 // A target whose notice write conflicts (the snapshot is older than the object: a notice may
 // already be on its way) counts as pending, not as failed; the next cycle sees which it is.
 func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, targets []*Target) (given bool, pending, failed int, err error) {
+	// A target already evicted (its Pods may still be terminating) is on its way out: it gets no
+	// notice and counts as pending, as its eviction does.
+	var leaving int
+	targets = slices.DeleteFunc(slices.Clone(targets), func(t *Target) bool {
+		if workloadevict.IsEvicted(t.WorkloadInfo.Obj) {
+			leaving++
+			return true
+		}
+		return false
+	})
+	if len(targets) == 0 {
+		return false, 0, 0, nil
+	}
 	var longest time.Duration
 	var source string
 	for _, t := range targets {
@@ -166,6 +179,7 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 	if longest <= 0 {
 		return false, 0, 0, nil
 	}
+	pending = leaving
 	now := p.clock.Now()
 	// A deadline is written to the second; round it up, so that no notice is shorter than set.
 	deadline := now.Add(longest)
