@@ -100,21 +100,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // copyFromOwner copies the job's annotations to wl (re-reading wl through the patch result).
 func (r *Reconciler) copyFromOwner(ctx context.Context, wl *kueue.Workload) error {
-	owner := metav1.GetControllerOf(wl)
-	if owner == nil {
-		return nil
-	}
-	gv, err := schema.ParseGroupVersion(owner.APIVersion)
-	if err != nil {
-		return nil
-	}
-	job := &unstructured.Unstructured{}
-	job.SetGroupVersionKind(gv.WithKind(owner.Kind))
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: owner.Name}, job); err != nil {
-		// A job this manager cannot read (gone, or a kind it has no access to) has nothing to copy.
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			return nil
-		}
+	job, err := Owner(ctx, r.client, wl)
+	if job == nil || err != nil {
 		return err
 	}
 	patch := map[string]any{}
@@ -134,6 +121,28 @@ func (r *Reconciler) copyFromOwner(ctx context.Context, wl *kueue.Workload) erro
 	if err := r.client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return err
 	}
-	ctrl.LoggerFrom(ctx).V(3).Info("Copied expected-runtime annotations from the job", "workload", klog.KObj(wl), "job", owner.Name)
+	ctrl.LoggerFrom(ctx).V(3).Info("Copied expected-runtime annotations from the job", "workload", klog.KObj(wl), "job", job.GetName())
 	return nil
+}
+
+// Owner reads wl's controlling job by name; nil when there is none, or when this manager cannot
+// read it (gone, or a kind it has no access to).
+func Owner(ctx context.Context, c client.Reader, wl *kueue.Workload) (*unstructured.Unstructured, error) {
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil {
+		return nil, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, nil
+	}
+	job := &unstructured.Unstructured{}
+	job.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return job, nil
 }

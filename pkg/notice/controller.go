@@ -15,7 +15,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -410,26 +410,12 @@ func (r *Reconciler) patchAnnotations(ctx context.Context, obj client.Object, va
 	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":%s}}`, raw)))
 }
 
-// owner reads wl's controller owner; nil when there is none or it cannot be read.
+// owner reads wl's controlling job; nil when there is none, it cannot be read, or one of the same
+// name replaced it.
 func (r *Reconciler) owner(ctx context.Context, wl *kueue.Workload) (*unstructured.Unstructured, error) {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil {
-		return nil, nil
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return nil, nil
-	}
-	job := &unstructured.Unstructured{}
-	job.SetGroupVersionKind(gv.WithKind(ref.Kind))
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apimeta.IsNoMatchError(err) {
-			return nil, nil
-		}
+	job, err := jobannotations.Owner(ctx, r.Client, wl)
+	if job == nil || err != nil || job.GetUID() != metav1.GetControllerOf(wl).UID {
 		return nil, err
-	}
-	if job.GetUID() != ref.UID {
-		return nil, nil
 	}
 	return job, nil
 }
