@@ -70,17 +70,13 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, err
 	}
-	mr, problem := parseCohort(u)
+	mr, notice, problem := parseCohort(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "cohort", req.Name, "problem", problem)
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"kueue-timeshare settings ignored: %s", problem)
 	}
 	changed := r.store.setCohort(name, mr)
-	notice := policy.NoticeSettings{}
-	if problem == "" {
-		notice = noticeSettings(u)
-	}
 	changed = r.store.setCohortNotice(name, notice) || changed
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
@@ -91,17 +87,17 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{}, nil
 }
 
-func parseCohort(u *unstructured.Unstructured) (policy.MinRuntimes, string) {
+func parseCohort(u *unstructured.Unstructured) (policy.MinRuntimes, policy.NoticeSettings, string) {
 	raw, err := rawSpec(u)
 	if err != nil {
-		return policy.MinRuntimes{}, err.Error()
+		return policy.MinRuntimes{}, policy.NoticeSettings{}, err.Error()
 	}
 	ext, err := tsapi.ParseCohortExtension(raw)
 	if err != nil {
-		return policy.MinRuntimes{}, err.Error()
+		return policy.MinRuntimes{}, policy.NoticeSettings{}, err.Error()
 	}
 	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
-		return policy.MinRuntimes{}, errs.ToAggregate().Error()
+		return policy.MinRuntimes{}, policy.NoticeSettings{}, errs.ToAggregate().Error()
 	}
-	return minRuntimes(ext.MinRuntimes()), ""
+	return minRuntimes(ext.MinRuntimes()), notices(ext.Notice()), ""
 }

@@ -103,16 +103,8 @@ func (s *Store) setCohortNotice(c kueue.CohortReference, n policy.NoticeSettings
 	return setOrDelete(s.cohortNotice, c, n)
 }
 
-// noticeSettings reads the notice settings of a ClusterQueue or Cohort whose spec is valid.
-func noticeSettings(u *unstructured.Unstructured) policy.NoticeSettings {
-	raw, err := rawSpec(u)
-	if err != nil {
-		return policy.NoticeSettings{}
-	}
-	n, err := tsapi.ParseNoticeSettings(raw)
-	if err != nil {
-		return policy.NoticeSettings{}
-	}
+// notices converts a ClusterQueue's or Cohort's notice settings for the policy.
+func notices(n tsapi.NoticeSettings) policy.NoticeSettings {
 	var out policy.NoticeSettings
 	if n.NoticePeriod != nil {
 		out.Period = policy.Set(n.NoticePeriod.Duration)
@@ -322,7 +314,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	qs, mr, problem := parse(u)
+	qs, mr, notice, problem := parse(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", problem)
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
@@ -330,10 +322,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr) || changed
-	notice := policy.NoticeSettings{}
-	if problem == "" {
-		notice = noticeSettings(u)
-	}
 	changed = r.store.setClusterQueueNotice(name, notice) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
@@ -346,24 +334,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // parse returns the settings, or zero settings and what is wrong with them.
-func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, string) {
+func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, policy.NoticeSettings, string) {
+	fail := func(problem string) (policy.QueueSettings, policy.MinRuntimes, policy.NoticeSettings, string) {
+		return policy.QueueSettings{}, policy.MinRuntimes{}, policy.NoticeSettings{}, problem
+	}
 	raw, err := rawSpec(u)
 	if err != nil {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
+		return fail(err.Error())
 	}
 	ext, err := tsapi.ParseClusterQueueExtension(raw)
 	if err != nil {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
+		return fail(err.Error())
 	}
 	var cq kueue.ClusterQueue
 	if err := json.Unmarshal(raw, &cq.Spec); err != nil {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, err.Error()
+		return fail(err.Error())
 	}
 	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, errs.ToAggregate().Error()
+		return fail(errs.ToAggregate().Error())
 	}
 	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
-	return qs, minRuntimes(ext.MinRuntimes()), ""
+	return qs, minRuntimes(ext.MinRuntimes()), notices(ext.Notice()), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
@@ -388,28 +379,26 @@ func minRuntimes(m tsapi.MinRuntimeSettings) policy.MinRuntimes {
 // the error says what is wrong with them.
 func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	name := kueue.ClusterQueueReference(u.GetName())
-	qs, mr, problem := parse(u)
+	qs, mr, notice, problem := parse(u)
 	s.set(name, qs)
 	s.setClusterQueueMinRuntimes(name, mr)
+	s.setClusterQueueNotice(name, notice)
 	s.setKnown(name, true)
 	if problem != "" {
-		s.setClusterQueueNotice(name, policy.NoticeSettings{})
 		return errors.New(problem)
 	}
-	s.setClusterQueueNotice(name, noticeSettings(u))
 	return nil
 }
 
 // SetCohort is SetClusterQueue for a Cohort.
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
-	mr, problem := parseCohort(u)
+	mr, notice, problem := parseCohort(u)
 	s.setCohort(kueue.CohortReference(u.GetName()), mr)
+	s.setCohortNotice(kueue.CohortReference(u.GetName()), notice)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
-		s.setCohortNotice(kueue.CohortReference(u.GetName()), policy.NoticeSettings{})
 		return errors.New(problem)
 	}
-	s.setCohortNotice(kueue.CohortReference(u.GetName()), noticeSettings(u))
 	return nil
 }
 
@@ -424,13 +413,11 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cqs.Items {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
-		qs, mr, problem := parse(&cqs.Items[i])
+		qs, mr, notice, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr)
+		s.setClusterQueueNotice(name, notice)
 		s.setKnown(name, true)
-		if problem == "" {
-			s.setClusterQueueNotice(name, noticeSettings(&cqs.Items[i]))
-		}
 	}
 	cohorts := &unstructured.UnstructuredList{}
 	cohorts.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("CohortList"))
@@ -438,11 +425,9 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		return fmt.Errorf("listing Cohorts: %w", err)
 	}
 	for i := range cohorts.Items {
-		mr, problem := parseCohort(&cohorts.Items[i])
+		mr, notice, _ := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr)
-		if problem == "" {
-			s.setCohortNotice(kueue.CohortReference(cohorts.Items[i].GetName()), noticeSettings(&cohorts.Items[i]))
-		}
+		s.setCohortNotice(kueue.CohortReference(cohorts.Items[i].GetName()), notice)
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, gotMin, problem := parse(tc.obj)
+			got, gotMin, _, problem := parse(tc.obj)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
@@ -119,7 +119,7 @@ func TestParseCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, problem := parseCohort(tc.obj)
+			got, _, problem := parseCohort(tc.obj)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
