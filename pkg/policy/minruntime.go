@@ -103,7 +103,11 @@ const defaultSource = "from the manager configuration"
 
 // FromDefaults reports whether p came from the manager configuration's defaults, no queue on the
 // path setting the field: for readers that do not know those defaults and must say so.
-func FromDefaults(p Protection) bool { return strings.HasSuffix(p.Source, defaultSource) }
+func FromDefaults(p Protection) bool { return SourceIsDefault(p.Source) }
+
+// SourceIsDefault reports whether a resolution's source (a Protection's, or ResolveNotice's) is
+// the manager configuration's default.
+func SourceIsDefault(source string) bool { return strings.HasSuffix(source, defaultSource) }
 
 // RuleMinRuntime names the protection WithMinRuntimeProtection adds.
 const RuleMinRuntime = "ProtectedByMinRuntime"

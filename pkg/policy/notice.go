@@ -65,26 +65,8 @@ func kindOf(reason string) reasonKind {
 // reclaim unless the first noticeOnPriorityPreemption or noticeOnReclaim set on the path is true.
 // source names the setting the period came from.
 func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period time.Duration, source string) {
-	var extension func(NoticeSettings) Flag
-	switch kindOf(reason) {
-	case noNotice:
+	if on, _ := NoticeExtended(path, reason); !on {
 		return 0, ""
-	case priorityNotice:
-		extension = func(n NoticeSettings) Flag { return n.OnPriorityPreemption }
-	case reclaimNotice:
-		extension = func(n NoticeSettings) Flag { return n.OnReclaim }
-	}
-	if extension != nil {
-		on := false
-		for _, n := range path {
-			if f := extension(n.Settings); f.Set {
-				on = f.Value
-				break
-			}
-		}
-		if !on {
-			return 0, ""
-		}
 	}
 	for _, n := range path {
 		if n.Settings.Period.Set {
@@ -92,6 +74,31 @@ func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period 
 		}
 	}
 	return def, fmt.Sprintf("defaultNoticePeriod %s %s", def, defaultSource)
+}
+
+// NoticeExtended reports whether a victim on path preempted for reason gets a notice at all: a
+// turn always does, a priority preemption or a reclaim only when the first
+// noticeOnPriorityPreemption or noticeOnReclaim set from its ClusterQueue up is true. source says
+// what decided it.
+func NoticeExtended(path []NoticeNode, reason string) (on bool, source string) {
+	var field string
+	var extension func(NoticeSettings) Flag
+	switch kindOf(reason) {
+	case noNotice:
+		return false, "no notice for a preemption for " + reason
+	case turnNotice:
+		return true, "a turn always gets the notice"
+	case priorityNotice:
+		field, extension = "noticeOnPriorityPreemption", func(n NoticeSettings) Flag { return n.OnPriorityPreemption }
+	case reclaimNotice:
+		field, extension = "noticeOnReclaim", func(n NoticeSettings) Flag { return n.OnReclaim }
+	}
+	for _, n := range path {
+		if f := extension(n.Settings); f.Set {
+			return f.Value, fmt.Sprintf("%s %t from %s %s", field, f.Value, n.Kind, n.Name)
+		}
+	}
+	return false, field + " not set"
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.

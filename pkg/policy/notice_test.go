@@ -85,6 +85,57 @@ func TestResolveNotice(t *testing.T) {
 	}
 }
 
+func TestNoticeExtended(t *testing.T) {
+	cq := func(n NoticeSettings) NoticeNode {
+		return NoticeNode{Kind: "ClusterQueue", Name: "team-a", Settings: n}
+	}
+	cohort := func(n NoticeSettings) NoticeNode { return NoticeNode{Kind: "Cohort", Name: "org", Settings: n} }
+	on, off := Flag{Set: true, Value: true}, Flag{Set: true}
+	type want struct {
+		On     bool
+		Source string
+	}
+	cases := map[string]struct {
+		path   []NoticeNode
+		reason string
+		want   want
+	}{
+		"a turn always": {reason: TimeBasedReason, want: want{true, "a turn always gets the notice"}},
+		"an expected-runtime turn always": {
+			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: off})}, reason: ExpectedRuntimeReason,
+			want: want{true, "a turn always gets the notice"},
+		},
+		"priority preemption with nothing set": {
+			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{})}, reason: kueue.InClusterQueueReason,
+			want: want{false, "noticeOnPriorityPreemption not set"},
+		},
+		"priority preemption extended by the Cohort": {
+			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InClusterQueueReason,
+			want: want{true, "noticeOnPriorityPreemption true from Cohort org"},
+		},
+		"reclaim turned off on the ClusterQueue under an extending Cohort": {
+			path: []NoticeNode{cq(NoticeSettings{OnReclaim: off}), cohort(NoticeSettings{OnReclaim: on})}, reason: kueue.InCohortReclaimWhileBorrowingReason,
+			want: want{false, "noticeOnReclaim false from ClusterQueue team-a"},
+		},
+		"reclaim does not follow the priority flag": {
+			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InCohortReclamationReason,
+			want: want{false, "noticeOnReclaim not set"},
+		},
+		"another reason": {
+			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on, OnReclaim: on})}, reason: "WorkloadSliceReplaced",
+			want: want{false, "no notice for a preemption for WorkloadSliceReplaced"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			on, src := NoticeExtended(tc.path, tc.reason)
+			if diff := cmp.Diff(tc.want, want{on, src}); diff != "" {
+				t.Errorf("extended (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestNoticeDue(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	n := &annotations.Notice{Deadline: now.Add(time.Minute)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ExplainReport is what `explain workload` shows.
@@ -36,6 +39,14 @@ type ExplainReport struct {
 	// requeue state.
 	Evictions []EvictionCount `json:"evictions,omitempty"`
 	Requeues  *RequeueState   `json:"requeues,omitempty"`
+	// Notice is the preemption notice in force on it; NoticeState its PreemptionNotice condition:
+	// True while a notice runs, False saying how the last one ended.
+	Notice      *NoticeInProgress `json:"notice,omitempty"`
+	NoticeState *Decision         `json:"noticeState,omitempty"`
+	// NoticedForIt lists the workloads under notice to make room for it, while it waits;
+	// NoticedForItUnknown says why they could not be read.
+	NoticedForIt        []NoticeInProgress `json:"noticedForIt,omitempty"`
+	NoticedForItUnknown string             `json:"noticedForItUnknown,omitempty"`
 }
 
 // Decision is a condition written by the manager that explains the workload's state.
@@ -91,6 +102,15 @@ func (e *env) explainWorkload(ctx context.Context, ns, name string) (*ExplainRep
 		return nil, fmt.Errorf("listing events of Workload %s/%s: %w", ns, name, err)
 	}
 	r := BuildExplainReport(&wl, evs.Items, core.Items)
+	if r.Wait != nil {
+		// Its victims under notice may be in any namespace.
+		var all kueue.WorkloadList
+		if err := e.client.List(ctx, &all); err != nil {
+			r.NoticedForItUnknown = fmt.Sprintf("listing Workloads: %v", err)
+		} else {
+			r.NoticedForIt = noticedFor(wl.UID, all.Items)
+		}
+	}
 	if r.ClusterQueue == "" && r.LocalQueue != "" {
 		// Not admitted: the ClusterQueue it waits in is its LocalQueue's.
 		var lq kueue.LocalQueue
@@ -163,6 +183,11 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		}
 	}
 
+	r.Notice = noticeOf(wl)
+	if c := apimeta.FindStatusCondition(conds, policy.NoticeCondition); c != nil {
+		r.NoticeState = decision(c)
+	}
+
 	reserved := apimeta.FindStatusCondition(conds, kueue.WorkloadQuotaReserved)
 	switch {
 	case apimeta.IsStatusConditionTrue(conds, kueue.WorkloadFinished):
@@ -171,6 +196,8 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		r.State = "holding quota in ClusterQueue " + r.ClusterQueue
 		if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadEvicted) {
 			r.State += ", being evicted"
+		} else if n := r.Notice; n != nil && n.Deadline != nil {
+			r.State += ", under preemption notice until " + n.Deadline.UTC().Format(time.RFC3339)
 		}
 	case wl.Spec.Active != nil && !*wl.Spec.Active:
 		r.State = "deactivated"

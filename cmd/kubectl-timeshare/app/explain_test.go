@@ -10,9 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func cond(t, status, reason, message string, at time.Duration) metav1.Condition {
@@ -83,6 +87,33 @@ func TestBuildExplainReport(t *testing.T) {
 				Evictions: []EvictionCount{{Reason: "InClusterQueueTimeBased", Count: 2}},
 				Requeues:  &RequeueState{Count: 2}},
 		},
+		"under notice: the notice in force, its condition, and the state saying until when": {
+			wl: func() *kueue.Workload {
+				w := wl(cond(kueue.WorkloadQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu", -time.Hour),
+					cond(policy.NoticeCondition, "True", "InClusterQueueTimeBased", "To be evicted at 2026-11-24T12:05:00Z", -time.Minute))
+				w.Status.Admission = &kueue.Admission{ClusterQueue: "gpu"}
+				w.Annotations = annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased",
+					Preemptor: "ns/next", PreemptorUID: "uid-next"}.Annotations()
+				return w
+			}(),
+			want: &ExplainReport{Namespace: "ns", Name: "w", ClusterQueue: "gpu", LocalQueue: "lq", Priority: 5,
+				State:       "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z",
+				Notice:      &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"},
+				NoticeState: &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted at 2026-11-24T12:05:00Z", Since: mt(-time.Minute)},
+				History: []HistoryItem{
+					{Time: mt(-time.Hour), Source: "condition", What: "QuotaReserved=True", Reason: "QuotaReserved", Message: "Quota reserved in ClusterQueue gpu"},
+					{Time: mt(-time.Minute), Source: "condition", What: "PreemptionNotice=True", Reason: "InClusterQueueTimeBased", Message: "To be evicted at 2026-11-24T12:05:00Z"},
+				}},
+		},
+		"unreadable notice annotations are said to be ignored": {
+			wl: func() *kueue.Workload {
+				w := wl()
+				w.Annotations = map[string]string{annotations.PreemptionNotice: "{"}
+				return w
+			}(),
+			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "waiting for quota", History: []HistoryItem{},
+				Notice: &NoticeInProgress{Problem: "annotation kueue-timeshare.io/preemption-notice: unexpected end of JSON input"}},
+		},
 		"finished: nothing to explain": {
 			wl: wl(cond(kueue.WorkloadFinished, "True", "Succeeded", "Job finished successfully", 0)),
 			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "finished",
@@ -147,6 +178,115 @@ History:
 			}
 			if diff := cmp.Diff(strings.Split(tc.want, "\n"), strings.Split(b.String(), "\n")); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNoticedFor(t *testing.T) {
+	noticed := func(name, preemptorUID string, deadline time.Duration, ann map[string]string) kueue.Workload {
+		w := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{}}}
+		for k, v := range (annotations.Notice{Start: t0, Deadline: t0.Add(deadline), Reason: "InClusterQueue", Preemptor: "ns/p",
+			PreemptorUID: types.UID(preemptorUID)}).Annotations() {
+			w.Annotations[k] = v
+		}
+		for k, v := range ann {
+			w.Annotations[k] = v
+		}
+		return w
+	}
+	wls := []kueue.Workload{
+		noticed("later", "p", 10*time.Minute, nil),
+		noticed("sooner", "p", 5*time.Minute, map[string]string{annotations.CheckpointDone: "true"}),
+		noticed("for-another", "q", time.Minute, nil),
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "unreadable", Annotations: map[string]string{annotations.PreemptionNotice: "{"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "none"}},
+	}
+	want := []NoticeInProgress{
+		{Workload: "ns/sooner", Given: mt(0), Deadline: mt(5 * time.Minute), Reason: "InClusterQueue", Preemptor: "ns/p", CheckpointDone: true},
+		{Workload: "ns/later", Given: mt(0), Deadline: mt(10 * time.Minute), Reason: "InClusterQueue", Preemptor: "ns/p"},
+	}
+	if diff := cmp.Diff(want, noticedFor("p", wls)); diff != "" {
+		t.Errorf("noticed for p (-want +got):\n%s", diff)
+	}
+	if got := noticedFor("nobody", wls); len(got) != 0 {
+		t.Errorf("noticed for nobody = %v, want none", got)
+	}
+}
+
+func TestRenderExplainNotices(t *testing.T) {
+	base := ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", History: []HistoryItem{}}
+	cases := map[string]struct {
+		report func(r *ExplainReport)
+		want   string
+	}{
+		"a victim under notice, its checkpoint not done": {
+			report: func(r *ExplainReport) {
+				r.State = "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z"
+				r.Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"}
+				r.NoticeState = &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted", Since: mt(-time.Minute)}
+			},
+			want: `
+Under preemption notice (given 2026-11-24T11:59:00Z (60s ago), reason InClusterQueueTimeBased):
+  evicted at 2026-11-24T12:05:00Z (in 5m) at the latest, to make room for ns/next; checkpoint not yet done (set the annotation kueue-timeshare.io/checkpoint-done=true on its job once its work is saved)
+
+History:
+`,
+		},
+		"a victim whose checkpoint is done": {
+			report: func(r *ExplainReport) {
+				r.Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueue", Preemptor: "ns/next", CheckpointDone: true}
+			},
+			want: "to make room for ns/next; checkpoint done: it is evicted at the preemptor's next attempt\n",
+		},
+		"how the last notice ended": {
+			report: func(r *ExplainReport) {
+				r.NoticeState = &Decision{Condition: policy.NoticeCondition, Status: "False", Reason: "EndedEarly", Message: "Evicted before its deadline", Since: mt(-2 * time.Minute)}
+			},
+			want: `
+Its last preemption notice (PreemptionNotice=False, reason EndedEarly, at 2026-11-24T11:58:00Z (2m ago)):
+  Evicted before its deadline
+
+History:
+`,
+		},
+		"a preemptor waiting on its victims' notices": {
+			report: func(r *ExplainReport) {
+				r.State = "waiting for quota"
+				r.Wait = &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "waiting for the preemption notice of 2 workload(s)", Since: mt(0)}
+				r.NoticedForIt = []NoticeInProgress{
+					{Workload: "ns/a", Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", CheckpointDone: true},
+					{Workload: "other/b", Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased"},
+				}
+			},
+			want: `  waiting for the preemption notice of 2 workload(s)
+Workloads under notice to make room for it:
+  WORKLOAD   DEADLINE                       REASON                    CHECKPOINT
+  ns/a       2026-11-24T12:05:00Z (in 5m)   InClusterQueueTimeBased   done
+  other/b    2026-11-24T12:05:00Z (in 5m)   InClusterQueueTimeBased   not done
+`,
+		},
+		"its victims not readable": {
+			report: func(r *ExplainReport) {
+				r.Wait = &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient quota", Since: mt(0)}
+				r.NoticedForItUnknown = "listing Workloads: forbidden"
+			},
+			want: "  insufficient quota\nWorkloads under notice for it: not known (listing Workloads: forbidden)\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := base
+			tc.report(&r)
+			var b bytes.Buffer
+			if err := RenderExplain(&b, &r, false, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("output lacks\n%s\nin:\n%s", tc.want, b.String())
+			}
+			if strings.Contains(b.String(), "No wait, preemption or notice to explain.") {
+				t.Errorf("output says there is nothing to explain:\n%s", b.String())
 			}
 		})
 	}

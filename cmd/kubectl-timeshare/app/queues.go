@@ -76,6 +76,8 @@ type AdmittedWorkload struct {
 	// equal priority of its ClusterQueue (its expected runtime, or its cooldown if later).
 	ExpectedRuntime     string       `json:"expectedRuntime,omitempty"`
 	ExpectedRuntimeEnds *metav1.Time `json:"expectedRuntimeEnds,omitempty"`
+	// Notice is the preemption notice in force on it, if any.
+	Notice *NoticeInProgress `json:"notice,omitempty"`
 }
 
 // Protection is one min-runtime or toleration protecting (or having protected) a workload.
@@ -200,6 +202,9 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			defaults.Preempt, defaults.Reclaim, method, clock)
 	}
 	store := queuesettings.NewStore(defaults, method)
+	if m.Known && m.Config.DefaultNoticePeriod != nil {
+		store.SetDefaultNoticePeriod(m.Config.DefaultNoticePeriod.Duration)
+	}
 	// Tolerations as the manager's store reads them; a class with invalid annotations has none,
 	// as in the manager.
 	tolerations := toleration.NewStore()
@@ -235,6 +240,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
 	paths := map[string]policy.Path{}
+	parentsOf := map[string][]kueue.CohortReference{}
 	cqProblems := map[string]string{}
 	for i := range cqs {
 		u := &cqs[i]
@@ -247,6 +253,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		seen := map[string]bool{}
 		for p := cohort; p != "" && !seen[p]; p = parents[p] {
 			seen[p] = true
+			parentsOf[name] = append(parentsOf[name], kueue.CohortReference(p))
 			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
 			if msg, ok := problems["Cohort "+p]; ok && cqProblems[name] == "" {
 				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
@@ -284,6 +291,8 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
 			}
 		}
+		noticePath, defaultNotice := store.NoticePath(cqRef, parentsOf[name])
+		r.Settings = append(r.Settings, noticeSettings(noticePath, defaultNotice, m)...)
 
 		for i := range c.Workloads {
 			wl := &c.Workloads[i]
@@ -313,6 +322,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 					a.ExpectedRuntimeEnds = ptrTime(metav1.NewTime(at))
 				}
 			}
+			a.Notice = noticeOf(wl)
 			r.Admitted = append(r.Admitted, a)
 		}
 		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {
@@ -399,11 +409,15 @@ func sourceOf(p policy.Protection, known bool) string {
 		}
 		return "manager default"
 	}
-	// The policy's source reads "<field> <value> from <Kind> <name>".
-	if _, from, ok := strings.Cut(p.Source, " from "); ok {
+	return fromWhere(p.Source)
+}
+
+// fromWhere is the queue a policy's source names: it reads "<field> <value> from <Kind> <name>".
+func fromWhere(source string) string {
+	if _, from, ok := strings.Cut(source, " from "); ok {
 		return from
 	}
-	return p.Source
+	return source
 }
 
 func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// NoticeInProgress is a preemption notice in force on a workload, read from its annotations: it
+// keeps running until Deadline at the latest, then is evicted to make room for Preemptor.
+type NoticeInProgress struct {
+	// Workload is the workload under notice ("namespace/name"), set where it is not implied.
+	Workload  string       `json:"workload,omitempty"`
+	Given     *metav1.Time `json:"given,omitempty"`
+	Deadline  *metav1.Time `json:"deadline,omitempty"`
+	Reason    string       `json:"reason,omitempty"`
+	Preemptor string       `json:"preemptor,omitempty"`
+	// CheckpointDone is set once the workload said its work is saved: it is evicted at the
+	// preemptor's next attempt instead of at the deadline.
+	CheckpointDone bool `json:"checkpointDone,omitempty"`
+	// Problem is set when the annotations cannot be read; the manager then ignores them.
+	Problem string `json:"problem,omitempty"`
+}
+
+// noticeOf is the notice in force on wl, or nil.
+func noticeOf(wl *kueue.Workload) *NoticeInProgress {
+	n, err := annotations.ParseNotice(wl.Annotations)
+	if err != nil {
+		return &NoticeInProgress{Problem: err.Error()}
+	}
+	if n == nil {
+		return nil
+	}
+	return &NoticeInProgress{Given: ptrTime(metav1.NewTime(n.Start)), Deadline: ptrTime(metav1.NewTime(n.Deadline)),
+		Reason: n.Reason, Preemptor: n.Preemptor, CheckpointDone: annotations.CheckpointIsDone(wl.Annotations)}
+}
+
+// noticedFor lists the workloads under notice for the workload preemptor, earliest deadline first.
+func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
+	var out []NoticeInProgress
+	for i := range wls {
+		wl := &wls[i]
+		n, err := annotations.ParseNotice(wl.Annotations)
+		if err != nil || n == nil || n.PreemptorUID != preemptor {
+			continue
+		}
+		v := *noticeOf(wl)
+		v.Workload = wl.Namespace + "/" + wl.Name
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b NoticeInProgress) int { return cmpTimes(a.Deadline, b.Deadline, a.Workload, b.Workload) })
+	return out
+}
+
+// noticeSettings are the rows of the notice settings in force for a ClusterQueue's workloads,
+// resolved by the policy from the ClusterQueue up (path) with the manager's default period.
+func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettings) []SettingReport {
+	names := []string{"noticePeriod", "noticeOnPriorityPreemption", "noticeOnReclaim"}
+	if m.gateOff(string(features.PreemptionNotice)) {
+		out := make([]SettingReport, len(names))
+		for i, n := range names {
+			out[i] = SettingReport{Name: n, Source: "ignored: " + gateOffNote(features.PreemptionNotice)}
+		}
+		return out
+	}
+	period, src := policy.ResolveNotice(path, policy.TimeBasedReason, def)
+	ps := SettingReport{Name: names[0], Value: period.String(), Source: fromWhere(src)}
+	if policy.SourceIsDefault(src) {
+		ps.Source = "manager default"
+		if !m.Known {
+			ps.Value, ps.Source = "", unknownDefault
+		}
+	}
+	if period == 0 && ps.Value != "" {
+		ps.Source += ": no notice"
+	}
+	out := []SettingReport{ps}
+	for i, reason := range []string{kueue.InClusterQueueReason, kueue.InCohortReclamationReason} {
+		on, src := policy.NoticeExtended(path, reason)
+		s := SettingReport{Name: names[i+1], Value: fmt.Sprint(on), Source: fromWhere(src)}
+		if strings.HasSuffix(src, " not set") {
+			s.Source = fmt.Sprintf("not set on %s %s or a Cohort above it", path[0].Kind, path[0].Name)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// noticeColumn is a notice in force in one table cell.
+func noticeColumn(n *NoticeInProgress, now time.Time) string {
+	switch {
+	case n == nil:
+		return "<none>"
+	case n.Problem != "":
+		return "unreadable, ignored by the manager: " + n.Problem
+	}
+	s := fmt.Sprintf("until %s for %s (%s)", when(n.Deadline, now), n.Preemptor, n.Reason)
+	if n.CheckpointDone {
+		s += ", checkpoint done"
+	}
+	return s
+}
