@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 )
 
@@ -99,6 +100,9 @@ type row struct {
 	state, name, detail string
 	// pods says where the workload's Pods are and in which phase; empty without Pods.
 	pods string
+	// notice is the deadline of a preemption notice in force, so that the view is redrawn when
+	// one is given or its checkpoint is done.
+	notice string
 }
 
 // render returns the view and a key that changes only when some workload changes state.
@@ -137,7 +141,7 @@ func render(ctx context.Context, c client.Client, withPods bool) (view, key stri
 		if cq == "" {
 			cq = "(no ClusterQueue)"
 		}
-		r := describe(wl)
+		r := describe(wl, time.Now())
 		if withPods {
 			r.pods = describePods(workloadPods(wl, podsOf))
 		}
@@ -173,14 +177,14 @@ func render(ctx context.Context, c client.Client, withPods bool) (view, key stri
 			if r.pods != "" {
 				fmt.Fprintf(tw, "  \t  pods: %s\t\n", r.pods)
 			}
-			fmt.Fprintf(&k, "%s %s %s %s\n", name, r.state, r.name, r.pods)
+			fmt.Fprintf(&k, "%s %s %s %s %s\n", name, r.state, r.name, r.pods, r.notice)
 		}
 		tw.Flush()
 	}
 	return b.String(), k.String(), nil
 }
 
-func describe(wl *kueue.Workload) row {
+func describe(wl *kueue.Workload, now time.Time) row {
 	r := row{name: wl.Namespace + "/" + wl.Name}
 	switch {
 	case apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished):
@@ -188,7 +192,16 @@ func describe(wl *kueue.Workload) row {
 	case workload.IsAdmitted(wl):
 		r.state = "ADMITTED"
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
-			r.detail = "for " + time.Since(c.LastTransitionTime.Time).Truncate(time.Second).String()
+			r.detail = "for " + now.Sub(c.LastTransitionTime.Time).Truncate(time.Second).String()
+		}
+		if n, err := annotations.ParseNotice(wl.Annotations); err == nil && n != nil {
+			r.detail += fmt.Sprintf("; under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
+				n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
+			r.notice = n.Deadline.UTC().Format(time.RFC3339)
+			if annotations.CheckpointIsDone(wl.Annotations) {
+				r.detail += ", checkpoint done"
+				r.notice += " checkpoint done"
+			}
 		}
 	case workload.HasQuotaReservation(wl):
 		r.state = "RESERVED"
