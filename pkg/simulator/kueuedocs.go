@@ -260,13 +260,6 @@ func (d *decoder) addManifest(s *Scenario, m manifest, u *unstructured.Unstructu
 			fail("", "%v", err)
 			return
 		}
-		spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-		if fields := noticeFieldsInUse(spec); len(fields) > 0 {
-			for _, f := range fields {
-				fail(f, "%s; leave it out of a scenario", noticeNotSimulated)
-			}
-			return
-		}
 		register(index("cohorts", len(s.Cohorts)))
 		s.Cohorts = append(s.Cohorts, c)
 	case *kueue.LocalQueue:

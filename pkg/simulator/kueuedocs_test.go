@@ -83,7 +83,7 @@ func indentItems(docs string) string {
 // TestExamplesInManifestForm writes examples as Kueue's manifests and runs both: the same
 // decisions at the same times.
 func TestExamplesInManifestForm(t *testing.T) {
-	for _, name := range []string{"min-runtime.yaml", "unfit-job.yaml"} {
+	for _, name := range []string{"min-runtime.yaml", "unfit-job.yaml", "gpu-data-scientists-notice.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			s, err := Load(filepath.Join("..", "..", "examples", "scenarios", name))
 			if err != nil {

@@ -138,9 +138,6 @@ func ClusterQueueFromObject(u *unstructured.Unstructured) (ClusterQueue, []strin
 			notes = append(notes, fmt.Sprintf("%s: spec.%s is not simulated", what, f))
 		}
 	}
-	for _, f := range noticeFieldsInUse(spec) {
-		notes = append(notes, fmt.Sprintf("%s: %s is %s", what, f, noticeNotSimulated))
-	}
 	if sp, _, _ := unstructured.NestedString(spec, "stopPolicy"); sp != "" && sp != string(kueue.None) {
 		notes = append(notes, fmt.Sprintf("%s: spec.stopPolicy %s is not simulated (the ClusterQueue admits as if it were None)", what, sp))
 	}
@@ -156,27 +153,6 @@ func ClusterQueueFromObject(u *unstructured.Unstructured) (ClusterQueue, []strin
 		}
 	}
 	return cq, notes, nil
-}
-
-const noticeNotSimulated = "not simulated (the notice before eviction is not implemented yet)"
-
-// noticeFieldsInUse are the paths of a ClusterQueue's or Cohort's notice settings that would change
-// anything: neither the manager nor the simulator acts on them yet. Unreadable values are the
-// webhook checks' to report.
-func noticeFieldsInUse(spec map[string]any) []string {
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return nil
-	}
-	n, err := tsapi.ParseNoticeSettings(raw)
-	if err != nil {
-		return nil
-	}
-	var paths []string
-	for _, e := range n.InUse(field.NewPath("spec", "preemption"), "", nil) {
-		paths = append(paths, e.Field)
-	}
-	return paths
 }
 
 // CohortFromObject reads a Cohort manifest as a scenario Cohort.

@@ -194,29 +194,6 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: hourly\n", 1),
 			want: []string{"s.yaml:13: workloads[0].checkpointInterval: \"hourly\" is not a duration (write it like 90s, 15m or 4h)"},
 		},
-		"a notice on a ClusterQueue manifest, which is not simulated": {
-			yaml: minimal + `---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: other}
-spec:
-  preemption: {noticePeriod: 5m}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: f, resources: [{name: cpu, nominalQuota: "1"}]}]
-`,
-			want: []string{"s.yaml:18: ClusterQueue other: spec.preemption.noticePeriod: not simulated (the notice before eviction is not implemented yet); leave it out of a scenario"},
-		},
-		"a notice extension on a Cohort manifest, which is not simulated": {
-			yaml: minimal + `---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: Cohort
-metadata: {name: org}
-spec:
-  preemption: {noticeOnReclaim: true}
-`,
-			want: []string{"s.yaml:18: Cohort org: spec.preemption.noticeOnReclaim: not simulated (the notice before eviction is not implemented yet); leave it out of a scenario"},
-		},
 		"too many copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),
 			want: []string{"s.yaml:13: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},

@@ -139,9 +139,10 @@ func TestBuildScenario(t *testing.T) {
 			"withinClusterQueue":       "LowerOrNewerEqualPriority",
 			"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "5m"},
 			"preemptMinRuntime":        "10m",
+			"noticePeriod":             "2m",
 		},
 	})
-	team := object("Cohort", "team", map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "1h"}})
+	team := object("Cohort", "team", map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "1h", "noticeOnReclaim": true}})
 	base := func() *Snapshot {
 		return &Snapshot{
 			Now:           t0,
@@ -162,11 +163,12 @@ func TestBuildScenario(t *testing.T) {
 		sc.Name = "cluster at 2026-11-24T12:00:00Z"
 		sc.Description = "Saved by kubectl timeshare what-if: the cluster's queues and unfinished workloads, starting where they were."
 		sc.Flavors = []simulator.Flavor{{Name: "default"}}
-		sc.Cohorts = []simulator.Cohort{{Name: "team", Preemption: &simulator.MinRuntimes{ReclaimMinRuntime: dp(time.Hour)}}}
+		sc.Cohorts = []simulator.Cohort{{Name: "team", Preemption: &simulator.MinRuntimes{ReclaimMinRuntime: dp(time.Hour), NoticeOnReclaim: ptr.To(true)}}}
 		sc.ClusterQueues = []simulator.ClusterQueue{{Name: "turns", Cohort: "team", QueueingStrategy: "BestEffortFIFO",
 			Quota: []simulator.FlavorQuota{{Flavor: "default", Resources: map[string]simulator.ResourceQuota{"cpu": {Nominal: q("2"), BorrowingLimit: ptr.To(q("1"))}}}},
 			Preemption: &simulator.Preemption{WithinClusterQueue: "LowerOrNewerEqualPriority",
-				WithinClusterQueueConfig: &simulator.WithinClusterQueueConfig{MinAdmitDuration: dp(5 * time.Minute)}, PreemptMinRuntime: dp(10 * time.Minute)}}}
+				WithinClusterQueueConfig: &simulator.WithinClusterQueueConfig{MinAdmitDuration: dp(5 * time.Minute)}, PreemptMinRuntime: dp(10 * time.Minute),
+				NoticePeriod: dp(2 * time.Minute)}}}
 		sc.LocalQueues = []simulator.LocalQueue{{Name: "lq", Namespace: "ns", ClusterQueue: "turns"}}
 		sc.PriorityClasses = append([]simulator.PriorityClass{{Name: "batch", Value: 10, Annotations: map[string]string{
 			"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "100"}}}, sc.PriorityClasses...)

@@ -51,6 +51,9 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 				{Name: "minAdmitDuration", Value: "5m0s", Source: "ClusterQueue turns"},
 				{Name: "preemptMinRuntime", Source: unknownDefault},
 				{Name: "reclaimMinRuntime", Source: unknownDefault},
+				{Name: "noticePeriod", Source: unknownDefault},
+				{Name: "noticeOnPriorityPreemption", Value: "false", Source: "not set on ClusterQueue turns or a Cohort above it"},
+				{Name: "noticeOnReclaim", Value: "false", Source: "not set on ClusterQueue turns or a Cohort above it"},
 			},
 			Admitted:     []app.AdmittedWorkload{},
 			PendingOrder: "the scheduler's order, from the visibility API",
@@ -168,6 +171,9 @@ var _ = ginkgo.Describe("kubectl timeshare on a workload protected by its Cohort
 			{Name: "minAdmitDuration", Source: "not set on ClusterQueue vision: no turns (upstream's same-priority rules)"},
 			{Name: "preemptMinRuntime", Value: "10m0s", Source: "Cohort research"},
 			{Name: "reclaimMinRuntime", Value: "2m0s", Source: "manager default"},
+			{Name: "noticePeriod", Value: "0s", Source: "manager default: no notice"},
+			{Name: "noticeOnPriorityPreemption", Value: "false", Source: "not set on ClusterQueue vision or a Cohort above it"},
+			{Name: "noticeOnReclaim", Value: "false", Source: "not set on ClusterQueue vision or a Cohort above it"},
 		}))
 		gomega.Expect(got.Admitted).To(gomega.HaveLen(1))
 		until := metav1.NewTime(admitted.Add(10 * time.Minute))
