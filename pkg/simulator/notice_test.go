@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,37 @@ func TestPreemptionNoticeReported(t *testing.T) {
 	want := "Preemption notices (ended early: the checkpoint was done before the deadline): 4 given, 2 ended early / 0 given, 0 ended early"
 	if !strings.Contains(table.String(), want) {
 		t.Errorf("table lacks %q:\n%s", want, table.String())
+	}
+}
+
+func TestNoticesOn(t *testing.T) {
+	const queues = `flavors: [{name: f}]
+cohorts: [{name: org%s}]
+clusterQueues:
+  - name: cq
+    cohort: org
+    quota: [{flavor: f, resources: {cpu: 1}}]
+    preemption: {withinClusterQueue: LowerPriority%s}
+workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
+`
+	cases := map[string]struct {
+		head, cohort, cq string
+		want             bool
+	}{
+		"no notice set": {},
+		"a ClusterQueue's period, the gate's default": {cq: ", noticePeriod: 5m", want: true},
+		"a Cohort's period":                           {cohort: ", preemption: {noticePeriod: 5m}", want: true},
+		"the manager's default period":                {head: "timeshare: {defaultNoticePeriod: 5m}\n", want: true},
+		"a period with the gate off":                  {head: "featureGates: {PreemptionNotice: false}\n", cq: ", noticePeriod: 5m"},
+		"0s periods":                                  {head: "timeshare: {defaultNoticePeriod: 0s}\n", cq: ", noticePeriod: 0s"},
+		"an extension without a period":               {cq: ", noticeOnPriorityPreemption: true"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := mustParse(t, tc.head+fmt.Sprintf(queues, tc.cohort, tc.cq))
+			if got := s.NoticesOn(); got != tc.want {
+				t.Errorf("NoticesOn() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

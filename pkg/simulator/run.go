@@ -323,8 +323,25 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
 }
 
-// NoticesOn reports whether the scenario turns the PreemptionNotice gate on, so that a comparison
-// may add a run without notices (ModeNoNotice).
+// NoticesOn reports whether the scenario's runs may give notices: the PreemptionNotice gate is on
+// (set so, or by its default) and a queue or the timeshare section sets a notice period, so that a
+// comparison may add a run without them (ModeNoNotice).
 func (s *Scenario) NoticesOn() bool {
-	return s.FeatureGates[string(tsfeatures.PreemptionNotice)]
+	on, set := s.FeatureGates[string(tsfeatures.PreemptionNotice)]
+	if !set {
+		on = utilfeature.DefaultMutableFeatureGate.GetAll()[tsfeatures.PreemptionNotice].Default
+	}
+	positive := func(d *Duration) bool { return d != nil && d.Duration > 0 }
+	periods := []*Duration{s.Timeshare.DefaultNoticePeriod}
+	for _, cq := range s.ClusterQueues {
+		if cq.Preemption != nil {
+			periods = append(periods, cq.Preemption.NoticePeriod)
+		}
+	}
+	for _, c := range s.Cohorts {
+		if c.Preemption != nil {
+			periods = append(periods, c.Preemption.NoticePeriod)
+		}
+	}
+	return on && slices.ContainsFunc(periods, positive)
 }
