@@ -79,7 +79,7 @@ func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period 
 // NoticeExtended reports whether a victim on path preempted for reason gets a notice at all: a
 // turn always does, a priority preemption or a reclaim only when the first
 // noticeOnPriorityPreemption or noticeOnReclaim set from its ClusterQueue up is true. source says
-// what decided it.
+// what decided it, and is empty when no queue on the path sets the flag.
 func NoticeExtended(path []NoticeNode, reason string) (on bool, source string) {
 	var field string
 	var extension func(NoticeSettings) Flag
@@ -98,7 +98,7 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source string) {
 			return f.Value, fmt.Sprintf("%s %t from %s %s", field, f.Value, n.Kind, n.Name)
 		}
 	}
-	return false, field + " not set"
+	return false, ""
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.

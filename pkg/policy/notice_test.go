@@ -107,7 +107,7 @@ func TestNoticeExtended(t *testing.T) {
 		},
 		"priority preemption with nothing set": {
 			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{})}, reason: kueue.InClusterQueueReason,
-			want: want{false, "noticeOnPriorityPreemption not set"},
+			want: want{false, ""},
 		},
 		"priority preemption extended by the Cohort": {
 			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InClusterQueueReason,
@@ -119,7 +119,7 @@ func TestNoticeExtended(t *testing.T) {
 		},
 		"reclaim does not follow the priority flag": {
 			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InCohortReclamationReason,
-			want: want{false, "noticeOnReclaim not set"},
+			want: want{false, ""},
 		},
 		"another reason": {
 			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on, OnReclaim: on})}, reason: "WorkloadSliceReplaced",

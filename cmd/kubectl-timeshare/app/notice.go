@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,7 +87,7 @@ func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettin
 	for i, reason := range []string{kueue.InClusterQueueReason, kueue.InCohortReclamationReason} {
 		on, src := policy.NoticeExtended(path, reason)
 		s := SettingReport{Name: names[i+1], Value: fmt.Sprint(on), Source: fromWhere(src)}
-		if strings.HasSuffix(src, " not set") {
+		if src == "" {
 			s.Source = fmt.Sprintf("not set on %s %s or a Cohort above it", path[0].Kind, path[0].Name)
 		}
 		out = append(out, s)
