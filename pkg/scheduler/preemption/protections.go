@@ -92,15 +92,18 @@ const (
 	kindPreempt    = "preempt"
 	kindReclaim    = "reclaim"
 	kindToleration = "toleration"
+	// kindNotice: a candidate under notice for another preemptor, its room promised.
+	kindNotice = "notice"
 )
 
-// protectedTally counts the candidates a search skipped because of a protection (min-runtime or
-// preemption toleration).
+// protectedTally counts the candidates a search skipped because of a protection (min-runtime,
+// preemption toleration, or a notice for another preemptor).
 type protectedTally struct {
 	bySource map[string]int
 	// byKind counts min-runtime skips by kind, for the metric.
 	byKind map[string]int
-	// reclaim counts skipped candidates of other ClusterQueues, whatever protected them.
+	// reclaim counts skipped candidates of other ClusterQueues protected by a min-runtime or a
+	// toleration.
 	reclaim int
 	// firstEnd is when the earliest protection that ends at all ends.
 	firstEnd time.Time
@@ -120,11 +123,13 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 		t.bySource, t.byKind = map[string]int{}, map[string]int{}
 	}
 	t.bySource[source]++
-	if kind != kindToleration {
+	if kind == kindPreempt || kind == kindReclaim {
 		t.byKind[kind]++
 		t.minRuntime = append(t.minRuntime, protectedCandidate{uid: c.Info.Obj.UID, kind: kind, end: end})
 	}
-	if c.Info.ClusterQueue != s.cq.Name {
+	// A noticed candidate's room goes to its own preemptor at the deadline: no reason to hold
+	// quota for this one (ReclaimBlocked).
+	if c.Info.ClusterQueue != s.cq.Name && kind != kindNotice {
 		t.reclaim++
 	}
 	if !end.IsZero() && (t.firstEnd.IsZero() || end.Before(t.firstEnd)) {
@@ -143,6 +148,8 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 		t.add(s, c, pr.Source, kind, policy.ProtectionEnds(c, pr))
 	case policy.RuleToleration:
 		t.add(s, c, "the preemption toleration of "+c.Toleration.Source, kindToleration, policy.ToleranceEnds(c))
+	case policy.RuleUnderNotice:
+		t.add(s, c, "its preemption notice for "+c.Notice.Preemptor, kindNotice, c.Notice.Deadline)
 	}
 }
 
@@ -190,7 +197,7 @@ func (t *protectedTally) message() string {
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.tolerationOn()) || cq == nil {
+	if (!p.protectionOn() && !p.tolerationOn() && !p.noticeOn()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()
@@ -214,8 +221,8 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 	return &s.protected
 }
 
-// ExplainProtection says how many candidates min-runtime protection and preemption toleration
-// keep from wl, or "". It keeps the survey for a ReclaimBlocked that follows for the same head
+// ExplainProtection says how many candidates min-runtime protection, preemption toleration and
+// notices for other preemptors keep from wl, or "". It keeps the survey for a ReclaimBlocked that follows for the same head
 // and snapshot.
 func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	t := p.protectionSurvey(ctx, wl, snapshot)

@@ -249,3 +249,75 @@ func TestTolerationTargets(t *testing.T) {
 		}
 	}
 }
+
+// noNoticeSettings is a NoticeSource where no queue sets a notice: only notices already given
+// matter to these tests.
+type noNoticeSettings struct{}
+
+func (noNoticeSettings) NoticePath(kueue.ClusterQueueReference, []kueue.CohortReference) ([]policy.NoticeNode, time.Duration) {
+	return nil, 0
+}
+
+// A borrower under notice for another preemptor is promised to it: a reclaiming head leaves it
+// alone and says so, without holding quota against the cohort for it (that room goes to the
+// noticed preemptor at the deadline).
+func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
+	sc0 := reclaimScenario("2", false)
+	deadline := sc0.Now.Add(3 * time.Minute)
+	noticeFor := func(preemptor string) map[string]string {
+		return annotations.Notice{Start: sc0.Now.Add(-time.Minute), Deadline: deadline, Reason: kueue.InClusterQueueReason,
+			Preemptor: "ns/" + preemptor, PreemptorUID: types.UID("uid-" + preemptor)}.Annotations()
+	}
+	cases := map[string]struct {
+		notice      map[string]string
+		gateOff     bool
+		want        []string
+		wantExplain string
+	}{
+		"under notice for another preemptor: no victims": {
+			notice:      noticeFor("other"),
+			wantExplain: "1 preemption candidate is protected (1 by its preemption notice for ns/other); the first protection ends at " + deadline.UTC().Format(time.RFC3339),
+		},
+		"under notice for this preemptor, not due: it waits for it": {
+			notice:      noticeFor("pending"),
+			wantExplain: "waiting for the preemption notice of 1 workload(s) (ns/borrower) to end at " + deadline.UTC().Format(time.RFC3339) + ", or sooner once they say their checkpoint is done",
+		},
+		"gate off: the notice is not read": {
+			notice: noticeFor("other"), gateOff: true, want: []string{"borrower: InCohortReclamation"},
+		},
+	}
+	for _, fairSharing := range []bool{false, true} {
+		for name, tc := range cases {
+			t.Run(fmt.Sprintf("fairSharing=%t/%s", fairSharing, name), func(t *testing.T) {
+				if tc.gateOff {
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.PreemptionNotice, false)
+				}
+				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+				sc := *reclaimScenario("2", false)
+				sc.FairSharing = fairSharing
+				sc.Admitted[0].Annotations = tc.notice
+				var fs *configapi.FairSharing
+				if fairSharing {
+					fs = &configapi.FairSharing{}
+				}
+				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}))
+				info := sc.PendingInfo()
+				snap := snapshotOf(t, ctx, &sc)
+				var got []string
+				for _, tg := range p.GetTargets(ctx, *info, cpuPreemptAssignment(info), snap) {
+					got = append(got, tg.WorkloadInfo.Obj.Name+": "+tg.Reason)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("targets (-want +got):\n%s", diff)
+				}
+				if p.ReclaimBlocked(ctx, info, snap) {
+					t.Error("ReclaimBlocked = true, want false: a noticed workload's room is not this head's to hold")
+				}
+				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
+					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				}
+			})
+		}
+	}
+}

@@ -74,6 +74,34 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		gomega.Expect(notices("notice-priority", kueue.InClusterQueueReason, string(policy.NoticeEvictedAtDeadline))).To(gomega.Equal(before + 1))
 	})
 
+	ginkgo.It("keeps the victim's room for its preemptor: a second preemptor does not take it", func() {
+		ns := namespace(ctx, "notice-promised")
+		clusterQueue(ctx, ns, "notice-promised", "1", "", map[string]any{
+			"withinClusterQueue": "LowerPriority", "noticePeriod": "2m", "noticeOnPriorityPreemption": true})
+		low := job(ns, "notice-promised", "low", "1", "low")
+		submit(ctx, low)
+		admittedAt(ctx, low)
+		first := job(ns, "notice-promised", "first", "1", "high")
+		submit(ctx, first)
+		n := noticeOn(low)
+		gomega.Expect(n.Preemptor).To(gomega.Equal(ns + "/" + workloadOf(gomega.Default, ctx, first).Name))
+
+		// Half the quota, so that Kueue does not take it for the same as the first and set it
+		// aside with it: it looks for victims of its own.
+		second := job(ns, "notice-promised", "second", "500m", "high")
+		submit(ctx, second)
+		expectPendingWith(ctx, second, "1 preemption candidate is protected (1 by its preemption notice for "+n.Preemptor+")",
+			"the first protection ends at "+rfc3339(n.Deadline))
+		expectHeld(ctx, low, second)
+		gomega.Expect(noticeOn(low)).To(gomega.Equal(n), "the notice still names the first preemptor")
+
+		clk.SetTime(n.Deadline)
+		expectPreempted(ctx, low, first, kueue.InClusterQueueReason)
+		gomega.Consistently(func(g gomega.Gomega) {
+			g.Expect(unsuspended(g, ctx, second)).To(gomega.BeFalse())
+		}, 2*time.Second, interval).Should(gomega.Succeed())
+	})
+
 	ginkgo.It("is not given for priority preemption unless the queue extends it", func() {
 		ns := namespace(ctx, "notice-not-extended")
 		clusterQueue(ctx, ns, "notice-not-extended", "1", "", map[string]any{"withinClusterQueue": "LowerPriority", "noticePeriod": "2m"})
