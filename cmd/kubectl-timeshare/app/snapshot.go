@@ -284,6 +284,15 @@ func snapshotWorkload(wl *kueue.Workload, start time.Time, runtime time.Duration
 		Snapshot:    &simulator.WorkloadSnapshot{Created: simulator.Duration{Duration: offset(wl.CreationTimestamp.Time, start)}},
 	}
 	delete(w.Annotations, annotations.RequeueNotBefore)
+	// A notice in force names its preemptor by the cluster's UID, which no simulated workload
+	// has: carried over, it would keep the victim from every preemptor. The simulation chooses
+	// again instead (see docs/kubectl-plugin.md).
+	if _, ok := w.Annotations[annotations.PreemptionNotice]; ok {
+		notes = append(notes, fmt.Sprintf("workload %s is under a preemption notice, which the simulation does not carry: its preemptor chooses again", key))
+	}
+	for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone} {
+		delete(w.Annotations, a)
+	}
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		w.PriorityClass = ref.Name
 	} else if wl.Spec.Priority != nil && *wl.Spec.Priority != 0 {

@@ -174,10 +174,18 @@ func TestBuildScenario(t *testing.T) {
 			"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "100"}}}, sc.PriorityClasses...)
 		return sc
 	}
+	// The holder's notice and checkpoint-done are left out of its annotations: the notice names
+	// the preemptor by a UID no simulated workload has.
+	noticeDropped := "workload ns/holder is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
 	unknownDefaults := "the manager's timeshare defaults are not known (pass --manager-config): the simulation uses the defaults of an empty timeshare section"
 
 	holder := reserved(cpuWorkload("holder", -time.Hour, "1"), -3*time.Minute, "default")
-	holder.Annotations = map[string]string{annotations.ExpectedRuntime: "2h", annotations.RequeueNotBefore: "2026-11-24T11:00:00Z", "other": "dropped"}
+	holder.Annotations = map[string]string{annotations.ExpectedRuntime: "2h", annotations.RequeueNotBefore: "2026-11-24T11:00:00Z", "other": "dropped",
+		annotations.CheckpointDone: "true"}
+	for k, v := range (annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(time.Minute), Reason: "InClusterQueueTimeBased",
+		Preemptor: "ns/rotated", PreemptorUID: "uid-of-the-cluster"}).Annotations() {
+		holder.Annotations[k] = v
+	}
 	rotated := withCondition(cpuWorkload("rotated", -time.Hour, "1"), kueue.WorkloadPreempted, metav1.ConditionTrue, "InClusterQueueTimeBased", -8*time.Minute)
 	critical := cpuWorkload("critical", -30*time.Minute, "500m")
 	critical.Spec.PriorityClassRef = kueue.NewPodPriorityClassRef("critical")
@@ -219,7 +227,7 @@ func TestBuildScenario(t *testing.T) {
 				"ns/rotated":  {Runtime: 90 * time.Minute, Source: RuntimeMedian + " (1)"},
 				"ns/critical": {Runtime: 90 * time.Minute, Source: RuntimeMedian + " (1)"},
 			},
-			notes: []string{unknownDefaults, `workload ns/lost is left out: its LocalQueue "orphan" does not exist or points to no ClusterQueue`,
+			notes: []string{unknownDefaults, noticeDropped, `workload ns/lost is left out: its LocalQueue "orphan" does not exist or points to no ClusterQueue`,
 				"workload ns/off is deactivated and left out"},
 		},
 		"the manager's configuration and --assume-runtime": {
@@ -244,6 +252,7 @@ func TestBuildScenario(t *testing.T) {
 				"ns/holder":  {Runtime: 2 * time.Hour, Source: RuntimeFromAnnotation},
 				"ns/rotated": {Runtime: 45 * time.Minute, Source: RuntimeAssumed},
 			},
+			notes: []string{noticeDropped},
 		},
 		"resources without quota and priority classes that are gone": {
 			snap: func(s *Snapshot) {
