@@ -194,6 +194,10 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: hourly\n", 1),
 			want: []string{"s.yaml:13: workloads[0].checkpointInterval: \"hourly\" is not a duration (write it like 90s, 15m or 4h)"},
 		},
+		"a notice written by hand": {
+			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    annotations:\n      kueue-timeshare.io/preemption-deadline: \"2026-11-25T10:00:00Z\"\n", 1),
+			want: []string{"s.yaml:14: workloads[0].annotations[kueue-timeshare.io/preemption-deadline]: written by the manager when it gives a notice, not by a scenario"},
+		},
 		"too many copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),
 			want: []string{"s.yaml:13: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},

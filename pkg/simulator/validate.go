@@ -496,6 +496,11 @@ func (v *validator) workloads(classes map[string]int) {
 			name, _, _ := strings.Cut(strings.TrimPrefix(er.Problem, "annotation "), ":")
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
+		for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline} {
+			if _, ok := w.Annotations[a]; ok {
+				v.errorf(key(child(p, "annotations"), a), "written by the manager when it gives a notice, not by a scenario")
+			}
+		}
 	}
 	if len(v.d.errs) > 0 {
 		return
