@@ -25,7 +25,7 @@ import (
 
 // BenchmarkGetTargets compares target selection, upstream's and ours, on the same snapshots, and
 // measures ours again with every policy of this project on ("allpolicies": a minAdmitDuration,
-// min-runtimes through the cohort tree, priority class tolerations, expected runtimes), at 1k, 10k
+// min-runtimes through the cohort tree, priority class tolerations, expected runtimes, notices), at 1k, 10k
 // and 50k admitted workloads to show how the cost grows. `make bench-scheduler` prints the ratios.
 func BenchmarkGetTargets(b *testing.B) {
 	for _, mode := range []string{"classical", "fairsharing"} {
@@ -83,7 +83,8 @@ func BenchmarkGetTargets(b *testing.B) {
 
 // allPolicies turns every policy on with settings that let preemption still happen: windows and
 // protections shorter than the scenario's workloads have run, a toleration on a class no workload
-// uses, and expected runtimes read (and absent) on every candidate.
+// uses, expected runtimes read (and absent) on every candidate, and notices looked for (none given)
+// on every admitted workload of the tree.
 func allPolicies() []Option {
 	return []Option{
 		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
@@ -96,5 +97,6 @@ func allPolicies() []Option {
 		}),
 		WithPreemptionToleration(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithExpectedRuntimeRequeue(10 * time.Minute),
+		WithPreemptionNotice(noNoticeSettings{}),
 	}
 }
