@@ -143,6 +143,8 @@ type Manager struct {
 	settings *queuesettings.Store
 	// tolerations are the priority classes' preemption tolerations.
 	tolerations *toleration.Store
+	// noticeIndex lists the workloads that may be under a preemption notice, for our preemptor.
+	noticeIndex *preemption.NoticeIndex
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -651,13 +653,18 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
 			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
-				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)))),
+				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithNoticeIndex(m.noticeIndex))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 		}
 		if m.opts.Clock != nil {
 			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
 		}
 		sched := scheduler.New(queues, cache, cl, recorder, opts...)
+		if tsfeatures.Enabled(tsfeatures.PreemptionNotice) {
+			if err := m.Add(nonLeaderRunnable(m.watchNotices)); err != nil {
+				return fmt.Errorf("adding the notice watch of the preemptor: %w", err)
+			}
+		}
 		if slices.Contains(cfg.Integrations.Frameworks, "batch/job") {
 			if err := m.Add(nonLeaderRunnable(func(ctx context.Context) error { return m.watchJobs(ctx, sched) })); err != nil {
 				return fmt.Errorf("adding the Job watch of the scheduler: %w", err)
@@ -668,6 +675,42 @@ func (m *Manager) setupScheduler() error {
 	if err := m.Add(s); err != nil {
 		return fmt.Errorf("adding scheduler: %w", err)
 	}
+	return nil
+}
+
+// watchNotices keeps the preemptor's index of workloads under notice from the Workload informer;
+// until its initial list is delivered the preemptor reads every workload instead.
+func (m *Manager) watchNotices(ctx context.Context) error {
+	inf, err := m.GetCache().GetInformer(ctx, &kueue.Workload{})
+	if err != nil {
+		return fmt.Errorf("watching Workloads for notices: %w", err)
+	}
+	observe := func(obj any) {
+		if wl, ok := obj.(*kueue.Workload); ok {
+			m.noticeIndex.Observe(wl)
+		}
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if wl, ok := obj.(*kueue.Workload); ok {
+				m.noticeIndex.Forget(workload.Key(wl))
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watching Workloads for notices: %w", err)
+	}
+	m.noticeIndex.SetSynced(reg.HasSynced)
+	defer func() {
+		m.noticeIndex.SetSynced(nil)
+		_ = inf.RemoveEventHandler(reg)
+	}()
+	<-ctx.Done()
 	return nil
 }
 

@@ -84,7 +84,7 @@ func BenchmarkGetTargets(b *testing.B) {
 // allPolicies turns every policy on with settings that let preemption still happen: windows and
 // protections shorter than the scenario's workloads have run, a toleration on a class no workload
 // uses, expected runtimes read (and absent) on every candidate, and notices looked for (none given)
-// on every admitted workload of the tree.
+// through the index the manager keeps.
 func allPolicies() []Option {
 	return []Option{
 		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
@@ -98,5 +98,13 @@ func allPolicies() []Option {
 		WithPreemptionToleration(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithExpectedRuntimeRequeue(10 * time.Minute),
 		WithPreemptionNotice(noNoticeSettings{}),
+		WithNoticeIndex(syncedEmptyIndex()),
 	}
+}
+
+// syncedEmptyIndex is the manager's notice index when no notice is in force.
+func syncedEmptyIndex() *NoticeIndex {
+	x := NewNoticeIndex()
+	x.SetSynced(func() bool { return true })
+	return x
 }

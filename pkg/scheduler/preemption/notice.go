@@ -66,7 +66,9 @@ type noticed struct {
 }
 
 // noticedFor lists the workloads of wl's cohort tree under notice for wl, oldest deadline first.
-func noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
+// With an index it looks up only the workloads listed there; without one, or before it has
+// synced, it reads every admitted workload of the tree.
+func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
 	if cq == nil {
 		return nil
@@ -76,19 +78,37 @@ func noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 		tree = cq.Parent().Root().SubtreeClusterQueues()
 	}
 	var out []noticed
-	for _, q := range tree {
-		for _, info := range q.Workloads {
-			if _, ok := info.Obj.Annotations[annotations.PreemptionNotice]; !ok {
-				continue
+	consider := func(q *schdcache.ClusterQueueSnapshot, info *workload.Info) {
+		if _, ok := info.Obj.Annotations[annotations.PreemptionNotice]; !ok {
+			return
+		}
+		n, err := annotations.ParseNotice(info.Obj.Annotations)
+		if err != nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
+			return
+		}
+		out = append(out, noticed{info: info, cq: q, notice: n})
+	}
+	if keys, ok := p.noticeIndex.listed(); ok {
+		for _, key := range keys {
+			for _, q := range tree {
+				if info := q.Workloads[key]; info != nil {
+					consider(q, info)
+				}
 			}
-			n, err := annotations.ParseNotice(info.Obj.Annotations)
-			if err != nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
-				continue
+		}
+	} else {
+		for _, q := range tree {
+			for _, info := range q.Workloads {
+				consider(q, info)
 			}
-			out = append(out, noticed{info: info, cq: q, notice: n})
 		}
 	}
-	slices.SortFunc(out, func(a, b noticed) int { return a.notice.Deadline.Compare(b.notice.Deadline) })
+	slices.SortFunc(out, func(a, b noticed) int {
+		if c := a.notice.Deadline.Compare(b.notice.Deadline); c != 0 {
+			return c
+		}
+		return strings.Compare(string(workload.Key(a.info.Obj)), string(workload.Key(b.info.Obj)))
+	})
 	return out
 }
 
@@ -97,7 +117,7 @@ func noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 // (they leave together, so that the room they free is whole when it frees). held reports
 // whether it has victims under notice at all.
 func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool) {
-	ns := noticedFor(wl, snapshot)
+	ns := p.noticedFor(wl, snapshot)
 	if len(ns) == 0 {
 		return nil, false
 	}
@@ -126,7 +146,7 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 	if !p.noticeOn() {
 		return ""
 	}
-	ns := noticedFor(wl, snapshot)
+	ns := p.noticedFor(wl, snapshot)
 	if len(ns) == 0 {
 		return ""
 	}
@@ -226,6 +246,10 @@ func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n a
 	}})
 	if err != nil {
 		return err
+	}
+	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
+	if p.noticeIndex != nil {
+		p.noticeIndex.add(workload.Key(victim))
 	}
 	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
 }

@@ -73,6 +73,8 @@ type Preemptor struct {
 	tolerations ClassTolerations
 	// notices, when set, gives victims the notice their settings ask for.
 	notices NoticeSource
+	// noticeIndex, when set, lists the workloads that may be under notice.
+	noticeIndex *NoticeIndex
 	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
@@ -108,6 +110,7 @@ type config struct {
 	minRuntimes         MinRuntimeSource
 	tolerations         ClassTolerations
 	notices             NoticeSource
+	noticeIndex         *NoticeIndex
 	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
@@ -202,6 +205,7 @@ func New(
 		minRuntimes:         c.minRuntimes,
 		tolerations:         c.tolerations,
 		notices:             c.notices,
+		noticeIndex:         c.noticeIndex,
 		expectedRuntime:     c.expectedRuntime,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
