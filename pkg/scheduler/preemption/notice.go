@@ -249,7 +249,7 @@ func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n a
 	}
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
 	if p.noticeIndex != nil {
-		p.noticeIndex.add(workload.Key(victim))
+		p.noticeIndex.add(workload.Key(victim), n.Annotations()[annotations.PreemptionNotice])
 	}
 	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
 }

@@ -13,19 +13,22 @@ import (
 // its victims under notice by looking up a few workloads of its snapshot instead of reading every
 // admitted workload of its cohort tree on each search. The snapshot stays the truth: the index may
 // list a workload whose notice has ended, never miss one the snapshot shows once it has synced.
-// That holds because a notice written here is added before the write returns, before any snapshot
-// can show it, and one written by an earlier leader is added by the Workload informer, whose
-// initial list synced decides; a workload leaves the index only once the informer shows it
-// without a notice, or deleted.
+// That holds because a notice written here is listed before it is written, before any snapshot
+// can show it, and one written by an earlier leader is listed by the Workload informer, whose
+// initial list synced decides. A workload leaves the index when it is deleted, or when the
+// informer shows it without a notice; but one whose notice was written here stays until the
+// informer has shown that very notice, since views older than the write may still arrive.
 type NoticeIndex struct {
-	mu     sync.RWMutex
-	keys   map[workload.Reference]struct{}
+	mu sync.RWMutex
+	// keys holds the listed workloads, each with the notice written here that the informer has
+	// not shown yet ("" when none).
+	keys   map[workload.Reference]string
 	synced func() bool
 }
 
 // NewNoticeIndex returns an empty index, not in use until SetSynced.
 func NewNoticeIndex() *NoticeIndex {
-	return &NoticeIndex{keys: map[workload.Reference]struct{}{}}
+	return &NoticeIndex{keys: map[workload.Reference]string{}}
 }
 
 // SetSynced puts the index in use once synced reports true (the informer feeding Observe has
@@ -39,12 +42,18 @@ func (x *NoticeIndex) SetSynced(synced func() bool) {
 // Observe records the Workload as the informer shows it: listed while it carries a notice.
 func (x *NoticeIndex) Observe(wl *kueue.Workload) {
 	key := workload.Key(wl)
-	_, noticed := wl.Annotations[annotations.PreemptionNotice]
+	notice, noticed := wl.Annotations[annotations.PreemptionNotice]
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if noticed {
-		x.keys[key] = struct{}{}
-	} else {
+	unseen, listed := x.keys[key]
+	switch {
+	case listed && unseen != "":
+		if notice == unseen {
+			x.keys[key] = ""
+		}
+	case noticed:
+		x.keys[key] = ""
+	case listed:
 		delete(x.keys, key)
 	}
 }
@@ -56,11 +65,11 @@ func (x *NoticeIndex) Forget(key workload.Reference) {
 	delete(x.keys, key)
 }
 
-// add lists a Workload this process has just given a notice.
-func (x *NoticeIndex) add(key workload.Reference) {
+// add lists a Workload this process is about to give notice, the annotation's value.
+func (x *NoticeIndex) add(key workload.Reference, notice string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.keys[key] = struct{}{}
+	x.keys[key] = notice
 }
 
 // listed returns the workloads that may be under notice, or false while the index has not synced

@@ -23,10 +23,11 @@ import (
 )
 
 func TestNoticeIndex(t *testing.T) {
-	wl := func(name string, noticed bool) *kueue.Workload {
+	// wl is the informer's view of workload name, with the notice annotation's value ("": none).
+	wl := func(name, notice string) *kueue.Workload {
 		w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-		if noticed {
-			w.Annotations = map[string]string{annotations.PreemptionNotice: "{}"}
+		if notice != "" {
+			w.Annotations = map[string]string{annotations.PreemptionNotice: notice}
 		}
 		return w
 	}
@@ -37,36 +38,54 @@ func TestNoticeIndex(t *testing.T) {
 		inUse bool
 	}{
 		"not in use before it has synced": {
-			steps: func(x *NoticeIndex) { x.Observe(wl("a", true)) },
+			steps: func(x *NoticeIndex) { x.Observe(wl("a", "first")) },
 		},
 		"not in use while the informer has not delivered its list": {
-			steps: func(x *NoticeIndex) { x.SetSynced(func() bool { return false }); x.Observe(wl("a", true)) },
+			steps: func(x *NoticeIndex) { x.SetSynced(func() bool { return false }); x.Observe(wl("a", "first")) },
 		},
 		"lists the workloads the informer shows under notice": {
 			steps: func(x *NoticeIndex) {
 				x.SetSynced(synced)
-				x.Observe(wl("a", true))
-				x.Observe(wl("b", false))
-				x.Observe(wl("c", true))
+				x.Observe(wl("a", "first"))
+				x.Observe(wl("b", ""))
+				x.Observe(wl("c", "first"))
 			},
 			want: []workload.Reference{"ns/a", "ns/c"}, inUse: true,
 		},
 		"a notice ended or a workload deleted leaves it": {
 			steps: func(x *NoticeIndex) {
 				x.SetSynced(synced)
-				x.Observe(wl("a", true))
-				x.Observe(wl("c", true))
-				x.Observe(wl("a", false))
+				x.Observe(wl("a", "first"))
+				x.Observe(wl("c", "first"))
+				x.Observe(wl("a", ""))
 				x.Forget("ns/c")
 			},
 			want: []workload.Reference{}, inUse: true,
 		},
 		"a notice written here is listed before the informer shows it": {
-			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.add("ns/a") },
+			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.add("ns/a", "second") },
 			want:  []workload.Reference{"ns/a"}, inUse: true,
 		},
+		"views older than a notice written here do not drop it": {
+			steps: func(x *NoticeIndex) {
+				x.SetSynced(synced)
+				x.add("ns/a", "second")
+				x.Observe(wl("a", "first"))
+				x.Observe(wl("a", ""))
+			},
+			want: []workload.Reference{"ns/a"}, inUse: true,
+		},
+		"once the informer has shown that notice, its end drops it": {
+			steps: func(x *NoticeIndex) {
+				x.SetSynced(synced)
+				x.add("ns/a", "second")
+				x.Observe(wl("a", "second"))
+				x.Observe(wl("a", ""))
+			},
+			want: []workload.Reference{}, inUse: true,
+		},
 		"taken out of use when its informer stops": {
-			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.Observe(wl("a", true)); x.SetSynced(nil) },
+			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.Observe(wl("a", "first")); x.SetSynced(nil) },
 		},
 	}
 	for name, tc := range cases {
@@ -96,7 +115,7 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 		"index not synced": {index: NewNoticeIndex, want: []string{"borrower"}},
 		"index listing it": {index: func() *NoticeIndex {
 			x := NewNoticeIndex()
-			x.add("ns/borrower")
+			x.add("ns/borrower", "n")
 			x.SetSynced(func() bool { return true })
 			return x
 		}, want: []string{"borrower"}},
@@ -104,7 +123,7 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 			// A synced index is trusted: what it does not list is not looked at.
 			index: func() *NoticeIndex {
 				x := NewNoticeIndex()
-				x.add("ns/gone")
+				x.add("ns/gone", "n")
 				x.SetSynced(func() bool { return true })
 				return x
 			},
