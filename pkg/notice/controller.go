@@ -328,12 +328,21 @@ func (r *Reconciler) end(ctx context.Context, wl *kueue.Workload, n *annotations
 	return r.clean(ctx, wl, n)
 }
 
-// clean removes the notice's annotations from wl's Pods, then from wl (with checkpoint-done,
-// which belonged to this notice), unless a newer notice replaced n meanwhile.
+// clean removes the notice's annotations from wl's Pods and checkpoint-done from its job, then
+// the annotations from wl (with its checkpoint-done), unless a newer notice replaced n meanwhile.
+// checkpoint-done belonged to this notice: left on the job, it would make the next notice due the
+// moment it is given.
 func (r *Reconciler) clean(ctx context.Context, wl *kueue.Workload, n *annotations.Notice) error {
 	job, err := r.owner(ctx, wl)
 	if err != nil {
 		return err
+	}
+	if job != nil {
+		if _, ok := job.GetAnnotations()[annotations.CheckpointDone]; ok {
+			if err := r.Client.Patch(ctx, job, client.RawPatch(types.MergePatchType, removal(annotations.CheckpointDone))); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
 	}
 	pods, err := r.pods(ctx, wl, job, false)
 	if err != nil {

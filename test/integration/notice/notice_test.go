@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -84,6 +85,15 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(apimeta.IsStatusConditionTrue(got.Status.Conditions, kueue.WorkloadEvicted)).To(gomega.BeTrue())
 		}, timeout, interval).Should(gomega.Succeed())
 
+		ginkgo.By("removing checkpoint-done from the Job, so that it does not end the next notice at once")
+		gomega.Eventually(func(g gomega.Gomega) {
+			var j batchv1.Job
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(victim), &j)).To(gomega.Succeed())
+			g.Expect(j.Annotations).NotTo(gomega.HaveKey(annotations.CheckpointDone))
+			var got kueue.Workload
+			g.Expect(env.Client.Get(ctx, key, &got)).To(gomega.Succeed())
+			g.Expect(got.Annotations).NotTo(gomega.HaveKey(annotations.CheckpointDone))
+		}, timeout, interval).Should(gomega.Succeed())
 	})
 
 	ginkgo.It("is withdrawn when its preemptor is deleted: the victim keeps running, told so once", func() {
