@@ -62,8 +62,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.setCohortRead(name, false)
-			r.store.setCohortNotice(name, policy.NoticeSettings{})
-			if r.store.setCohort(name, policy.MinRuntimes{}) && r.onChange != nil {
+			if r.store.setCohort(name, policy.MinRuntimes{}, policy.NoticeSettings{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
 			return ctrl.Result{}, nil
@@ -76,8 +75,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"kueue-timeshare settings ignored: %s", problem)
 	}
-	changed := r.store.setCohort(name, mr)
-	changed = r.store.setCohortNotice(name, notice) || changed
+	changed := r.store.setCohort(name, mr, notice)
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
 	if changed && r.onChange != nil {

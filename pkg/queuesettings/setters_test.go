@@ -216,7 +216,7 @@ func TestWakerSweep(t *testing.T) {
 
 			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
 			if tc.protection {
-				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)})
+				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)}, policy.NoticeSettings{})
 			} else {
 				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
 			}

@@ -89,20 +89,6 @@ func (s *Store) NoticePath(cq kueue.ClusterQueueReference, parents []kueue.Cohor
 	return path, s.defaultNotice
 }
 
-// setClusterQueueNotice stores cq's notice settings and reports whether they changed.
-func (s *Store) setClusterQueueNotice(cq kueue.ClusterQueueReference, n policy.NoticeSettings) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return setOrDelete(s.cqNotice, cq, n)
-}
-
-// setCohortNotice stores a Cohort's notice settings and reports whether they changed.
-func (s *Store) setCohortNotice(c kueue.CohortReference, n policy.NoticeSettings) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return setOrDelete(s.cohortNotice, c, n)
-}
-
 // notices converts a ClusterQueue's or Cohort's notice settings for the policy.
 func notices(n tsapi.NoticeSettings) policy.NoticeSettings {
 	var out policy.NoticeSettings
@@ -169,18 +155,21 @@ func (s *Store) MinRuntimeValues() []time.Duration {
 	return sets.List(seen)
 }
 
-// setClusterQueueMinRuntimes stores cq's min-runtimes and reports whether they changed.
-func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes) bool {
+// setClusterQueueMinRuntimes stores cq's min-runtimes and notice settings and reports whether
+// they changed.
+func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes, n policy.NoticeSettings) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return setOrDelete(s.cqMin, cq, m)
+	changed := setOrDelete(s.cqMin, cq, m)
+	return setOrDelete(s.cqNotice, cq, n) || changed
 }
 
-// setCohort stores a Cohort's min-runtimes and reports whether they changed.
-func (s *Store) setCohort(c kueue.CohortReference, m policy.MinRuntimes) bool {
+// setCohort stores a Cohort's min-runtimes and notice settings and reports whether they changed.
+func (s *Store) setCohort(c kueue.CohortReference, m policy.MinRuntimes, n policy.NoticeSettings) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return setOrDelete(s.cohorts, c, m)
+	changed := setOrDelete(s.cohorts, c, m)
+	return setOrDelete(s.cohortNotice, c, n) || changed
 }
 
 func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
@@ -307,8 +296,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
-			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{})
-			r.store.setClusterQueueNotice(name, policy.NoticeSettings{})
+			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, policy.NoticeSettings{})
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
@@ -321,8 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"kueue-timeshare settings ignored: %s", problem)
 	}
 	changed := r.store.set(name, qs)
-	changed = r.store.setClusterQueueMinRuntimes(name, mr) || changed
-	changed = r.store.setClusterQueueNotice(name, notice) || changed
+	changed = r.store.setClusterQueueMinRuntimes(name, mr, notice) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
@@ -381,8 +368,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	name := kueue.ClusterQueueReference(u.GetName())
 	qs, mr, notice, problem := parse(u)
 	s.set(name, qs)
-	s.setClusterQueueMinRuntimes(name, mr)
-	s.setClusterQueueNotice(name, notice)
+	s.setClusterQueueMinRuntimes(name, mr, notice)
 	s.setKnown(name, true)
 	if problem != "" {
 		return errors.New(problem)
@@ -393,8 +379,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 // SetCohort is SetClusterQueue for a Cohort.
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	mr, notice, problem := parseCohort(u)
-	s.setCohort(kueue.CohortReference(u.GetName()), mr)
-	s.setCohortNotice(kueue.CohortReference(u.GetName()), notice)
+	s.setCohort(kueue.CohortReference(u.GetName()), mr, notice)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
@@ -415,8 +400,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
 		qs, mr, notice, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
-		s.setClusterQueueMinRuntimes(name, mr)
-		s.setClusterQueueNotice(name, notice)
+		s.setClusterQueueMinRuntimes(name, mr, notice)
 		s.setKnown(name, true)
 	}
 	cohorts := &unstructured.UnstructuredList{}
@@ -426,8 +410,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cohorts.Items {
 		mr, notice, _ := parseCohort(&cohorts.Items[i])
-		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr)
-		s.setCohortNotice(kueue.CohortReference(cohorts.Items[i].GetName()), notice)
+		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr, notice)
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil

@@ -132,15 +132,15 @@ func TestParseCohort(t *testing.T) {
 
 func TestMinRuntimeValues(t *testing.T) {
 	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
-	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)})
-	s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)})
+	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}, policy.NoticeSettings{})
+	s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}, policy.NoticeSettings{})
 	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.MinRuntimeValues()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
-	if s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}) {
+	if s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}, policy.NoticeSettings{}) {
 		t.Error("setting the same value should not report a change")
 	}
-	if !s.setCohort("team", policy.MinRuntimes{}) {
+	if !s.setCohort("team", policy.MinRuntimes{}, policy.NoticeSettings{}) {
 		t.Error("clearing should report a change")
 	}
 	if _, ok := s.cohorts["team"]; ok {
