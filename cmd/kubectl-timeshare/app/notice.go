@@ -64,16 +64,21 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 // noticeSettings are the rows of the notice settings in force for a ClusterQueue's workloads,
 // resolved by the policy from the ClusterQueue up (path) with the manager's default period.
 func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettings) []SettingReport {
-	names := []string{"noticePeriod", "noticeOnPriorityPreemption", "noticeOnReclaim"}
+	// Each extension is read as the policy reads it for a preemption of that kind.
+	extensions := []struct{ name, reason string }{
+		{"noticeOnPriorityPreemption", kueue.InClusterQueueReason},
+		{"noticeOnReclaim", kueue.InCohortReclamationReason},
+	}
 	if m.gateOff(string(features.PreemptionNotice)) {
-		out := make([]SettingReport, len(names))
-		for i, n := range names {
-			out[i] = SettingReport{Name: n, Source: "ignored: " + gateOffNote(features.PreemptionNotice)}
+		ignored := "ignored: " + gateOffNote(features.PreemptionNotice)
+		out := []SettingReport{{Name: "noticePeriod", Source: ignored}}
+		for _, e := range extensions {
+			out = append(out, SettingReport{Name: e.name, Source: ignored})
 		}
 		return out
 	}
 	period, src := policy.ResolveNotice(path, policy.TimeBasedReason, def)
-	ps := SettingReport{Name: names[0], Value: period.String(), Source: fromWhere(src)}
+	ps := SettingReport{Name: "noticePeriod", Value: period.String(), Source: fromWhere(src)}
 	if policy.SourceIsDefault(src) {
 		ps.Source = "manager default"
 		if !m.Known {
@@ -84,9 +89,9 @@ func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettin
 		ps.Source += ": no notice"
 	}
 	out := []SettingReport{ps}
-	for i, reason := range []string{kueue.InClusterQueueReason, kueue.InCohortReclamationReason} {
-		on, src := policy.NoticeExtended(path, reason)
-		s := SettingReport{Name: names[i+1], Value: fmt.Sprint(on), Source: fromWhere(src)}
+	for _, e := range extensions {
+		on, src := policy.NoticeExtended(path, e.reason)
+		s := SettingReport{Name: e.name, Value: fmt.Sprint(on), Source: fromWhere(src)}
 		if src == "" {
 			s.Source = fmt.Sprintf("not set on %s %s or a Cohort above it", path[0].Kind, path[0].Name)
 		}

@@ -240,7 +240,6 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
 	paths := map[string]policy.Path{}
-	parentsOf := map[string][]kueue.CohortReference{}
 	cqProblems := map[string]string{}
 	for i := range cqs {
 		u := &cqs[i]
@@ -253,7 +252,6 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		seen := map[string]bool{}
 		for p := cohort; p != "" && !seen[p]; p = parents[p] {
 			seen[p] = true
-			parentsOf[name] = append(parentsOf[name], kueue.CohortReference(p))
 			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
 			if msg, ok := problems["Cohort "+p]; ok && cqProblems[name] == "" {
 				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
@@ -291,7 +289,11 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
 			}
 		}
-		noticePath, defaultNotice := store.NoticePath(cqRef, parentsOf[name])
+		var parents []kueue.CohortReference
+		for _, n := range path[1:] {
+			parents = append(parents, kueue.CohortReference(n.Name))
+		}
+		noticePath, defaultNotice := store.NoticePath(cqRef, parents)
 		r.Settings = append(r.Settings, noticeSettings(noticePath, defaultNotice, m)...)
 
 		for i := range c.Workloads {
