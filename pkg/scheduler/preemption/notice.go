@@ -70,7 +70,8 @@ type noticed struct {
 // synced, it reads every admitted workload of the tree.
 func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if cq == nil {
+	keys, indexed := p.noticeIndex.listed()
+	if cq == nil || (indexed && len(keys) == 0) {
 		return nil
 	}
 	tree := []*schdcache.ClusterQueueSnapshot{cq}
@@ -88,7 +89,7 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 		}
 		out = append(out, noticed{info: info, cq: q, notice: n})
 	}
-	if keys, ok := p.noticeIndex.listed(); ok {
+	if indexed {
 		for _, key := range keys {
 			for _, q := range tree {
 				if info := q.Workloads[key]; info != nil {
