@@ -3,9 +3,12 @@ package annotations
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Annotations of a preemption notice (the PreemptionNotice feature). The manager writes the first
@@ -35,12 +38,27 @@ type Notice struct {
 	PreemptorUID types.UID `json:"preemptorUID"`
 }
 
-// ParseNotice reads the notice in force on a Workload's annotations: nil when there is none, an
-// error naming the annotation when one is there but unreadable.
+// Limits on what a notice may hold. A tenant can write these annotations on its own Workload, so
+// every field is bounded before anything reads or repeats it.
+const (
+	maxNoticeBytes = 1024
+	maxReasonBytes = 64
+	maxUIDBytes    = 128
+)
+
+// conditionReason is the pattern of a condition's reason, which a notice's reason becomes.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// ParseNotice reads the notice on a Workload's annotations: nil when there is none, an error
+// naming the annotation and the rule when one is there but malformed. A well-formed notice is
+// not yet one the manager gave: policy.ReadNotice checks that against the manager's record.
 func ParseNotice(ann map[string]string) (*Notice, error) {
 	raw, ok := ann[PreemptionNotice]
 	if !ok {
 		return nil, nil
+	}
+	if len(raw) > maxNoticeBytes {
+		return nil, fmt.Errorf("annotation %s: %d bytes, must be at most %d", PreemptionNotice, len(raw), maxNoticeBytes)
 	}
 	var n Notice
 	if err := json.Unmarshal([]byte(raw), &n); err != nil {
@@ -49,9 +67,24 @@ func ParseNotice(ann map[string]string) (*Notice, error) {
 	if n.PreemptorUID == "" || n.Reason == "" {
 		return nil, fmt.Errorf("annotation %s: preemptorUID and reason are required", PreemptionNotice)
 	}
+	if len(n.Reason) > maxReasonBytes || !conditionReason.MatchString(n.Reason) {
+		return nil, fmt.Errorf("annotation %s: reason must be a condition reason of at most %d characters", PreemptionNotice, maxReasonBytes)
+	}
+	if len(n.PreemptorUID) > maxUIDBytes {
+		return nil, fmt.Errorf("annotation %s: preemptorUID must be at most %d characters", PreemptionNotice, maxUIDBytes)
+	}
+	if ns, name, ok := strings.Cut(n.Preemptor, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, fmt.Errorf("annotation %s: preemptor must be namespace/name of a Workload", PreemptionNotice)
+	}
+	if n.Start.IsZero() {
+		return nil, fmt.Errorf("annotation %s: start is required", PreemptionNotice)
+	}
 	deadline, err := time.Parse(time.RFC3339, ann[PreemptionDeadline])
 	if err != nil {
 		return nil, fmt.Errorf("annotation %s: %w", PreemptionDeadline, err)
+	}
+	if !deadline.After(n.Start.Truncate(time.Second)) {
+		return nil, fmt.Errorf("annotation %s: must be after the notice's start", PreemptionDeadline)
 	}
 	n.Deadline = deadline
 	return &n, nil

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // applyDir creates every object in the YAML files of dir, in file-name order.
@@ -194,7 +195,7 @@ func describe(wl *kueue.Workload, now time.Time) row {
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
 			r.detail = "for " + now.Sub(c.LastTransitionTime.Time).Truncate(time.Second).String()
 		}
-		if n, err := annotations.ParseNotice(wl.Annotations); err == nil && n != nil {
+		if n, err := policy.ReadNotice(wl); err == nil && n != nil {
 			r.detail += fmt.Sprintf("; under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
 				n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
 			r.notice = n.Deadline.UTC().Format(time.RFC3339)

@@ -10,25 +10,31 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestDescribe(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d)) }
+	given := annotations.Notice{Start: now.Add(-30 * time.Second), Deadline: now.Add(30 * time.Second), Reason: "InClusterQueueTimeBased",
+		Preemptor: "default/next", PreemptorUID: "uid"}
 	admitted := func(ann map[string]string) *kueue.Workload {
+		var record []metav1.Condition
+		if _, ok := ann[annotations.PreemptionNotice]; ok {
+			record = append(record, policy.NoticeRecord(&given, 0))
+		}
 		return &kueue.Workload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w", Annotations: ann},
 			Status: kueue.WorkloadStatus{
 				Admission: &kueue.Admission{ClusterQueue: "q"},
-				Conditions: []metav1.Condition{
+				Conditions: append([]metav1.Condition{
 					{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, LastTransitionTime: at(-90 * time.Second)},
 					{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, LastTransitionTime: at(-90 * time.Second)},
-				},
+				}, record...),
 			},
 		}
 	}
-	notice := annotations.Notice{Start: now.Add(-30 * time.Second), Deadline: now.Add(30 * time.Second), Reason: "InClusterQueueTimeBased",
-		Preemptor: "default/next", PreemptorUID: "uid"}.Annotations()
+	notice := given.Annotations()
 	checkpointed := map[string]string{annotations.CheckpointDone: "true"}
 	for k, v := range notice {
 		checkpointed[k] = v

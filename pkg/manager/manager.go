@@ -251,7 +251,12 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, al
 	if name, err := webhooks.Setup(mgr, m.roleTracker); err != nil {
 		return nil, fmt.Errorf("setting up webhook %s: %w", name, err)
 	}
-	tswebhooks.Register(mgr.GetWebhookServer())
+	self, err := tswebhooks.ManagerUser(ctx, mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	m.log.V(2).Info("Manager-owned Workload annotations may be written by this user only", "user", self)
+	tswebhooks.Register(mgr.GetWebhookServer(), self)
 	if err := m.setupTimeshare(); err != nil {
 		return nil, err
 	}

@@ -196,26 +196,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !features.Enabled(features.PreemptionNotice) {
 		return ctrl.Result{}, nil
 	}
-	n, err := Parse(&wl)
+	n, err := annotations.ParseNotice(wl.Annotations)
 	if err != nil {
-		r.reportInvalid(ctx, &wl, err.Error())
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.remove(ctx, &wl, err.Error())
 	}
-	r.reportInvalid(ctx, &wl, "")
 	if n == nil {
+		r.reportInvalid(ctx, &wl, "")
 		// A deadline left without its notice (a notice removed by hand) is cleaned from the Pods.
 		if _, ok := wl.Annotations[annotations.PreemptionDeadline]; ok {
 			return ctrl.Result{}, r.clean(ctx, &wl, nil)
 		}
-		return ctrl.Result{}, nil
+		return r.undelivered(ctx, &wl)
 	}
-	pre, err := r.preemptor(ctx, n)
+	pre, err := r.preemptor(ctx, n, &wl)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	d := Decide(&wl, n, pre, r.Clock.Now())
 	log.V(3).Info("Preemption notice", "workload", klog.KObj(&wl), "preemptor", n.Preemptor, "deadline", n.Deadline, "action", d.Action, "due", d.Due)
+	if d.Action != Remove {
+		r.reportInvalid(ctx, &wl, "")
+	}
 	switch d.Action {
+	case Remove:
+		return ctrl.Result{}, r.remove(ctx, &wl, d.Why)
 	case Clean:
 		return ctrl.Result{}, r.clean(ctx, &wl, n)
 	case Record:
@@ -232,8 +236,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// preemptor reads the Workload named in n.
-func (r *Reconciler) preemptor(ctx context.Context, n *annotations.Notice) (Preemptor, error) {
+// remove takes off wl the notice annotations the manager did not give, and its Pods' deadline,
+// and says so once with a Warning event. Nothing was honoured, so nothing is counted or woken.
+func (r *Reconciler) remove(ctx context.Context, wl *kueue.Workload, problem string) error {
+	r.reportInvalid(ctx, wl, problem)
+	return r.clean(ctx, wl, nil)
+}
+
+// deliveryGrace is how long a notice's record may stand without its annotations: the preemptor
+// writes the record, then the annotations, and a manager stopped in between leaves the record.
+const deliveryGrace = time.Minute
+
+// undelivered ends a True record whose annotations never came (Withdrawn, not counted: no notice
+// was in force), once the preemptor has had time to write them.
+func (r *Reconciler) undelivered(ctx context.Context, wl *kueue.Workload) (ctrl.Result, error) {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, ConditionType)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return ctrl.Result{}, nil
+	}
+	if wait := c.LastTransitionTime.Add(deliveryGrace).Sub(r.Clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Preemption notice recorded but never written: ending it", "workload", klog.KObj(wl))
+	return ctrl.Result{}, ignoreConflict(r.setCondition(ctx, wl, metav1.ConditionFalse, string(policy.NoticeWithdrawn),
+		"The notice was not delivered (the manager stopped while giving it); the workload keeps running"))
+}
+
+// preemptor reads the Workload named in n; one whose ClusterQueue is not in the victim's cohort
+// tree cannot use the room the notice promises, and is treated as gone.
+func (r *Reconciler) preemptor(ctx context.Context, n *annotations.Notice, victim *kueue.Workload) (Preemptor, error) {
 	ns, name, ok := strings.Cut(n.Preemptor, "/")
 	if !ok || ns == "" || name == "" {
 		// Only its UID is known: no Workload can be found by it, so the notice is withdrawn.
@@ -246,7 +277,61 @@ func (r *Reconciler) preemptor(ctx context.Context, n *annotations.Notice) (Pree
 		}
 		return Preemptor{}, err
 	}
-	return PreemptorOf(&p), nil
+	pre := PreemptorOf(&p)
+	if pre.Found && pre.UID == n.PreemptorUID && !pre.QuotaReserved {
+		same, err := r.sameTree(ctx, r.clusterQueue(ctx, &p), r.clusterQueue(ctx, victim))
+		if err != nil {
+			return Preemptor{}, err
+		}
+		pre.ElsewhereInTree = !same
+	}
+	return pre, nil
+}
+
+// sameTree reports whether ClusterQueues a and b share the root of their cohort tree.
+func (r *Reconciler) sameTree(ctx context.Context, a, b kueue.ClusterQueueReference) (bool, error) {
+	if a == "" || b == "" {
+		return a == b, nil
+	}
+	if a == b {
+		return true, nil
+	}
+	ra, err := r.root(ctx, a)
+	if err != nil {
+		return false, err
+	}
+	rb, err := r.root(ctx, b)
+	return err == nil && ra == rb, err
+}
+
+// maxTreeDepth bounds the walk up a cohort tree; Kueue refuses cycles, this guards against
+// reading one mid-change.
+const maxTreeDepth = 64
+
+// root names the root of cq's cohort tree: "ClusterQueue/<name>" when cq has no cohort.
+func (r *Reconciler) root(ctx context.Context, cq kueue.ClusterQueueReference) (string, error) {
+	var q kueue.ClusterQueue
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(cq)}, &q); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	cohort := q.Spec.CohortName
+	if cohort == "" {
+		return "ClusterQueue/" + string(cq), nil
+	}
+	for range maxTreeDepth {
+		var c kueue.Cohort
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: string(cohort)}, &c); err != nil {
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			return "", err
+		}
+		if c.Spec.ParentName == "" {
+			break
+		}
+		cohort = c.Spec.ParentName
+	}
+	return "Cohort/" + string(cohort), nil
 }
 
 func (r *Reconciler) reportInvalid(ctx context.Context, wl *kueue.Workload, problem string) {
@@ -279,18 +364,6 @@ func (r *Reconciler) tell(ctx context.Context, wl *kueue.Workload, n *annotation
 		}
 		log.V(2).Info("Checkpoint done on the job: the notice is due", "workload", klog.KObj(wl), "job", job.GetName())
 		d.Due, d.Wait = true, 0
-	}
-	message := InForceMessage(n)
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, ConditionType)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != n.Reason || c.Message != message {
-		given := c == nil || c.Status != metav1.ConditionTrue
-		if err := r.setCondition(ctx, wl, metav1.ConditionTrue, n.Reason, message); err != nil {
-			return ctrl.Result{}, ignoreConflict(err)
-		}
-		if given {
-			log.V(2).Info("Preemption notice in force", "workload", klog.KObj(wl), "preemptor", n.Preemptor, "deadline", n.Deadline)
-			r.Recorder.Eventf(wl, nil, corev1.EventTypeNormal, ReasonInForce, "Notice", message)
-		}
 	}
 	if err := r.annotatePods(ctx, wl, job, n); err != nil {
 		return ctrl.Result{}, err

@@ -8,7 +8,6 @@ package notice
 
 import (
 	"fmt"
-	"regexp"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -34,7 +33,8 @@ const (
 	ReasonWithdrawn = "PreemptionNoticeWithdrawn"
 	// ReasonEnded (Normal): the workload finished or stopped before the preemptor evicted it.
 	ReasonEnded = "PreemptionNoticeEnded"
-	// ReasonInvalid (Warning): a notice annotation cannot be read; it is left as it is.
+	// ReasonInvalid (Warning): the notice annotations are not a notice the manager gave (malformed,
+	// or not recorded in the Workload's status); they are removed and nothing honours them.
 	ReasonInvalid = "InvalidPreemptionNotice"
 )
 
@@ -42,8 +42,10 @@ const (
 type Action string
 
 const (
-	// Nothing: no notice, or an unreadable one.
+	// Nothing: no notice.
 	Nothing Action = "Nothing"
+	// Remove: the annotations hold a notice the manager did not give; remove them and say so once.
+	Remove Action = "Remove"
 	// Tell: the notice is in force; make sure the condition, the Pods and the job's
 	// checkpoint-done show it, and wake the preemptor when it is due.
 	Tell Action = "Tell"
@@ -64,6 +66,10 @@ type Preemptor struct {
 	Finished      bool
 	Active        bool
 	QuotaReserved bool
+	// Queue is its LocalQueue, which its owner may change; ElsewhereInTree is true when that puts
+	// it outside the victim's cohort tree, where the room it was promised is of no use to it.
+	Queue           kueue.LocalQueueName
+	ElsewhereInTree bool
 }
 
 // PreemptorOf describes wl as a notice's preemptor; nil is a preemptor not found.
@@ -72,7 +78,7 @@ func PreemptorOf(wl *kueue.Workload) Preemptor {
 		return Preemptor{}
 	}
 	return Preemptor{Found: true, UID: wl.UID, Finished: workloadfinish.IsFinished(wl),
-		Active: workload.IsActive(wl), QuotaReserved: workload.HasQuotaReservation(wl)}
+		Active: workload.IsActive(wl), QuotaReserved: workload.HasQuotaReservation(wl), Queue: wl.Spec.QueueName}
 }
 
 // Decision is what Decide says a reconcile should do.
@@ -80,7 +86,7 @@ type Decision struct {
 	Action Action
 	// Outcome is the reason of the False condition End writes.
 	Outcome policy.NoticeOutcome
-	// Why says in words why the notice ends (End).
+	// Why says in words why the notice ends (End), or why it is not the manager's (Remove).
 	Why string
 	// Due is true when the preemptor may evict the victim now (Tell); Wait is how long until the
 	// deadline otherwise.
@@ -95,6 +101,9 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 	}
 	if Ended(wl, n) {
 		return Decision{Action: Clean}
+	}
+	if err := policy.NoticeAgrees(wl, n); err != nil {
+		return Decision{Action: Remove, Why: err.Error()}
 	}
 	if workloadfinish.IsFinished(wl) {
 		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}
@@ -117,6 +126,8 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deactivated", n.Preemptor)}
 	case pre.QuotaReserved:
 		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was admitted without this eviction", n.Preemptor)}
+	case pre.ElsewhereInTree:
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s moved to a queue outside this cohort tree", n.Preemptor)}
 	}
 	due, _ := policy.NoticeDue(n, wl, now)
 	d := Decision{Action: Tell, Due: due}
@@ -140,31 +151,10 @@ func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
 	return c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second))
 }
 
-// InForceMessage is the True condition's message.
-func InForceMessage(n *annotations.Notice) string {
-	return fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone)
-}
-
 // EndedMessage is the False condition's message when this controller ends the notice.
 func EndedMessage(n *annotations.Notice, d Decision) string {
 	if d.Outcome == policy.NoticeWithdrawn {
 		return fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why)
 	}
 	return fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why)
-}
-
-// conditionReason is the pattern of a condition's reason (metav1.Condition's validation).
-var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-
-// Parse reads the notice on wl; a notice whose reason cannot be a condition's reason is unreadable.
-func Parse(wl *kueue.Workload) (*annotations.Notice, error) {
-	n, err := annotations.ParseNotice(wl.Annotations)
-	if err != nil || n == nil {
-		return n, err
-	}
-	if len(n.Reason) > 1024 || !conditionReason.MatchString(n.Reason) {
-		return nil, fmt.Errorf("annotation %s: reason %q is not a valid condition reason", annotations.PreemptionNotice, n.Reason)
-	}
-	return n, nil
 }

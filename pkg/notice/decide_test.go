@@ -1,6 +1,7 @@
 package notice
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -22,9 +23,21 @@ func TestDecide(t *testing.T) {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
 	}
 	admitted := cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", start.Add(-time.Hour))
+	// A victim carries the manager's record of n unless a case gives its own PreemptionNotice condition.
 	victim := func(conds ...metav1.Condition) *kueue.Workload {
+		if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == ConditionType }) {
+			conds = append(conds, policy.NoticeRecord(n, 0))
+		}
 		return &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: conds}}
 	}
+	moved := *n
+	moved.Deadline = start.Add(time.Hour)
+	otherPreemptor := *n
+	otherPreemptor.Preemptor, otherPreemptor.PreemptorUID = "other-team/their-job", "their-uid"
+	unknownReason := *n
+	unknownReason.Reason = "Anything"
+	farDeadline := *n
+	farDeadline.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	checkpointed := victim(admitted)
 	checkpointed.Annotations = map[string]string{annotations.CheckpointDone: "true"}
 
@@ -44,8 +57,32 @@ func TestDecide(t *testing.T) {
 			want: Decision{Action: Tell, Wait: 4 * time.Minute},
 		},
 		"deadline reached: tell, due": {
-			wl: victim(admitted, cond(ConditionType, metav1.ConditionTrue, policy.TimeBasedReason, start)), notice: n, pre: waiting, now: n.Deadline,
+			wl: victim(admitted), notice: n, pre: waiting, now: n.Deadline,
 			want: Decision{Action: Tell, Due: true},
+		},
+		"a notice the manager never recorded (forged): removed": {
+			wl: &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{admitted}}}, notice: n, pre: waiting, now: start,
+			want: Decision{Action: Remove},
+		},
+		"the recorded notice with its deadline moved: removed": {
+			wl: victim(admitted), notice: &moved, pre: waiting, now: start,
+			want: Decision{Action: Remove},
+		},
+		"the recorded notice naming another preemptor: removed": {
+			wl: victim(admitted), notice: &otherPreemptor, pre: Preemptor{Found: true, UID: "their-uid", Active: true}, now: start,
+			want: Decision{Action: Remove},
+		},
+		"a record True for a notice of an unknown reason: removed": {
+			wl: victim(admitted, policy.NoticeRecord(&unknownReason, 0)), notice: &unknownReason, pre: waiting, now: start,
+			want: Decision{Action: Remove},
+		},
+		"a record True for a deadline beyond the longest notice: removed": {
+			wl: victim(admitted, policy.NoticeRecord(&farDeadline, 0)), notice: &farDeadline, pre: waiting, now: start,
+			want: Decision{Action: Remove},
+		},
+		"preemptor moved outside the victim's cohort tree: withdrawn": {
+			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, ElsewhereInTree: true}, now: start,
+			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
 		},
 		"checkpoint done: due before the deadline": {
 			wl: checkpointed, notice: n, pre: waiting, now: start,
@@ -105,10 +142,10 @@ func TestDecide(t *testing.T) {
 			notice: n, pre: Preemptor{}, now: start.Add(time.Minute),
 			want: Decision{Action: Clean},
 		},
-		"a condition False from an earlier notice does not end a new one": {
+		"a condition False from an earlier notice, without a record of this one: removed": {
 			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEndedEarly), start.Add(-time.Hour))),
 			notice: n, pre: waiting, now: start,
-			want: Decision{Action: Tell, Wait: 5 * time.Minute},
+			want: Decision{Action: Remove},
 		},
 	}
 	for name, tc := range cases {
@@ -118,44 +155,5 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestParse(t *testing.T) {
-	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	good := annotations.Notice{Start: start, Deadline: start.Add(time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
-	badReason := good
-	badReason.Reason = "not a reason!"
-	cases := map[string]struct {
-		ann     map[string]string
-		want    *annotations.Notice
-		wantErr bool
-	}{
-		"none":                 {ann: nil},
-		"good":                 {ann: good.Annotations(), want: &good},
-		"not JSON":             {ann: map[string]string{annotations.PreemptionNotice: "{", annotations.PreemptionDeadline: "2026-03-01T10:01:00Z"}, wantErr: true},
-		"no deadline":          {ann: map[string]string{annotations.PreemptionNotice: good.Annotations()[annotations.PreemptionNotice]}, wantErr: true},
-		"reason unfit for use": {ann: badReason.Annotations(), wantErr: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := Parse(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}})
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("Parse error = %v, want error %v", err, tc.wantErr)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Parse (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestInForceMessage(t *testing.T) {
-	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
-	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (InClusterQueueTimeBased); set the annotation " +
-		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
-	if got := InForceMessage(n); got != want {
-		t.Errorf("InForceMessage = %q, want %q", got, want)
 	}
 }

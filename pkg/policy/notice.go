@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // Notice before eviction: a victim whose settings give it a notice is not evicted when chosen. It
@@ -161,6 +164,62 @@ const NoticeCondition = "PreemptionNotice"
 
 // NoticeFieldOwner is the server-side apply field manager that owns NoticeCondition.
 const NoticeFieldOwner = "kueue-timeshare-notice"
+
+// IsNoticeReason reports whether a preemption for reason can come with a notice; a notice naming
+// any other reason was not given by the manager.
+func IsNoticeReason(reason string) bool {
+	return kindOf(reason) != noNotice
+}
+
+// NoticeInForceMessage is the message of the True NoticeCondition the preemptor writes when it
+// gives notice n. It is also the manager's record of n: ReadNotice honours the annotations only
+// when they give this same message.
+func NoticeInForceMessage(n *annotations.Notice) string {
+	return fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
+		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone)
+}
+
+// NoticeRecord is the True NoticeCondition that records notice n, given at n.Start.
+func NoticeRecord(n *annotations.Notice, generation int64) metav1.Condition {
+	return metav1.Condition{Type: NoticeCondition, Status: metav1.ConditionTrue, Reason: n.Reason, Message: NoticeInForceMessage(n),
+		LastTransitionTime: metav1.NewTime(n.Start.UTC().Truncate(time.Second)), ObservedGeneration: generation}
+}
+
+// ReadNotice is the notice in force on wl as every reader of it (the preemptor, the notice
+// controller, the waker, the simulator) must see it: nil when there is none, and an error naming
+// the rule when the annotations hold one the manager did not give. The annotations are written
+// by the manager but writable by the Workload's owner, so they count only when the manager's
+// record in the Workload's status, which tenants cannot write, agrees: the NoticeCondition is
+// True with the notice's reason and message (which carry its deadline and preemptor), set no
+// earlier than the notice's start; and the deadline is within the longest notice a queue can set.
+func ReadNotice(wl *kueue.Workload) (*annotations.Notice, error) {
+	n, err := annotations.ParseNotice(wl.Annotations)
+	if err != nil || n == nil {
+		return nil, err
+	}
+	if err := NoticeAgrees(wl, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// NoticeAgrees checks a well-formed notice n on wl against the rules ReadNotice applies.
+func NoticeAgrees(wl *kueue.Workload, n *annotations.Notice) error {
+	if !IsNoticeReason(n.Reason) {
+		return fmt.Errorf("annotation %s: reason %q is not a preemption reason that gets a notice", annotations.PreemptionNotice, n.Reason)
+	}
+	// A deadline is rounded up to the second when given.
+	if longest := n.Start.Truncate(time.Second).Add(tsapi.MaximumNoticePeriod + time.Second); n.Deadline.After(longest) {
+		return fmt.Errorf("annotation %s: more than %s after the notice's start", annotations.PreemptionDeadline, tsapi.MaximumNoticePeriod)
+	}
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != n.Reason || c.Message != NoticeInForceMessage(n) ||
+		c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second)) {
+		return fmt.Errorf("annotations %s and %s: not given by the manager (the Workload's %s condition does not record them)",
+			annotations.PreemptionNotice, annotations.PreemptionDeadline, NoticeCondition)
+	}
+	return nil
+}
 
 // NoticeEvictionOutcome is how a notice on wl ended when the preemptor evicted wl for it: early
 // once the workload said its checkpoint was done, else at the deadline. The preemptor and the

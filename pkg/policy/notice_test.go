@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -189,5 +191,86 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestReadNotice(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
+	record := NoticeRecord(&given, 1)
+	with := func(n annotations.Notice, conds ...metav1.Condition) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()}, Status: kueue.WorkloadStatus{Conditions: conds}}
+	}
+	change := func(f func(*annotations.Notice)) annotations.Notice {
+		n := given
+		f(&n)
+		return n
+	}
+	ended := record
+	ended.Status, ended.Reason = metav1.ConditionFalse, string(NoticeWithdrawn)
+	older := record
+	older.LastTransitionTime = metav1.NewTime(start.Add(-time.Hour))
+	cases := map[string]struct {
+		wl      *kueue.Workload
+		want    *annotations.Notice
+		wantErr string
+	}{
+		"no notice": {wl: &kueue.Workload{}},
+		"given and recorded by the manager": {
+			wl: with(given, record), want: &given,
+		},
+		"no record: forged": {
+			wl: with(given), wantErr: "not given by the manager",
+		},
+		"the record of an ended notice: not in force": {
+			wl: with(given, ended), wantErr: "not given by the manager",
+		},
+		"a record older than the notice: an earlier notice's": {
+			wl: with(given, older), wantErr: "not given by the manager",
+		},
+		"deadline moved after the notice was given": {
+			wl: with(change(func(n *annotations.Notice) { n.Deadline = n.Deadline.Add(10 * time.Minute) }), record), wantErr: "not given by the manager",
+		},
+		"another preemptor named": {
+			wl: with(change(func(n *annotations.Notice) { n.Preemptor, n.PreemptorUID = "team-b/theirs", "their-uid" }), record), wantErr: "not given by the manager",
+		},
+		"a reason that never gets a notice, even recorded": {
+			wl:      with(change(func(n *annotations.Notice) { n.Reason = "Bought" }), NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Reason = "Bought" })), 1)),
+			wantErr: `reason "Bought" is not a preemption reason that gets a notice`,
+		},
+		"a deadline in 2099, even recorded": {
+			wl: with(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) }),
+				NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) })), 1)),
+			wantErr: "more than 1h0m0s after the notice's start",
+		},
+		"the longest notice, rounded up to the second": {
+			wl:   with(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) }), NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) })), 1)),
+			want: ptr.To(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) })),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ReadNotice(tc.wl)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if tc.wantErr == "" && gotErr != "" || tc.wantErr != "" && !strings.Contains(gotErr, tc.wantErr) {
+				t.Fatalf("error %q, want one containing %q", gotErr, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ReadNotice (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNoticeInForceMessage(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
+	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (InClusterQueueTimeBased); set the annotation " +
+		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
+	if got := NoticeInForceMessage(n); got != want {
+		t.Errorf("NoticeInForceMessage = %q, want %q", got, want)
 	}
 }

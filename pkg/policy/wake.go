@@ -46,7 +46,7 @@ func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, tolerationOf f
 		c.Toleration = tolerationOf(wl.Spec.PriorityClassRef)
 	}
 	if s.on(FeatureNotice) {
-		c.Notice, _ = annotations.ParseNotice(wl.Annotations)
+		c.Notice, _ = ReadNotice(wl)
 	}
 	if !s.on(FeatureExpectedRuntime) {
 		return

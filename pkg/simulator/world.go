@@ -536,7 +536,7 @@ func (w *world) observeNotice(j *job, old, wl *kueue.Workload) {
 	if !ok || (old != nil && old.Annotations[annotations.PreemptionNotice] == raw) || conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	n, err := annotations.ParseNotice(wl.Annotations)
+	n, err := policy.ReadNotice(wl)
 	if err != nil || n == nil {
 		w.note("reading the notice on workload %s: %v", wl.Name, err)
 		return

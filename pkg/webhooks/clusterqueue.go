@@ -75,8 +75,10 @@ func noticeGate(req admission.Request, n tsapi.NoticeSettings) field.ErrorList {
 	return n.InUse(field.NewPath("spec", "preemption"), features.NoticeGateOff, old)
 }
 
-// Register adds the validators to the manager's webhook server.
-func Register(server webhook.Server) {
+// Register adds the validators to the manager's webhook server; manager is the user name of the
+// manager's own requests (ManagerUser), the only one allowed to write its Workload annotations.
+func Register(server webhook.Server, manager string) {
+	server.Register(WorkloadPath, &webhook.Admission{Handler: WorkloadValidator{Manager: manager}})
 	server.Register(ClusterQueuePath, &webhook.Admission{Handler: ClusterQueueValidator{}})
 	server.Register(CohortPath, &webhook.Admission{Handler: CohortValidator{}})
 	server.Register(WorkloadPriorityClassPath, &webhook.Admission{Handler: PriorityClassValidator{

@@ -25,6 +25,7 @@ func cond(t, status, reason, message string, at time.Duration) metav1.Condition 
 
 func TestBuildExplainReport(t *testing.T) {
 	const preempted = "Preempted to accommodate a workload due to time-sharing"
+	noticeMsg := policy.NoticeInForceMessage(&annotations.Notice{Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"})
 	wl := func(conds ...metav1.Condition) *kueue.Workload {
 		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: kueue.WorkloadSpec{QueueName: "lq", Priority: ptr.To[int32](5)},
 			Status: kueue.WorkloadStatus{Conditions: conds}}
@@ -90,7 +91,7 @@ func TestBuildExplainReport(t *testing.T) {
 		"under notice: the notice in force, its condition, and the state saying until when": {
 			wl: func() *kueue.Workload {
 				w := wl(cond(kueue.WorkloadQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu", -time.Hour),
-					cond(policy.NoticeCondition, "True", "InClusterQueueTimeBased", "To be evicted at 2026-11-24T12:05:00Z", -time.Minute))
+					cond(policy.NoticeCondition, "True", "InClusterQueueTimeBased", noticeMsg, -time.Minute))
 				w.Status.Admission = &kueue.Admission{ClusterQueue: "gpu"}
 				w.Annotations = annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased",
 					Preemptor: "ns/next", PreemptorUID: "uid-next"}.Annotations()
@@ -99,10 +100,10 @@ func TestBuildExplainReport(t *testing.T) {
 			want: &ExplainReport{Namespace: "ns", Name: "w", ClusterQueue: "gpu", LocalQueue: "lq", Priority: 5,
 				State:       "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z",
 				Notice:      &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"},
-				NoticeState: &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted at 2026-11-24T12:05:00Z", Since: mt(-time.Minute)},
+				NoticeState: &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: noticeMsg, Since: mt(-time.Minute)},
 				History: []HistoryItem{
 					{Time: mt(-time.Hour), Source: "condition", What: "QuotaReserved=True", Reason: "QuotaReserved", Message: "Quota reserved in ClusterQueue gpu"},
-					{Time: mt(-time.Minute), Source: "condition", What: "PreemptionNotice=True", Reason: "InClusterQueueTimeBased", Message: "To be evicted at 2026-11-24T12:05:00Z"},
+					{Time: mt(-time.Minute), Source: "condition", What: "PreemptionNotice=True", Reason: "InClusterQueueTimeBased", Message: noticeMsg},
 				}},
 		},
 		"unreadable notice annotations are said to be ignored": {
@@ -186,10 +187,11 @@ History:
 func TestNoticedFor(t *testing.T) {
 	noticed := func(name, preemptorUID string, deadline time.Duration, ann map[string]string) kueue.Workload {
 		w := kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{}}}
-		for k, v := range (annotations.Notice{Start: t0, Deadline: t0.Add(deadline), Reason: "InClusterQueue", Preemptor: "ns/p",
-			PreemptorUID: types.UID(preemptorUID)}).Annotations() {
+		n := annotations.Notice{Start: t0, Deadline: t0.Add(deadline), Reason: "InClusterQueue", Preemptor: "ns/p", PreemptorUID: types.UID(preemptorUID)}
+		for k, v := range n.Annotations() {
 			w.Annotations[k] = v
 		}
+		w.Status.Conditions = []metav1.Condition{policy.NoticeRecord(&n, 0)}
 		for k, v := range ann {
 			w.Annotations[k] = v
 		}

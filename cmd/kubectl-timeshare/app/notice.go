@@ -27,13 +27,13 @@ type NoticeInProgress struct {
 	// CheckpointDone is set once the workload said its work is saved: it is evicted at the
 	// preemptor's next attempt instead of at the deadline.
 	CheckpointDone bool `json:"checkpointDone,omitempty"`
-	// Problem is set when the annotations cannot be read; the manager then ignores them.
+	// Problem is set when the annotations are not a notice the manager gave; it ignores and removes them.
 	Problem string `json:"problem,omitempty"`
 }
 
 // noticeOf is the notice in force on wl, or nil.
 func noticeOf(wl *kueue.Workload) *NoticeInProgress {
-	n, err := annotations.ParseNotice(wl.Annotations)
+	n, err := policy.ReadNotice(wl)
 	if err != nil {
 		return &NoticeInProgress{Problem: err.Error()}
 	}
@@ -49,7 +49,7 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 	var out []NoticeInProgress
 	for i := range wls {
 		wl := &wls[i]
-		n, err := annotations.ParseNotice(wl.Annotations)
+		n, err := policy.ReadNotice(wl)
 		if err != nil || n == nil || n.PreemptorUID != preemptor {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -83,8 +84,8 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 		if _, ok := info.Obj.Annotations[annotations.PreemptionNotice]; !ok {
 			return
 		}
-		n, err := annotations.ParseNotice(info.Obj.Annotations)
-		if err != nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
+		n, err := policy.ReadNotice(info.Obj)
+		if err != nil || n == nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
 			return
 		}
 		out = append(out, noticed{info: info, cq: q, notice: n})
@@ -137,7 +138,7 @@ func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapsho
 // hasNotice reports whether some target is under notice for preemptor.
 func hasNotice(targets []*Target, preemptor *workload.Info) bool {
 	return slices.ContainsFunc(targets, func(t *Target) bool {
-		n, err := annotations.ParseNotice(t.WorkloadInfo.Obj.Annotations)
+		n, err := policy.ReadNotice(t.WorkloadInfo.Obj)
 		return err == nil && n != nil && n.PreemptorUID == preemptor.Obj.UID
 	})
 }
@@ -238,21 +239,26 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 	return true, pending, failed, err
 }
 
-// writeNotice puts the notice on the victim, only if it is unchanged since the snapshot, so that
-// a cycle working on a stale snapshot cannot give a second notice.
+// writeNotice gives the victim notice n in two writes. The record first: the True
+// PreemptionNotice condition in the victim's status, which tenants cannot write and which
+// policy.ReadNotice requires to agree with the annotations. It is written only if the victim is
+// unchanged since the snapshot, so that a cycle working on a stale snapshot cannot give a second
+// notice. Then the annotations, which carry the notice to readers and to the victim's Pods.
 func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n annotations.Notice) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": victim.ResourceVersion,
-		"annotations":     n.Annotations(),
-	}})
+	ann := n.Annotations()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		return err
 	}
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
 	if p.noticeIndex != nil {
-		p.noticeIndex.add(workload.Key(victim), n.Annotations()[annotations.PreemptionNotice])
+		p.noticeIndex.add(workload.Key(victim), ann[annotations.PreemptionNotice])
 	}
-	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch("application/merge-patch+json", patch))
+	n.Start = n.Start.UTC().Truncate(time.Second)
+	if err := applyNoticeCondition(ctx, p.client, victim, victim.ResourceVersion, policy.NoticeRecord(&n, victim.Generation)); err != nil {
+		return err
+	}
+	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 }
 
 // ownerRef is a reference to wl's controlling job, for its events, or nil.
@@ -278,7 +284,7 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 	if !p.noticeOn() {
 		return
 	}
-	n, err := annotations.ParseNotice(victim.Annotations)
+	n, err := policy.ReadNotice(victim)
 	if err != nil || n == nil {
 		return
 	}
@@ -294,7 +300,13 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 
 // ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
 func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, cond metav1.Condition) error {
+	return applyNoticeCondition(ctx, c, wl, "", cond)
+}
+
+// applyNoticeCondition is ApplyNoticeCondition, only if wl is still at resourceVersion when set.
+func applyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, resourceVersion string, cond metav1.Condition) error {
 	u := &unstructured.Unstructured{}
+	u.SetResourceVersion(resourceVersion)
 	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Workload"))
 	u.SetNamespace(wl.Namespace)
 	u.SetName(wl.Name)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestNoticeIndex(t *testing.T) {
@@ -133,8 +135,8 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 			sc := *reclaimScenario("2", false)
-			sc.Admitted[0].Annotations = annotations.Notice{Start: sc.Now, Deadline: sc.Now.Add(time.Minute), Reason: kueue.InCohortReclamationReason,
-				Preemptor: "ns/pending", PreemptorUID: "uid-pending"}.Annotations()
+			giveNotice(sc.Admitted[0], annotations.Notice{Start: sc.Now, Deadline: sc.Now.Add(time.Minute), Reason: kueue.InCohortReclamationReason,
+				Preemptor: "ns/pending", PreemptorUID: "uid-pending"})
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}), WithNoticeIndex(tc.index()))
 			var got []string
@@ -151,7 +153,7 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 func TestWriteNoticeListsTheVictim(t *testing.T) {
 	ctx := context.Background()
 	victim := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-victim"}}
-	cl := utiltesting.NewClientBuilder().WithObjects(victim.DeepCopy()).Build()
+	cl := utiltesting.NewClientBuilder().WithObjects(victim.DeepCopy()).WithStatusSubresource(&kueue.Workload{}).Build()
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, victim); err != nil {
 		t.Fatal(err)
 	}
@@ -167,5 +169,21 @@ func TestWriteNoticeListsTheVictim(t *testing.T) {
 	got, _ := x.listed()
 	if diff := cmp.Diff([]workload.Reference{"ns/victim"}, got); diff != "" {
 		t.Errorf("listed (-want +got):\n%s", diff)
+	}
+	// The record and the annotations agree: every reader honours the notice as given.
+	var written kueue.Workload
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, &written); err != nil {
+		t.Fatal(err)
+	}
+	read, err := policy.ReadNotice(&written)
+	if err != nil {
+		t.Fatalf("ReadNotice of the notice written: %v", err)
+	}
+	if diff := cmp.Diff(&n, read); diff != "" {
+		t.Errorf("notice read back (-want +got):\n%s", diff)
+	}
+	// A second write from the same, now stale, snapshot is refused: no second notice.
+	if err := p.writeNotice(ctx, victim, n); !apierrors.IsConflict(err) {
+		t.Errorf("writeNotice from a stale snapshot: %v, want a conflict", err)
 	}
 }

@@ -491,7 +491,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
 		}
 		if notices {
-			c.Notice, _ = annotations.ParseNotice(info.Obj.Annotations)
+			c.Notice, _ = policy.ReadNotice(info.Obj)
 		}
 		if expected {
 			if er, ok := annotations.ParseExpectedRuntime(info.Obj.Annotations); ok {

@@ -252,6 +252,12 @@ func TestTolerationTargets(t *testing.T) {
 
 // noNoticeSettings is a NoticeSource where no queue sets a notice: only notices already given
 // matter to these tests.
+// giveNotice puts n on wl as the preemptor does: the annotations and the record in its status.
+func giveNotice(wl *kueue.Workload, n annotations.Notice) {
+	wl.Annotations = n.Annotations()
+	wl.Status.Conditions = append(wl.Status.Conditions, policy.NoticeRecord(&n, wl.Generation))
+}
+
 type noNoticeSettings struct{}
 
 func (noNoticeSettings) NoticePath(kueue.ClusterQueueReference, []kueue.CohortReference) ([]policy.NoticeNode, time.Duration) {
@@ -264,12 +270,13 @@ func (noNoticeSettings) NoticePath(kueue.ClusterQueueReference, []kueue.CohortRe
 func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
 	sc0 := reclaimScenario("2", false)
 	deadline := sc0.Now.Add(3 * time.Minute)
-	noticeFor := func(preemptor string) map[string]string {
+	noticeFor := func(preemptor string) annotations.Notice {
 		return annotations.Notice{Start: sc0.Now.Add(-time.Minute), Deadline: deadline, Reason: kueue.InClusterQueueReason,
-			Preemptor: "ns/" + preemptor, PreemptorUID: types.UID("uid-" + preemptor)}.Annotations()
+			Preemptor: "ns/" + preemptor, PreemptorUID: types.UID("uid-" + preemptor)}
 	}
 	cases := map[string]struct {
-		notice      map[string]string
+		notice      annotations.Notice
+		forged      bool
 		gateOff     bool
 		want        []string
 		wantExplain string
@@ -285,6 +292,9 @@ func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
 		"gate off: the notice is not read": {
 			notice: noticeFor("other"), gateOff: true, want: []string{"borrower: InCohortReclamation"},
 		},
+		"a notice for another preemptor that the manager never gave: ignored, the borrower is a victim": {
+			notice: noticeFor("other"), forged: true, want: []string{"borrower: InCohortReclamation"},
+		},
 	}
 	for _, fairSharing := range []bool{false, true} {
 		for name, tc := range cases {
@@ -295,7 +305,11 @@ func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
 				ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 				sc := *reclaimScenario("2", false)
 				sc.FairSharing = fairSharing
-				sc.Admitted[0].Annotations = tc.notice
+				if tc.forged {
+					sc.Admitted[0].Annotations = tc.notice.Annotations()
+				} else {
+					giveNotice(sc.Admitted[0], tc.notice)
+				}
 				var fs *configapi.FairSharing
 				if fairSharing {
 					fs = &configapi.FairSharing{}
