@@ -19,9 +19,9 @@ import (
 // otherwise entries are sorted once, in place.
 func (s *Scheduler) orderEntries(ctx context.Context, entries []entry) func() *entry {
 	if s.fairSharingEnabled() {
-		return newFairSharingOrder(ctrl.LoggerFrom(ctx), entries, s.ordering).next
+		return newFairSharingOrder(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering).next
 	}
-	sortClassical(ctrl.LoggerFrom(ctx), entries, s.ordering)
+	sortClassical(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering)
 	i := 0
 	return func() *entry {
 		if i == len(entries) {

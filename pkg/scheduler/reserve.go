@@ -6,11 +6,11 @@ import (
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 )
 
-// quotaToHold is the quota a head that cannot preempt keeps for itself this cycle. A head
+// quotaResourcesToReserve is the quota a head that cannot preempt keeps for itself this cycle. A head
 // that fits outright holds all it asked for. Otherwise it holds, per flavor and resource,
 // no more than its ClusterQueue could still reach: up to the borrowing limit when the
 // assignment borrows (everything when there is no limit), up to nominal quota when not.
-func quotaToHold(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
+func quotaResourcesToReserve(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
 	requested := e.assignment.Usage.Quota
 	if e.assignment.RepresentativeMode() != flavorassigner.Preempt {
 		return requested
