@@ -156,6 +156,7 @@ func (s *Scheduler) reservedDespiteError(ctx context.Context, wl *kueue.Workload
 
 // prepareWorkload writes the admission into wl, and the Admitted condition when no admission
 // check is left to wait for.
+// Upstream's original: (*Scheduler).prepareWorkload in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) prepareWorkload(log logr.Logger, wl *kueue.Workload, cq *schdcache.ClusterQueueSnapshot, admission *kueue.Admission) {
 	workload.SetQuotaReservation(wl, admission, s.clock)
 	if workload.HasAllRequiredChecks(log, wl, cq.AdmissionChecks) {
@@ -164,6 +165,7 @@ func (s *Scheduler) prepareWorkload(log logr.Logger, wl *kueue.Workload, cq *sch
 }
 
 // admitted runs once the admission is written.
+// Upstream's original: (*Scheduler).recordWorkloadAdmissionMetrics in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl *kueue.Workload, admission *kueue.Admission, flavorsTried string, oldSlice *preemption.Target) {
 	// The preemptor may still wait on evictions made for this workload (kueue#11480).
 	s.preemptor.SatisfyPreemptionExpectation(log, wl)
@@ -181,6 +183,7 @@ func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl 
 }
 
 // reportQuotaReserved emits the QuotaReserved event and metrics, once per reservation.
+// Upstream's original: (*Scheduler).recordQuotaReservationMetrics in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
 	if workload.HasQuotaReservation(before) {
 		return
@@ -201,6 +204,7 @@ func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workl
 
 // reportAdmitted emits the Admitted event and metrics when the reservation also admitted
 // the workload. A workload recovering from a failed node was admitted before: no event.
+// Upstream's original: (*Scheduler).recordWorkloadAdmissionEvents in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
 	if !workload.IsAdmitted(wl) || workload.HasUnhealthyNodes(before) {
 		return
@@ -228,6 +232,7 @@ func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, 
 }
 
 // replaceWorkloadSlice finishes the slice an admitted elastic workload replaces.
+// Upstream's original: (*Scheduler).replaceWorkloadSlice in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) replaceWorkloadSlice(ctx context.Context, oldCQ kueue.ClusterQueueReference, newSlice, oldSlice *kueue.Workload) error {
 	log := ctrl.LoggerFrom(ctx)
 	if workloadfinish.IsFinished(oldSlice) {

@@ -20,6 +20,7 @@ import (
 
 // shouldApplyEntryPenalty decides both the push on assume and the rollback on a failed write, so
 // the two always pair up.
+// Upstream's original: (*Scheduler).shouldApplyEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) shouldApplyEntryPenalty(e *entry) bool {
 	if !s.afsEnabled() {
 		return false
@@ -39,6 +40,7 @@ func penaltyKeys(e *entry) (utilqueue.LocalQueueReference, queueafs.WorkloadRefe
 		klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))
 }
 
+// Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) pushEntryPenalty(log logr.Logger, e *entry) {
 	lq, wl, lqRef := penaltyKeys(e)
 	requests := e.SumTotalRequests(s.resourceFormatter)
@@ -51,6 +53,7 @@ func (s *Scheduler) pushEntryPenalty(log logr.Logger, e *entry) {
 	log.V(3).Info("Entry penalty added to localQueue", "localQueue", lqRef, "workload", wl, "penalty", penalty)
 }
 
+// Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) dropEntryPenalty(log logr.Logger, e *entry) {
 	lq, wl, lqRef := penaltyKeys(e)
 	removed := s.queues.AfsUsageLedger.SubPenalty(lq, wl)
@@ -58,6 +61,7 @@ func (s *Scheduler) dropEntryPenalty(log logr.Logger, e *entry) {
 }
 
 // allCoveredResources is every resource named by the resource groups.
+// Upstream's original: allCoveredResources in sigs.k8s.io/kueue/pkg/scheduler.
 func allCoveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.ResourceName] {
 	out := sets.New[corev1.ResourceName]()
 	for _, g := range groups {
@@ -67,6 +71,7 @@ func allCoveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.Resou
 }
 
 // filterByNames returns a copy of list restricted to the names in keep.
+// Upstream's original: filterByNames in sigs.k8s.io/kueue/pkg/scheduler.
 func filterByNames(list corev1.ResourceList, keep sets.Set[corev1.ResourceName]) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(list))
 	for name, q := range list {

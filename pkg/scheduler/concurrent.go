@@ -31,6 +31,7 @@ func lessFavorable(sibling, own int) bool { return sibling > own }
 
 // findAdmittedSibling returns an admitted variant of the same parent whose flavor rank
 // satisfies want, or nil.
+// Upstream's original: (*Scheduler).findAdmittedSibling in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) findAdmittedSibling(wl *workload.Info, snap *schdcache.Snapshot, want siblingRank) *workload.Info {
 	if !features.Enabled(features.ConcurrentAdmission) {
 		return nil
@@ -60,6 +61,7 @@ func (s *Scheduler) findAdmittedSibling(wl *workload.Info, snap *schdcache.Snaps
 }
 
 // resolveFlavorIndex is the position of the variant's flavor in flavors.
+// Upstream's original: resolveFlavorIndex in sigs.k8s.io/kueue/pkg/scheduler.
 func resolveFlavorIndex(wl *workload.Info, flavors []kueue.ResourceFlavorReference) (int, error) {
 	f := concurrentadmission.GetVariantFlavor(wl.Obj)
 	if f == "" {
@@ -74,6 +76,7 @@ func resolveFlavorIndex(wl *workload.Info, flavors []kueue.ResourceFlavorReferen
 
 // isMigrationAllowed applies the policy's lastAcceptableFlavorName: a variant may not migrate
 // to a flavor ranked below it. Without the constraint any migration is allowed.
+// Upstream's original: (*Scheduler).isMigrationAllowed in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) isMigrationAllowed(log logr.Logger, cq *schdcache.ClusterQueueSnapshot, e *entry) bool {
 	p := cq.ConcurrentAdmissionPolicy
 	if p == nil || p.Migration.Constraints == nil || p.Migration.Constraints.LastAcceptableFlavorName == nil {
@@ -99,6 +102,7 @@ func (s *Scheduler) isMigrationAllowed(log logr.Logger, cq *schdcache.ClusterQue
 
 // issueMigration evicts the admitted sibling on a worse flavor; the variant is admitted once the
 // sibling's quota is released.
+// Upstream's original: (*Scheduler).issueMigration in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) issueMigration(ctx context.Context, log logr.Logger, e *entry, victim *workload.Info) {
 	log.V(3).Info("Migrating to more favorable resource flavor", "targetWorkload", klog.KObj(victim.Obj), "evictorWorkload", klog.KObj(e.Obj))
 	wl := victim.Obj.DeepCopy()

@@ -54,6 +54,7 @@ type entry struct {
 
 // recordAssignment records a computed assignment and its scan progress, from which a requeued
 // head resumes. The progress is held apart from the entry because entries move when sorted.
+// Upstream's original: (*entry).recordAssignment in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) recordAssignment(a flavorassigner.Assignment, targets []*preemption.Target) {
 	e.assignment = a
 	e.preemptionTargets = targets
@@ -65,6 +66,7 @@ func (e *entry) recordAssignment(a flavorassigner.Assignment, targets []*preempt
 // markSkipped marks a head that lost to another one this cycle. The flavor scan progress is kept
 // under FlavorFungibilityPreserveScanProgress: the head lost on contention, not on the
 // flavor, so what was tried is still the best information.
+// Upstream's original: (*entry).markSkipped in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) markSkipped(msg string) {
 	e.status = skipped
 	e.inadmissibleMsg = msg
@@ -75,6 +77,7 @@ func (e *entry) markSkipped(msg string) {
 
 // markPreemptionGated marks a head whose preemption is held by a closed preemption gate; all flavors are
 // tried again next time.
+// Upstream's original: (*entry).markPreemptionGated in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) markPreemptionGated(msg string) {
 	e.status = preemptionGated
 	e.inadmissibleMsg = msg
@@ -84,6 +87,7 @@ func (e *entry) markPreemptionGated(msg string) {
 
 // markPreemptionOutcome records what IssuePreemptions did. Victims change the picture, so the
 // flavor scan starts over next time.
+// Upstream's original: (*entry).markPreemptionOutcome in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) markPreemptionOutcome(preempted, failed int) {
 	e.LastAssignment = nil
 	switch {
@@ -97,6 +101,7 @@ func (e *entry) markPreemptionOutcome(preempted, failed int) {
 }
 
 // assignmentUsage is the quota and topology this head adds to its ClusterQueue when admitted.
+// Upstream's original: (*entry).assignmentUsage in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) assignmentUsage(log logr.Logger) workload.Usage {
 	return e.netUsage(log, e.assignment.Usage.Quota)
 }
@@ -116,6 +121,7 @@ func (e *entry) netUsage(log logr.Logger, quota resources.FlavorResourceQuantiti
 }
 
 // readResourceToFlavorMapping maps each pod set's resources to the flavors of the current assignment.
+// Upstream's original: (*entry).readResourceToFlavorMapping in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) readResourceToFlavorMapping() workload.PodSetResourcesToFlavors {
 	out := make(workload.PodSetResourcesToFlavors, len(e.assignment.PodSets))
 	for _, ps := range e.assignment.PodSets {
@@ -128,6 +134,7 @@ func (e *entry) readResourceToFlavorMapping() workload.PodSetResourcesToFlavors 
 	return out
 }
 
+// Upstream's original: logAdmissionAttemptIfVerbose in sigs.k8s.io/kueue/pkg/scheduler.
 func logAdmissionAttemptIfVerbose(log logr.Logger, e *entry) {
 	v := log.V(3)
 	if !v.Enabled() {

@@ -79,6 +79,7 @@ func (s *Scheduler) screen(ctx context.Context, log klog.Logger, e *entry, snap 
 }
 
 // getAssignments chooses flavors for wl and, when it needs preemption, the victims.
+// Upstream's original: (*Scheduler).getAssignments in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
 	cq := snap.ClusterQueue(wl.ClusterQueue)
 	// Decided once per workload and cycle, not inside the assigner, which runs again for
@@ -117,6 +118,7 @@ func usable(a flavorassigner.Assignment, targets []*preemption.Target) bool {
 
 // lastAssignmentOutdated reports whether a recorded flavor scan no longer applies, so that the
 // scan has to start from the first flavor.
+// Upstream's original: lastAssignmentOutdated in sigs.k8s.io/kueue/pkg/scheduler.
 func lastAssignmentOutdated(last *workload.AssignmentClusterQueueState, cqGeneration, cycle int64, hash workload.EquivalenceHash) bool {
 	if features.Enabled(features.FlavorFungibilityPreserveScanProgress) {
 		// A changed shape invalidates the recorded flavor indices whatever their age.
@@ -140,6 +142,7 @@ type partialAssignment struct {
 
 // getInitialAssignments tries the full pod counts first, then, if the workload allows it, smaller
 // counts. An elastic workload's replaced slice is always among the targets.
+// Upstream's original: (*Scheduler).getInitialAssignments in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot) (flavorassigner.Assignment, []*preemption.Target) {
 	sliceTargets, replacedSlice := workloadslicing.ReplacedWorkloadSlice(wl, snap)
 	assigner := flavorassigner.New(wl, cq, snap.ResourceFlavors, s.fairSharingEnabled(),
@@ -175,6 +178,7 @@ func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info
 // updateAssignmentForTAS gives a TAS workload that must preempt a topology
 // assignment: on the snapshot without its victims, or, with no victims, on an empty
 // cluster, so that the capacity it waits for is held against lower-priority workloads.
+// Upstream's original: updateAssignmentForTAS in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) updateAssignmentForTAS(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
 	if !features.Enabled(features.TopologyAwareScheduling) || a.RepresentativeMode() != flavorassigner.Preempt {
 		return

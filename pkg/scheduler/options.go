@@ -42,11 +42,13 @@ func defaultOptions() options {
 
 // WithPodsReadyRequeuingTimestamp picks the timestamp that orders workloads requeued after
 // a PodsReady timeout.
+// Upstream's original: WithPodsReadyRequeuingTimestamp in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPodsReadyRequeuingTimestamp(ts configapi.RequeuingTimestamp) Option {
 	return func(s *options) { s.podsReadyRequeuingTimestamp = ts }
 }
 
 // WithFairSharing turns fair sharing on; nil leaves the previous value in place.
+// Upstream's original: WithFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithFairSharing(fs *configapi.FairSharing) Option {
 	return func(s *options) {
 		if fs != nil {
@@ -56,21 +58,25 @@ func WithFairSharing(fs *configapi.FairSharing) Option {
 }
 
 // WithAdmissionFairSharing sets the admission fair sharing configuration.
+// Upstream's original: WithAdmissionFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
 	return func(s *options) { s.admissionFairSharing = afs }
 }
 
 // WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
+// Upstream's original: WithClock in sigs.k8s.io/kueue/pkg/scheduler.
 func WithClock(_ testing.TB, c clock.Clock) Option {
 	return func(s *options) { s.clock = c }
 }
 
 // WithRoleTracker sets the tracker whose role is added to logs and metrics.
+// Upstream's original: WithRoleTracker in sigs.k8s.io/kueue/pkg/scheduler.
 func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
 	return func(s *options) { s.roleTracker = tracker }
 }
 
 // WithPreemptionExpectations sets the store of in-flight preemptions.
+// Upstream's original: WithPreemptionExpectations in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPreemptionExpectations(store *expectations.Store) Option {
 	return func(s *options) { s.preemptionExpectations = store }
 }
@@ -85,17 +91,20 @@ func WithAPIReader(r client.Reader) Option {
 }
 
 // WithCustomLabels sets the custom metric labels.
+// Upstream's original: WithCustomLabels in sigs.k8s.io/kueue/pkg/scheduler.
 func WithCustomLabels(cl *metrics.CustomLabels) Option {
 	return func(s *options) { s.customLabels = cl }
 }
 
 // WithQuotaCheckStrategy sets how requests for resources a ClusterQueue does not declare
 // are treated.
+// Upstream's original: WithQuotaCheckStrategy in sigs.k8s.io/kueue/pkg/scheduler.
 func WithQuotaCheckStrategy(qcs configapi.QuotaCheckStrategy) Option {
 	return func(s *options) { s.quotaCheckStrategy = qcs }
 }
 
 // WithResourceFormatter sets the formatter for quantities in messages.
+// Upstream's original: WithResourceFormatter in sigs.k8s.io/kueue/pkg/scheduler.
 func WithResourceFormatter(formatter *resources.ResourceFormatter) Option {
 	return func(s *options) { s.resourceFormatter = formatter }
 }

@@ -184,6 +184,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 // (TASRecomputeAssignmentWithinSchedulingCycle), or victims already claimed by another head
 // (RecomputeAssignmentUponPreemptionTargetsOverlap). Nominations are computed per head on
 // the same snapshot, so without this later ClusterQueues keep losing to earlier ones.
+// Upstream's original: (*Scheduler).updateAssignmentIfNeeded in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logger, e *entry, c *cycleState, cq *schdcache.ClusterQueueSnapshot) (workload.Usage, bool) {
 	usage := e.assignmentUsage(log)
 	check := fits(c.snapshot, cq, usage, c.preempted, e.preemptionTargets)
@@ -223,6 +224,7 @@ func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logge
 }
 
 // fits checks usage against cq with this cycle's victims and targets removed.
+// Upstream's original: fits in sigs.k8s.io/kueue/pkg/scheduler.
 func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage workload.Usage, claimed preemption.PreemptedWorkloads, targets []*preemption.Target) schdcache.FitsCheck {
 	gone := claimed.MergeWithTargets(targets).Workloads()
 	restore := snap.SimulateWorkloadUsageRemoval(gone)
@@ -235,6 +237,7 @@ func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage wo
 // waiting for (up to what its limits allow) out of reach of the rest of the cohort for this
 // cycle, so that lower-priority work elsewhere does not take it first. An active preemptor
 // (PrioritizePreemptorWorkloads) always holds it: its victims are on their way out.
+// Upstream's original: (*Scheduler).reserveCapacityForUnreclaimablePreempt in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
 	activePreemptor := features.Enabled(features.PrioritizePreemptorWorkloads) && e.IsPreemptor
@@ -252,6 +255,7 @@ func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(ctx context.Context, 
 // waitForPodsReadyIfNeeded implements waitForPodsReady.blockAdmission: admission waits until
 // every admitted workload is ready. A second pass is exempt: its quota is already held
 // and it would wait on itself.
+// Upstream's original: (*Scheduler).waitForPodsReadyIfNeeded in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) waitForPodsReadyIfNeeded(ctx context.Context, log logr.Logger, e *entry) {
 	if workload.NeedsSecondPass(e.Obj) || s.cache.PodsReadyForAllAdmittedWorkloads(log) {
 		return
@@ -274,6 +278,7 @@ func (s *Scheduler) waitForPodsReadyIfNeeded(ctx context.Context, log logr.Logge
 
 // handleFailedTASReplacement evicts a TAS workload on an unhealthy node for which no
 // replacement fits (TASFailedNodeReplacementFailFast).
+// Upstream's original: (*Scheduler).handleFailedTASReplacement and (*Scheduler).evictWorkloadAfterFailedTASReplacement in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) handleFailedTASReplacement(ctx context.Context, log logr.Logger, e *entry) {
 	wl := e.Obj.DeepCopy()
 	nodes := workload.UnhealthyNodeNames(wl)

@@ -10,6 +10,7 @@ import (
 // that fits outright holds all it asked for. Otherwise it holds, per flavor and resource,
 // no more than its ClusterQueue could still reach: up to the borrowing limit when the
 // assignment borrows (everything when there is no limit), up to nominal quota when not.
+// Upstream's original: quotaResourcesToReserve in sigs.k8s.io/kueue/pkg/scheduler.
 func quotaResourcesToReserve(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
 	requested := e.assignment.Usage.Quota
 	if e.assignment.RepresentativeMode() != flavorassigner.Preempt {

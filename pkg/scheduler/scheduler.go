@@ -53,6 +53,7 @@ type Scheduler struct {
 }
 
 // New builds a Scheduler. Add it to a controller-runtime manager to run it.
+// Upstream's original: New in sigs.k8s.io/kueue/pkg/scheduler.
 func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recorder events.EventRecorder, opts ...Option) *Scheduler {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -90,6 +91,7 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 }
 
 // Start runs the loop in the background until ctx ends (manager.Runnable).
+// Upstream's original: (*Scheduler).Start in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("scheduler"))
 	go wait.UntilWithBackoff(ctx, s.schedule)
@@ -97,6 +99,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection keeps admission to the elected replica.
+// Upstream's original: (*Scheduler).NeedLeaderElection in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) NeedLeaderElection() bool {
 	return true
 }
@@ -110,8 +113,7 @@ func (s *Scheduler) afsEnabled() bool {
 }
 
 // schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
-// an idle or blocked cluster does not spin.
-// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
+// an idle or blocked cluster does not spin. The cycle itself is scheduleHeads.
 func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	return s.scheduleHeads(ctx, s.queues.Heads)
 }
@@ -142,6 +144,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, prog
 }
 
 // scheduleHeads is one cycle on the heads that nextHeads returns.
+// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Context) []qcache.Head) wait.SpeedSignal {
 	s.schedulingCycle++
 	clk := s.clock
