@@ -170,8 +170,8 @@ func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl 
 	// The preemptor may still wait on evictions made for this workload (kueue#11480).
 	s.preemptor.SatisfyPreemptionExpectation(log, wl)
 	wait := workload.QueuedWaitTime(wl, s.clock)
-	s.reportQuotaReserved(log, wl, e.Obj, admission, wait, flavorsTried)
-	s.reportAdmitted(log, wl, e.Obj, admission, wait)
+	s.recordQuotaReservationMetrics(log, wl, e.Obj, admission, wait, flavorsTried)
+	s.recordWorkloadAdmissionEvents(log, wl, e.Obj, admission, wait)
 	log.V(2).Info("Workload successfully admitted and assigned flavors", "assignments", admission.PodSetAssignments)
 
 	if features.Enabled(features.ElasticJobsViaWorkloadSlices) && oldSlice != nil {
@@ -182,9 +182,9 @@ func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl 
 	}
 }
 
-// reportQuotaReserved emits the QuotaReserved event and metrics, once per reservation.
+// recordQuotaReservationMetrics emits the QuotaReserved event and metrics, once per reservation.
 // Upstream's original: (*Scheduler).recordQuotaReservationMetrics in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
+func (s *Scheduler) recordQuotaReservationMetrics(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
 	if workload.HasQuotaReservation(before) {
 		return
 	}
@@ -202,10 +202,10 @@ func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workl
 	}
 }
 
-// reportAdmitted emits the Admitted event and metrics when the reservation also admitted
+// recordWorkloadAdmissionEvents emits the Admitted event and metrics when the reservation also admitted
 // the workload. A workload recovering from a failed node was admitted before: no event.
 // Upstream's original: (*Scheduler).recordWorkloadAdmissionEvents in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
+func (s *Scheduler) recordWorkloadAdmissionEvents(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
 	if !workload.IsAdmitted(wl) || workload.HasUnhealthyNodes(before) {
 		return
 	}

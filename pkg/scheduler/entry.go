@@ -103,13 +103,13 @@ func (e *entry) markPreemptionOutcome(preempted, failed int) {
 // assignmentUsage is the quota and topology this head adds to its ClusterQueue when admitted.
 // Upstream's original: (*entry).assignmentUsage in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) assignmentUsage(log logr.Logger) workload.Usage {
-	return e.netUsage(log, e.assignment.Usage.Quota)
+	return netUsage(log, e, e.assignment.Usage.Quota)
 }
 
 // netUsage adds what is new: a head that already holds quota (second pass) brings only its
 // topology usage.
 // Upstream's original: netUsage in sigs.k8s.io/kueue/pkg/scheduler.
-func (e *entry) netUsage(log logr.Logger, quota resources.FlavorResourceQuantities) workload.Usage {
+func netUsage(log logr.Logger, e *entry, quota resources.FlavorResourceQuantities) workload.Usage {
 	var u workload.Usage
 	if features.Enabled(features.TopologyAwareScheduling) {
 		u.TAS = e.assignment.ComputeTASNetUsage(log, e.clusterQueueSnapshot, &e.Info, e.Obj.Status.Admission)

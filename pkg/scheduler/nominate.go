@@ -101,7 +101,7 @@ func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap 
 		wl.LastAssignment = nil
 		a, targets = s.getInitialAssignments(ctx, wl, snap, cq)
 	}
-	s.updateAssignmentForTAS(ctx, snap, cq, wl, &a, targets)
+	updateAssignmentForTAS(ctx, snap, cq, wl, &a, targets)
 	return a, targets
 }
 
@@ -179,7 +179,7 @@ func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info
 // assignment: on the snapshot without its victims, or, with no victims, on an empty
 // cluster, so that the capacity it waits for is held against lower-priority workloads.
 // Upstream's original: updateAssignmentForTAS in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) updateAssignmentForTAS(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
+func updateAssignmentForTAS(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
 	if !features.Enabled(features.TopologyAwareScheduling) || a.RepresentativeMode() != flavorassigner.Preempt {
 		return
 	}

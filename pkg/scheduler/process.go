@@ -187,7 +187,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 // Upstream's original: (*Scheduler).updateAssignmentIfNeeded in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logger, e *entry, c *cycleState, cq *schdcache.ClusterQueueSnapshot) (workload.Usage, bool) {
 	usage := e.assignmentUsage(log)
-	check := fits(c.snapshot, cq, usage, c.preempted, e.preemptionTargets)
+	check := fits(c.snapshot, cq, &usage, c.preempted, e.preemptionTargets)
 
 	overlap := features.Enabled(features.RecomputeAssignmentUponPreemptionTargetsOverlap) && c.preempted.HasAny(e.preemptionTargets)
 	tasConflict := features.Enabled(features.TASRecomputeAssignmentWithinSchedulingCycle) && check == schdcache.FitsCheckNoTAS
@@ -216,7 +216,7 @@ func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logge
 		}
 	}
 	usage = e.assignmentUsage(log)
-	check = fits(c.snapshot, cq, usage, c.preempted, targets)
+	check = fits(c.snapshot, cq, &usage, c.preempted, targets)
 	log.V(3).Info("Re-computed assignment", "newMode", a.RepresentativeMode(), "fitsCheck", check)
 	// The mapping only steers this cycle's recomputation.
 	e.NominationMapping = nil
@@ -225,11 +225,11 @@ func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logge
 
 // fits checks usage against cq with this cycle's victims and targets removed.
 // Upstream's original: fits in sigs.k8s.io/kueue/pkg/scheduler.
-func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage workload.Usage, claimed preemption.PreemptedWorkloads, targets []*preemption.Target) schdcache.FitsCheck {
+func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage *workload.Usage, claimed preemption.PreemptedWorkloads, targets []*preemption.Target) schdcache.FitsCheck {
 	gone := claimed.MergeWithTargets(targets).Workloads()
 	restore := snap.SimulateWorkloadUsageRemoval(gone)
 	defer restore()
-	return cq.Fits(usage)
+	return cq.Fits(*usage)
 }
 
 // reserveCapacityForUnreclaimablePreempt runs when a head needs preemption and nothing may be preempted.
@@ -249,7 +249,7 @@ func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(ctx context.Context, 
 	if preemption.CanAlwaysReclaim(cq) && !activePreemptor && !blocked {
 		return
 	}
-	cq.AddUsage(e.netUsage(log, quotaResourcesToReserve(e, cq)))
+	cq.AddUsage(resourcesToReserve(log, e, cq))
 }
 
 // waitForPodsReadyIfNeeded implements waitForPodsReady.blockAdmission: admission waits until

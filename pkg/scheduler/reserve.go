@@ -1,10 +1,19 @@
 package scheduler
 
 import (
+	"github.com/go-logr/logr"
+
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
+
+// resourcesToReserve is the usage a head that cannot preempt keeps for itself this cycle.
+// Upstream's original: resourcesToReserve in sigs.k8s.io/kueue/pkg/scheduler.
+func resourcesToReserve(log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot) workload.Usage {
+	return netUsage(log, e, quotaResourcesToReserve(e, cq))
+}
 
 // quotaResourcesToReserve is the quota a head that cannot preempt keeps for itself this cycle. A head
 // that fits outright holds all it asked for. Otherwise it holds, per flavor and resource,
