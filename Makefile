@@ -99,6 +99,15 @@ build: ## Build the manager, the kubectl plugin and the local control plane into
 	$(GO) build -o $(BIN)/kubectl-timeshare ./cmd/kubectl-timeshare
 	$(GO) build -o $(BIN)/local-control-plane ./cmd/local-control-plane
 
+# Each function of ours that names its upstream original ("// Upstream's original: ..."), diffed
+# against that original in the kueue version go.mod requires; fails when an original is gone
+# (docs/architecture.md, "Upgrading upstream"). UPSTREAM_DIFF_ARGS=-summary prints the counts only.
+UPSTREAM_DIFF_ARGS ?=
+
+.PHONY: upstream-diff
+upstream-diff: ## Diff our mirrored scheduler functions against upstream's originals; fail when one is gone.
+	$(GO) run ./hack/upstreamdiff $(UPSTREAM_DIFF_ARGS)
+
 .PHONY: verify
 verify: ## Fail on unformatted files or go vet findings.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \

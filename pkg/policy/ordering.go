@@ -67,8 +67,9 @@ func (p *Policy) Compare(ctx *OrderContext, a, b *Candidate) int {
 	return 0
 }
 
-// busierLocalQueueFirst applies only between LocalQueues of one ClusterQueue whose usage is known.
-// Upstream's original: the LocalQueue usage comparison of CandidatesOrdering (resourceUsagePreemptionEnabled) in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
+// busierLocalQueueFirst is the LocalQueue usage comparison of CandidatesOrdering; it applies only
+// between LocalQueues of one ClusterQueue whose usage is known.
+// Upstream's original: resourceUsagePreemptionEnabled in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func busierLocalQueueFirst(_ *OrderContext, a, b *Candidate) int {
 	ua, ub := a.Info.LocalQueueFSUsage, b.Info.LocalQueueFSUsage
 	if a.Info.ClusterQueue != b.Info.ClusterQueue || a.Info.Obj.Spec.QueueName == b.Info.Obj.Spec.QueueName || ua == nil || ub == nil {

@@ -44,13 +44,13 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 	flavorsTried := flavorassigner.FormatFlavorAssignmentAttemptsForEvents(e.assignment)
 
 	assumedWl := e.Obj.DeepCopy()
-	s.reserveQuota(log, assumedWl, cq, admission)
+	s.prepareWorkload(log, assumedWl, cq, admission)
 	if !s.cache.AddOrUpdateWorkload(log, assumedWl) {
 		return fmt.Errorf("workload %s/%s could not be added to the cache", assumedWl.Namespace, assumedWl.Name)
 	}
 	e.status = assumed
 	log.V(2).Info("Workload assumed in the cache")
-	penalized := s.penaltyApplies(e)
+	penalized := s.shouldApplyEntryPenalty(e)
 	if penalized {
 		s.pushEntryPenalty(log, e)
 		// Lets the LocalQueue reconciler pick the pending penalty up.
@@ -58,9 +58,9 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 	}
 
 	written := e.Obj.DeepCopy()
-	s.async.Run(func() {
-		err := workloadpatching.PatchAdmissionStatus(ctx, s.client, written, s.opts.clock, func(wl *kueue.Workload) (bool, error) {
-			s.reserveQuota(log, wl, cq, admission)
+	s.admissionRoutineWrapper.Run(func() {
+		err := workloadpatching.PatchAdmissionStatus(ctx, s.client, written, s.clock, func(wl *kueue.Workload) (bool, error) {
+			s.prepareWorkload(log, wl, cq, admission)
 			if features.Enabled(features.TopologyAwareScheduling) && workload.HasUnhealthyNodes(e.Obj) {
 				log.V(5).Info("Clearing the topology assignment recovery field from the workload status after successful recovery")
 				wl.Status.UnhealthyNodes = nil
@@ -124,11 +124,11 @@ func writeMayHaveHappened(err error) bool {
 // reservedInAPIServer reads wl from the API server, when the scheduler has a reader for it, and
 // returns it if it holds a quota reservation there; nil if it does not or cannot be read.
 func (s *Scheduler) reservedInAPIServer(ctx context.Context, wl *kueue.Workload) *kueue.Workload {
-	if s.opts.apiReader == nil {
+	if s.apiReader == nil {
 		return nil
 	}
 	var latest kueue.Workload
-	if err := s.opts.apiReader.Get(ctx, client.ObjectKeyFromObject(wl), &latest); err != nil {
+	if err := s.apiReader.Get(ctx, client.ObjectKeyFromObject(wl), &latest); err != nil {
 		return nil
 	}
 	return reservedVersion(wl, &latest)
@@ -154,34 +154,37 @@ func (s *Scheduler) reservedDespiteError(ctx context.Context, wl *kueue.Workload
 	return reservedVersion(wl, &latest)
 }
 
-// reserveQuota writes the admission into wl, and the Admitted condition when no admission
+// prepareWorkload writes the admission into wl, and the Admitted condition when no admission
 // check is left to wait for.
-func (s *Scheduler) reserveQuota(log logr.Logger, wl *kueue.Workload, cq *schdcache.ClusterQueueSnapshot, admission *kueue.Admission) {
-	workload.SetQuotaReservation(wl, admission, s.opts.clock)
+// Upstream's original: (*Scheduler).prepareWorkload in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) prepareWorkload(log logr.Logger, wl *kueue.Workload, cq *schdcache.ClusterQueueSnapshot, admission *kueue.Admission) {
+	workload.SetQuotaReservation(wl, admission, s.clock)
 	if workload.HasAllRequiredChecks(log, wl, cq.AdmissionChecks) {
-		_ = workload.SyncAdmittedCondition(wl, s.opts.clock.Now())
+		_ = workload.SyncAdmittedCondition(wl, s.clock.Now())
 	}
 }
 
 // admitted runs once the admission is written.
+// Upstream's original: (*Scheduler).recordWorkloadAdmissionMetrics in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) admitted(ctx context.Context, log logr.Logger, e *entry, wl *kueue.Workload, admission *kueue.Admission, flavorsTried string, oldSlice *preemption.Target) {
 	// The preemptor may still wait on evictions made for this workload (kueue#11480).
 	s.preemptor.SatisfyPreemptionExpectation(log, wl)
-	wait := workload.QueuedWaitTime(wl, s.opts.clock)
-	s.reportQuotaReserved(log, wl, e.Obj, admission, wait, flavorsTried)
-	s.reportAdmitted(log, wl, e.Obj, admission, wait)
+	wait := workload.QueuedWaitTime(wl, s.clock)
+	s.recordQuotaReservationMetrics(log, wl, e.Obj, admission, wait, flavorsTried)
+	s.recordWorkloadAdmissionEvents(log, wl, e.Obj, admission, wait)
 	log.V(2).Info("Workload successfully admitted and assigned flavors", "assignments", admission.PodSetAssignments)
 
 	if features.Enabled(features.ElasticJobsViaWorkloadSlices) && oldSlice != nil {
 		// On failure the job reconciler finds both slices admitted and finishes the old one.
-		if err := s.finishReplacedSlice(ctx, oldSlice.WorkloadInfo.ClusterQueue, wl, oldSlice.WorkloadInfo.Obj.DeepCopy()); err != nil {
+		if err := s.replaceWorkloadSlice(ctx, oldSlice.WorkloadInfo.ClusterQueue, wl, oldSlice.WorkloadInfo.Obj.DeepCopy()); err != nil {
 			log.Error(err, "Failed to finish old workload slice after admitting replacement; job reconciler will handle recovery")
 		}
 	}
 }
 
-// reportQuotaReserved emits the QuotaReserved event and metrics, once per reservation.
-func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
+// recordQuotaReservationMetrics emits the QuotaReserved event and metrics, once per reservation.
+// Upstream's original: (*Scheduler).recordQuotaReservationMetrics in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) recordQuotaReservationMetrics(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration, flavorsTried string) {
 	if workload.HasQuotaReservation(before) {
 		return
 	}
@@ -193,15 +196,16 @@ func (s *Scheduler) reportQuotaReserved(log logr.Logger, wl, before *kueue.Workl
 
 	cqName := admission.ClusterQueue
 	pc := workloadpatching.PriorityClassName(wl)
-	metrics.QuotaReservedWorkload(cqName, pc, wait, s.opts.customLabels.CQGet(cqName), s.opts.roleTracker)
+	metrics.QuotaReservedWorkload(cqName, pc, wait, s.customLabels.CQGet(cqName), s.roleTracker)
 	if s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl) {
-		metrics.LocalQueueQuotaReservedWorkload(metrics.LQRefFromWorkload(wl), pc, wait, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+		metrics.LocalQueueQuotaReservedWorkload(metrics.LQRefFromWorkload(wl), pc, wait, s.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.roleTracker)
 	}
 }
 
-// reportAdmitted emits the Admitted event and metrics when the reservation also admitted
+// recordWorkloadAdmissionEvents emits the Admitted event and metrics when the reservation also admitted
 // the workload. A workload recovering from a failed node was admitted before: no event.
-func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
+// Upstream's original: (*Scheduler).recordWorkloadAdmissionEvents in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) recordWorkloadAdmissionEvents(log logr.Logger, wl, before *kueue.Workload, admission *kueue.Admission, wait time.Duration) {
 	if !workload.IsAdmitted(wl) || workload.HasUnhealthyNodes(before) {
 		return
 	}
@@ -209,26 +213,27 @@ func (s *Scheduler) reportAdmitted(log logr.Logger, wl, before *kueue.Workload, 
 	s.recorder.Eventf(wl, nil, corev1.EventTypeNormal, "Admitted", "Admitted", "Admitted by ClusterQueue %s, wait time since reservation was 0s", cqName)
 
 	pc := workloadpatching.PriorityClassName(wl)
-	cqLabels := s.opts.customLabels.CQGet(cqName)
+	cqLabels := s.customLabels.CQGet(cqName)
 	s.cache.ReportCohortSubtreeAdmittedWorkload(log, wl)
-	metrics.AdmittedWorkload(cqName, pc, wait, cqLabels, s.opts.roleTracker)
+	metrics.AdmittedWorkload(cqName, pc, wait, cqLabels, s.roleTracker)
 	lqMetrics := s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl)
 	lqRef := metrics.LQRefFromWorkload(wl)
 	if lqMetrics {
-		metrics.LocalQueueAdmittedWorkload(lqRef, pc, wait, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+		metrics.LocalQueueAdmittedWorkload(lqRef, pc, wait, s.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.roleTracker)
 	}
 	if len(wl.Status.AdmissionChecks) == 0 {
 		return
 	}
 	// Admitted in the same write as reserved: no time was spent on checks.
-	metrics.ReportAdmissionChecksWaitTime(cqName, pc, 0, cqLabels, s.opts.roleTracker)
+	metrics.ReportAdmissionChecksWaitTime(cqName, pc, 0, cqLabels, s.roleTracker)
 	if lqMetrics {
-		metrics.ReportLocalQueueAdmissionChecksWaitTime(lqRef, pc, 0, s.opts.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.opts.roleTracker)
+		metrics.ReportLocalQueueAdmissionChecksWaitTime(lqRef, pc, 0, s.customLabels.LQGet(utilqueue.KeyFromWorkload(wl)), s.roleTracker)
 	}
 }
 
-// finishReplacedSlice finishes the slice an admitted elastic workload replaces.
-func (s *Scheduler) finishReplacedSlice(ctx context.Context, oldCQ kueue.ClusterQueueReference, newSlice, oldSlice *kueue.Workload) error {
+// replaceWorkloadSlice finishes the slice an admitted elastic workload replaces.
+// Upstream's original: (*Scheduler).replaceWorkloadSlice in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) replaceWorkloadSlice(ctx context.Context, oldCQ kueue.ClusterQueueReference, newSlice, oldSlice *kueue.Workload) error {
 	log := ctrl.LoggerFrom(ctx)
 	if workloadfinish.IsFinished(oldSlice) {
 		log.V(3).Info("Workload slice already finished", "old-slice", klog.KObj(oldSlice), "new-slice", klog.KObj(newSlice))
@@ -236,11 +241,11 @@ func (s *Scheduler) finishReplacedSlice(ctx context.Context, oldCQ kueue.Cluster
 	}
 	reason := kueue.WorkloadSliceReplaced
 	msg := fmt.Sprintf("Replaced to accommodate a workload (UID: %s, JobUID: %s) due to workload slice aggregation", newSlice.UID, newSlice.Labels[controllerconstants.JobUIDLabel])
-	if err := workloadfinish.Finish(ctx, s.client, oldSlice, reason, msg, s.opts.clock); err != nil {
+	if err := workloadfinish.Finish(ctx, s.client, oldSlice, reason, msg, s.clock); err != nil {
 		return fmt.Errorf("failed to replace workload slice: %w", err)
 	}
 	log.V(3).Info("Replaced", "old slice", klog.KObj(oldSlice), "new slice", klog.KObj(newSlice), "reason", reason, "message", msg, "old-queue", klog.KRef("", string(oldCQ)))
 	s.recorder.Eventf(oldSlice, nil, corev1.EventTypeNormal, reason, "Replaced", msg)
-	metrics.ReportReplacedWorkloadSlices(oldCQ, s.opts.customLabels.CQGet(oldCQ), s.opts.roleTracker)
+	metrics.ReportReplacedWorkloadSlices(oldCQ, s.customLabels.CQGet(oldCQ), s.roleTracker)
 	return nil
 }

@@ -18,15 +18,16 @@ import (
 // Admission fair sharing charges a LocalQueue an entry penalty when one of its workloads
 // reserves quota, so that it does not win again before its usage is sampled.
 
-// penaltyApplies decides both the push on assume and the rollback on a failed write, so
+// shouldApplyEntryPenalty decides both the push on assume and the rollback on a failed write, so
 // the two always pair up.
-func (s *Scheduler) penaltyApplies(e *entry) bool {
+// Upstream's original: (*Scheduler).shouldApplyEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) shouldApplyEntryPenalty(e *entry) bool {
 	if !s.afsEnabled() {
 		return false
 	}
 	// Penalties are only settled for usage-based ClusterQueues; elsewhere they would
 	// accumulate until restart.
-	if e.cq.AdmissionScope.AdmissionMode != kueue.UsageBasedAdmissionFairSharing {
+	if e.clusterQueueSnapshot.AdmissionScope.AdmissionMode != kueue.UsageBasedAdmissionFairSharing {
 		return false
 	}
 	// A second pass was charged on its first pass already.
@@ -39,26 +40,29 @@ func penaltyKeys(e *entry) (utilqueue.LocalQueueReference, queueafs.WorkloadRefe
 		klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))
 }
 
+// Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) pushEntryPenalty(log logr.Logger, e *entry) {
 	lq, wl, lqRef := penaltyKeys(e)
-	requests := e.SumTotalRequests(s.opts.resourceFormatter)
-	if flavorassigner.IgnoreUndeclaredResources(s.opts.quotaCheckStrategy) {
+	requests := e.SumTotalRequests(s.resourceFormatter)
+	if flavorassigner.IgnoreUndeclaredResources(s.quotaCheckStrategy) {
 		// Resources the ClusterQueue does not manage are not charged.
-		requests = onlyResources(requests, coveredResources(e.cq.ResourceGroups))
+		requests = filterByNames(requests, allCoveredResources(e.clusterQueueSnapshot.ResourceGroups))
 	}
-	penalty := afs.CalculateEntryPenalty(requests, s.opts.admissionFairSharing)
-	s.queues.AfsUsageLedger.PushPenalty(lq, wl, penalty, s.opts.clock.Now())
+	penalty := afs.CalculateEntryPenalty(requests, s.admissionFairSharing)
+	s.queues.AfsUsageLedger.PushPenalty(lq, wl, penalty, s.clock.Now())
 	log.V(3).Info("Entry penalty added to localQueue", "localQueue", lqRef, "workload", wl, "penalty", penalty)
 }
 
+// Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) dropEntryPenalty(log logr.Logger, e *entry) {
 	lq, wl, lqRef := penaltyKeys(e)
 	removed := s.queues.AfsUsageLedger.SubPenalty(lq, wl)
 	log.V(3).Info("Entry penalty subtracted from localQueue", "localQueue", lqRef, "workload", wl, "penalty", removed)
 }
 
-// coveredResources is every resource named by the resource groups.
-func coveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.ResourceName] {
+// allCoveredResources is every resource named by the resource groups.
+// Upstream's original: allCoveredResources in sigs.k8s.io/kueue/pkg/scheduler.
+func allCoveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.ResourceName] {
 	out := sets.New[corev1.ResourceName]()
 	for _, g := range groups {
 		out.Insert(g.CoveredResources.UnsortedList()...)
@@ -66,8 +70,9 @@ func coveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.Resource
 	return out
 }
 
-// onlyResources returns a copy of list restricted to the names in keep.
-func onlyResources(list corev1.ResourceList, keep sets.Set[corev1.ResourceName]) corev1.ResourceList {
+// filterByNames returns a copy of list restricted to the names in keep.
+// Upstream's original: filterByNames in sigs.k8s.io/kueue/pkg/scheduler.
+func filterByNames(list corev1.ResourceList, keep sets.Set[corev1.ResourceName]) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(list))
 	for name, q := range list {
 		if keep.Has(name) {

@@ -29,9 +29,10 @@ type siblingRank func(siblingRank, ownRank int) bool
 func moreFavorable(sibling, own int) bool { return sibling < own }
 func lessFavorable(sibling, own int) bool { return sibling > own }
 
-// admittedSibling returns an admitted variant of the same parent whose flavor rank
+// findAdmittedSibling returns an admitted variant of the same parent whose flavor rank
 // satisfies want, or nil.
-func (s *Scheduler) admittedSibling(wl *workload.Info, snap *schdcache.Snapshot, want siblingRank) *workload.Info {
+// Upstream's original: (*Scheduler).findAdmittedSibling in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) findAdmittedSibling(wl *workload.Info, snap *schdcache.Snapshot, want siblingRank) *workload.Info {
 	if !features.Enabled(features.ConcurrentAdmission) {
 		return nil
 	}
@@ -44,7 +45,7 @@ func (s *Scheduler) admittedSibling(wl *workload.Info, snap *schdcache.Snapshot,
 		return nil
 	}
 	flavors := cq.ResourceGroups[0].Flavors
-	own, err := flavorRank(wl, flavors)
+	own, err := resolveFlavorIndex(wl, flavors)
 	if err != nil {
 		return nil
 	}
@@ -52,15 +53,16 @@ func (s *Scheduler) admittedSibling(wl *workload.Info, snap *schdcache.Snapshot,
 		if other.Obj.UID == wl.Obj.UID || concurrentadmission.GetParentWorkloadUID(other.Obj) != parent || !workload.IsAdmitted(other.Obj) {
 			continue
 		}
-		if rank, err := flavorRank(other, flavors); err == nil && want(rank, own) {
+		if rank, err := resolveFlavorIndex(other, flavors); err == nil && want(rank, own) {
 			return other
 		}
 	}
 	return nil
 }
 
-// flavorRank is the position of the variant's flavor in flavors.
-func flavorRank(wl *workload.Info, flavors []kueue.ResourceFlavorReference) (int, error) {
+// resolveFlavorIndex is the position of the variant's flavor in flavors.
+// Upstream's original: resolveFlavorIndex in sigs.k8s.io/kueue/pkg/scheduler.
+func resolveFlavorIndex(wl *workload.Info, flavors []kueue.ResourceFlavorReference) (int, error) {
 	f := concurrentadmission.GetVariantFlavor(wl.Obj)
 	if f == "" {
 		return -1, errors.New("missing variant flavor annotation")
@@ -72,9 +74,10 @@ func flavorRank(wl *workload.Info, flavors []kueue.ResourceFlavorReference) (int
 	return i, nil
 }
 
-// migrationAllowed applies the policy's lastAcceptableFlavorName: a variant may not migrate
+// isMigrationAllowed applies the policy's lastAcceptableFlavorName: a variant may not migrate
 // to a flavor ranked below it. Without the constraint any migration is allowed.
-func (s *Scheduler) migrationAllowed(log logr.Logger, cq *schdcache.ClusterQueueSnapshot, e *entry) bool {
+// Upstream's original: (*Scheduler).isMigrationAllowed in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) isMigrationAllowed(log logr.Logger, cq *schdcache.ClusterQueueSnapshot, e *entry) bool {
 	p := cq.ConcurrentAdmissionPolicy
 	if p == nil || p.Migration.Constraints == nil || p.Migration.Constraints.LastAcceptableFlavorName == nil {
 		return true
@@ -83,7 +86,7 @@ func (s *Scheduler) migrationAllowed(log logr.Logger, cq *schdcache.ClusterQueue
 	flavors := cq.ResourceGroups[0].Flavors
 	// The ClusterQueue webhook guarantees the flavor is listed.
 	lastRank := slices.Index(flavors, last)
-	rank, err := flavorRank(&e.Info, flavors)
+	rank, err := resolveFlavorIndex(&e.Info, flavors)
 	if err != nil {
 		log.Error(err, "Workload migration failed")
 		return false
@@ -93,23 +96,24 @@ func (s *Scheduler) migrationAllowed(log logr.Logger, cq *schdcache.ClusterQueue
 	}
 	log.V(3).Info("Skipping migration as target flavor is below LastAcceptableFlavorName",
 		"targetFlavor", concurrentadmission.GetVariantFlavor(e.Obj), "lastAcceptableFlavor", last)
-	e.message = "Target flavor is below LastAcceptableFlavorName"
+	e.inadmissibleMsg = "Target flavor is below LastAcceptableFlavorName"
 	return false
 }
 
-// migrate evicts the admitted sibling on a worse flavor; the variant is admitted once the
+// issueMigration evicts the admitted sibling on a worse flavor; the variant is admitted once the
 // sibling's quota is released.
-func (s *Scheduler) migrate(ctx context.Context, log logr.Logger, e *entry, victim *workload.Info) {
+// Upstream's original: (*Scheduler).issueMigration in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) issueMigration(ctx context.Context, log logr.Logger, e *entry, victim *workload.Info) {
 	log.V(3).Info("Migrating to more favorable resource flavor", "targetWorkload", klog.KObj(victim.Obj), "evictorWorkload", klog.KObj(e.Obj))
 	wl := victim.Obj.DeepCopy()
 	msg := fmt.Sprintf("Evicted to accommodate a workload (UID: %s) due to migration to more favorable resource flavor", e.Obj.UID)
-	err := workloadevict.Evict(ctx, s.client, s.recorder, wl, kueue.WorkloadEvictedByFlavorMigration, msg, "", s.opts.clock,
-		s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl), s.opts.roleTracker, s.opts.customLabels,
+	err := workloadevict.Evict(ctx, s.client, s.recorder, wl, kueue.WorkloadEvictedByFlavorMigration, msg, "", s.clock,
+		s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl), s.roleTracker, s.customLabels,
 		workloadevict.WithLooseOnApply(), workloadevict.WithRetryOnConflict())
 	if err != nil {
 		log.Error(err, "Failed to evict workload for migration")
 	}
 	e.LastAssignment = nil
 	e.requeueReason = qcache.RequeueReasonPendingMigration
-	e.message += ". Pending the migration of 1 workload(s)"
+	e.inadmissibleMsg += ". Pending the migration of 1 workload(s)"
 }

@@ -94,7 +94,7 @@ func TestAdmittedSibling(t *testing.T) {
 				}
 				return wl.Obj.Name
 			}
-			got := []string{nameOf(s.admittedSibling(info, snap, moreFavorable)), nameOf(s.admittedSibling(info, snap, lessFavorable))}
+			got := []string{nameOf(s.findAdmittedSibling(info, snap, moreFavorable)), nameOf(s.findAdmittedSibling(info, snap, lessFavorable))}
 			if diff := cmp.Diff([]string{tc.want, tc.wantLess}, got); diff != "" {
 				t.Errorf("siblings [more, less favorable] (-want +got):\n%s", diff)
 			}
@@ -145,9 +145,9 @@ func TestMigrationAllowed(t *testing.T) {
 			s, _ := w.scheduler()
 			e := &entry{}
 			e.Info = workload.Info{Obj: tc.self, ClusterQueue: "cq"}
-			got := s.migrationAllowed(w.log, w.snapshot().ClusterQueue("cq"), e)
-			if got != tc.want || e.message != tc.wantMessage {
-				t.Errorf("allowed=%t message=%q, want %t %q", got, e.message, tc.want, tc.wantMessage)
+			got := s.isMigrationAllowed(w.log, w.snapshot().ClusterQueue("cq"), e)
+			if got != tc.want || e.inadmissibleMsg != tc.wantMessage {
+				t.Errorf("allowed=%t message=%q, want %t %q", got, e.inadmissibleMsg, tc.want, tc.wantMessage)
 			}
 		})
 	}

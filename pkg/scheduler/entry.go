@@ -21,14 +21,14 @@ import (
 type entryStatus string
 
 const (
-	// pending: never got past the checks before admission (the zero value).
-	pending entryStatus = ""
+	// notNominated: never got past the checks before admission (the zero value).
+	notNominated entryStatus = ""
 	// nominated: admission was attempted.
 	nominated entryStatus = "nominated"
 	// skipped: lost to another head in this cycle.
 	skipped entryStatus = "skipped"
-	// gated: needs preemption, which its preemption gate forbids for now.
-	gated entryStatus = "preemptionGated"
+	// preemptionGated: needs preemption, which its preemption gate forbids for now.
+	preemptionGated entryStatus = "preemptionGated"
 	// evicted: the scheduler evicted it (failed node replacement).
 	evicted entryStatus = "evicted"
 	// assumed: admitted in the cache; the API write is in flight.
@@ -38,76 +38,81 @@ const (
 // entry is a head with what this cycle decided for it.
 type entry struct {
 	qcache.Head
-	cq         *schdcache.ClusterQueueSnapshot
-	assignment flavorassigner.Assignment
-	targets    []*preemption.Target
+	clusterQueueSnapshot *schdcache.ClusterQueueSnapshot
+	assignment           flavorassigner.Assignment
+	preemptionTargets    []*preemption.Target
 
 	status entryStatus
-	// message and quotaReservedReason go into the QuotaReserved condition when the head
+	// inadmissibleMsg and quotaReservedReason go into the QuotaReserved condition when the head
 	// is requeued without admission.
-	message             string
+	inadmissibleMsg     string
 	quotaReservedReason string
 	requeueReason       qcache.RequeueReason
 	// skipStatusUpdate keeps the condition untouched after an internal error.
 	skipStatusUpdate bool
 }
 
-// setAssignment records a computed assignment and its scan progress, from which a requeued
+// recordAssignment records a computed assignment and its scan progress, from which a requeued
 // head resumes. The progress is held apart from the entry because entries move when sorted.
-func (e *entry) setAssignment(a flavorassigner.Assignment, targets []*preemption.Target) {
+// Upstream's original: (*entry).recordAssignment in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) recordAssignment(a flavorassigner.Assignment, targets []*preemption.Target) {
 	e.assignment = a
-	e.targets = targets
-	e.message = a.Message()
+	e.preemptionTargets = targets
+	e.inadmissibleMsg = a.Message()
 	progress := a.LastState
 	e.LastAssignment = &progress
 }
 
-// skip marks a head that lost to another one this cycle. The flavor scan progress is kept
+// markSkipped marks a head that lost to another one this cycle. The flavor scan progress is kept
 // under FlavorFungibilityPreserveScanProgress: the head lost on contention, not on the
 // flavor, so what was tried is still the best information.
-func (e *entry) skip(msg string) {
+// Upstream's original: (*entry).markSkipped in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markSkipped(msg string) {
 	e.status = skipped
-	e.message = msg
+	e.inadmissibleMsg = msg
 	if !features.Enabled(features.FlavorFungibilityPreserveScanProgress) {
 		e.LastAssignment = nil
 	}
 }
 
-// gate marks a head whose preemption is held by a closed preemption gate; all flavors are
+// markPreemptionGated marks a head whose preemption is held by a closed preemption gate; all flavors are
 // tried again next time.
-func (e *entry) gate(msg string) {
-	e.status = gated
-	e.message = msg
+// Upstream's original: (*entry).markPreemptionGated in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markPreemptionGated(msg string) {
+	e.status = preemptionGated
+	e.inadmissibleMsg = msg
 	e.requeueReason = qcache.RequeueReasonPreemptionGated
 	e.LastAssignment = nil
 }
 
-// preemptionIssued records what IssuePreemptions did. Victims change the picture, so the
+// markPreemptionOutcome records what IssuePreemptions did. Victims change the picture, so the
 // flavor scan starts over next time.
-func (e *entry) preemptionIssued(preempted, failed int) {
+// Upstream's original: (*entry).markPreemptionOutcome in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markPreemptionOutcome(preempted, failed int) {
 	e.LastAssignment = nil
 	switch {
 	case preempted != 0:
-		e.message += fmt.Sprintf(". Pending the preemption of %d workload(s)", preempted)
+		e.inadmissibleMsg += fmt.Sprintf(". Pending the preemption of %d workload(s)", preempted)
 		e.requeueReason = qcache.RequeueReasonPendingPreemption
 	case failed > 0:
-		e.message += fmt.Sprintf(". Preempting %d workload(s) failed, will retry.", failed)
+		e.inadmissibleMsg += fmt.Sprintf(". Preempting %d workload(s) failed, will retry.", failed)
 		e.requeueReason = qcache.RequeueReasonPreemptionFailed
 	}
 }
 
-// usage is the quota and topology this head adds to its ClusterQueue when admitted.
-func (e *entry) usage(log logr.Logger) workload.Usage {
-	return e.netUsage(log, e.assignment.Usage.Quota)
+// assignmentUsage is the quota and topology this head adds to its ClusterQueue when admitted.
+// Upstream's original: (*entry).assignmentUsage in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) assignmentUsage(log logr.Logger) workload.Usage {
+	return netUsage(log, e, e.assignment.Usage.Quota)
 }
 
 // netUsage adds what is new: a head that already holds quota (second pass) brings only its
 // topology usage.
 // Upstream's original: netUsage in sigs.k8s.io/kueue/pkg/scheduler.
-func (e *entry) netUsage(log logr.Logger, quota resources.FlavorResourceQuantities) workload.Usage {
+func netUsage(log logr.Logger, e *entry, quota resources.FlavorResourceQuantities) workload.Usage {
 	var u workload.Usage
 	if features.Enabled(features.TopologyAwareScheduling) {
-		u.TAS = e.assignment.ComputeTASNetUsage(log, e.cq, &e.Info, e.Obj.Status.Admission)
+		u.TAS = e.assignment.ComputeTASNetUsage(log, e.clusterQueueSnapshot, &e.Info, e.Obj.Status.Admission)
 	}
 	if !workload.HasQuotaReservation(e.Obj) {
 		u.Quota = quota
@@ -115,8 +120,9 @@ func (e *entry) netUsage(log logr.Logger, quota resources.FlavorResourceQuantiti
 	return u
 }
 
-// chosenFlavors maps each pod set's resources to the flavors of the current assignment.
-func (e *entry) chosenFlavors() workload.PodSetResourcesToFlavors {
+// readResourceToFlavorMapping maps each pod set's resources to the flavors of the current assignment.
+// Upstream's original: (*entry).readResourceToFlavorMapping in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) readResourceToFlavorMapping() workload.PodSetResourcesToFlavors {
 	out := make(workload.PodSetResourcesToFlavors, len(e.assignment.PodSets))
 	for _, ps := range e.assignment.PodSets {
 		m := make(workload.ResourceToFlavor, len(ps.Flavors))
@@ -128,7 +134,8 @@ func (e *entry) chosenFlavors() workload.PodSetResourcesToFlavors {
 	return out
 }
 
-func logEvaluation(log logr.Logger, e *entry) {
+// Upstream's original: logAdmissionAttemptIfVerbose in sigs.k8s.io/kueue/pkg/scheduler.
+func logAdmissionAttemptIfVerbose(log logr.Logger, e *entry) {
 	v := log.V(3)
 	if !v.Enabled() {
 		return
@@ -137,10 +144,10 @@ func logEvaluation(log logr.Logger, e *entry) {
 		"workload", klog.KObj(e.Obj),
 		"clusterQueue", klog.KRef("", string(e.ClusterQueue)),
 		"status", e.status,
-		"reason", e.message,
+		"reason", e.inadmissibleMsg,
 	}
 	if log.V(4).Enabled() {
-		kv = append(kv, "nominatedAssignment", e.assignment, "preempted", logging.GetObjectReferences(e.targets))
+		kv = append(kv, "nominatedAssignment", e.assignment, "preempted", logging.GetObjectReferences(e.preemptionTargets))
 	}
 	v.Info("Workload evaluated for admission", kv...)
 }

@@ -19,7 +19,7 @@ type entryState struct {
 }
 
 func stateOf(e *entry) entryState {
-	return entryState{Status: e.status, Message: e.message, RequeueReason: e.requeueReason, KeepsProgress: e.LastAssignment != nil}
+	return entryState{Status: e.status, Message: e.inadmissibleMsg, RequeueReason: e.requeueReason, KeepsProgress: e.LastAssignment != nil}
 }
 
 func TestEntryTransitions(t *testing.T) {
@@ -30,28 +30,28 @@ func TestEntryTransitions(t *testing.T) {
 	}{
 		"skip keeps the scan progress with FlavorFungibilityPreserveScanProgress": {
 			preserveScan: true,
-			apply:        func(e *entry) { e.skip("lost") },
+			apply:        func(e *entry) { e.markSkipped("lost") },
 			want:         entryState{Status: skipped, Message: "lost", KeepsProgress: true},
 		},
 		"skip drops the scan progress without it": {
-			apply: func(e *entry) { e.skip("lost") },
+			apply: func(e *entry) { e.markSkipped("lost") },
 			want:  entryState{Status: skipped, Message: "lost"},
 		},
 		"gate always drops the scan progress": {
 			preserveScan: true,
-			apply:        func(e *entry) { e.gate("gated") },
-			want:         entryState{Status: gated, Message: "gated", RequeueReason: qcache.RequeueReasonPreemptionGated},
+			apply:        func(e *entry) { e.markPreemptionGated("gated") },
+			want:         entryState{Status: preemptionGated, Message: "gated", RequeueReason: qcache.RequeueReasonPreemptionGated},
 		},
 		"preemptions issued": {
 			preserveScan: true,
-			apply:        func(e *entry) { e.message = "needs room"; e.preemptionIssued(2, 1) },
+			apply:        func(e *entry) { e.inadmissibleMsg = "needs room"; e.markPreemptionOutcome(2, 1) },
 			want: entryState{
 				Message:       "needs room. Pending the preemption of 2 workload(s)",
 				RequeueReason: qcache.RequeueReasonPendingPreemption,
 			},
 		},
 		"preemptions failed": {
-			apply: func(e *entry) { e.message = "needs room"; e.preemptionIssued(0, 3) },
+			apply: func(e *entry) { e.inadmissibleMsg = "needs room"; e.markPreemptionOutcome(0, 3) },
 			want: entryState{
 				Message:       "needs room. Preempting 3 workload(s) failed, will retry.",
 				RequeueReason: qcache.RequeueReasonPreemptionFailed,
@@ -59,7 +59,7 @@ func TestEntryTransitions(t *testing.T) {
 		},
 		"nothing preempted, nothing failed": {
 			preserveScan: true,
-			apply:        func(e *entry) { e.message = "needs room"; e.preemptionIssued(0, 0) },
+			apply:        func(e *entry) { e.inadmissibleMsg = "needs room"; e.markPreemptionOutcome(0, 0) },
 			want:         entryState{Message: "needs room"},
 		},
 	}
@@ -84,16 +84,16 @@ func TestRequeueDecisions(t *testing.T) {
 		wantConditions bool
 	}{
 		"never nominated keeps the generic reason": {
-			status: pending, wantReason: qcache.RequeueReasonGeneric, wantConditions: true,
+			status: notNominated, wantReason: qcache.RequeueReasonGeneric, wantConditions: true,
 		},
 		"never nominated keeps its reason": {
-			status: pending, reason: qcache.RequeueReasonNoFit, wantReason: qcache.RequeueReasonNoFit, wantConditions: true,
+			status: notNominated, reason: qcache.RequeueReasonNoFit, wantReason: qcache.RequeueReasonNoFit, wantConditions: true,
 		},
 		"skipped failed after nomination": {
 			status: skipped, wantReason: qcache.RequeueReasonFailedAfterNomination, wantConditions: true,
 		},
 		"gated keeps its reason": {
-			status: gated, reason: qcache.RequeueReasonPreemptionGated, wantReason: qcache.RequeueReasonPreemptionGated, wantConditions: true,
+			status: preemptionGated, reason: qcache.RequeueReasonPreemptionGated, wantReason: qcache.RequeueReasonPreemptionGated, wantConditions: true,
 		},
 		"nominated but not assumed": {
 			status: nominated, wantReason: qcache.RequeueReasonFailedAfterNomination,
@@ -142,7 +142,7 @@ func TestScanProgressStale(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			features.SetFeatureGateDuringTest(t, features.FlavorFungibilityPreserveScanProgress, tc.preserveScan)
-			if got := scanProgressStale(last, tc.cqGeneration, tc.cycle, tc.hash); got != tc.want {
+			if got := lastAssignmentOutdated(last, tc.cqGeneration, tc.cycle, tc.hash); got != tc.want {
 				t.Errorf("stale = %t, want %t", got, tc.want)
 			}
 		})

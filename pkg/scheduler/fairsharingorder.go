@@ -48,7 +48,7 @@ func newFairSharingOrder(log logr.Logger, entries []entry, ordering workload.Ord
 		waiting:  make(map[*schdcache.ClusterQueueSnapshot]*entry, len(entries)),
 	}
 	for i := range entries {
-		o.waiting[entries[i].cq] = &entries[i]
+		o.waiting[entries[i].clusterQueueSnapshot] = &entries[i]
 	}
 	return o
 }
@@ -73,10 +73,10 @@ func (o *fairSharingOrder) next() *entry {
 	o.measure(root)
 	log.V(3).Info("Running tournament to decide next workload to consider in scheduling cycle")
 	winner := o.bestUnder(root)
-	delete(o.waiting, winner.cq)
+	delete(o.waiting, winner.clusterQueueSnapshot)
 	log = log.WithValues(
-		"cohort", klog.KRef("", string(winner.cq.Parent().GetName())),
-		"clusterQueue", klog.KRef("", string(winner.cq.GetName())),
+		"cohort", klog.KRef("", string(winner.clusterQueueSnapshot.Parent().GetName())),
+		"clusterQueue", klog.KRef("", string(winner.clusterQueueSnapshot.GetName())),
 		"winningWorkload", klog.KObj(winner.Obj))
 	log.V(3).Info("Determined tournament winner")
 	o.logShares(log)
@@ -97,7 +97,7 @@ func (o *fairSharingOrder) measure(root *schdcache.CohortSnapshot) {
 		if !ok {
 			continue
 		}
-		u := e.usage(o.log.WithValues("workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(cq.Name))))
+		u := e.assignmentUsage(o.log.WithValues("workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(cq.Name))))
 		key := workload.Key(e.Obj)
 		if o.requested != nil {
 			o.requested[key] = u.Quota

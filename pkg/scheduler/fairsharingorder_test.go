@@ -90,7 +90,7 @@ func TestFairSharingOrder(t *testing.T) {
 			var entries []entry
 			for _, h := range tc.heads {
 				wl := cpuWorkload(h.name, h.cq, "1").Priority(h.priority).Obj()
-				e := entry{cq: snap.ClusterQueue(kueue.ClusterQueueReference(h.cq))}
+				e := entry{clusterQueueSnapshot: snap.ClusterQueue(kueue.ClusterQueueReference(h.cq))}
 				e.Info = workload.Info{Obj: wl, ClusterQueue: kueue.ClusterQueueReference(h.cq)}
 				e.IsPreemptor = h.preemptor
 				e.assignment = flavorassigner.Assignment{Usage: workload.Usage{Quota: resources.FlavorResourceQuantities{

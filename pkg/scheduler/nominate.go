@@ -27,14 +27,14 @@ func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *sch
 	candidates = make([]entry, 0, len(heads))
 	for _, h := range heads {
 		log := log.WithValues("workload", klog.KObj(h.Obj), "clusterQueue", klog.KRef("", string(h.ClusterQueue)))
-		e := entry{Head: h, cq: snap.ClusterQueue(h.ClusterQueue)}
+		e := entry{Head: h, clusterQueueSnapshot: snap.ClusterQueue(h.ClusterQueue)}
 		if !workload.NeedsSecondPass(h.Obj) && s.cache.IsAdded(h.Info) {
 			log.Info("Workload skipped from admission because it's already accounted in cache, and it does not need second pass", "workload", klog.KObj(h.Obj))
 			continue
 		}
 		if s.screen(ctx, log, &e, snap) {
-			a, targets := s.computeAssignment(ctx, &e.Info, snap)
-			e.setAssignment(a, targets)
+			a, targets := s.getAssignments(ctx, &e.Info, snap)
+			e.recordAssignment(a, targets)
 			candidates = append(candidates, e)
 			continue
 		}
@@ -48,23 +48,23 @@ func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *sch
 func (s *Scheduler) screen(ctx context.Context, log klog.Logger, e *entry, snap *schdcache.Snapshot) bool {
 	switch {
 	case workload.HasRetryChecks(e.Obj) || workload.HasRejectedChecks(e.Obj):
-		e.message = "The workload has failed admission checks"
+		e.inadmissibleMsg = "The workload has failed admission checks"
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
 		return false
 	case snap.InactiveClusterQueueSets.Has(e.ClusterQueue):
-		e.message = fmt.Sprintf("ClusterQueue %s is inactive", e.ClusterQueue)
+		e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s is inactive", e.ClusterQueue)
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonSuspended
 		return false
-	case e.cq == nil:
-		e.message = fmt.Sprintf("ClusterQueue %s not found", e.ClusterQueue)
+	case e.clusterQueueSnapshot == nil:
+		e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s not found", e.ClusterQueue)
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
 		return false
 	}
-	err := workload.ValidateAdmissibility(ctx, s.client, &e.Info, e.cq.NamespaceSelector)
+	err := workload.ValidateAdmissibility(ctx, s.client, &e.Info, e.clusterQueueSnapshot.NamespaceSelector)
 	if err == nil {
 		return true
 	}
-	e.message = err.Error()
+	e.inadmissibleMsg = err.Error()
 	if errors.Is(err, workload.ErrInternal) {
 		// A failed lookup says nothing about the workload: leave its condition alone.
 		log.Error(err, "Failed to validate workload admissibility")
@@ -78,19 +78,20 @@ func (s *Scheduler) screen(ctx context.Context, log klog.Logger, e *entry, snap 
 	return false
 }
 
-// computeAssignment chooses flavors for wl and, when it needs preemption, the victims.
-func (s *Scheduler) computeAssignment(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
+// getAssignments chooses flavors for wl and, when it needs preemption, the victims.
+// Upstream's original: (*Scheduler).getAssignments in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
 	cq := snap.ClusterQueue(wl.ClusterQueue)
 	// Decided once per workload and cycle, not inside the assigner, which runs again for
 	// every reduced count under partial admission.
-	if last := wl.LastAssignment; last != nil && scanProgressStale(last, cq.AllocatableResourceGeneration, s.cycle, wl.SchedulingHash) {
+	if last := wl.LastAssignment; last != nil && lastAssignmentOutdated(last, cq.AllocatableResourceGeneration, s.schedulingCycle, wl.SchedulingHash) {
 		ctrl.LoggerFrom(ctx).V(6).Info("Clearing Workload's last assignment because it was outdated",
 			"cq.AllocatableResourceGeneration", cq.AllocatableResourceGeneration,
 			"wl.LastAssignment.ClusterQueueGeneration", last.ClusterQueueGeneration)
 		wl.LastAssignment = nil
 	}
 	resumed := wl.LastAssignment != nil && wl.LastAssignment.PendingFlavors()
-	a, targets := s.assignFlavors(ctx, wl, snap, cq)
+	a, targets := s.getInitialAssignments(ctx, wl, snap, cq)
 	if resumed && !usable(a, targets) {
 		// The scan resumed past flavors this head lost only to other heads, and the rest give it
 		// nothing. Those flavors are still its best: scan them all, as the next cycle would. Else
@@ -98,9 +99,9 @@ func (s *Scheduler) computeAssignment(ctx context.Context, wl *workload.Info, sn
 		// another head keeps taking the first flavor (a head holding quota it waits for).
 		ctrl.LoggerFrom(ctx).V(3).Info("Resumed flavor scan found no usable flavor; scanning from the first", "workload", klog.KObj(wl.Obj))
 		wl.LastAssignment = nil
-		a, targets = s.assignFlavors(ctx, wl, snap, cq)
+		a, targets = s.getInitialAssignments(ctx, wl, snap, cq)
 	}
-	s.reserveTopologyForPreemption(ctx, snap, cq, wl, &a, targets)
+	updateAssignmentForTAS(ctx, snap, cq, wl, &a, targets)
 	return a, targets
 }
 
@@ -115,9 +116,10 @@ func usable(a flavorassigner.Assignment, targets []*preemption.Target) bool {
 	return false
 }
 
-// scanProgressStale reports whether a recorded flavor scan no longer applies, so that the
+// lastAssignmentOutdated reports whether a recorded flavor scan no longer applies, so that the
 // scan has to start from the first flavor.
-func scanProgressStale(last *workload.AssignmentClusterQueueState, cqGeneration, cycle int64, hash workload.EquivalenceHash) bool {
+// Upstream's original: lastAssignmentOutdated in sigs.k8s.io/kueue/pkg/scheduler.
+func lastAssignmentOutdated(last *workload.AssignmentClusterQueueState, cqGeneration, cycle int64, hash workload.EquivalenceHash) bool {
 	if features.Enabled(features.FlavorFungibilityPreserveScanProgress) {
 		// A changed shape invalidates the recorded flavor indices whatever their age.
 		if !last.MatchesSchedulingShape(hash) {
@@ -132,50 +134,52 @@ func scanProgressStale(last *workload.AssignmentClusterQueueState, cqGeneration,
 	return cqGeneration > last.ClusterQueueGeneration
 }
 
-// reduction is one candidate of the partial admission search.
-type reduction struct {
-	assignment flavorassigner.Assignment
-	targets    []*preemption.Target
+// partialAssignment is one candidate of the partial admission search.
+type partialAssignment struct {
+	assignment        flavorassigner.Assignment
+	preemptionTargets []*preemption.Target
 }
 
-// assignFlavors tries the full pod counts first, then, if the workload allows it, smaller
+// getInitialAssignments tries the full pod counts first, then, if the workload allows it, smaller
 // counts. An elastic workload's replaced slice is always among the targets.
-func (s *Scheduler) assignFlavors(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot) (flavorassigner.Assignment, []*preemption.Target) {
+// Upstream's original: (*Scheduler).getInitialAssignments in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot) (flavorassigner.Assignment, []*preemption.Target) {
 	sliceTargets, replacedSlice := workloadslicing.ReplacedWorkloadSlice(wl, snap)
 	assigner := flavorassigner.New(wl, cq, snap.ResourceFlavors, s.fairSharingEnabled(),
-		s.preemptor.Oracle(snap), replacedSlice, s.opts.quotaCheckStrategy, s.opts.resourceFormatter, s.cycle)
+		s.preemptor.Oracle(snap), replacedSlice, s.quotaCheckStrategy, s.resourceFormatter, s.schedulingCycle)
 
 	// try returns the assignment for counts (nil: full counts) when it fits or has victims.
-	try := func(counts []int32) (reduction, bool) {
+	try := func(counts []int32) (partialAssignment, bool) {
 		a := assigner.Assign(ctx, counts)
 		switch a.RepresentativeMode() {
 		case flavorassigner.Fit:
-			return reduction{assignment: a}, true
+			return partialAssignment{assignment: a}, true
 		case flavorassigner.Preempt:
 			if targets := s.preemptor.GetTargets(ctx, *wl, a, snap); len(targets) > 0 {
-				return reduction{assignment: a, targets: targets}, true
+				return partialAssignment{assignment: a, preemptionTargets: targets}, true
 			}
 		}
-		return reduction{assignment: a}, false
+		return partialAssignment{assignment: a}, false
 	}
 
 	full, ok := try(nil)
 	if ok {
-		return full.assignment, append(sliceTargets, full.targets...)
+		return full.assignment, append(sliceTargets, full.preemptionTargets...)
 	}
 	if features.Enabled(features.PartialAdmission) && wl.CanBePartiallyAdmitted() {
 		search := flavorassigner.NewPodSetReducer(wl.Obj.Spec.PodSets, try)
 		if r, found := search.Search(); found {
-			return r.assignment, append(sliceTargets, r.targets...)
+			return r.assignment, append(sliceTargets, r.preemptionTargets...)
 		}
 	}
 	return full.assignment, nil
 }
 
-// reserveTopologyForPreemption gives a TAS workload that must preempt a topology
+// updateAssignmentForTAS gives a TAS workload that must preempt a topology
 // assignment: on the snapshot without its victims, or, with no victims, on an empty
 // cluster, so that the capacity it waits for is held against lower-priority workloads.
-func (s *Scheduler) reserveTopologyForPreemption(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
+// Upstream's original: updateAssignmentForTAS in sigs.k8s.io/kueue/pkg/scheduler.
+func updateAssignmentForTAS(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
 	if !features.Enabled(features.TopologyAwareScheduling) || a.RepresentativeMode() != flavorassigner.Preempt {
 		return
 	}

@@ -15,40 +15,42 @@ import (
 
 // Option configures a Scheduler. The names and signatures match upstream's scheduler
 // options, so a caller can switch between the two by changing the package only.
-type Option func(*settings)
+type Option func(*options)
 
-// settings are the resolved options.
-type settings struct {
-	requeuingTimestamp     configapi.RequeuingTimestamp
-	fairSharing            *configapi.FairSharing
-	admissionFairSharing   *configapi.AdmissionFairSharing
-	quotaCheckStrategy     configapi.QuotaCheckStrategy
-	clock                  clock.Clock
-	roleTracker            *roletracker.RoleTracker
-	preemptionExpectations *expectations.Store
-	customLabels           *metrics.CustomLabels
-	resourceFormatter      *resources.ResourceFormatter
-	newPreemptor           PreemptorFactory
-	apiReader              client.Reader
+// options are the resolved Options.
+type options struct {
+	podsReadyRequeuingTimestamp configapi.RequeuingTimestamp
+	fairSharing                 *configapi.FairSharing
+	admissionFairSharing        *configapi.AdmissionFairSharing
+	quotaCheckStrategy          configapi.QuotaCheckStrategy
+	clock                       clock.Clock
+	roleTracker                 *roletracker.RoleTracker
+	preemptionExpectations      *expectations.Store
+	customLabels                *metrics.CustomLabels
+	resourceFormatter           *resources.ResourceFormatter
+	newPreemptor                PreemptorFactory
+	apiReader                   client.Reader
 }
 
-func defaultSettings() settings {
-	return settings{
-		requeuingTimestamp: configapi.EvictionTimestamp,
-		clock:              clock.RealClock{},
-		newPreemptor:       NewUpstreamPreemptor,
+func defaultOptions() options {
+	return options{
+		podsReadyRequeuingTimestamp: configapi.EvictionTimestamp,
+		clock:                       clock.RealClock{},
+		newPreemptor:                NewUpstreamPreemptor,
 	}
 }
 
 // WithPodsReadyRequeuingTimestamp picks the timestamp that orders workloads requeued after
 // a PodsReady timeout.
+// Upstream's original: WithPodsReadyRequeuingTimestamp in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPodsReadyRequeuingTimestamp(ts configapi.RequeuingTimestamp) Option {
-	return func(s *settings) { s.requeuingTimestamp = ts }
+	return func(s *options) { s.podsReadyRequeuingTimestamp = ts }
 }
 
 // WithFairSharing turns fair sharing on; nil leaves the previous value in place.
+// Upstream's original: WithFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithFairSharing(fs *configapi.FairSharing) Option {
-	return func(s *settings) {
+	return func(s *options) {
 		if fs != nil {
 			s.fairSharing = fs
 		}
@@ -56,23 +58,27 @@ func WithFairSharing(fs *configapi.FairSharing) Option {
 }
 
 // WithAdmissionFairSharing sets the admission fair sharing configuration.
+// Upstream's original: WithAdmissionFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
-	return func(s *settings) { s.admissionFairSharing = afs }
+	return func(s *options) { s.admissionFairSharing = afs }
 }
 
 // WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
+// Upstream's original: WithClock in sigs.k8s.io/kueue/pkg/scheduler.
 func WithClock(_ testing.TB, c clock.Clock) Option {
-	return func(s *settings) { s.clock = c }
+	return func(s *options) { s.clock = c }
 }
 
 // WithRoleTracker sets the tracker whose role is added to logs and metrics.
+// Upstream's original: WithRoleTracker in sigs.k8s.io/kueue/pkg/scheduler.
 func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
-	return func(s *settings) { s.roleTracker = tracker }
+	return func(s *options) { s.roleTracker = tracker }
 }
 
 // WithPreemptionExpectations sets the store of in-flight preemptions.
+// Upstream's original: WithPreemptionExpectations in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPreemptionExpectations(store *expectations.Store) Option {
-	return func(s *settings) { s.preemptionExpectations = store }
+	return func(s *options) { s.preemptionExpectations = store }
 }
 
 // WithAPIReader gives the scheduler a reader that goes to the API server, not to the informer
@@ -81,29 +87,32 @@ func WithPreemptionExpectations(store *expectations.Store) Option {
 // was written is then kept, instead of being written a second time with a new start. Upstream's
 // scheduler has no such option.
 func WithAPIReader(r client.Reader) Option {
-	return func(s *settings) { s.apiReader = r }
+	return func(s *options) { s.apiReader = r }
 }
 
 // WithCustomLabels sets the custom metric labels.
+// Upstream's original: WithCustomLabels in sigs.k8s.io/kueue/pkg/scheduler.
 func WithCustomLabels(cl *metrics.CustomLabels) Option {
-	return func(s *settings) { s.customLabels = cl }
+	return func(s *options) { s.customLabels = cl }
 }
 
 // WithQuotaCheckStrategy sets how requests for resources a ClusterQueue does not declare
 // are treated.
+// Upstream's original: WithQuotaCheckStrategy in sigs.k8s.io/kueue/pkg/scheduler.
 func WithQuotaCheckStrategy(qcs configapi.QuotaCheckStrategy) Option {
-	return func(s *settings) { s.quotaCheckStrategy = qcs }
+	return func(s *options) { s.quotaCheckStrategy = qcs }
 }
 
 // WithResourceFormatter sets the formatter for quantities in messages.
+// Upstream's original: WithResourceFormatter in sigs.k8s.io/kueue/pkg/scheduler.
 func WithResourceFormatter(formatter *resources.ResourceFormatter) Option {
-	return func(s *settings) { s.resourceFormatter = formatter }
+	return func(s *options) { s.resourceFormatter = formatter }
 }
 
 // WithPreemptor chooses the preemptor. The factory is called once, from New, with the
 // resolved options. nil keeps the default, NewUpstreamPreemptor.
 func WithPreemptor(factory PreemptorFactory) Option {
-	return func(s *settings) {
+	return func(s *options) {
 		if factory != nil {
 			s.newPreemptor = factory
 		}

@@ -17,11 +17,12 @@ import (
 // orderEntries returns a function that yields the entries in the order they are processed,
 // then nil. With fair sharing the order is decided per pick (see fairSharingOrder);
 // otherwise entries are sorted once, in place.
+// Upstream's original: makeIterator in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) orderEntries(ctx context.Context, entries []entry) func() *entry {
 	if s.fairSharingEnabled() {
-		return newFairSharingOrder(ctrl.LoggerFrom(ctx), entries, s.ordering).next
+		return newFairSharingOrder(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering).next
 	}
-	sortClassical(ctrl.LoggerFrom(ctx), entries, s.ordering)
+	sortClassical(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering)
 	i := 0
 	return func() *entry {
 		if i == len(entries) {
@@ -38,6 +39,8 @@ func (s *Scheduler) orderEntries(ctx context.Context, entries []entry) func() *e
 //  3. lower borrowing height first, so nominal quota is served before borrowing;
 //  4. higher effective priority first (PrioritySortingWithinCohort);
 //  5. earlier queue-order timestamp first.
+//
+// Upstream's original: makeClassicalIterator in sigs.k8s.io/kueue/pkg/scheduler.
 func sortClassical(log logr.Logger, entries []entry, ordering workload.Ordering) {
 	slices.SortFunc(entries, func(a, b entry) int {
 		return classicalCompare(log, &a, &b, ordering)

@@ -121,7 +121,7 @@ func TestSortClassical(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			features.SetFeatureGatesDuringTest(t, tc.gates)
-			s := &Scheduler{ordering: tc.ordering}
+			s := &Scheduler{workloadOrdering: tc.ordering}
 			next := s.orderEntries(context.Background(), tc.entries)
 			var got []string
 			for e := next(); e != nil; e = next() {

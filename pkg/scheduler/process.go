@@ -49,19 +49,19 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 
 	isVariant := features.Enabled(features.ConcurrentAdmission) && concurrentadmission.IsVariant(e.Obj)
 	if isVariant {
-		if better := s.admittedSibling(&e.Info, c.snapshot, moreFavorable); better != nil {
+		if better := s.findAdmittedSibling(&e.Info, c.snapshot, moreFavorable); better != nil {
 			log.V(3).Info("Skipping workload as a more favorable variant is already admitted", "moreFavorableVariant", klog.KObj(better.Obj))
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
-			e.skip(msgBetterVariantAdmitted)
+			e.markSkipped(msgBetterVariantAdmitted)
 			return
 		}
 	}
 
-	usage, fits := s.refreshAssignment(ctx, log, e, c, cq)
+	usage, fits := s.updateAssignmentIfNeeded(ctx, log, e, c, cq)
 	mode := e.assignment.RepresentativeMode()
 
 	if features.Enabled(features.TASFailedNodeReplacementFailFast) && workload.HasTopologyAssignmentWithUnhealthyNode(e.Obj) && mode != flavorassigner.Fit {
-		s.evictForFailedReplacement(ctx, log, e)
+		s.handleFailedTASReplacement(ctx, log, e)
 		return
 	}
 
@@ -74,7 +74,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		return
 	case flavorassigner.Preempt:
 		if victims := c.draining[e.ClusterQueue]; len(victims) > 0 {
-			e.message = drainMessage(victims, string(workload.Key(e.Obj)))
+			e.inadmissibleMsg = drainMessage(victims, string(workload.Key(e.Obj)))
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 			// Inadmissible, not retried every cycle: the Job's update or the hold's deadline wakes
 			// the ClusterQueue (drainHolds).
@@ -83,25 +83,25 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 			log.V(3).Info("Waiting for preempted workloads' Pods to terminate", "victims", victims)
 			return
 		}
-		if len(e.targets) == 0 {
+		if len(e.preemptionTargets) == 0 {
 			e.requeueReason = qcache.RequeueReasonPreemptionNoCandidates
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 			s.explainWait(ctx, e, c.snapshot)
-			s.holdCapacityWithoutVictims(ctx, log, e, cq, c.snapshot)
+			s.reserveCapacityForUnreclaimablePreempt(ctx, log, e, cq, c.snapshot)
 			return
 		}
 		preemptionGates := features.Enabled(features.ConcurrentAdmission) || features.Enabled(features.MultiKueueOrchestratedPreemption)
 		if preemptionGates && workload.HasClosedPreemptionGate(e.Obj) {
 			log.V(3).Info("Workload requires preemption, but it is gated", "workload", klog.KObj(e.Obj))
 			e.quotaReservedReason = kueue.WorkloadAdmissionGated
-			e.gate(msgPreemptionGated)
+			e.markPreemptionGated(msgPreemptionGated)
 			return
 		}
 	case flavorassigner.DeferredFit:
 		// It fits only once victims claimed by other heads are gone. Keep its share so
 		// that nothing else takes it meanwhile, and retry every flavor next time: the
 		// cluster will have changed.
-		e.message = msgDeferredFit
+		e.inadmissibleMsg = msgDeferredFit
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 		e.requeueReason = qcache.RequeueReasonPendingPreemption
 		e.LastAssignment = nil
@@ -109,14 +109,14 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		return
 	}
 
-	if c.preempted.HasAny(e.targets) {
-		e.skip(msgOverlappingTargets)
+	if c.preempted.HasAny(e.preemptionTargets) {
+		e.markSkipped(msgOverlappingTargets)
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 		c.skipped[cq.Name]++
 		return
 	}
 	if !fits {
-		e.skip(msgNoLongerFits)
+		e.markSkipped(msgNoLongerFits)
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 		if mode == flavorassigner.Preempt {
 			c.skipped[cq.Name]++
@@ -127,34 +127,34 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		if msg := s.admissionVeto(ctx, e, c.snapshot); msg != "" {
 			// Still pending, not skipped: it must step aside (inadmissible) so that the
 			// workload whose turn it is becomes the head, not come straight back to the heap.
-			e.message = msg
+			e.inadmissibleMsg = msg
 			c.waited.Insert(cq.Name)
 			e.requeueReason = qcache.RequeueReasonGeneric
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
 			return
 		}
 	}
-	c.preempted.Insert(e.targets)
+	c.preempted.Insert(e.preemptionTargets)
 	cq.AddUsage(usage)
 
 	// A scaled-up elastic workload lists the slice it replaces among its targets so that
 	// flavor assignment accounts for it; that slice is finished, not preempted.
-	victims, oldSlice := workloadslicing.FindReplacedSliceTarget(e.Obj, e.targets)
+	victims, oldSlice := workloadslicing.FindReplacedSliceTarget(e.Obj, e.preemptionTargets)
 
 	if mode == flavorassigner.Preempt {
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
-		preempted, failed, err := s.preemptor.IssuePreemptions(ctx, s.cache, &e.Info, victims, e.cq)
+		preempted, failed, err := s.preemptor.IssuePreemptions(ctx, s.cache, &e.Info, victims, e.clusterQueueSnapshot)
 		if err != nil {
 			log.Error(err, "Failed to preempt workloads")
 		}
 		if preempted > 0 {
 			s.drains.record(ctx, &e.Info, victims)
 		}
-		e.preemptionIssued(preempted, failed)
+		e.markPreemptionOutcome(preempted, failed)
 		return
 	}
 
-	s.blockUntilPodsReady(ctx, log, e)
+	s.waitForPodsReadyIfNeeded(ctx, log, e)
 
 	if features.Enabled(features.ElasticJobsViaWorkloadSlices) && oldSlice != nil {
 		// MultiKueue places the new slice where the old one runs.
@@ -162,33 +162,34 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	}
 
 	if isVariant {
-		if worse := s.admittedSibling(&e.Info, c.snapshot, lessFavorable); worse != nil {
-			if !s.migrationAllowed(log, cq, e) {
+		if worse := s.findAdmittedSibling(&e.Info, c.snapshot, lessFavorable); worse != nil {
+			if !s.isMigrationAllowed(log, cq, e) {
 				e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
 				return
 			}
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
-			s.migrate(ctx, log, e, worse)
+			s.issueMigration(ctx, log, e, worse)
 			return
 		}
 	}
 
 	e.status = nominated
 	if err := s.admit(ctx, e, cq, oldSlice); err != nil {
-		e.message = fmt.Sprintf("Failed to admit workload: %v", err)
+		e.inadmissibleMsg = fmt.Sprintf("Failed to admit workload: %v", err)
 	}
 }
 
-// refreshAssignment checks the nominated assignment against the snapshot as earlier heads
+// updateAssignmentIfNeeded checks the nominated assignment against the snapshot as earlier heads
 // left it, and computes it again when that may help: a TAS assignment that no longer fits
 // (TASRecomputeAssignmentWithinSchedulingCycle), or victims already claimed by another head
 // (RecomputeAssignmentUponPreemptionTargetsOverlap). Nominations are computed per head on
 // the same snapshot, so without this later ClusterQueues keep losing to earlier ones.
-func (s *Scheduler) refreshAssignment(ctx context.Context, log logr.Logger, e *entry, c *cycleState, cq *schdcache.ClusterQueueSnapshot) (workload.Usage, bool) {
-	usage := e.usage(log)
-	check := fitsWithout(c.snapshot, cq, usage, c.preempted, e.targets)
+// Upstream's original: (*Scheduler).updateAssignmentIfNeeded in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) updateAssignmentIfNeeded(ctx context.Context, log logr.Logger, e *entry, c *cycleState, cq *schdcache.ClusterQueueSnapshot) (workload.Usage, bool) {
+	usage := e.assignmentUsage(log)
+	check := fits(c.snapshot, cq, &usage, c.preempted, e.preemptionTargets)
 
-	overlap := features.Enabled(features.RecomputeAssignmentUponPreemptionTargetsOverlap) && c.preempted.HasAny(e.targets)
+	overlap := features.Enabled(features.RecomputeAssignmentUponPreemptionTargetsOverlap) && c.preempted.HasAny(e.preemptionTargets)
 	tasConflict := features.Enabled(features.TASRecomputeAssignmentWithinSchedulingCycle) && check == schdcache.FitsCheckNoTAS
 	if !overlap && !tasConflict {
 		return usage, check == schdcache.FitsCheckOk
@@ -204,9 +205,9 @@ func (s *Scheduler) refreshAssignment(ctx context.Context, log logr.Logger, e *e
 	}
 	// Start the scan from the first flavor, steered by the flavors nominated.
 	e.LastAssignment = nil
-	e.NominationMapping = e.chosenFlavors()
-	a, targets := s.computeAssignment(ctx, &e.Info, c.snapshot)
-	e.setAssignment(a, targets)
+	e.NominationMapping = e.readResourceToFlavorMapping()
+	a, targets := s.getAssignments(ctx, &e.Info, c.snapshot)
+	e.recordAssignment(a, targets)
 	if overlap {
 		restore()
 		// A fit that depends on other heads' victims has to wait for them.
@@ -214,28 +215,30 @@ func (s *Scheduler) refreshAssignment(ctx context.Context, log logr.Logger, e *e
 			e.assignment.SetRepresentativeMode(flavorassigner.DeferredFit)
 		}
 	}
-	usage = e.usage(log)
-	check = fitsWithout(c.snapshot, cq, usage, c.preempted, targets)
+	usage = e.assignmentUsage(log)
+	check = fits(c.snapshot, cq, &usage, c.preempted, targets)
 	log.V(3).Info("Re-computed assignment", "newMode", a.RepresentativeMode(), "fitsCheck", check)
 	// The mapping only steers this cycle's recomputation.
 	e.NominationMapping = nil
 	return usage, check == schdcache.FitsCheckOk
 }
 
-// fitsWithout checks usage against cq with this cycle's victims and targets removed.
-func fitsWithout(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage workload.Usage, claimed preemption.PreemptedWorkloads, targets []*preemption.Target) schdcache.FitsCheck {
+// fits checks usage against cq with this cycle's victims and targets removed.
+// Upstream's original: fits in sigs.k8s.io/kueue/pkg/scheduler.
+func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage *workload.Usage, claimed preemption.PreemptedWorkloads, targets []*preemption.Target) schdcache.FitsCheck {
 	gone := claimed.MergeWithTargets(targets).Workloads()
 	restore := snap.SimulateWorkloadUsageRemoval(gone)
 	defer restore()
-	return cq.Fits(usage)
+	return cq.Fits(*usage)
 }
 
-// holdCapacityWithoutVictims runs when a head needs preemption and nothing may be preempted.
+// reserveCapacityForUnreclaimablePreempt runs when a head needs preemption and nothing may be preempted.
 // Unless the ClusterQueue can always reclaim its quota later, it keeps the quota it is
 // waiting for (up to what its limits allow) out of reach of the rest of the cohort for this
 // cycle, so that lower-priority work elsewhere does not take it first. An active preemptor
 // (PrioritizePreemptorWorkloads) always holds it: its victims are on their way out.
-func (s *Scheduler) holdCapacityWithoutVictims(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
+// Upstream's original: (*Scheduler).reserveCapacityForUnreclaimablePreempt in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
 	activePreemptor := features.Enabled(features.PrioritizePreemptorWorkloads) && e.IsPreemptor
 	blocked := s.reclaimBlocked(ctx, e, snap)
@@ -246,24 +249,25 @@ func (s *Scheduler) holdCapacityWithoutVictims(ctx context.Context, log logr.Log
 	if preemption.CanAlwaysReclaim(cq) && !activePreemptor && !blocked {
 		return
 	}
-	cq.AddUsage(e.netUsage(log, quotaToHold(e, cq)))
+	cq.AddUsage(resourcesToReserve(log, e, cq))
 }
 
-// blockUntilPodsReady implements waitForPodsReady.blockAdmission: admission waits until
+// waitForPodsReadyIfNeeded implements waitForPodsReady.blockAdmission: admission waits until
 // every admitted workload is ready. A second pass is exempt: its quota is already held
 // and it would wait on itself.
-func (s *Scheduler) blockUntilPodsReady(ctx context.Context, log logr.Logger, e *entry) {
+// Upstream's original: (*Scheduler).waitForPodsReadyIfNeeded in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) waitForPodsReadyIfNeeded(ctx context.Context, log logr.Logger, e *entry) {
 	if workload.NeedsSecondPass(e.Obj) || s.cache.PodsReadyForAllAdmittedWorkloads(log) {
 		return
 	}
 	log.V(5).Info("Waiting for all admitted workloads to be in the PodsReady condition")
 	wl := e.Obj.DeepCopy()
-	err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.opts.clock, func(wl *kueue.Workload) (bool, error) {
+	err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.clock, func(wl *kueue.Workload) (bool, error) {
 		reason := workload.UnadmittedWorkloadReasonWithFallback(
 			kueue.WorkloadQuotaReservedReasonWaitingForPodsReady,
 			kueue.WorkloadWaiting, //nolint:staticcheck // the fallback upstream uses
 		)
-		return workload.UnsetQuotaReservationWithCondition(wl, reason, msgWaitingForPodsReady, s.opts.clock.Now()), nil
+		return workload.UnsetQuotaReservationWithCondition(wl, reason, msgWaitingForPodsReady, s.clock.Now()), nil
 	}, workloadpatching.WithLooseOnApply(), workloadpatching.WithRetryOnConflict())
 	if err != nil {
 		log.Error(err, "Could not update Workload status")
@@ -272,16 +276,17 @@ func (s *Scheduler) blockUntilPodsReady(ctx context.Context, log logr.Logger, e 
 	log.V(5).Info("Finished waiting for all admitted workloads to be in the PodsReady condition")
 }
 
-// evictForFailedReplacement evicts a TAS workload on an unhealthy node for which no
+// handleFailedTASReplacement evicts a TAS workload on an unhealthy node for which no
 // replacement fits (TASFailedNodeReplacementFailFast).
-func (s *Scheduler) evictForFailedReplacement(ctx context.Context, log logr.Logger, e *entry) {
+// Upstream's original: (*Scheduler).handleFailedTASReplacement and (*Scheduler).evictWorkloadAfterFailedTASReplacement in sigs.k8s.io/kueue/pkg/scheduler.
+func (s *Scheduler) handleFailedTASReplacement(ctx context.Context, log logr.Logger, e *entry) {
 	wl := e.Obj.DeepCopy()
 	nodes := workload.UnhealthyNodeNames(wl)
 	csv := strings.Join(nodes, ",")
 	log.V(3).Info("Evicting workload after failed try to find a node replacement; TASFailedNodeReplacementFailFast enabled", "unhealthyNodes", nodes)
 	msg := fmt.Sprintf("Workload was evicted as there was no replacement for unhealthy node(s): %s", csv)
-	err := workloadevict.Evict(ctx, s.client, s.recorder, wl, kueue.WorkloadEvictedDueToNodeFailures, msg, "", s.opts.clock,
-		s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl), s.opts.roleTracker, s.opts.customLabels,
+	err := workloadevict.Evict(ctx, s.client, s.recorder, wl, kueue.WorkloadEvictedDueToNodeFailures, msg, "", s.clock,
+		s.cache.ShouldExposeLocalQueueMetricsForWorkload(log, wl), s.roleTracker, s.customLabels,
 		workloadevict.WithLooseOnApply(), workloadevict.WithRetryOnConflict())
 	if client.IgnoreNotFound(err) != nil {
 		err = fmt.Errorf("failed to evict workload after failed try to find a replacement for unhealthy nodes: %s, %w", csv, err)

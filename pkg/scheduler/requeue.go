@@ -18,7 +18,7 @@ import (
 // and failed without a more specific reason failed after nomination, which the queue uses
 // to decide whether it may come back right away.
 func requeueReasonFor(e *entry) qcache.RequeueReason {
-	if e.status != pending && e.requeueReason == qcache.RequeueReasonGeneric {
+	if e.status != notNominated && e.requeueReason == qcache.RequeueReasonGeneric {
 		return qcache.RequeueReasonFailedAfterNomination
 	}
 	return e.requeueReason
@@ -40,7 +40,7 @@ func (s *Scheduler) withoutEquivalenceParking(reason qcache.RequeueReason, cq ku
 // condition (and a warning event) updated. Nominated and assumed heads are handled by the
 // admission path.
 func writesCondition(status entryStatus) bool {
-	return status == pending || status == skipped || status == gated
+	return status == notNominated || status == skipped || status == preemptionGated
 }
 
 // requeueAndUpdate gives an unadmitted head back to its queue (or to the second-pass queue)
@@ -55,7 +55,7 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 
 	if s.queues.QueueSecondPassIfNeeded(ctx, e.Obj, e.SecondPassIteration) {
 		log.V(2).Info("Workload re-queued for second pass", "workload", wlRef, "clusterQueue", cqRef, "queue", lqRef, "requeueReason", e.requeueReason, "status", e.status)
-		s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, "SecondPassFailed", "SecondPassFailed", api.TruncateEventMessage(e.message))
+		s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, "SecondPassFailed", "SecondPassFailed", api.TruncateEventMessage(e.inadmissibleMsg))
 		return
 	}
 
@@ -65,24 +65,24 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 		return
 	}
 	if e.skipStatusUpdate {
-		log.V(3).Info("Skipping Workload status update", "workload", wlRef, "reason", e.message)
+		log.V(3).Info("Skipping Workload status update", "workload", wlRef, "reason", e.inadmissibleMsg)
 		return
 	}
 	reason := workload.UnadmittedWorkloadReasonWithFallback(e.quotaReservedReason, "Pending")
 	wl := e.Obj.DeepCopy()
-	now := s.opts.clock.Now
-	err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.opts.clock, func(wl *kueue.Workload) (bool, error) {
-		changed := workload.UnsetQuotaReservationWithCondition(wl, reason, e.message, now())
-		if workload.PropagateResourceRequests(wl, &e.Info, s.opts.resourceFormatter) {
+	now := s.clock.Now
+	err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.clock, func(wl *kueue.Workload) (bool, error) {
+		changed := workload.UnsetQuotaReservationWithCondition(wl, reason, e.inadmissibleMsg, now())
+		if workload.PropagateResourceRequests(wl, &e.Info, s.resourceFormatter) {
 			changed = true
 		}
-		if e.status == gated {
-			changed = workload.SetBlockedOnPreemptionGatesCondition(wl, now(), kueue.PreemptionGated, e.message)
+		if e.status == preemptionGated {
+			changed = workload.SetBlockedOnPreemptionGatesCondition(wl, now(), kueue.PreemptionGated, e.inadmissibleMsg)
 		}
 		return changed, nil
 	}, workloadpatching.WithLooseOnApply(), workloadpatching.WithRetryOnConflict())
 	if err != nil {
 		log.Error(err, "Could not update Workload status")
 	}
-	s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, reason, reason, api.TruncateEventMessage(e.message))
+	s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, reason, reason, api.TruncateEventMessage(e.inadmissibleMsg))
 }

@@ -1,16 +1,26 @@
 package scheduler
 
 import (
+	"github.com/go-logr/logr"
+
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
+	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// quotaToHold is the quota a head that cannot preempt keeps for itself this cycle. A head
+// resourcesToReserve is the usage a head that cannot preempt keeps for itself this cycle.
+// Upstream's original: resourcesToReserve in sigs.k8s.io/kueue/pkg/scheduler.
+func resourcesToReserve(log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot) workload.Usage {
+	return netUsage(log, e, quotaResourcesToReserve(e, cq))
+}
+
+// quotaResourcesToReserve is the quota a head that cannot preempt keeps for itself this cycle. A head
 // that fits outright holds all it asked for. Otherwise it holds, per flavor and resource,
 // no more than its ClusterQueue could still reach: up to the borrowing limit when the
 // assignment borrows (everything when there is no limit), up to nominal quota when not.
-func quotaToHold(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
+// Upstream's original: quotaResourcesToReserve in sigs.k8s.io/kueue/pkg/scheduler.
+func quotaResourcesToReserve(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
 	requested := e.assignment.Usage.Quota
 	if e.assignment.RepresentativeMode() != flavorassigner.Preempt {
 		return requested

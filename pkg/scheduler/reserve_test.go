@@ -47,8 +47,8 @@ func TestQuotaToHold(t *testing.T) {
 				Usage:     workload.Usage{Quota: resources.FlavorResourceQuantities{cpu: resources.NewAmount(3000)}},
 			}
 			a.SetRepresentativeMode(tc.mode)
-			e := &entry{cq: cq, assignment: a}
-			got := quotaToHold(e, cq)
+			e := &entry{clusterQueueSnapshot: cq, assignment: a}
+			got := quotaResourcesToReserve(e, cq)
 			want := resources.FlavorResourceQuantities{cpu: resources.NewAmount(tc.want)}
 			if diff := cmp.Diff(want, got, cmp.AllowUnexported(resources.Amount{})); diff != "" {
 				t.Errorf("held (-want +got):\n%s", diff)
@@ -62,7 +62,7 @@ func TestPenaltyResourceFilter(t *testing.T) {
 		{CoveredResources: sets.New[corev1.ResourceName](corev1.ResourceCPU, corev1.ResourceMemory)},
 		{CoveredResources: sets.New[corev1.ResourceName]("example.com/gpu")},
 	}
-	covered := coveredResources(groups)
+	covered := allCoveredResources(groups)
 	if diff := cmp.Diff([]corev1.ResourceName{"cpu", "example.com/gpu", "memory"}, sets.List(covered)); diff != "" {
 		t.Errorf("covered (-want +got):\n%s", diff)
 	}
@@ -72,7 +72,7 @@ func TestPenaltyResourceFilter(t *testing.T) {
 		"example.com/unknown":  resourceQuantity("7"),
 		corev1.ResourceStorage: resourceQuantity("1Gi"),
 	}
-	got := onlyResources(list, covered)
+	got := filterByNames(list, covered)
 	want := corev1.ResourceList{corev1.ResourceCPU: resourceQuantity("2"), "example.com/gpu": resourceQuantity("1")}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("filtered (-want +got):\n%s", diff)

@@ -37,39 +37,40 @@ type Scheduler struct {
 	recorder  events.EventRecorder
 	preemptor Preemptor
 	// hooks are the preemptor's extension points of the loop.
-	hooks    Hooks
-	ordering workload.Ordering
-	opts     settings
+	hooks            Hooks
+	workloadOrdering workload.Ordering
+	options
 
-	// async runs the API write of an admission; tests make it synchronous.
-	async routine.Wrapper
+	// admissionRoutineWrapper runs the API write of an admission; tests make it synchronous.
+	admissionRoutineWrapper routine.Wrapper
 
 	// drains keeps the quota of victims of our preemptions until their Pods are gone.
 	drains *drainHolds
 
-	// cycle counts scheduling attempts since start. The flavor assigner records it on
+	// schedulingCycle counts scheduling attempts since start. The flavor assigner records it on
 	// assignments to tell how old a resumed flavor scan is.
-	cycle int64
+	schedulingCycle int64
 }
 
 // New builds a Scheduler. Add it to a controller-runtime manager to run it.
+// Upstream's original: New in sigs.k8s.io/kueue/pkg/scheduler.
 func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recorder events.EventRecorder, opts ...Option) *Scheduler {
-	o := defaultSettings()
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.resourceFormatter == nil {
 		o.resourceFormatter = resources.NewResourceFormatter()
 	}
-	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: o.requeuingTimestamp}
+	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: o.podsReadyRequeuingTimestamp}
 	s := &Scheduler{
-		queues:   queues,
-		cache:    cache,
-		client:   cl,
-		recorder: recorder,
-		ordering: ordering,
-		opts:     o,
-		async:    routine.DefaultWrapper,
+		queues:                  queues,
+		cache:                   cache,
+		client:                  cl,
+		recorder:                recorder,
+		workloadOrdering:        ordering,
+		options:                 o,
+		admissionRoutineWrapper: routine.DefaultWrapper,
 		preemptor: o.newPreemptor(PreemptorConfig{
 			Client:               cl,
 			Ordering:             ordering,
@@ -90,6 +91,7 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 }
 
 // Start runs the loop in the background until ctx ends (manager.Runnable).
+// Upstream's original: (*Scheduler).Start in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("scheduler"))
 	go wait.UntilWithBackoff(ctx, s.schedule)
@@ -97,21 +99,21 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection keeps admission to the elected replica.
+// Upstream's original: (*Scheduler).NeedLeaderElection in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) NeedLeaderElection() bool {
 	return true
 }
 
 func (s *Scheduler) fairSharingEnabled() bool {
-	return fairsharing.Enabled(s.opts.fairSharing)
+	return fairsharing.Enabled(s.fairSharing)
 }
 
 func (s *Scheduler) afsEnabled() bool {
-	return afs.Enabled(s.opts.admissionFairSharing)
+	return afs.Enabled(s.admissionFairSharing)
 }
 
 // schedule is one scheduling cycle. It returns SlowDown when nothing was admitted, so that
-// an idle or blocked cluster does not spin.
-// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
+// an idle or blocked cluster does not spin. The cycle itself is scheduleHeads.
 func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	return s.scheduleHeads(ctx, s.queues.Heads)
 }
@@ -124,9 +126,9 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 // head admitted. It must not be called on a started Scheduler, nor concurrently.
 func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, progress bool) {
 	var writes sync.WaitGroup
-	loop := s.async
-	s.async = routine.NewWrapper(func() { writes.Add(1) }, writes.Done)
-	defer func() { s.async = loop }()
+	loop := s.admissionRoutineWrapper
+	s.admissionRoutineWrapper = routine.NewWrapper(func() { writes.Add(1) }, writes.Done)
+	defer func() { s.admissionRoutineWrapper = loop }()
 	signal := s.scheduleHeads(ctx, func(ctx context.Context) []qcache.Head {
 		// The queue manager blocks only while its context is alive.
 		done, cancel := context.WithCancel(ctx)
@@ -142,10 +144,11 @@ func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, prog
 }
 
 // scheduleHeads is one cycle on the heads that nextHeads returns.
+// Upstream's original: (*Scheduler).schedule in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Context) []qcache.Head) wait.SpeedSignal {
-	s.cycle++
-	clk := s.opts.clock
-	log := roletracker.WithReplicaRole(ctrl.LoggerFrom(ctx), s.opts.roleTracker).WithValues("schedulingCycle", s.cycle)
+	s.schedulingCycle++
+	clk := s.clock
+	log := roletracker.WithReplicaRole(ctrl.LoggerFrom(ctx), s.roleTracker).WithValues("schedulingCycle", s.schedulingCycle)
 	ctx = ctrl.LoggerInto(ctx, log)
 	began := clk.Now()
 	log.V(2).Info("Scheduling cycle starts")
@@ -199,7 +202,7 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 	outcome := metrics.AdmissionResultInadmissible
 	for i := range candidates {
 		e := candidates[i]
-		logEvaluation(log, &e)
+		logAdmissionAttemptIfVerbose(log, &e)
 		// Admitted entries are done; evicted ones are finished by the workload controller.
 		if e.status == assumed || e.status == evicted {
 			outcome = metrics.AdmissionResultSuccess
@@ -208,16 +211,16 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		s.requeueAndUpdate(ctx, e)
 	}
 	for i := range rejected {
-		logEvaluation(log, &rejected[i])
+		logAdmissionAttemptIfVerbose(log, &rejected[i])
 		s.requeueAndUpdate(ctx, rejected[i])
 	}
 	s.retryAfterTurns(c.waited, candidates)
 	log.V(2).Info("Workload processing done", "duration", clk.Since(phase))
 
 	for cq, n := range c.skipped {
-		metrics.ReportAdmissionCyclePreemptionSkips(cq, n, s.opts.customLabels.CQGet(cq), s.opts.roleTracker)
+		metrics.ReportAdmissionCyclePreemptionSkips(cq, n, s.customLabels.CQGet(cq), s.roleTracker)
 	}
-	metrics.AdmissionAttempt(outcome, clk.Since(headsAt), s.opts.roleTracker)
+	metrics.AdmissionAttempt(outcome, clk.Since(headsAt), s.roleTracker)
 	if outcome == metrics.AdmissionResultSuccess {
 		return wait.KeepGoing
 	}

@@ -89,7 +89,7 @@ func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.S
 		return
 	}
 	if note := s.hooks.ExplainWait(ctx, &e.Info, snap); note != "" {
-		e.message += "; " + note
+		e.inadmissibleMsg += "; " + note
 	}
 }
 

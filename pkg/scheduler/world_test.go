@@ -113,7 +113,7 @@ func (w *world) scheduler(opts ...Option) (*Scheduler, func()) {
 	opts = append([]Option{WithClock(w.t, w.clock), WithPreemptionExpectations(w.expectations)}, opts...)
 	s := New(w.queues, w.cache, w.client, w.recorder, opts...)
 	var wg sync.WaitGroup
-	s.async = routine.NewWrapper(func() { wg.Add(1) }, wg.Done)
+	s.admissionRoutineWrapper = routine.NewWrapper(func() { wg.Add(1) }, wg.Done)
 	return s, wg.Wait
 }
 

@@ -41,11 +41,11 @@ type candidateSet struct {
 	preemptorUnderNom bool
 }
 
-// classicalTargets removes candidates in order until the workload fits, then puts back the ones
+// classicalPreemptions removes candidates in order until the workload fits, then puts back the ones
 // it does not need. Whether the workload may borrow after preempting is tried in the order that
 // keeps upstream's results.
 // Upstream's original: (*Preemptor).classicalPreemptions in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (p *Preemptor) classicalTargets(s *search) []*Target {
+func (p *Preemptor) classicalPreemptions(s *search) []*Target {
 	set := p.classicalCandidates(s)
 	var attempts []bool // allowBorrowing per attempt
 	switch {
@@ -59,27 +59,27 @@ func (p *Preemptor) classicalTargets(s *search) []*Target {
 	for _, borrow := range attempts {
 		var targets []*Target
 		for _, c := range set.ordered {
-			if !s.stillValid(c, borrow) {
+			if !s.candidateIsValid(c, borrow) {
 				continue
 			}
 			s.snapshot.RemoveWorkload(c.Info)
 			targets = append(targets, &Target{WorkloadInfo: c.Info, Reason: c.preemptionReason(), WorkloadCq: s.snapshot.ClusterQueue(c.Info.ClusterQueue)})
-			if s.fits(borrow) {
-				targets = s.minimize(targets, func() bool { return s.fits(borrow) })
-				s.restore(targets)
+			if s.workloadFits(borrow) {
+				targets = s.fillBackWorkloads(targets, func() bool { return s.workloadFits(borrow) })
+				s.restoreSnapshot(targets)
 				return targets
 			}
 		}
-		s.restore(targets)
+		s.restoreSnapshot(targets)
 	}
 	return nil
 }
 
-// stillValid rechecks a candidate from another ClusterQueue against the snapshot as the search
+// candidateIsValid rechecks a candidate from another ClusterQueue against the snapshot as the search
 // has changed it: once its queue (or a cohort on the way to the common ancestor) is back within
 // nominal quota, there is nothing left to reclaim from it.
 // Upstream's original: (*candidateIterator).candidateIsValid in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func (s *search) stillValid(c *candidate, borrow bool) bool {
+func (s *search) candidateIsValid(c *candidate, borrow bool) bool {
 	if c.Info.ClusterQueue == s.cq.Name {
 		return true
 	}
@@ -104,13 +104,13 @@ func (s *search) stillValid(c *candidate, borrow bool) bool {
 // classicalCandidates collects eligible candidates from the preemptor's queue and from the
 // cohort tree, each group ordered by the policy, evicted ones of every group first.
 func (p *Preemptor) classicalCandidates(s *search) candidateSet {
-	set := candidateSet{borrowingForbids: s.borrowForbidden, preemptorUnderNom: s.underNominal()}
+	set := candidateSet{borrowingForbids: s.borrowForbidden, preemptorUnderNom: s.queueUnderNominalInResourcesNeedingPreemption()}
 
 	var sameQueue []*candidate
 	if s.cq.Preemption.WithinClusterQueue != kueue.PreemptionPolicyNever {
-		sameQueue = p.collectFromQueue(s, s.cq, nil, false, nil)
+		sameQueue = p.getCandidatesFromCQ(s, s.cq, nil, false, nil)
 	}
-	hierarchy, byPriority := p.collectFromCohorts(s)
+	hierarchy, byPriority := p.collectCandidatesForHierarchicalReclaim(s)
 	set.noneOutsideQueue = len(hierarchy) == 0 && len(byPriority) == 0
 	set.noneHierarchical = len(hierarchy) == 0
 
@@ -130,11 +130,11 @@ func (p *Preemptor) classicalCandidates(s *search) candidateSet {
 	return set
 }
 
-// collectFromCohorts walks from the preemptor's parent to the root. At each level it looks at the
+// collectCandidatesForHierarchicalReclaim walks from the preemptor's parent to the root. At each level it looks at the
 // subtrees not yet visited; candidates there are hierarchical once the preemptor's requests fit
 // in the quota of the levels walked so far.
 // Upstream's original: collectCandidatesForHierarchicalReclaim in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*candidate) {
+func (p *Preemptor) collectCandidatesForHierarchicalReclaim(s *search) (hierarchy, byPriority []*candidate) {
 	if !s.cq.HasParent() || s.cq.Preemption.ReclaimWithinCohort == kueue.PreemptionPolicyNever {
 		return nil, nil
 	}
@@ -142,9 +142,9 @@ func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*cand
 	var visited *schdcache.CohortSnapshot
 	for root := range s.cq.PathParentToRoot() {
 		if advantage {
-			hierarchy = p.collectFromSubtree(s, root, root, visited, advantage, hierarchy)
+			hierarchy = p.collectCandidatesInSubtree(s, root, root, visited, advantage, hierarchy)
 		} else {
-			byPriority = p.collectFromSubtree(s, root, root, visited, advantage, byPriority)
+			byPriority = p.collectCandidatesInSubtree(s, root, root, visited, advantage, byPriority)
 		}
 		var fits bool
 		fits, remaining = schdcache.QuantitiesFitInQuota(root, remaining)
@@ -154,39 +154,39 @@ func (p *Preemptor) collectFromCohorts(s *search) (hierarchy, byPriority []*cand
 	return hierarchy, byPriority
 }
 
-// collectFromSubtree appends to out the candidates under node, skipping the subtree already
+// collectCandidatesInSubtree appends to out the candidates under node, skipping the subtree already
 // visited and any cohort or ClusterQueue within its nominal quota (it borrows nothing that could
 // be reclaimed).
 // Upstream's original: collectCandidatesInSubtree in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func (p *Preemptor) collectFromSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
+func (p *Preemptor) collectCandidatesInSubtree(s *search, node, lca, skip *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	for _, child := range node.ChildCohorts() {
 		if child == skip || schdcache.IsWithinNominalInResources(child, s.contested) {
 			continue
 		}
-		out = p.collectFromSubtree(s, child, lca, skip, advantage, out)
+		out = p.collectCandidatesInSubtree(s, child, lca, skip, advantage, out)
 	}
 	for _, cq := range node.ChildCQs() {
 		if cq == s.cq || schdcache.IsWithinNominalInResources(cq, s.contested) {
 			continue
 		}
-		out = p.collectFromQueue(s, cq, lca, advantage, out)
+		out = p.getCandidatesFromCQ(s, cq, lca, advantage, out)
 	}
 	return out
 }
 
-// collectFromQueue appends to out the eligible candidates of cq, classified.
+// getCandidatesFromCQ appends to out the eligible candidates of cq, classified.
 // Upstream's original: getCandidatesFromCQ in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func (p *Preemptor) collectFromQueue(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
+func (p *Preemptor) getCandidatesFromCQ(s *search, cq *schdcache.ClusterQueueSnapshot, lca *schdcache.CohortSnapshot, advantage bool, out []*candidate) []*candidate {
 	return p.eligibleIn(s, cq, func(c *candidate) bool {
 		c.lca = lca
-		c.variant = s.classify(c, advantage)
+		c.variant = s.classifyPreemptionVariant(c, advantage)
 		return true
 	}, out)
 }
 
-// classify says how an eligible candidate may be preempted.
+// classifyPreemptionVariant says how an eligible candidate may be preempted.
 // Upstream's original: classifyPreemptionVariant in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func (s *search) classify(c *candidate, advantage bool) variant {
+func (s *search) classifyPreemptionVariant(c *candidate, advantage bool) variant {
 	switch {
 	case c.Info.ClusterQueue == s.cq.Name:
 		return inQueue
@@ -201,10 +201,10 @@ func (s *search) classify(c *candidate, advantage bool) variant {
 	return reclaimBorrowing
 }
 
-// underNominal reports whether the preemptor's queue uses strictly less than its nominal quota
+// queueUnderNominalInResourcesNeedingPreemption reports whether the preemptor's queue uses strictly less than its nominal quota
 // of every contested flavor/resource.
 // Upstream's original: queueUnderNominalInResourcesNeedingPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) underNominal() bool {
+func (s *search) queueUnderNominalInResourcesNeedingPreemption() bool {
 	for fr := range s.contested {
 		if s.cq.QuotaFor(fr).Nominal.Cmp(s.cq.ResourceNode.Usage[fr]) <= 0 {
 			return false

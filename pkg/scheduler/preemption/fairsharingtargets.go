@@ -14,10 +14,10 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// fairTargets preempts from the ClusterQueues with the highest dominant resource share first,
+// fairPreemptions preempts from the ClusterQueues with the highest dominant resource share first,
 // as long as the configured strategy says the preemption makes shares fairer.
 // Upstream's original: (*Preemptor).fairPreemptions in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (p *Preemptor) fairTargets(s *search) []*Target {
+func (p *Preemptor) fairPreemptions(s *search) []*Target {
 	cands := p.fairCandidates(s)
 	if len(cands) == 0 {
 		return nil
@@ -43,18 +43,18 @@ func (p *Preemptor) fairTargets(s *search) []*Target {
 	// Shares are computed as if the pending workload were already admitted.
 	revert := s.cq.SimulateUsageAddition(s.usage)
 	byShare := map[*workload.Info]bool{}
-	fits, targets, retry := p.firstStrategy(s, infos, reasons, p.fsStrategies[0], byShare)
+	fits, targets, retry := p.runFirstFsStrategy(s, infos, reasons, p.fsStrategies[0], byShare)
 	if !fits && len(p.fsStrategies) > 1 {
-		fits, targets = p.secondStrategy(s, retry, reasons, targets, byShare)
+		fits, targets = p.runSecondFsStrategy(s, retry, reasons, targets, byShare)
 	}
 	revert()
 	if !fits {
-		s.restore(targets)
+		s.restoreSnapshot(targets)
 		return nil
 	}
 	keep := ownTurnsBeforeShareTargets(s.cq, targets, byShare)
-	targets = s.minimizeKeeping(targets, keep, func() bool { return s.fits(true) })
-	s.restore(targets)
+	targets = s.minimizeKeeping(targets, keep, func() bool { return s.workloadFits(true) })
+	s.restoreSnapshot(targets)
 	return targets
 }
 
@@ -85,7 +85,7 @@ func ownTurnsBeforeShareTargets(cq *schdcache.ClusterQueueSnapshot, targets []*T
 func (s *search) fitsWithoutSelf() bool {
 	revert := s.cq.SimulateUsageRemoval(s.usage)
 	defer revert()
-	return s.fits(true)
+	return s.workloadFits(true)
 }
 
 func reasonOr(reasons map[*workload.Info]string, info *workload.Info, def string) string {
@@ -95,16 +95,16 @@ func reasonOr(reasons map[*workload.Info]string, info *workload.Info, def string
 	return def
 }
 
-// firstStrategy walks target ClusterQueues by share. It returns whether the workload fits, the
+// runFirstFsStrategy walks target ClusterQueues by share. It returns whether the workload fits, the
 // targets chosen, and the candidates the strategy refused, for the second strategy.
 // Targets the strategy allowed are added to byShare.
 // Upstream's original: runFirstFsStrategy in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy, byShare map[*workload.Info]bool) (bool, []*Target, []*workload.Info) {
+func (p *Preemptor) runFirstFsStrategy(s *search, cands []*workload.Info, reasons map[*workload.Info]string, strategy fairsharing.Strategy, byShare map[*workload.Info]bool) (bool, []*Target, []*workload.Info) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, cands, s.log, p.clock)
 	var targets []*Target
 	var retry []*workload.Info
 	// A preemptor within its nominal quota is entitled to it, whatever the shares say.
-	entitled := features.Enabled(features.FairSharingPreemptWithinNominal) && s.notBorrowingContested()
+	entitled := features.Enabled(features.FairSharingPreemptWithinNominal) && s.queueWithinNominalInResourcesNeedingPreemption()
 	take := func(t *fairsharing.TargetClusterQueue, info *workload.Info, reason string) bool {
 		s.snapshot.RemoveWorkload(info)
 		targets = append(targets, &Target{WorkloadInfo: info, Reason: reasonOr(reasons, info, reason), WorkloadCq: t.GetTargetCq()})
@@ -124,7 +124,7 @@ func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map
 			continue
 		}
 		preemptorShare, targetShare := t.ComputeShares()
-		if cannotPass(preemptorShare, targetShare) {
+		if fsStrategyUnsatisfiable(preemptorShare, targetShare) {
 			for t.HasWorkload() {
 				retry = append(retry, t.PopWorkload())
 			}
@@ -155,17 +155,17 @@ func (p *Preemptor) firstStrategy(s *search, cands []*workload.Info, reasons map
 	return false, targets, retry
 }
 
-// cannotPass: a preemptor with an infinite share (borrowing on a zero weight) loses to every
+// fsStrategyUnsatisfiable: a preemptor with an infinite share (borrowing on a zero weight) loses to every
 // target whose share is finite, under either strategy, so the per-workload check can be skipped.
 // Upstream's original: fsStrategyUnsatisfiable in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func cannotPass(preemptor fairsharing.PreemptorNewShare, target fairsharing.TargetOldShare) bool {
+func fsStrategyUnsatisfiable(preemptor fairsharing.PreemptorNewShare, target fairsharing.TargetOldShare) bool {
 	return math.IsInf(schdcache.DRS(preemptor).PreciseWeightedShare(), 1) && !math.IsInf(schdcache.DRS(target).PreciseWeightedShare(), 1)
 }
 
-// secondStrategy retries the refused candidates with LessThanInitialShare, at most one per
+// runSecondFsStrategy retries the refused candidates with LessThanInitialShare, at most one per
 // ClusterQueue: the strategy only compares queue shares, so a second one would not pass either.
 // Upstream's original: runSecondFsStrategy in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (p *Preemptor) secondStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target, byShare map[*workload.Info]bool) (bool, []*Target) {
+func (p *Preemptor) runSecondFsStrategy(s *search, retry []*workload.Info, reasons map[*workload.Info]string, targets []*Target, byShare map[*workload.Info]bool) (bool, []*Target) {
 	order := fairsharing.MakeClusterQueueOrdering(s.cq, retry, s.log, p.clock)
 	for t := range order.Iter() {
 		preemptorShare, targetShare := t.ComputeShares()
@@ -195,7 +195,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 		return out
 	}
 	for _, other := range s.cq.Parent().Root().SubtreeClusterQueues() {
-		if other == s.cq || !s.borrowsContested(other) {
+		if other == s.cq || !s.cqIsBorrowing(other) {
 			continue
 		}
 		out = p.eligibleIn(s, other, keep, out)
@@ -204,7 +204,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 }
 
 // Upstream's original: cqIsBorrowing in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) borrowsContested(cq *schdcache.ClusterQueueSnapshot) bool {
+func (s *search) cqIsBorrowing(cq *schdcache.ClusterQueueSnapshot) bool {
 	if !cq.HasParent() {
 		return false
 	}
@@ -216,10 +216,10 @@ func (s *search) borrowsContested(cq *schdcache.ClusterQueueSnapshot) bool {
 	return false
 }
 
-// notBorrowingContested: the preemptor's queue, with the workload counted, stays within nominal
+// queueWithinNominalInResourcesNeedingPreemption: the preemptor's queue, with the workload counted, stays within nominal
 // quota for every contested flavor/resource.
 // Upstream's original: queueWithinNominalInResourcesNeedingPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) notBorrowingContested() bool {
+func (s *search) queueWithinNominalInResourcesNeedingPreemption() bool {
 	for fr := range s.contested {
 		if s.cq.Borrowing(fr) {
 			return false

@@ -196,7 +196,7 @@ func New(
 		clock:               clk,
 		ordering:            ordering,
 		fairSharing:         fairsharing.Enabled(fs),
-		fsStrategies:        strategies(fs),
+		fsStrategies:        parseStrategies(fs),
 		policy:              policy.New(po, policyOpts...),
 		settings:            settings,
 		pending:             c.pending,
@@ -291,7 +291,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 			return targets
 		}
 	}
-	s := p.newSearch(ctx, &wl, snapshot, contestedResources(assignment),
+	s := p.newSearch(ctx, &wl, snapshot, flavorResourcesNeedPreemption(assignment),
 		workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()})
 	if features.Enabled(features.TopologyAwareScheduling) {
 		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
@@ -331,9 +331,9 @@ func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.Cluste
 
 func (p *Preemptor) targets(s *search) []*Target {
 	if p.fairSharing {
-		return p.fairTargets(s)
+		return p.fairPreemptions(s)
 	}
-	return p.classicalTargets(s)
+	return p.classicalPreemptions(s)
 }
 
 // IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions and issue.
@@ -379,9 +379,9 @@ func (c *candidate) preemptionReason() string {
 	return c.variant.reason()
 }
 
-// contestedResources lists the flavor/resources the assignment gets only by preempting.
+// flavorResourcesNeedPreemption lists the flavor/resources the assignment gets only by preempting.
 // Upstream's original: flavorResourcesNeedPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
+func flavorResourcesNeedPreemption(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
 	out := sets.New[resources.FlavorResource]()
 	for _, ps := range a.PodSets {
 		for res, f := range ps.Flavors {
@@ -393,10 +393,10 @@ func contestedResources(a flavorassigner.Assignment) sets.Set[resources.FlavorRe
 	return out
 }
 
-// fits reports whether the pending workload fits in the snapshot as it stands, optionally
+// workloadFits reports whether the pending workload fits in the snapshot as it stands, optionally
 // without borrowing, including its topology requests.
 // Upstream's original: workloadFits in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) fits(allowBorrowing bool) bool {
+func (s *search) workloadFits(allowBorrowing bool) bool {
 	for fr, v := range s.usage.Quota {
 		if !allowBorrowing && s.cq.BorrowingWith(fr, v) {
 			return false
@@ -415,20 +415,20 @@ func (s *search) remove(ts []*Target) {
 }
 
 // Upstream's original: restoreSnapshot in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) restore(ts []*Target) {
+func (s *search) restoreSnapshot(ts []*Target) {
 	for _, t := range ts {
 		s.snapshot.AddWorkload(t.WorkloadInfo)
 	}
 }
 
-// minimize puts targets back, last chosen first, while the workload still fits without them,
+// fillBackWorkloads puts targets back, last chosen first, while the workload still fits without them,
 // so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
 // Upstream's original: fillBackWorkloads in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) minimize(ts []*Target, fits func() bool) []*Target {
+func (s *search) fillBackWorkloads(ts []*Target, fits func() bool) []*Target {
 	return s.minimizeKeeping(ts, nil, fits)
 }
 
-// minimizeKeeping is minimize, except that the targets in keep are never put back.
+// minimizeKeeping is fillBackWorkloads, except that the targets in keep are never put back.
 func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fits func() bool) []*Target {
 	for i := len(ts) - 2; i >= 0; i-- {
 		if keep[ts[i].WorkloadInfo] {
@@ -446,7 +446,7 @@ func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fit
 }
 
 // Upstream's original: parseStrategies in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func strategies(fs *configapi.FairSharing) []fairsharing.Strategy {
+func parseStrategies(fs *configapi.FairSharing) []fairsharing.Strategy {
 	if fs == nil || len(fs.PreemptionStrategies) == 0 {
 		return []fairsharing.Strategy{fairsharing.LessThanOrEqualToFinalShare, fairsharing.LessThanInitialShare}
 	}

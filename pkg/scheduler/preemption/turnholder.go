@@ -129,7 +129,7 @@ func (p *Preemptor) flavorTurnUse(ctx context.Context, info *workload.Info, snap
 		if use == turnLater {
 			s.now = s.now.Add(timelessFuture)
 		}
-		if s.fits(true) || len(p.targets(s)) > 0 {
+		if s.workloadFits(true) || len(p.targets(s)) > 0 {
 			return use
 		}
 	}

@@ -1,0 +1,4 @@
+package y
+
+// Upstream's original: Nowhere in example.com/up/p.
+func Nowhere() {}

@@ -1,0 +1,4 @@
+package x
+
+// Upstream's original: Nowhere in example.com/up/p.
+func Nowhere() {}
