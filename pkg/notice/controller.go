@@ -196,17 +196,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !features.Enabled(features.PreemptionNotice) {
 		return ctrl.Result{}, nil
 	}
-	n, err := annotations.ParseNotice(wl.Annotations)
+	n, err := policy.ReadNotice(&wl)
 	if err != nil {
-		return ctrl.Result{}, r.remove(ctx, &wl, err.Error())
+		// Only the manager writes the record; one it cannot read (an older format) ends here.
+		r.reportInvalid(ctx, &wl, err.Error())
+		if err := r.setCondition(ctx, &wl, metav1.ConditionFalse, string(policy.NoticeWithdrawn),
+			"The notice could not be read ("+err.Error()+"); the workload keeps running"); err != nil {
+			return ctrl.Result{}, ignoreConflict(err)
+		}
+		return ctrl.Result{}, r.clean(ctx, &wl, nil)
 	}
 	if n == nil {
-		r.reportInvalid(ctx, &wl, "")
-		// A deadline left without its notice (a notice removed by hand) is cleaned from the Pods.
-		if _, ok := wl.Annotations[annotations.PreemptionDeadline]; ok {
-			return ctrl.Result{}, r.clean(ctx, &wl, nil)
+		return ctrl.Result{}, r.leftovers(ctx, &wl)
+	}
+	if !policy.NoticeCopied(&wl, n) {
+		if err := r.copyNotice(ctx, &wl, n); err != nil {
+			return ctrl.Result{}, err
 		}
-		return r.undelivered(ctx, &wl)
 	}
 	pre, err := r.preemptor(ctx, n, &wl)
 	if err != nil {
@@ -214,12 +220,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := Decide(&wl, n, pre, r.Clock.Now())
 	log.V(3).Info("Preemption notice", "workload", klog.KObj(&wl), "preemptor", n.Preemptor, "deadline", n.Deadline, "action", d.Action, "due", d.Due)
-	if d.Action != Remove {
-		r.reportInvalid(ctx, &wl, "")
-	}
 	switch d.Action {
-	case Remove:
-		return ctrl.Result{}, r.remove(ctx, &wl, d.Why)
 	case Clean:
 		return ctrl.Result{}, r.clean(ctx, &wl, n)
 	case Record:
@@ -236,30 +237,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// remove takes off wl the notice annotations the manager did not give, and its Pods' deadline,
-// and says so once with a Warning event. Nothing was honoured, so nothing is counted or woken.
-func (r *Reconciler) remove(ctx context.Context, wl *kueue.Workload, problem string) error {
-	r.reportInvalid(ctx, wl, problem)
+// leftovers deals with notice annotations on a Workload under no notice: those of a notice that
+// ended (the condition False since its start) are cleaned; any others the manager never gave
+// (written by hand, or by a tenant past the webhook) are removed with a Warning, once.
+func (r *Reconciler) leftovers(ctx context.Context, wl *kueue.Workload) error {
+	_, notice := wl.Annotations[annotations.PreemptionNotice]
+	_, deadline := wl.Annotations[annotations.PreemptionDeadline]
+	if !notice && !deadline {
+		r.reportInvalid(ctx, wl, "")
+		return nil
+	}
+	old, err := annotations.ParseNotice(wl.Annotations)
+	if err == nil && old != nil && Ended(wl, old) {
+		return r.clean(ctx, wl, old)
+	}
+	if notice {
+		problem := fmt.Sprintf("annotations %s and %s: not a notice the manager gave (the Workload's %s condition does not record one)",
+			annotations.PreemptionNotice, annotations.PreemptionDeadline, ConditionType)
+		if err != nil {
+			problem = err.Error()
+		}
+		r.reportInvalid(ctx, wl, problem)
+	}
 	return r.clean(ctx, wl, nil)
 }
 
-// deliveryGrace is how long a notice's record may stand without its annotations: the preemptor
-// writes the record, then the annotations, and a manager stopped in between leaves the record.
-const deliveryGrace = time.Minute
-
-// undelivered ends a True record whose annotations never came (Withdrawn, not counted: no notice
-// was in force), once the preemptor has had time to write them.
-func (r *Reconciler) undelivered(ctx context.Context, wl *kueue.Workload) (ctrl.Result, error) {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, ConditionType)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return ctrl.Result{}, nil
+// copyNotice writes the notice in force as the Workload's annotations, over whatever is there:
+// the preemptor writes them after the record, and a tenant past the webhook may have changed them.
+func (r *Reconciler) copyNotice(ctx context.Context, wl *kueue.Workload, n *annotations.Notice) error {
+	if _, ok := wl.Annotations[annotations.PreemptionNotice]; ok {
+		r.reportInvalid(ctx, wl, fmt.Sprintf("annotations %s and %s: changed after the notice was given; restored from the %s condition",
+			annotations.PreemptionNotice, annotations.PreemptionDeadline, ConditionType))
 	}
-	if wait := c.LastTransitionTime.Add(deliveryGrace).Sub(r.Clock.Now()); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	values := map[string]any{}
+	for k, v := range n.Annotations() {
+		values[k] = v
 	}
-	ctrl.LoggerFrom(ctx).V(2).Info("Preemption notice recorded but never written: ending it", "workload", klog.KObj(wl))
-	return ctrl.Result{}, ignoreConflict(r.setCondition(ctx, wl, metav1.ConditionFalse, string(policy.NoticeWithdrawn),
-		"The notice was not delivered (the manager stopped while giving it); the workload keeps running"))
+	if err := r.patchAnnotations(ctx, wl, values); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ctrl.LoggerFrom(ctx).V(3).Info("Wrote the notice's annotations from its record", "workload", klog.KObj(wl))
+	return nil
 }
 
 // preemptor reads the Workload named in n; one whose ClusterQueue is not in the victim's cohort
@@ -346,7 +364,7 @@ func (r *Reconciler) reportInvalid(ctx context.Context, wl *kueue.Workload, prob
 	r.mu.Unlock()
 	if problem != "" && problem != last {
 		ctrl.LoggerFrom(ctx).V(2).Info("Unreadable preemption notice", "workload", klog.KObj(wl), "problem", problem)
-		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonInvalid, "Notice", "preemption notice ignored: %s", problem)
+		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonInvalid, "Notice", "preemption notice annotations not honoured: %s", problem)
 	}
 }
 

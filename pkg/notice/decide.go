@@ -44,8 +44,6 @@ type Action string
 const (
 	// Nothing: no notice.
 	Nothing Action = "Nothing"
-	// Remove: the annotations hold a notice the manager did not give; remove them and say so once.
-	Remove Action = "Remove"
 	// Tell: the notice is in force; make sure the condition, the Pods and the job's
 	// checkpoint-done show it, and wake the preemptor when it is due.
 	Tell Action = "Tell"
@@ -86,7 +84,7 @@ type Decision struct {
 	Action Action
 	// Outcome is the reason of the False condition End writes.
 	Outcome policy.NoticeOutcome
-	// Why says in words why the notice ends (End), or why it is not the manager's (Remove).
+	// Why says in words why the notice ends (End).
 	Why string
 	// Due is true when the preemptor may evict the victim now (Tell); Wait is how long until the
 	// deadline otherwise.
@@ -101,9 +99,6 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 	}
 	if Ended(wl, n) {
 		return Decision{Action: Clean}
-	}
-	if err := policy.NoticeAgrees(wl, n); err != nil {
-		return Decision{Action: Remove, Why: err.Error()}
 	}
 	if workloadfinish.IsFinished(wl) {
 		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}

@@ -30,14 +30,6 @@ func TestDecide(t *testing.T) {
 		}
 		return &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: conds}}
 	}
-	moved := *n
-	moved.Deadline = start.Add(time.Hour)
-	otherPreemptor := *n
-	otherPreemptor.Preemptor, otherPreemptor.PreemptorUID = "other-team/their-job", "their-uid"
-	unknownReason := *n
-	unknownReason.Reason = "Anything"
-	farDeadline := *n
-	farDeadline.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	checkpointed := victim(admitted)
 	checkpointed.Annotations = map[string]string{annotations.CheckpointDone: "true"}
 
@@ -59,26 +51,6 @@ func TestDecide(t *testing.T) {
 		"deadline reached: tell, due": {
 			wl: victim(admitted), notice: n, pre: waiting, now: n.Deadline,
 			want: Decision{Action: Tell, Due: true},
-		},
-		"a notice the manager never recorded (forged): removed": {
-			wl: &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{admitted}}}, notice: n, pre: waiting, now: start,
-			want: Decision{Action: Remove},
-		},
-		"the recorded notice with its deadline moved: removed": {
-			wl: victim(admitted), notice: &moved, pre: waiting, now: start,
-			want: Decision{Action: Remove},
-		},
-		"the recorded notice naming another preemptor: removed": {
-			wl: victim(admitted), notice: &otherPreemptor, pre: Preemptor{Found: true, UID: "their-uid", Active: true}, now: start,
-			want: Decision{Action: Remove},
-		},
-		"a record True for a notice of an unknown reason: removed": {
-			wl: victim(admitted, policy.NoticeRecord(&unknownReason, 0)), notice: &unknownReason, pre: waiting, now: start,
-			want: Decision{Action: Remove},
-		},
-		"a record True for a deadline beyond the longest notice: removed": {
-			wl: victim(admitted, policy.NoticeRecord(&farDeadline, 0)), notice: &farDeadline, pre: waiting, now: start,
-			want: Decision{Action: Remove},
 		},
 		"preemptor moved outside the victim's cohort tree: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, ElsewhereInTree: true}, now: start,
@@ -142,10 +114,10 @@ func TestDecide(t *testing.T) {
 			notice: n, pre: Preemptor{}, now: start.Add(time.Minute),
 			want: Decision{Action: Clean},
 		},
-		"a condition False from an earlier notice, without a record of this one: removed": {
+		"a condition False from an earlier notice does not end a new one": {
 			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEndedEarly), start.Add(-time.Hour))),
 			notice: n, pre: waiting, now: start,
-			want: Decision{Action: Remove},
+			want: Decision{Action: Tell, Wait: 5 * time.Minute},
 		},
 	}
 	for name, tc := range cases {

@@ -2,10 +2,12 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -171,54 +173,70 @@ func IsNoticeReason(reason string) bool {
 	return kindOf(reason) != noNotice
 }
 
-// NoticeInForceMessage is the message of the True NoticeCondition the preemptor writes when it
-// gives notice n. It is also the manager's record of n: ReadNotice honours the annotations only
-// when they give this same message.
+// The True NoticeCondition is the notice: the preemptor writes it in the victim's status, which
+// tenants cannot write (Kueue's roles give them read access only), and every reader reads the
+// notice from it. The annotations are a copy for people and for the victim's Pods, which the
+// notice controller keeps equal to it. Its message is written for people and read back here, so
+// both directions live side by side.
+const noticeMessageFormat = "To be evicted at %s to make room for workload %s (uid %s) due to %s; " +
+	"set the annotation " + annotations.CheckpointDone + "=true on its job or Workload once its work is saved to be evicted sooner"
+
+var noticeMessage = regexp.MustCompile(`^To be evicted at (\S+) to make room for workload (\S+) \(uid (\S+)\) due to (\S+); `)
+
+// NoticeInForceMessage is the message of the True NoticeCondition that records notice n.
 func NoticeInForceMessage(n *annotations.Notice) string {
-	return fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone)
+	return fmt.Sprintf(noticeMessageFormat, n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.PreemptorUID, n.Reason)
 }
 
-// NoticeRecord is the True NoticeCondition that records notice n, given at n.Start.
+// NoticeRecord is the True NoticeCondition that gives notice n, given at n.Start.
 func NoticeRecord(n *annotations.Notice, generation int64) metav1.Condition {
 	return metav1.Condition{Type: NoticeCondition, Status: metav1.ConditionTrue, Reason: n.Reason, Message: NoticeInForceMessage(n),
 		LastTransitionTime: metav1.NewTime(n.Start.UTC().Truncate(time.Second)), ObservedGeneration: generation}
 }
 
-// ReadNotice is the notice in force on wl as every reader of it (the preemptor, the notice
-// controller, the waker, the simulator) must see it: nil when there is none, and an error naming
-// the rule when the annotations hold one the manager did not give. The annotations are written
-// by the manager but writable by the Workload's owner, so they count only when the manager's
-// record in the Workload's status, which tenants cannot write, agrees: the NoticeCondition is
-// True with the notice's reason and message (which carry its deadline and preemptor), set no
-// earlier than the notice's start; and the deadline is within the longest notice a queue can set.
+// ReadNotice is the notice in force on wl, read from the manager's record (NoticeRecord) in its
+// status: nil when there is none, and an error naming the rule when the record cannot be a notice
+// the manager gave (it cannot be read, its reason never gets a notice, or its deadline is beyond
+// the longest notice a queue can set). The annotations are never read: a Workload's owner can
+// write them.
 func ReadNotice(wl *kueue.Workload) (*annotations.Notice, error) {
-	n, err := annotations.ParseNotice(wl.Annotations)
-	if err != nil || n == nil {
-		return nil, err
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil, nil
 	}
-	if err := NoticeAgrees(wl, n); err != nil {
-		return nil, err
+	m := noticeMessage.FindStringSubmatch(c.Message)
+	if m == nil || m[4] != c.Reason {
+		return nil, fmt.Errorf("condition %s: the message does not give a notice", NoticeCondition)
+	}
+	deadline, err := time.Parse(time.RFC3339, m[1])
+	if err != nil {
+		return nil, fmt.Errorf("condition %s: the deadline: %w", NoticeCondition, err)
+	}
+	n := &annotations.Notice{Start: c.LastTransitionTime.Time.UTC(), Deadline: deadline, Reason: c.Reason, Preemptor: m[2], PreemptorUID: types.UID(m[3])}
+	if !IsNoticeReason(n.Reason) {
+		return nil, fmt.Errorf("condition %s: reason %q is not a preemption reason that gets a notice", NoticeCondition, n.Reason)
+	}
+	// A deadline is rounded up to the second when given.
+	if longest := n.Start.Add(tsapi.MaximumNoticePeriod + time.Second); n.Deadline.After(longest) || !n.Deadline.After(n.Start) {
+		return nil, fmt.Errorf("condition %s: the deadline is not within %s of the notice's start", NoticeCondition, tsapi.MaximumNoticePeriod)
 	}
 	return n, nil
 }
 
-// NoticeAgrees checks a well-formed notice n on wl against the rules ReadNotice applies.
-func NoticeAgrees(wl *kueue.Workload, n *annotations.Notice) error {
-	if !IsNoticeReason(n.Reason) {
-		return fmt.Errorf("annotation %s: reason %q is not a preemption reason that gets a notice", annotations.PreemptionNotice, n.Reason)
+// NoticeCopied reports whether wl's annotations are the copy of notice n (nil: no notice) that
+// the notice controller keeps.
+func NoticeCopied(wl *kueue.Workload, n *annotations.Notice) bool {
+	if n == nil {
+		_, notice := wl.Annotations[annotations.PreemptionNotice]
+		_, deadline := wl.Annotations[annotations.PreemptionDeadline]
+		return !notice && !deadline
 	}
-	// A deadline is rounded up to the second when given.
-	if longest := n.Start.Truncate(time.Second).Add(tsapi.MaximumNoticePeriod + time.Second); n.Deadline.After(longest) {
-		return fmt.Errorf("annotation %s: more than %s after the notice's start", annotations.PreemptionDeadline, tsapi.MaximumNoticePeriod)
+	for k, v := range n.Annotations() {
+		if got, ok := wl.Annotations[k]; !ok || got != v {
+			return false
+		}
 	}
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != n.Reason || c.Message != NoticeInForceMessage(n) ||
-		c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second)) {
-		return fmt.Errorf("annotations %s and %s: not given by the manager (the Workload's %s condition does not record them)",
-			annotations.PreemptionNotice, annotations.PreemptionDeadline, NoticeCondition)
-	}
-	return nil
+	return true
 }
 
 // NoticeEvictionOutcome is how a notice on wl ended when the preemptor evicted wl for it: early

@@ -197,54 +197,57 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 func TestReadNotice(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
-	record := NoticeRecord(&given, 1)
-	with := func(n annotations.Notice, conds ...metav1.Condition) *kueue.Workload {
-		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()}, Status: kueue.WorkloadStatus{Conditions: conds}}
-	}
 	change := func(f func(*annotations.Notice)) annotations.Notice {
 		n := given
 		f(&n)
 		return n
 	}
-	ended := record
+	// wl carries the annotations ann and the conditions conds.
+	wl := func(ann annotations.Notice, conds ...metav1.Condition) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: ann.Annotations()}, Status: kueue.WorkloadStatus{Conditions: conds}}
+	}
+	record := func(n annotations.Notice) metav1.Condition { return NoticeRecord(&n, 1) }
+	ended := record(given)
 	ended.Status, ended.Reason = metav1.ConditionFalse, string(NoticeWithdrawn)
-	older := record
-	older.LastTransitionTime = metav1.NewTime(start.Add(-time.Hour))
+	edited := record(given)
+	edited.Message = "To be evicted some day"
 	cases := map[string]struct {
 		wl      *kueue.Workload
 		want    *annotations.Notice
 		wantErr string
 	}{
 		"no notice": {wl: &kueue.Workload{}},
-		"given and recorded by the manager": {
-			wl: with(given, record), want: &given,
+		"the record, with its copy in the annotations": {
+			wl: wl(given, record(given)), want: &given,
 		},
-		"no record: forged": {
-			wl: with(given), wantErr: "not given by the manager",
+		"the record alone: the annotations are only a copy": {
+			wl: &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{record(given)}}}, want: &given,
 		},
-		"the record of an ended notice: not in force": {
-			wl: with(given, ended), wantErr: "not given by the manager",
+		"annotations without a record (forged): no notice": {
+			wl: wl(given),
 		},
-		"a record older than the notice: an earlier notice's": {
-			wl: with(given, older), wantErr: "not given by the manager",
+		"annotations for 2099 over the record: the record's deadline": {
+			wl: wl(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) }), record(given)), want: &given,
 		},
-		"deadline moved after the notice was given": {
-			wl: with(change(func(n *annotations.Notice) { n.Deadline = n.Deadline.Add(10 * time.Minute) }), record), wantErr: "not given by the manager",
+		"annotations naming another team's preemptor over the record: the record's preemptor": {
+			wl: wl(change(func(n *annotations.Notice) { n.Preemptor, n.PreemptorUID = "team-b/theirs", "their-uid" }), record(given)), want: &given,
 		},
-		"another preemptor named": {
-			wl: with(change(func(n *annotations.Notice) { n.Preemptor, n.PreemptorUID = "team-b/theirs", "their-uid" }), record), wantErr: "not given by the manager",
+		"the record of an ended notice: no notice": {
+			wl: wl(given, ended),
 		},
-		"a reason that never gets a notice, even recorded": {
-			wl:      with(change(func(n *annotations.Notice) { n.Reason = "Bought" }), NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Reason = "Bought" })), 1)),
+		"a record that gives no notice": {
+			wl: wl(given, edited), wantErr: "the message does not give a notice",
+		},
+		"a record of a reason that never gets a notice": {
+			wl:      wl(given, record(change(func(n *annotations.Notice) { n.Reason = "Bought" }))),
 			wantErr: `reason "Bought" is not a preemption reason that gets a notice`,
 		},
-		"a deadline in 2099, even recorded": {
-			wl: with(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) }),
-				NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) })), 1)),
-			wantErr: "more than 1h0m0s after the notice's start",
+		"a record with a deadline in 2099": {
+			wl:      wl(given, record(change(func(n *annotations.Notice) { n.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC) }))),
+			wantErr: "the deadline is not within 1h0m0s of the notice's start",
 		},
 		"the longest notice, rounded up to the second": {
-			wl:   with(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) }), NoticeRecord(ptr.To(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) })), 1)),
+			wl:   wl(given, record(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) }))),
 			want: ptr.To(change(func(n *annotations.Notice) { n.Deadline = start.Add(time.Hour + time.Second) })),
 		},
 	}
@@ -265,10 +268,35 @@ func TestReadNotice(t *testing.T) {
 	}
 }
 
+func TestNoticeCopied(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "a/b", PreemptorUID: "u"}
+	moved := *n
+	moved.Deadline = moved.Deadline.Add(time.Hour)
+	cases := map[string]struct {
+		ann    map[string]string
+		notice *annotations.Notice
+		want   bool
+	}{
+		"no notice, no annotations":        {want: true},
+		"no notice, a deadline left":       {ann: map[string]string{annotations.PreemptionDeadline: "x"}},
+		"the copy":                         {ann: n.Annotations(), notice: n, want: true},
+		"not copied yet":                   {notice: n},
+		"the copy with its deadline moved": {ann: moved.Annotations(), notice: n},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := NoticeCopied(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}, tc.notice); got != tc.want {
+				t.Errorf("NoticeCopied = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestNoticeInForceMessage(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
-	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (InClusterQueueTimeBased); set the annotation " +
+	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (uid u) due to InClusterQueueTimeBased; set the annotation " +
 		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
 	if got := NoticeInForceMessage(n); got != want {
 		t.Errorf("NoticeInForceMessage = %q, want %q", got, want)

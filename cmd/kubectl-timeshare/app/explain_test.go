@@ -25,7 +25,7 @@ func cond(t, status, reason, message string, at time.Duration) metav1.Condition 
 
 func TestBuildExplainReport(t *testing.T) {
 	const preempted = "Preempted to accommodate a workload due to time-sharing"
-	noticeMsg := policy.NoticeInForceMessage(&annotations.Notice{Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"})
+	noticeMsg := policy.NoticeInForceMessage(&annotations.Notice{Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next", PreemptorUID: "uid-next"})
 	wl := func(conds ...metav1.Condition) *kueue.Workload {
 		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: kueue.WorkloadSpec{QueueName: "lq", Priority: ptr.To[int32](5)},
 			Status: kueue.WorkloadStatus{Conditions: conds}}
@@ -106,14 +106,13 @@ func TestBuildExplainReport(t *testing.T) {
 					{Time: mt(-time.Minute), Source: "condition", What: "PreemptionNotice=True", Reason: "InClusterQueueTimeBased", Message: noticeMsg},
 				}},
 		},
-		"unreadable notice annotations are said to be ignored": {
+		"notice annotations without the manager's record are no notice": {
 			wl: func() *kueue.Workload {
 				w := wl()
 				w.Annotations = map[string]string{annotations.PreemptionNotice: "{"}
 				return w
 			}(),
-			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "waiting for quota", History: []HistoryItem{},
-				Notice: &NoticeInProgress{Problem: "annotation kueue-timeshare.io/preemption-notice: unexpected end of JSON input"}},
+			want: &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", Priority: 5, State: "waiting for quota", History: []HistoryItem{}},
 		},
 		"finished: nothing to explain": {
 			wl: wl(cond(kueue.WorkloadFinished, "True", "Succeeded", "Job finished successfully", 0)),

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,7 +82,7 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 	}
 	var out []noticed
 	consider := func(q *schdcache.ClusterQueueSnapshot, info *workload.Info) {
-		if _, ok := info.Obj.Annotations[annotations.PreemptionNotice]; !ok {
+		if !apimeta.IsStatusConditionTrue(info.Obj.Status.Conditions, policy.NoticeCondition) {
 			return
 		}
 		n, err := policy.ReadNotice(info.Obj)
@@ -239,26 +240,28 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 	return true, pending, failed, err
 }
 
-// writeNotice gives the victim notice n in two writes. The record first: the True
-// PreemptionNotice condition in the victim's status, which tenants cannot write and which
-// policy.ReadNotice requires to agree with the annotations. It is written only if the victim is
-// unchanged since the snapshot, so that a cycle working on a stale snapshot cannot give a second
-// notice. Then the annotations, which carry the notice to readers and to the victim's Pods.
+// writeNotice gives the victim notice n: the True PreemptionNotice condition in its status, the
+// notice itself (policy.ReadNotice), written only if the victim is unchanged since the snapshot so
+// that a cycle working on a stale snapshot cannot give a second notice; then its copy in the
+// annotations, which the notice controller writes too if this write is lost.
 func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n annotations.Notice) error {
-	ann := n.Annotations()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	if err != nil {
-		return err
-	}
+	n.Start = n.Start.UTC().Truncate(time.Second)
+	record := policy.NoticeRecord(&n, victim.Generation)
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
 	if p.noticeIndex != nil {
-		p.noticeIndex.add(workload.Key(victim), ann[annotations.PreemptionNotice])
+		p.noticeIndex.add(workload.Key(victim), record.Message)
 	}
-	n.Start = n.Start.UTC().Truncate(time.Second)
-	if err := applyNoticeCondition(ctx, p.client, victim, victim.ResourceVersion, policy.NoticeRecord(&n, victim.Generation)); err != nil {
+	if err := applyNoticeCondition(ctx, p.client, victim, victim.ResourceVersion, record); err != nil {
 		return err
 	}
-	return p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": n.Annotations()}})
+	if err == nil {
+		err = p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	}
+	if err != nil {
+		ctrllog.FromContext(ctx).V(2).Info("Could not copy a notice to its victim's annotations; the notice controller will", "workload", klog.KObj(victim), "error", err.Error())
+	}
+	return nil
 }
 
 // ownerRef is a reference to wl's controlling job, for its events, or nil.

@@ -3,10 +3,12 @@ package preemption
 import (
 	"sync"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // NoticeIndex lists the workloads that may be under a preemption notice, so that a preemptor finds
@@ -42,7 +44,12 @@ func (x *NoticeIndex) SetSynced(synced func() bool) {
 // Observe records the Workload as the informer shows it: listed while it carries a notice.
 func (x *NoticeIndex) Observe(wl *kueue.Workload) {
 	key := workload.Key(wl)
-	notice, noticed := wl.Annotations[annotations.PreemptionNotice]
+	var notice string
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition)
+	noticed := c != nil && c.Status == metav1.ConditionTrue
+	if noticed {
+		notice = c.Message
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	unseen, listed := x.keys[key]
@@ -65,7 +72,7 @@ func (x *NoticeIndex) Forget(key workload.Reference) {
 	delete(x.keys, key)
 }
 
-// add lists a Workload this process is about to give notice, the annotation's value.
+// add lists a Workload this process is about to give notice, with its record's message.
 func (x *NoticeIndex) add(key workload.Reference, notice string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

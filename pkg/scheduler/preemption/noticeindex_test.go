@@ -25,11 +25,11 @@ import (
 )
 
 func TestNoticeIndex(t *testing.T) {
-	// wl is the informer's view of workload name, with the notice annotation's value ("": none).
+	// wl is the informer's view of workload name, with its notice record's message ("": none).
 	wl := func(name, notice string) *kueue.Workload {
 		w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		if notice != "" {
-			w.Annotations = map[string]string{annotations.PreemptionNotice: notice}
+			w.Status.Conditions = []metav1.Condition{{Type: policy.NoticeCondition, Status: metav1.ConditionTrue, Message: notice}}
 		}
 		return w
 	}
