@@ -189,7 +189,11 @@ func (r *run) laterSlices(g gomega.Gomega) map[string]int {
 		if n != 1 {
 			continue
 		}
-		for i, wl := range slicesOf(list.Items, name)[1:] {
+		chain := slicesOf(list.Items, name)
+		if len(chain) < 2 {
+			continue // also a Workload without a Job
+		}
+		for i, wl := range chain[1:] {
 			out[wl.Name] = i + 2
 		}
 	}

@@ -247,7 +247,8 @@ func unfitHead(shape unfitShape) func(r *run) {
 		} else {
 			r.podSetsWorkload("waiting", cq, podSet, shape.cpus...)
 		}
-		waiting := pending.withReason(kueue.WorkloadQuotaReservedReasonWaitingForQuota)
+		// Its reason depends on where the scan stopped: compared, not prescribed.
+		waiting := pending
 		if shape.retried {
 			// Upstream's outcome, and so its message, alternates between two flavor scans
 			// while its queue retries the head.
