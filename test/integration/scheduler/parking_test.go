@@ -258,7 +258,13 @@ func unfitHead(shape unfitShape) func(r *run) {
 		r.retries("waits", cq, !shape.retried)
 
 		r.deleteJob("filler")
-		r.expect("admitted once the filler is gone", map[string]want{"waiting": admitted})
+		after := admitted
+		if shape.topology {
+			// Upstream's head resumes its scan at the last flavor when woken, where its small pod
+			// set leaves too little for the other, and is parked again: recorded and compared.
+			after = want{}
+		}
+		r.expect("after the filler is gone", map[string]want{"waiting": after})
 	}
 }
 
