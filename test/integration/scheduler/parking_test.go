@@ -251,8 +251,10 @@ func unfitHead(shape unfitShape) func(r *run) {
 		waiting := pending
 		if shape.retried {
 			// Upstream's outcome, and so its message, alternates between two flavor scans
-			// while its queue retries the head.
+			// while its queue retries the head; ours scans from the first flavor again and keeps
+			// one outcome (2949594), so upstream alone also emits the other scan's reason.
 			waiting = waiting.withRacyMessage()
+			r.racyEvents = append(r.racyEvents, kueue.WorkloadQuotaReservedReasonExceedsMaxQuota)
 		}
 		r.expect("waits", map[string]want{"filler": admitted, "waiting": waiting})
 		r.retries("waits", cq, !shape.retried)
