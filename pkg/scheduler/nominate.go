@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
@@ -92,7 +93,7 @@ func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap 
 	}
 	resumed := wl.LastAssignment != nil && wl.LastAssignment.PendingFlavors()
 	a, targets := s.getInitialAssignments(ctx, wl, snap, cq)
-	if resumed && !usable(a, targets) {
+	if resumed && !usable(a, targets) && s.retriedEveryCycle(ctx, cq.Name) {
 		// The scan resumed past flavors this head lost only to other heads, and the rest give it
 		// nothing. Those flavors are still its best: scan them all, as the next cycle would. Else
 		// the outcome, and the pending message written with it, alternates every cycle while
@@ -103,6 +104,19 @@ func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap 
 	}
 	updateAssignmentForTAS(ctx, snap, cq, wl, &a, targets)
 	return a, targets
+}
+
+// retriedEveryCycle reports whether the queue of the ClusterQueue gives a head back for the next
+// cycle whatever its outcome: StrictFIFO never sets a head aside. Elsewhere a second scan could
+// decide that: the queue parks a head as inadmissible once its progress says every flavor was
+// tried, and retries it at once while flavors are left, which a scan from the first one leaves.
+func (s *Scheduler) retriedEveryCycle(ctx context.Context, name kueue.ClusterQueueReference) bool {
+	var cq kueue.ClusterQueue
+	if err := s.client.Get(ctx, client.ObjectKey{Name: string(name)}, &cq); err != nil {
+		// Without the strategy, do as upstream's loop does: keep the resumed scan.
+		return false
+	}
+	return cq.Spec.QueueingStrategy == kueue.StrictFIFO
 }
 
 // usable reports whether an assignment lets the workload in: it fits, or its victims are known.

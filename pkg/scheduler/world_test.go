@@ -57,13 +57,17 @@ func newWorld(t *testing.T, objs worldObjects) *world {
 	for _, cq := range objs.clusterQueues {
 		lqs = append(lqs, *testingwrappers.MakeLocalQueue(cq.Name, "ns").ClusterQueue(cq.Name).Obj())
 	}
+	var cqs []kueue.ClusterQueue
+	for _, cq := range objs.clusterQueues {
+		cqs = append(cqs, *cq.DeepCopy())
+	}
 	var wls []kueue.Workload
 	for _, wl := range objs.workloads {
 		wls = append(wls, *wl.DeepCopy())
 	}
 	w.client = utiltesting.NewClientBuilder().
 		WithObjects(utiltesting.MakeNamespaceWrapper("ns").Obj()).
-		WithLists(&kueue.WorkloadList{Items: wls}, &kueue.LocalQueueList{Items: lqs}).
+		WithLists(&kueue.WorkloadList{Items: wls}, &kueue.LocalQueueList{Items: lqs}, &kueue.ClusterQueueList{Items: cqs}).
 		WithStatusSubresource(&kueue.Workload{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: utiltesting.TreatSSAAsStrategicMerge}).
 		Build()

@@ -55,13 +55,16 @@ var priorities = map[string]int32{"p100": 100, "p200": 200, "p300": 300, "p400":
 // startEnv brings up a control plane and a manager running the given scheduler, with the
 // objects every scenario shares.
 func startEnv(k schedulerKind, gates map[string]bool, configExtra string) *util.Env {
+	gets := &namespaceGets{}
 	env, err := util.Start(util.Settings{
 		FeatureGates:      gates,
 		ConfigExtra:       configExtra,
 		Log:               ctrl.Log.WithName(k.name),
 		UpstreamScheduler: k.upstream,
+		ClientWrapper:     gets.wrap,
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	attempts[env] = gets
 	ctx := context.Background()
 	gomega.Expect(env.Client.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}})).To(gomega.Succeed())
 	for name, v := range priorities {
@@ -84,7 +87,9 @@ type run struct {
 	// racyEvents are event reasons left out of the result: a scenario sets them for events
 	// that a race outside the scheduler's decisions lets it emit or not.
 	racyEvents []string
-	result     scenarioResult
+	// attempts counts the scheduler's admission attempts by namespace.
+	attempts *namespaceGets
+	result   scenarioResult
 }
 
 // scenarioResult is what the two schedulers must agree on.
@@ -95,10 +100,13 @@ type scenarioResult struct {
 	Events map[string][]string
 	// Counters are the changes of the admission and eviction counters per ClusterQueue.
 	Counters map[string]float64
+	// Queues are how the queue holds waiting heads at each step that looks, keyed by
+	// "step/ClusterQueue".
+	Queues map[string]queueOutcome
 }
 
 func newRun(env *util.Env, ns string) *run {
-	r := &run{ctx: context.Background(), env: env, ns: ns, counters: map[string]float64{}, result: scenarioResult{States: map[string]jobOutcome{}}}
+	r := &run{ctx: context.Background(), env: env, ns: ns, counters: map[string]float64{}, attempts: attempts[env], result: scenarioResult{States: map[string]jobOutcome{}}}
 	gomega.Expect(env.Client.Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
 	return r
 }
@@ -181,7 +189,11 @@ func (r *run) laterSlices(g gomega.Gomega) map[string]int {
 		if n != 1 {
 			continue
 		}
-		for i, wl := range slicesOf(list.Items, name)[1:] {
+		chain := slicesOf(list.Items, name)
+		if len(chain) < 2 {
+			continue // also a Workload without a Job
+		}
+		for i, wl := range chain[1:] {
 			out[wl.Name] = i + 2
 		}
 	}
@@ -288,8 +300,21 @@ func (r *run) workload(g gomega.Gomega, key string) *kueue.Workload {
 	var list kueue.WorkloadList
 	g.Expect(r.env.Client.List(r.ctx, &list, client.InNamespace(r.ns))).To(gomega.Succeed())
 	chain := slicesOf(list.Items, jobName)
+	if len(chain) == 0 {
+		chain = standalone(list.Items, jobName)
+	}
 	g.Expect(len(chain)).To(gomega.BeNumerically(">=", n), "workload %s", key)
 	return chain[n-1]
+}
+
+// standalone returns the Workload named name that no object owns (see podSetsWorkload).
+func standalone(items []kueue.Workload, name string) []*kueue.Workload {
+	for i := range items {
+		if items[i].Name == name && len(items[i].OwnerReferences) == 0 {
+			return []*kueue.Workload{&items[i]}
+		}
+	}
+	return nil
 }
 
 // splitSliceKey parses "name#n" into name and n; a plain name is slice 1.

@@ -94,6 +94,13 @@ var profiles = []profile{
 			{name: "elastic", run: elasticScaleUp},
 		},
 	},
+	{
+		// A head that fits no flavor and may not preempt: parked, or tried every cycle
+		// (issue 29). The attempts are counted by namespace, so each scenario has its own.
+		name:      "unfit heads",
+		gates:     map[string]bool{"UnadmittedWorkloadsObservability": true, "TopologyAwareScheduling": true},
+		scenarios: unfitHeadScenarios,
+	},
 }
 
 var _ = ginkgo.Describe("Scheduler parity with upstream", func() {
