@@ -20,6 +20,7 @@ import (
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -142,16 +143,16 @@ func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
 
 // InForceMessage is the True condition's message.
 func InForceMessage(n *annotations.Notice) string {
-	return fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone)
+	return message.Bound(fmt.Sprintf("To be evicted at %s to make room for workload %s (%s); set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
+		n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.Reason, annotations.CheckpointDone))
 }
 
 // EndedMessage is the False condition's message when this controller ends the notice.
 func EndedMessage(n *annotations.Notice, d Decision) string {
 	if d.Outcome == policy.NoticeWithdrawn {
-		return fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why)
+		return message.Bound(fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why))
 	}
-	return fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why)
+	return message.Bound(fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why))
 }
 
 // conditionReason is the pattern of a condition's reason (metav1.Condition's validation).
