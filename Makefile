@@ -67,7 +67,7 @@ FUZZ_TARGETS := \
   ./apis/annotations:FuzzParseToleration ./apis/annotations:FuzzParseExpectedRuntime \
   ./apis/kueue/v1beta2:FuzzExtensions ./apis/config/v1alpha1:FuzzDecode \
   ./pkg/policy:FuzzVictimPolicy ./pkg/policy:FuzzOrdering \
-  ./pkg/conversion:FuzzConvertObject
+  ./pkg/conversion:FuzzConvertObject ./pkg/queuesettings:FuzzWakeTimes
 
 .PHONY: test-reliability
 test-reliability: envtest manifests ## Long fuzzing, a long differential run, and the long form of the restart, leader election and API-fault tests.

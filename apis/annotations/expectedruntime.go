@@ -31,6 +31,12 @@ const (
 	SkipInvalidNotBefore = "invalid_not_before"
 )
 
+// MaxDuration is the longest duration an annotation gives: a longer one (up to the ~292 years
+// time.ParseDuration reads, or a toleration's int64 seconds) is read as this. Ten years is
+// "for as long as it runs" for any workload, and keeps every instant computed from it, and
+// every sum of such durations, far from overflow.
+const MaxDuration = 10 * 365 * 24 * time.Hour
+
 // ExpectedRuntimeSettings are a workload's expected-runtime annotations, parsed.
 type ExpectedRuntimeSettings struct {
 	Expected time.Duration
@@ -45,7 +51,8 @@ type ExpectedRuntimeSettings struct {
 }
 
 // ParseExpectedRuntime reads the expected-runtime annotations; ok is false when the workload has
-// not opted in.
+// not opted in. Durations above MaxDuration are read as MaxDuration. requeue-not-before, as RFC
+// 3339, is in years 0000 to 9999; the readers' time arithmetic saturates.
 func ParseExpectedRuntime(ann map[string]string) (s ExpectedRuntimeSettings, ok bool) {
 	raw, ok := ann[ExpectedRuntime]
 	if !ok {
@@ -61,7 +68,7 @@ func ParseExpectedRuntime(ann map[string]string) (s ExpectedRuntimeSettings, ok 
 	if d <= 0 {
 		return invalid(ExpectedRuntime, raw, "must be positive")
 	}
-	s.Expected = d
+	s.Expected = min(d, MaxDuration)
 	if raw, ok := ann[RequeueDelay]; ok {
 		d, err := time.ParseDuration(raw)
 		if err != nil {
@@ -70,7 +77,7 @@ func ParseExpectedRuntime(ann map[string]string) (s ExpectedRuntimeSettings, ok 
 		if d < 0 {
 			return invalid(RequeueDelay, raw, "must not be negative")
 		}
-		s.Delay = d
+		s.Delay = min(d, MaxDuration)
 	}
 	if raw, ok := ann[RequeueNotBefore]; ok {
 		t, err := time.Parse(time.RFC3339, raw)

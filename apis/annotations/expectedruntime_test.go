@@ -44,6 +44,41 @@ func TestParseExpectedRuntime(t *testing.T) {
 			want:   ExpectedRuntimeSettings{Skip: SkipInvalidDuration, Problem: `annotation kueue-timeshare.io/requeue-delay: "soon" is not a duration`},
 			wantOK: true,
 		},
+		"ten years: kept": {
+			ann:    map[string]string{ExpectedRuntime: "87600h", RequeueDelay: "87600h"},
+			want:   ExpectedRuntimeSettings{Expected: MaxDuration, Delay: MaxDuration},
+			wantOK: true,
+		},
+		"over ten years: the maximum": {
+			ann:    map[string]string{ExpectedRuntime: "87600h1s", RequeueDelay: "100000h"},
+			want:   ExpectedRuntimeSettings{Expected: MaxDuration, Delay: MaxDuration},
+			wantOK: true,
+		},
+		"the largest duration: the maximum": {
+			ann:    map[string]string{ExpectedRuntime: "2562047h47m16.854775807s", RequeueDelay: "2562047h47m16.854775807s"},
+			want:   ExpectedRuntimeSettings{Expected: MaxDuration, Delay: MaxDuration},
+			wantOK: true,
+		},
+		"beyond a duration's range": {
+			ann:    map[string]string{ExpectedRuntime: "2562048h"},
+			want:   ExpectedRuntimeSettings{Skip: SkipInvalidDuration, Problem: `annotation kueue-timeshare.io/expected-runtime: "2562048h" is not a duration`},
+			wantOK: true,
+		},
+		"not-before in year 9999: kept": {
+			ann:    map[string]string{ExpectedRuntime: "1h", RequeueNotBefore: "9999-12-31T23:59:59Z"},
+			want:   ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)},
+			wantOK: true,
+		},
+		"not-before in year 0: kept": {
+			ann:    map[string]string{ExpectedRuntime: "1h", RequeueNotBefore: "0000-01-01T00:00:00Z"},
+			want:   ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
+			wantOK: true,
+		},
+		"not-before past year 9999": {
+			ann:    map[string]string{ExpectedRuntime: "1h", RequeueNotBefore: "10000-01-01T00:00:00Z"},
+			want:   ExpectedRuntimeSettings{Skip: SkipInvalidNotBefore, Problem: `annotation kueue-timeshare.io/requeue-not-before: "10000-01-01T00:00:00Z" is not an RFC 3339 time`},
+			wantOK: true,
+		},
 		"not-before not a time": {
 			ann:    map[string]string{ExpectedRuntime: "1h", RequeueNotBefore: "tomorrow"},
 			want:   ExpectedRuntimeSettings{Skip: SkipInvalidNotBefore, Problem: `annotation kueue-timeshare.io/requeue-not-before: "tomorrow" is not an RFC 3339 time`},

@@ -2,7 +2,6 @@ package annotations
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -40,7 +39,8 @@ func (t Toleration) String() string {
 }
 
 // ParseToleration reads the toleration annotations of a class with priority value. Without the
-// annotations there is no toleration; the errors name the annotation and the rule.
+// annotations there is no toleration; the errors name the annotation and the rule. A toleration
+// time above MaxDuration is read as MaxDuration.
 func ParseToleration(annotations map[string]string, value int32) (Toleration, field.ErrorList) {
 	path := field.NewPath("metadata", "annotations")
 	t := Toleration{MinimumPreemptablePriority: int64(value) + 1}
@@ -60,8 +60,8 @@ func ParseToleration(annotations map[string]string, value int32) (Toleration, fi
 			errs = append(errs, field.Invalid(path.Key(TolerationSeconds), s, "must be a 64-bit integer (seconds; negative: forever)"))
 		case v < 0:
 			t.Forever = true
-		case v > math.MaxInt64/int64(time.Second):
-			errs = append(errs, field.Invalid(path.Key(TolerationSeconds), s, "is too large"))
+		case v > int64(MaxDuration/time.Second):
+			t.Duration = MaxDuration
 		default:
 			t.Duration = time.Duration(v) * time.Second
 		}

@@ -47,9 +47,21 @@ func TestParseToleration(t *testing.T) {
 			annotations: map[string]string{TolerationSeconds: "10m"},
 			wantErrs:    field.ErrorList{field.Invalid(path.Key(TolerationSeconds), "10m", "must be a 64-bit integer (seconds; negative: forever)")},
 		},
-		"seconds too large for a duration": {
-			annotations: map[string]string{TolerationSeconds: "9223372036854775807"},
-			wantErrs:    field.ErrorList{field.Invalid(path.Key(TolerationSeconds), "9223372036854775807", "is too large")},
+		"ten years: kept": {
+			annotations: map[string]string{TolerationSeconds: "315360000"}, value: 5,
+			want: Toleration{MinimumPreemptablePriority: 6, Duration: MaxDuration},
+		},
+		"a second over ten years: the maximum": {
+			annotations: map[string]string{TolerationSeconds: "315360001"}, value: 5,
+			want: Toleration{MinimumPreemptablePriority: 6, Duration: MaxDuration},
+		},
+		"seconds beyond a duration's range: the maximum": {
+			annotations: map[string]string{TolerationSeconds: "9223372036854775807"}, value: 5,
+			want: Toleration{MinimumPreemptablePriority: 6, Duration: MaxDuration},
+		},
+		"seconds beyond int64": {
+			annotations: map[string]string{TolerationSeconds: "9223372036854775808"},
+			wantErrs:    field.ErrorList{field.Invalid(path.Key(TolerationSeconds), "9223372036854775808", "must be a 64-bit integer (seconds; negative: forever)")},
 		},
 	}
 	for name, tc := range cases {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 )
 
 // ReasonInvalid is the reason of the Warning event on a Workload whose expected-runtime
@@ -91,9 +92,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.reported[req.NamespacedName] = problem
 	r.mu.Unlock()
 	if problem != "" && (!seen || last != problem) {
-		log.V(4).Info("Invalid expected-runtime annotations", "workload", klog.KObj(&wl), "problem", problem)
+		// The problem quotes the tenant's annotation value, of any length.
+		log.V(4).Info("Invalid expected-runtime annotations", "workload", klog.KObj(&wl), "problem", message.Bound(problem))
 		r.recorder.Eventf(&wl, nil, corev1.EventTypeWarning, ReasonInvalid, "Validate",
-			"expected-runtime requeue is off for this workload: %s", problem)
+			"%s", message.Bound("expected-runtime requeue is off for this workload: "+problem))
 	}
 	return ctrl.Result{}, nil
 }

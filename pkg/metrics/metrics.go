@@ -13,6 +13,8 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 const subsystem = "kueue"
@@ -148,13 +150,36 @@ var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.Coun
 }, []string{"reason", "replica_role"})
 
 // ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
-// ended by an eviction also observes how long after the notice the eviction came.
+// ended by an eviction also observes how long after the notice the eviction came. The reason and
+// the notice's start come from the victim's annotations: an unknown reason counts as Other, and
+// a start in the future as no time at all.
 func ReportNoticeEnded(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
 	vectorsMu.Lock()
 	notices, delay := PreemptionNotices, NoticeToEvictionSeconds
 	vectorsMu.Unlock()
-	notices.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), reason, outcome, role)...).Inc()
+	notices.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), ReasonLabel(reason), OutcomeLabel(outcome), role)...).Inc()
 	if evicted {
-		delay.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), role)...).Observe(after.Seconds())
+		delay.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), role)...).Observe(max(after, 0).Seconds())
 	}
+}
+
+// Other is the value of a label fed from data a tenant can write (an annotation) when the value
+// is outside the label's closed set: each forged value would otherwise be a new series.
+const Other = "Other"
+
+// ReasonLabel is reason as a preemption reason label: a known reason (policy.IsPreemptionReason),
+// else Other.
+func ReasonLabel(reason string) string {
+	if policy.IsPreemptionReason(reason) {
+		return reason
+	}
+	return Other
+}
+
+// OutcomeLabel is outcome as a notice outcome label: a policy.NoticeOutcome, else Other.
+func OutcomeLabel(outcome string) string {
+	if policy.IsNoticeOutcome(outcome) {
+		return outcome
+	}
+	return Other
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -363,8 +364,8 @@ func (r *Reconciler) reportInvalid(ctx context.Context, wl *kueue.Workload, prob
 	}
 	r.mu.Unlock()
 	if problem != "" && problem != last {
-		ctrl.LoggerFrom(ctx).V(2).Info("Unreadable preemption notice", "workload", klog.KObj(wl), "problem", problem)
-		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonInvalid, "Notice", "preemption notice annotations not honoured: %s", problem)
+		ctrl.LoggerFrom(ctx).V(2).Info("Preemption notice annotations not honoured", "workload", klog.KObj(wl), "problem", message.Bound(problem))
+		r.Recorder.Eventf(wl, nil, corev1.EventTypeWarning, ReasonInvalid, "Notice", "%s", message.Bound("preemption notice annotations not honoured: "+problem))
 	}
 }
 

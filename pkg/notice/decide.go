@@ -19,6 +19,7 @@ import (
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -149,7 +150,7 @@ func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
 // EndedMessage is the False condition's message when this controller ends the notice.
 func EndedMessage(n *annotations.Notice, d Decision) string {
 	if d.Outcome == policy.NoticeWithdrawn {
-		return fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why)
+		return message.Bound(fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why))
 	}
-	return fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why)
+	return message.Bound(fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why))
 }

@@ -15,6 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -71,9 +72,9 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	mr, notice, problem := parseCohort(u)
 	if problem != "" {
-		log.Info("Ignoring invalid kueue-timeshare settings", "cohort", req.Name, "problem", problem)
+		log.Info("Ignoring invalid kueue-timeshare settings", "cohort", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
-			"kueue-timeshare settings ignored: %s", problem)
+			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.setCohort(name, mr, notice)
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.

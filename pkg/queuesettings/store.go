@@ -25,6 +25,7 @@ import (
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -304,9 +305,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	qs, mr, notice, problem := parse(u)
 	if problem != "" {
-		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", problem)
+		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
-			"kueue-timeshare settings ignored: %s", problem)
+			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr, notice) || changed

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // SweepPeriod is how often the Waker sweeps at the least: besides the sweep at each wake-up time
@@ -79,8 +80,8 @@ func (w *Waker) Start(ctx context.Context) error {
 	w.sweep(ctx)
 	for {
 		exact.Stop()
-		if !w.next.IsZero() {
-			exact.Reset(w.next.Sub(w.Clock.Now()) + WakePrecision)
+		if d, ok := exactDelay(w.Clock.Now(), w.next); ok {
+			exact.Reset(d)
 		}
 		select {
 		case <-ctx.Done():
@@ -91,6 +92,16 @@ func (w *Waker) Start(ctx context.Context) error {
 			w.sweep(ctx)
 		}
 	}
+}
+
+// exactDelay is how long from now the exact sweep for next waits; false when there is none. It
+// saturates: next may come from a tenant's annotation (a cooldown or deadline in year 9999), and
+// a wait that wrapped negative would fire the timer at once, sweep after sweep.
+func exactDelay(now, next time.Time) (time.Duration, bool) {
+	if next.IsZero() {
+		return 0, false
+	}
+	return timeutil.Delay(now, next, WakePrecision), true
 }
 
 // RequeueBatchPeriod is how long upstream's queue manager waits before it retries a queue's

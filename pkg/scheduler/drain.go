@@ -27,6 +27,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // drainMargin is added to a victim's grace period: the job controller deletes the Pods a moment
@@ -110,7 +111,7 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 			usage:    t.WorkloadInfo.Usage(),
 			job:      job,
 			jobUID:   obj.UID,
-			deadline: d.clock.Now().Add(grace + drainMargin),
+			deadline: d.clock.Now().Add(timeutil.Add(grace, drainMargin)),
 		}
 		d.mu.Lock()
 		d.holds[client.ObjectKeyFromObject(wl)] = h
@@ -118,7 +119,7 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 		log.V(3).Info("Holding the quota of a preempted workload until its Pods are gone", "victim", klog.KObj(wl), "preemptor", klog.KObj(preemptor.Obj), "job", job, "until", h.deadline)
 		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
 			cq := h.cq
-			after.AfterFunc(h.deadline.Sub(d.clock.Now())+time.Millisecond, func() { d.wake(context.WithoutCancel(ctx), cq) })
+			after.AfterFunc(timeutil.Delay(d.clock.Now(), h.deadline, time.Millisecond), func() { d.wake(context.WithoutCancel(ctx), cq) })
 		}
 	}
 }
@@ -249,7 +250,7 @@ func (d *drainHolds) wakeBefore(ctx context.Context, h *drainHold, due time.Time
 		return
 	}
 	cq := h.cq
-	after.AfterFunc(at.Sub(d.clock.Now()), func() { d.wake(context.WithoutCancel(ctx), cq) })
+	after.AfterFunc(timeutil.Until(d.clock.Now(), at), func() { d.wake(context.WithoutCancel(ctx), cq) })
 }
 
 func later(a, b time.Time) time.Time {
@@ -323,10 +324,11 @@ func (s *Scheduler) PodChanged(ctx context.Context, pod *corev1.Pod, gone bool) 
 	s.drains.podChanged(ctx, pod, gone)
 }
 
-// gracePeriod is a Pod template's termination grace period.
+// gracePeriod is a Pod template's termination grace period. The tenant's Job sets it, to any
+// int64 of seconds: it saturates rather than wrapping to a hold that is over at once.
 func gracePeriod(spec *corev1.PodSpec) time.Duration {
 	if spec.TerminationGracePeriodSeconds == nil {
 		return defaultGracePeriod
 	}
-	return time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	return timeutil.Seconds(max(*spec.TerminationGracePeriodSeconds, 0))
 }

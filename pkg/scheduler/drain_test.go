@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -15,7 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestDrainHoldHolding(t *testing.T) {
@@ -229,6 +234,60 @@ func TestDrainMessage(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, drainMessage(tc.victims, tc.self)); diff != "" {
 				t.Errorf("message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A tenant's Job sets its grace period to any int64 of seconds; the hold saturates instead of
+// wrapping to one over at once, and its wake-up is not set for now.
+func TestDrainRecordGracePeriodSaturates(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		grace *int64
+		// wantHold is how long the hold lasts at the least; wantWokenAt when the wake-up fires
+		// within a minute, stepping in a second (none: never).
+		wantHold    time.Duration
+		wantWokenAt []time.Duration
+	}{
+		"no grace period: the Pod default": {wantHold: 40 * time.Second, wantWokenAt: []time.Duration{41 * time.Second}},
+		"thirty seconds":                   {grace: ptr.To[int64](30), wantHold: 40 * time.Second, wantWokenAt: []time.Duration{41 * time.Second}},
+		"zero":                             {grace: ptr.To[int64](0), wantHold: drainMargin, wantWokenAt: []time.Duration{11 * time.Second}},
+		"negative: none":                   {grace: ptr.To[int64](-5), wantHold: drainMargin, wantWokenAt: []time.Duration{11 * time.Second}},
+		"the largest int64 of seconds":     {grace: ptr.To[int64](math.MaxInt64), wantHold: 200 * 365 * 24 * time.Hour},
+		"one second past the largest Duration": {
+			grace: ptr.To[int64](math.MaxInt64/int64(time.Second) + 1), wantHold: 200 * 365 * 24 * time.Hour,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			clk := testingclock.NewFakeClock(now)
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"},
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: tc.grace}}}}
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-1",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "job-uid", Controller: ptr.To(true)}}}}
+			c := utiltesting.NewClientBuilder().WithObjects(job).Build()
+			var woken []time.Duration
+			var elapsed time.Duration
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) })
+			info := workload.NewInfo(wl)
+			info.ClusterQueue = "cq"
+			d.record(ctx, workload.NewInfo(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "preemptor"}}),
+				[]*preemption.Target{{WorkloadInfo: info, Reason: policy.TimeBasedReason}})
+			h := d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}]
+			if h == nil {
+				t.Fatal("no hold recorded")
+			}
+			if got := h.deadline.Sub(now); got < tc.wantHold {
+				t.Errorf("the hold lasts %s, want at least %s", got, tc.wantHold)
+			}
+			for range 60 {
+				elapsed += time.Second
+				clk.Step(time.Second)
+			}
+			if diff := cmp.Diff(tc.wantWokenAt, woken); diff != "" {
+				t.Errorf("wakes (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/expectations"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 )
 
 // Preemptor is what the admission loop needs from a preemptor.
@@ -88,8 +90,10 @@ func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.S
 	if s.hooks.ExplainWait == nil {
 		return
 	}
+	// The note may quote annotations (a notice's preemptor): bounded before it joins the
+	// condition message and the event.
 	if note := s.hooks.ExplainWait(ctx, &e.Info, snap); note != "" {
-		e.inadmissibleMsg += "; " + note
+		e.inadmissibleMsg += "; " + message.Bound(note)
 	}
 }
 

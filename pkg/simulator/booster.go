@@ -14,6 +14,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	boostcontroller "sigs.k8s.io/kueue/cmd/experimental/kueue-priority-booster/pkg/controller"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // booster runs upstream's experimental kueue-priority-booster controller in the simulation. It
@@ -61,7 +63,7 @@ func (b *booster) reconcile(now time.Duration) time.Duration {
 		}
 		if res.RequeueAfter > 0 {
 			// Round up: the wall clock moved on a little since the controller looked.
-			at := now + res.RequeueAfter.Round(time.Millisecond) + time.Millisecond
+			at := timeutil.Add(now, timeutil.Add(res.RequeueAfter.Round(time.Millisecond), time.Millisecond))
 			if next == 0 || at < next {
 				next = at
 			}

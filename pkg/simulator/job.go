@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // job is the emulated job behind one Workload: it runs while its Workload is admitted, and
@@ -77,7 +79,7 @@ func (j *job) admitted(now time.Duration) {
 	j.state, j.since = running, now
 	j.notice = nil
 	j.admissions++
-	j.finishAt = now + j.spec.Duration - j.progress
+	j.finishAt = timeutil.Add(now, j.spec.Duration-j.progress)
 }
 
 // evicted stops a running job and returns the run time the eviction threw away.
@@ -140,7 +142,7 @@ func (j *job) noticed(now, deadline time.Duration) {
 	}
 	j.notices++
 	j.notice = &jobNotice{given: now, deadline: deadline}
-	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && now+take < deadline {
+	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && timeutil.Add(now, take) < deadline {
 		j.notice.checkpointAt = now + take
 	}
 }

@@ -18,6 +18,7 @@ import (
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // Mode says whose semantics a run has.
@@ -184,10 +185,11 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		// the cluster the outcome is the same each time, so the simulation retries them a few
 		// times, then waits for the next event.
 		if spinning && retries < maxRetries {
-			if now+interval < next {
+			retry := timeutil.Add(now, interval)
+			if retry < next {
 				retries++
 			}
-			next = min(next, now+interval)
+			next = min(next, retry)
 		}
 		if boosterNext > now {
 			next = min(next, boosterNext)
@@ -245,9 +247,9 @@ func (s *Scenario) horizon(specs []WorkloadSpec) (time.Duration, bool) {
 	var last, total time.Duration
 	for _, w := range specs {
 		last = max(last, w.Arrival)
-		total += w.Duration
+		total = timeutil.Add(total, w.Duration)
 	}
-	return last + 2*total, false
+	return timeutil.Add(last, timeutil.Mul(total, 2)), false
 }
 
 func (s *Scenario) schedulingInterval() time.Duration {

@@ -21,6 +21,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -207,8 +208,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	t, problem := toleration(r.kind, req.Name, obj.GetAnnotations(), r.value(obj))
 	if problem != "" {
-		log.Info("Ignoring invalid preemption toleration", "kind", r.kind, "name", req.Name, "problem", problem)
-		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalid, "Validate", "preemption toleration ignored: %s", problem)
+		log.Info("Ignoring invalid preemption toleration", "kind", r.kind, "name", req.Name, "problem", message.Bound(problem))
+		r.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalid, "Validate", "%s", message.Bound("preemption toleration ignored: "+problem))
 	}
 	r.store.set(k, t)
 	if t != nil {

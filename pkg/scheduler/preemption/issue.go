@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -145,7 +146,8 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 	p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, "Preempted", "Preempted", "%s; %s", message, both)
 	p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, "PreemptedWorkload", "PreemptedWorkload",
 		"Preempted workload %s (UID: %s) in ClusterQueue %s; %s", klog.KObj(victim), victim.UID, t.WorkloadInfo.ClusterQueue, both)
-	workloadevict.ReportPreemption(preemptor.ClusterQueue, t.Reason, t.WorkloadInfo.ClusterQueue, p.tracker, p.customLabels)
+	// A target whose notice is due carries the notice's reason, read from an annotation.
+	workloadevict.ReportPreemption(preemptor.ClusterQueue, metrics.ReasonLabel(t.Reason), t.WorkloadInfo.ClusterQueue, p.tracker, p.customLabels)
 	return nil
 }
 
