@@ -1,6 +1,7 @@
 package annotations
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,14 @@ func TestParseNotice(t *testing.T) {
 		"no preemptor":          {ann: map[string]string{PreemptionNotice: `{"reason":"r"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"}, wantErr: "annotation kueue-timeshare.io/preemption-notice: preemptorUID and reason are required"},
 		"deadline missing":      {ann: map[string]string{PreemptionNotice: valid}, wantErr: `annotation kueue-timeshare.io/preemption-deadline: parsing time "" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "2006"`},
 		"valid with a deadline": {ann: map[string]string{PreemptionNotice: valid, PreemptionDeadline: "2026-11-25T10:10:00Z"}},
+		"a 40 kB preemptor": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"InClusterQueueTimeBased","preemptor":"a/` + strings.Repeat("b", 40*1024) + `","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"},
+			wantErr: "annotation kueue-timeshare.io/preemption-notice: 41063 bytes, must be at most 1024"},
+		"a reason that cannot be a condition's": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"not a reason!","preemptor":"a/b","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"},
+			wantErr: "annotation kueue-timeshare.io/preemption-notice: reason must be a condition reason of at most 64 characters"},
+		"a preemptor that is no namespace/name": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"InClusterQueueTimeBased","preemptor":"Team A","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"},
+			wantErr: "annotation kueue-timeshare.io/preemption-notice: preemptor must be namespace/name of a Workload"},
+		"a deadline before the start": {ann: map[string]string{PreemptionNotice: valid, PreemptionDeadline: "2026-11-25T09:00:00Z"},
+			wantErr: "annotation kueue-timeshare.io/preemption-deadline: must be after the notice's start"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

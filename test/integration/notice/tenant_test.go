@@ -1,0 +1,129 @@
+package notice_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
+)
+
+// A tenant with Kueue's batch-admin rights on Workloads in its namespace (the workload-editor
+// role that batch-admin aggregates), bound by a RoleBinding and impersonated through the API
+// server's RBAC and the manager's webhook over TLS.
+var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloads", func() {
+	ctx := context.Background()
+
+	// tenantIn binds user to Kueue's workload-editor role in ns and returns a client acting as it.
+	tenantIn := func(ns, user string) client.Client {
+		ginkgo.GinkgoHelper()
+		role := kueueRole("workload-editor-role")
+		role.Name = "tenant-test-" + role.Name
+		if err := env.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		}
+		gomega.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		})).To(gomega.Succeed())
+		cfg := rest.CopyConfig(env.ControlPlane.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		return c
+	}
+	annotate := func(c client.Client, wl *kueue.Workload, values map[string]any) error {
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": values}})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		return c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body))
+	}
+
+	ginkgo.It("cannot write, move or remove the manager's state, nor its record, and keeps its other rights", func() {
+		ns := queue(ctx, "tenant")
+		victim := running(ctx, ns, "victim")
+		_, pre := pending(ctx, ns, "preemptor")
+		var wl *kueue.Workload
+		gomega.Eventually(func(g gomega.Gomega) { wl = util.WorkloadOf(g, ctx, env.Client, victim) }, timeout, interval).Should(gomega.Succeed())
+		tenant := tenantIn(ns, "team-lead")
+
+		ginkgo.By("refusing a forged notice, naming the field and the rule")
+		forged := annotations.Notice{Start: clk.Now(), Deadline: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "Anything",
+			Preemptor: ns + "/" + pre.Name, PreemptorUID: pre.UID}
+		values := map[string]any{}
+		for k, v := range forged.Annotations() {
+			values[k] = v
+		}
+		err := annotate(tenant, wl, values)
+		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "got %v", err)
+		gomega.Expect(err.Error()).To(gomega.ContainSubstring("metadata.annotations[kueue-timeshare.io/preemption-notice]"))
+		gomega.Expect(err.Error()).To(gomega.ContainSubstring("may be written only by the kueue-timeshare manager"))
+
+		ginkgo.By("refusing a cooldown written or removed by the tenant")
+		err = annotate(tenant, wl, map[string]any{annotations.RequeueNotBefore: "9999-12-31T23:59:59Z"})
+		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "got %v", err)
+
+		ginkgo.By("forbidding the tenant to write the Workload's status, where the notice lives")
+		forgedRecord := policy.NoticeRecord(&forged, wl.Generation)
+		var latest kueue.Workload
+		gomega.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
+		latest.Status.Conditions = append(latest.Status.Conditions, forgedRecord)
+		err = tenant.Status().Update(ctx, &latest)
+		gomega.Expect(apierrors.IsForbidden(err)).To(gomega.BeTrue(), "got %v", err)
+
+		ginkgo.By("refusing to move the deadline of a notice the manager gave, or to remove it")
+		_, n := giveNotice(ctx, victim, pre, 10*time.Minute)
+		err = annotate(tenant, wl, map[string]any{annotations.PreemptionDeadline: "2099-01-01T00:00:00Z"})
+		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "got %v", err)
+		err = annotate(tenant, wl, map[string]any{annotations.PreemptionNotice: nil, annotations.PreemptionDeadline: nil})
+		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "got %v", err)
+
+		ginkgo.By("letting the tenant say its checkpoint is done, which ends its own notice sooner")
+		gomega.Expect(annotate(tenant, wl, map[string]any{annotations.CheckpointDone: "true"})).To(gomega.Succeed())
+		gomega.Consistently(func(g gomega.Gomega) {
+			_, got := noticeCondition(g, ctx, client.ObjectKeyFromObject(wl))
+			read, err := policy.ReadNotice(got)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			g.Expect(read).NotTo(gomega.BeNil())
+			g.Expect(read.Deadline).To(gomega.BeTemporally("==", n.Deadline))
+		}, time.Second, interval).Should(gomega.Succeed())
+	})
+})
+
+// kueueRole reads one of Kueue's user-facing ClusterRoles from the manifests the chart installs.
+func kueueRole(name string) *rbacv1.ClusterRole {
+	ginkgo.GinkgoHelper()
+	root, err := controlplane.FindRoot()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	raw, err := os.ReadFile(filepath.Join(root, "config", "default", "user-roles.yaml"))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var role rbacv1.ClusterRole
+		if err := dec.Decode(&role); err != nil {
+			ginkgo.Fail("no ClusterRole " + name + " in config/default/user-roles.yaml: " + err.Error())
+		}
+		if role.Name == name {
+			role.ResourceVersion = ""
+			return &role
+		}
+	}
+}
