@@ -11,22 +11,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Annotations of a preemption notice (the PreemptionNotice feature). The manager writes the first
-// two on a Workload chosen as a victim while its notice runs, and the deadline on its running Pods,
-// where a process reads it through a downward API volume; a user or a sidecar writes the third.
+// Annotations of a preemption notice (the PreemptionNotice feature). The notice itself is the
+// victim Workload's PreemptionNotice condition, in its status (policy.ReadNotice); the manager
+// copies it into the first two, on the Workload and (the deadline) on its running Pods, where a
+// process reads it through a downward API volume. A user or a sidecar writes the third.
 const (
-	// PreemptionDeadline (system-managed, RFC 3339): when the workload is evicted unless its notice
+	// PreemptionDeadline (manager-owned, RFC 3339): when the workload is evicted unless its notice
 	// ends earlier. On the Workload and on its running Pods.
 	PreemptionDeadline = "kueue-timeshare.io/preemption-deadline"
-	// PreemptionNotice (system-managed, JSON): who needs the workload's room and why; the notice is
-	// in force while it is present.
+	// PreemptionNotice (manager-owned, JSON): who needs the workload's room and why.
 	PreemptionNotice = "kueue-timeshare.io/preemption-notice"
 	// CheckpointDone: "true" on a job (copied to its Workload) or on a Workload under notice says
 	// its work is saved, so it is evicted now instead of at the deadline.
 	CheckpointDone = "kueue-timeshare.io/checkpoint-done"
 )
 
-// Notice is a preemption notice in force on a Workload.
+// Notice is a preemption notice on a Workload.
 type Notice struct {
 	// Start is when the notice was given; Deadline when the eviction happens at the latest.
 	Start    time.Time `json:"start"`

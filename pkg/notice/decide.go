@@ -1,9 +1,10 @@
 // Package notice is the controller half of the notice before eviction (the PreemptionNotice
-// feature). The preemptor writes a notice's annotations on a victim Workload and evicts it when
-// the notice is due; this controller tells the user (the PreemptionNotice condition, the deadline
-// on the victim's Pods, events), copies checkpoint-done from the job, wakes the preemptor, and
-// ends the notices that end without an eviction. Everything it does is derived from the
-// Workload's annotations and condition, so a restarted manager carries on.
+// feature). The preemptor gives a notice as the victim Workload's PreemptionNotice condition
+// (policy.ReadNotice) and evicts it when the notice is due; this controller keeps the notice's
+// copy in the Workload's annotations, tells the victim's Pods the deadline, copies
+// checkpoint-done from the job, wakes the preemptor, and ends the notices that end without an
+// eviction. Everything it does is derived from the Workload's status, so a restarted manager
+// carries on.
 package notice
 
 import (
@@ -28,14 +29,12 @@ const ConditionType = policy.NoticeCondition
 
 // Event reasons. The preemptor records its own events when it gives a notice and when it evicts.
 const (
-	// ReasonInForce (Normal): the condition was set True, the Pods told the deadline.
-	ReasonInForce = "PreemptionNoticeInForce"
 	// ReasonWithdrawn (Normal): the preemptor no longer needs the room; the workload keeps running.
 	ReasonWithdrawn = "PreemptionNoticeWithdrawn"
 	// ReasonEnded (Normal): the workload finished or stopped before the preemptor evicted it.
 	ReasonEnded = "PreemptionNoticeEnded"
-	// ReasonInvalid (Warning): the notice annotations are not a notice the manager gave (malformed,
-	// or not recorded in the Workload's status); they are removed and nothing honours them.
+	// ReasonInvalid (Warning): the notice annotations disagree with the notice in the Workload's
+	// status (none, or another); they are removed or restored, and nothing reads them to decide.
 	ReasonInvalid = "InvalidPreemptionNotice"
 )
 
