@@ -225,7 +225,7 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": n.Annotations()}})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		gomega.Expect(env.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())
-		expectRemovedWithOneWarning(ctx, ns, wl, "not given by the manager")
+		expectRemovedWithOneWarning(ctx, ns, wl, "not a notice the manager gave")
 		gomega.Consistently(func(g gomega.Gomega) {
 			g.Expect(deadlineOn(g, ctx, live[0])).To(gomega.BeEmpty())
 			g.Expect(noticesTotal(ns, "EvictedAtDeadline") + noticesTotal(ns, "EndedEarly") + noticesTotal(ns, "Withdrawn")).To(gomega.Equal(counted))

@@ -98,13 +98,13 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 
 		ginkgo.By("letting the tenant say its checkpoint is done, which ends its own notice sooner")
 		gomega.Expect(annotate(tenant, wl, map[string]any{annotations.CheckpointDone: "true"})).To(gomega.Succeed())
-		gomega.Consistently(func(g gomega.Gomega) {
-			_, got := noticeCondition(g, ctx, client.ObjectKeyFromObject(wl))
-			read, err := policy.ReadNotice(got)
-			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(read).NotTo(gomega.BeNil())
-			g.Expect(read.Deadline).To(gomega.BeTemporally("==", n.Deadline))
-		}, time.Second, interval).Should(gomega.Succeed())
+		gomega.Eventually(func(g gomega.Gomega) {
+			c, _ := noticeCondition(g, ctx, client.ObjectKeyFromObject(wl))
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEndedEarly)))
+		}, timeout, interval).Should(gomega.Succeed())
+		gomega.Expect(n.Deadline).To(gomega.BeTemporally(">", clk.Now()), "ended before its deadline")
 	})
 })
 
