@@ -35,13 +35,14 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
 
 .PHONY: test
-test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
+test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl $(BIN)/promtool test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
 	$(if $(GOTEST_FLAGS),,$(GO) test -count=1 -run '^TestRotationProperties$$' ./pkg/simulator)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
 
 .PHONY: test-race
 test-race: ## Unit and simulator tests under the race detector.
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
+	cd hack/ociimage && $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
@@ -104,6 +105,7 @@ verify: ## Fail on unformatted files or go vet findings.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \
 	  if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd hack/ociimage && $(GO) vet ./...
 
 ##@ Benchmarks
 
@@ -203,7 +205,7 @@ envtest: $(BIN)/etcd $(BIN)/kube-apiserver ## Build etcd and kube-apiserver for 
 cluster: envtest $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build kube-controller-manager, kube-scheduler and KWOK for the local cluster with Pods.
 
 .PHONY: tools
-tools: $(BIN)/controller-gen $(BIN)/helm ## Build controller-gen and helm.
+tools: $(BIN)/controller-gen $(BIN)/helm $(BIN)/promtool ## Build controller-gen, helm and promtool.
 
 .PHONY: kubectl
 kubectl: $(BIN)/kubectl ## Build kubectl (v1.36.0) to talk to `make run`'s control plane.
@@ -231,6 +233,10 @@ $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 $(BIN)/govulncheck: FORCE
 	hack/build-tool.sh tools/govulncheck golang.org/x/vuln/cmd/govulncheck govulncheck
+# promtool checks and unit-tests the alerting rules; remove_all_sd leaves out Prometheus' service
+# discovery plugins (cloud SDKs), which the rule commands do not use, to keep its cold build short.
+$(BIN)/promtool: FORCE
+	hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool promtool "" remove_all_sd
 # Helm's release build stamps its version and the Kubernetes version it assumes when not talking to
 # a cluster (`helm template`, `helm lint`); without them it reports v1.20.
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.19.0 \

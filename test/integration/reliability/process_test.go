@@ -143,10 +143,14 @@ type managerProcess struct {
 
 // startManager starts a manager process named name (its log file and identification in
 // messages); le turns leader election on. It returns once the process runs, not once it is
-// ready (see waitReady).
+// ready (see waitReady). Its /metrics is scraped while it runs (see served).
 func (k *cluster) startManager(name string, le *controlplane.LeaderElection) *managerProcess {
 	ginkgo.GinkgoHelper()
-	return k.startManagerWith(name, le, "0")
+	metrics, err := controlplane.FreeLoopbackAddress()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	p := k.startManagerWith(name, le, metrics)
+	served.watch(metrics, p.done)
+	return p
 }
 
 // startManagerWith is startManager with /metrics served over plain HTTP at metricsAddress ("0":
