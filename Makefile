@@ -183,12 +183,19 @@ helm-generate: manifests
 # Platforms `make release` builds the manager for.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 
+# RELEASE_URL: where the krew manifest (plugin.yaml) says the plugin's archives are downloaded from.
+RELEASE_URL ?=
+
 .PHONY: release
-release: helm-lint $(BIN)/kubectl ## Release artifacts from HEAD into dist/release-<version>: image build context, chart, manifests.yaml, binaries, SHA256SUMS.
-	hack/release.sh "$(APP_VERSION)" "$(CHART_VERSION)" "$(RELEASE_PLATFORMS)"
+release: helm-lint $(BIN)/kubectl ## Release artifacts from HEAD into dist/release-<version>: OCI image, chart (with the image digest), manifests.yaml, dashboard, alerts, binaries, krew manifest, SHA256SUMS.
+	RELEASE_URL="$(RELEASE_URL)" hack/release.sh "$(APP_VERSION)" "$(CHART_VERSION)" "$(RELEASE_PLATFORMS)"
+
+.PHONY: image
+image: ## Build the manager's image for RELEASE_PLATFORMS from HEAD, without a container engine: dist/image-<version>/kueue-timeshare-<version>-image.oci.tar.
+	hack/release.sh --image-only "$(APP_VERSION)" "$(RELEASE_PLATFORMS)"
 
 .PHONY: image-build
-image-build: ## Build the manager's container image $(IMG) (needs a container engine).
+image-build: ## Build the manager's container image $(IMG) from the Dockerfile (needs a container engine; `make image` does not).
 	$(CONTAINER_TOOL) build -t $(IMG) --build-arg VERSION=$(APP_VERSION) --build-arg GIT_COMMIT=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
 
 ##@ Build outputs (git-ignored)
