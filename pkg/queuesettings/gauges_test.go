@@ -54,7 +54,7 @@ func TestWakerGauges(t *testing.T) {
 	first, second := holder("first", t0), holder("second", t0.Add(3*time.Minute))
 	noticed := func(name string, reason string, evicted bool) *kueue.Workload {
 		wl := holder(name, t0)
-		wl.Annotations = annotations.Notice{Start: t0.Add(6 * time.Minute), Deadline: t0.Add(9 * time.Minute), Reason: reason, Preemptor: "ns/p"}.Annotations()
+		wl.Annotations = annotations.Notice{Start: t0.Add(6 * time.Minute), Deadline: t0.Add(9 * time.Minute), Reason: reason, Preemptor: "ns/p", PreemptorUID: "p-uid"}.Annotations()
 		if evicted {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond(kueue.WorkloadEvicted, t0.Add(9*time.Minute)))
 		}
@@ -84,7 +84,7 @@ func TestWakerGauges(t *testing.T) {
 				noticed("c", "InCohortReclamation", false), noticed("d", "InCohortReclamation", true)},
 			wantHolders: map[string]float64{"cluster_queue=cq replica_role=standalone ": 3},
 			wantNext:    map[string]float64{"cluster_queue=cq replica_role=standalone ": 0},
-			wantPr:      map[string]float64{"cluster_queue=cq replica_role=standalone setting=preemptMinRuntime ": 3},
+			wantPr:      map[string]float64{},
 			wantNotices: map[string]float64{
 				"cluster_queue=cq reason=InClusterQueueTimeBased replica_role=standalone ": 2,
 				"cluster_queue=cq reason=InCohortReclamation replica_role=standalone ":     1,
