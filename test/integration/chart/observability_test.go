@@ -12,17 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ofKind returns the rendered objects of kind.
-func ofKind(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 var _ = ginkgo.Describe("The dashboard, the alerts and the image digest", func() {
 	ginkgo.It("are off by default: no dashboard ConfigMap, no PrometheusRule, the image by tag", func() {
 		objs, err := render()
