@@ -135,6 +135,9 @@ type managerProcess struct {
 	logPath string
 	health  string
 	webhook string
+	// metrics is where /metrics is served ("" if it is not); scraped once more before a kill,
+	// so that what a spec's last moments counted is seen.
+	metrics string
 	done    chan struct{}
 	k       *cluster
 	// startedAt and killedAt bound its life, by the test's clock.
@@ -149,6 +152,7 @@ func (k *cluster) startManager(name string, le *controlplane.LeaderElection) *ma
 	metrics, err := controlplane.FreeLoopbackAddress()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	p := k.startManagerWith(name, le, metrics)
+	p.metrics = metrics
 	served.watch(metrics, p.done)
 	return p
 }
@@ -208,6 +212,9 @@ func (p *managerProcess) kill() {
 	case <-p.done:
 		return
 	default:
+	}
+	if p.metrics != "" {
+		served.scrape(p.metrics)
 	}
 	p.k.proxy.remove(p.webhook)
 	p.killedAt = time.Now()

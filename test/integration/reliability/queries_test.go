@@ -27,7 +27,6 @@ type seriesRecorder struct {
 // watch scrapes the manager serving /metrics at addr until done is closed.
 func (r *seriesRecorder) watch(addr string, done <-chan struct{}) {
 	go func() {
-		client := &http.Client{Timeout: 2 * time.Second}
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -35,23 +34,28 @@ func (r *seriesRecorder) watch(addr string, done <-chan struct{}) {
 			case <-done:
 				return
 			case <-tick.C:
+				r.scrape(addr)
 			}
-			resp, err := client.Get("http://" + addr + "/metrics")
-			if err != nil {
-				continue
-			}
-			s := promqueries.Series{}
-			err = s.Add(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				continue
-			}
-			r.mu.Lock()
-			r.seen.Merge(s)
-			r.scrapes++
-			r.mu.Unlock()
 		}
 	}()
+}
+
+// scrape reads addr's /metrics once; a manager that does not answer is left for the next one.
+func (r *seriesRecorder) scrape(addr string) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	s := promqueries.Series{}
+	if s.Add(resp.Body) != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen.Merge(s)
+	r.scrapes++
 }
 
 // After a full run of the suite, whose managers run every kueue-timeshare policy with leader
