@@ -11,7 +11,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -88,14 +87,14 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 			}
 		}
 	}
-	if features.Enabled(features.PreemptionNotice) {
-		for cq, wls := range holding {
-			for _, wl := range wls {
-				n, err := annotations.ParseNotice(wl.Annotations)
-				if err != nil || n == nil || policy.CandidateOf(wl, w.RuntimeClock).Evicted {
-					continue
-				}
-				g.notices[gaugeKey{string(cq), n.Reason}]++
+	// Notices are read as the waker reads them, so that the gauge counts the notices it acts on.
+	facts := policy.WakeSettings{Enabled: FeatureEnabled}
+	for cq, wls := range holding {
+		for _, wl := range wls {
+			c := policy.CandidateOf(wl, w.RuntimeClock)
+			facts.ReadFacts(&c, wl, nil)
+			if c.Notice != nil && !c.Evicted {
+				g.notices[gaugeKey{string(cq), c.Notice.Reason}]++
 			}
 		}
 	}
