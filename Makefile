@@ -35,13 +35,14 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
 
 .PHONY: test
-test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
+test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl $(BIN)/promtool test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
 	$(if $(GOTEST_FLAGS),,$(GO) test -count=1 -run '^TestRotationProperties$$' ./pkg/simulator)
 	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
 
 .PHONY: test-race
 test-race: ## Unit and simulator tests under the race detector.
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
+	cd hack/ociimage && $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
@@ -113,6 +114,7 @@ verify: ## Fail on unformatted files or go vet findings.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \
 	  if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd hack/ociimage && $(GO) vet ./...
 
 ##@ Benchmarks
 
@@ -190,12 +192,19 @@ helm-generate: manifests
 # Platforms `make release` builds the manager for.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 
+# RELEASE_URL: where the krew manifest (plugin.yaml) says the plugin's archives are downloaded from.
+RELEASE_URL ?=
+
 .PHONY: release
-release: helm-lint $(BIN)/kubectl ## Release artifacts from HEAD into dist/release-<version>: image build context, chart, manifests.yaml, binaries, SHA256SUMS.
-	hack/release.sh "$(APP_VERSION)" "$(CHART_VERSION)" "$(RELEASE_PLATFORMS)"
+release: helm-lint $(BIN)/kubectl ## Release artifacts from HEAD into dist/release-<version>: OCI image, chart (with the image digest), manifests.yaml, dashboard, alerts, binaries, krew manifest, SHA256SUMS.
+	RELEASE_URL="$(RELEASE_URL)" hack/release.sh "$(APP_VERSION)" "$(CHART_VERSION)" "$(RELEASE_PLATFORMS)"
+
+.PHONY: image
+image: ## Build the manager's image for RELEASE_PLATFORMS from HEAD, without a container engine: dist/image-<version>/kueue-timeshare-<version>-image.oci.tar.
+	hack/release.sh --image-only "$(APP_VERSION)" "$(RELEASE_PLATFORMS)"
 
 .PHONY: image-build
-image-build: ## Build the manager's container image $(IMG) (needs a container engine).
+image-build: ## Build the manager's container image $(IMG) from the Dockerfile (needs a container engine; `make image` does not).
 	$(CONTAINER_TOOL) build -t $(IMG) --build-arg VERSION=$(APP_VERSION) --build-arg GIT_COMMIT=$$(git rev-parse HEAD 2>/dev/null || echo unknown) .
 
 ##@ Build outputs (git-ignored)
@@ -212,7 +221,7 @@ envtest: $(BIN)/etcd $(BIN)/kube-apiserver ## Build etcd and kube-apiserver for 
 cluster: envtest $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok ## Build kube-controller-manager, kube-scheduler and KWOK for the local cluster with Pods.
 
 .PHONY: tools
-tools: $(BIN)/controller-gen $(BIN)/helm ## Build controller-gen and helm.
+tools: $(BIN)/controller-gen $(BIN)/helm $(BIN)/promtool ## Build controller-gen, helm and promtool.
 
 .PHONY: kubectl
 kubectl: $(BIN)/kubectl ## Build kubectl (v1.36.0) to talk to `make run`'s control plane.
@@ -240,6 +249,10 @@ $(BIN)/controller-gen: FORCE
 	hack/build-tool.sh tools/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen
 $(BIN)/govulncheck: FORCE
 	hack/build-tool.sh tools/govulncheck golang.org/x/vuln/cmd/govulncheck govulncheck
+# promtool checks and unit-tests the alerting rules; remove_all_sd leaves out Prometheus' service
+# discovery plugins (cloud SDKs), which the rule commands do not use, to keep its cold build short.
+$(BIN)/promtool: FORCE
+	hack/build-tool.sh tools/promtool github.com/prometheus/prometheus/cmd/promtool promtool "" remove_all_sd
 # Helm's release build stamps its version and the Kubernetes version it assumes when not talking to
 # a cluster (`helm template`, `helm lint`); without them it reports v1.20.
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=v3.19.0 \

@@ -21,7 +21,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, c := range []prometheus.Collector{ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped, TurnHolders, NextTurnSeconds, ProtectedWorkloads} {
+	for _, c := range []prometheus.Collector{ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce} {
 		descs := make(chan *prometheus.Desc, 1)
 		c.Describe(descs)
 		m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-descs).String())
@@ -56,7 +56,7 @@ func TestDashboardUsesDocumentedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "grafana", "kueue-timeshare.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "charts", "kueue-timeshare", "files", "grafana-dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

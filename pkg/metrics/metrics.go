@@ -38,6 +38,9 @@ var (
 	// NoticeToEvictionSeconds is, per victim ClusterQueue, the time from a notice to the eviction
 	// that ended it.
 	NoticeToEvictionSeconds *prometheus.HistogramVec
+	// NoticesInForce is, per ClusterQueue and preemption reason, how many workloads holding quota
+	// run under a preemption notice now: the counter above only sees notices once they end.
+	NoticesInForce *prometheus.GaugeVec
 )
 
 var (
@@ -75,7 +78,7 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 }
 
 func perClusterQueue() []prometheus.Collector {
-	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds}
+	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce}
 }
 
 func build(names []string) {
@@ -116,6 +119,11 @@ func build(names []string) {
 		Help:      "Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.",
 		Buckets:   []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
 	}, labels("cluster_queue", "replica_role"))
+	NoticesInForce = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "preemption_notices_in_force",
+		Help:      "Workloads holding quota under a preemption notice now (not evicted yet), by ClusterQueue and preemption reason.",
+	}, labels("cluster_queue", "reason", "replica_role"))
 }
 
 // Register adds every metric of this package to controller-runtime's registry. Like Kueue's

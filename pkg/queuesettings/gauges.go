@@ -20,19 +20,21 @@ import (
 // not hang on one).
 const maxTreeDepth = 64
 
-// gaugeKey names one series of a gauge without its replica_role.
+// gaugeKey names one series of a gauge without its replica_role; setting is the protected
+// workloads' setting or the notices' reason.
 type gaugeKey struct{ cq, setting string }
 
-// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads)
-// from the workloads holding quota, and deletes the series of the previous sweep that are gone.
+// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads,
+// notices in force) from the workloads holding quota, and deletes the series of the previous
+// sweep that are gone.
 type gauges struct {
-	holders, nextTurn, protected map[gaugeKey]float64
+	holders, nextTurn, protected, notices map[gaugeKey]float64
 }
 
 // setGauges computes the gauges at now from holding (unfinished workloads holding quota, by
 // ClusterQueue) and windows (minAdmitDuration by ClusterQueue).
 func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, windows map[kueue.ClusterQueueReference]time.Duration, now time.Time) {
-	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}}
+	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}, notices: map[gaugeKey]float64{}}
 	for cq, window := range windows {
 		var n int
 		next := time.Duration(-1)
@@ -85,6 +87,17 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 			}
 		}
 	}
+	// Notices are read as the waker reads them, so that the gauge counts the notices it acts on.
+	facts := policy.WakeSettings{Enabled: FeatureEnabled}
+	for cq, wls := range holding {
+		for _, wl := range wls {
+			c := policy.CandidateOf(wl, w.RuntimeClock)
+			facts.ReadFacts(&c, wl, nil)
+			if c.Notice != nil && !c.Evicted {
+				g.notices[gaugeKey{string(cq), c.Notice.Reason}]++
+			}
+		}
+	}
 	role := roletracker.GetRole(w.RoleTracker)
 	byQueue := func(k gaugeKey) []string {
 		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, role)
@@ -92,6 +105,9 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 	setAll(metrics.TurnHolders, g.holders, w.gauges.holders, byQueue)
 	setAll(metrics.NextTurnSeconds, g.nextTurn, w.gauges.nextTurn, byQueue)
 	setAll(metrics.ProtectedWorkloads, g.protected, w.gauges.protected, func(k gaugeKey) []string {
+		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
+	})
+	setAll(metrics.NoticesInForce, g.notices, w.gauges.notices, func(k gaugeKey) []string {
 		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
 	})
 	w.gauges = g

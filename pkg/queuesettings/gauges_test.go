@@ -16,6 +16,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -51,10 +52,21 @@ func TestWakerGauges(t *testing.T) {
 			Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{cond(kueue.WorkloadQuotaReserved, reserved), cond(kueue.WorkloadAdmitted, reserved)}}}
 	}
 	first, second := holder("first", t0), holder("second", t0.Add(3*time.Minute))
+	noticed := func(name string, reason string, evicted bool) *kueue.Workload {
+		wl := holder(name, t0)
+		n := annotations.Notice{Start: t0.Add(6 * time.Minute), Deadline: t0.Add(9 * time.Minute), Reason: reason, Preemptor: "ns/p", PreemptorUID: "p-uid"}
+		wl.Annotations = n.Annotations()
+		wl.Status.Conditions = append(wl.Status.Conditions, policy.NoticeRecord(&n, 0))
+		if evicted {
+			wl.Status.Conditions = append(wl.Status.Conditions, cond(kueue.WorkloadEvicted, t0.Add(9*time.Minute)))
+		}
+		return wl
+	}
 	cases := map[string]struct {
 		at                            time.Duration
 		holding                       []*kueue.Workload
 		wantHolders, wantNext, wantPr map[string]float64
+		wantNotices                   map[string]float64
 	}{
 		"two holders inside their windows and min-runtime": {
 			at: 2 * time.Minute, holding: []*kueue.Workload{first, second},
@@ -68,7 +80,19 @@ func TestWakerGauges(t *testing.T) {
 			wantNext:    map[string]float64{"cluster_queue=cq replica_role=standalone ": 0},
 			wantPr:      map[string]float64{"cluster_queue=cq replica_role=standalone setting=preemptMinRuntime ": 1},
 		},
-		"nobody holds quota: no next turn, no protection": {
+		"notices in force by reason; an evicted workload's notice is over": {
+			at: 8 * time.Minute,
+			holding: []*kueue.Workload{noticed("a", "InClusterQueueTimeBased", false), noticed("b", "InClusterQueueTimeBased", false),
+				noticed("c", "InCohortReclamation", false), noticed("d", "InCohortReclamation", true)},
+			wantHolders: map[string]float64{"cluster_queue=cq replica_role=standalone ": 3},
+			wantNext:    map[string]float64{"cluster_queue=cq replica_role=standalone ": 0},
+			wantPr:      map[string]float64{},
+			wantNotices: map[string]float64{
+				"cluster_queue=cq reason=InClusterQueueTimeBased replica_role=standalone ": 2,
+				"cluster_queue=cq reason=InCohortReclamation replica_role=standalone ":     1,
+			},
+		},
+		"nobody holds quota: no next turn, no protection, no notice": {
 			at:          time.Minute,
 			wantHolders: map[string]float64{"cluster_queue=cq replica_role=standalone ": 0},
 			wantNext:    map[string]float64{},
@@ -99,7 +123,11 @@ func TestWakerGauges(t *testing.T) {
 			for what, c := range map[string]struct {
 				vec  *prometheus.GaugeVec
 				want map[string]float64
-			}{"turn holders": {metrics.TurnHolders, tc.wantHolders}, "next turn": {metrics.NextTurnSeconds, tc.wantNext}, "protected": {metrics.ProtectedWorkloads, tc.wantPr}} {
+			}{"turn holders": {metrics.TurnHolders, tc.wantHolders}, "next turn": {metrics.NextTurnSeconds, tc.wantNext}, "protected": {metrics.ProtectedWorkloads, tc.wantPr},
+				"notices in force": {metrics.NoticesInForce, tc.wantNotices}} {
+				if c.want == nil {
+					c.want = map[string]float64{}
+				}
 				if diff := cmp.Diff(c.want, series(t, c.vec)); diff != "" {
 					t.Errorf("%s (-want +got):\n%s", what, diff)
 				}

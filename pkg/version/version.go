@@ -64,7 +64,12 @@ func fromBuildInfo(v, commit string, bi *debug.BuildInfo) Info {
 
 // String is the one line --version prints.
 func (i Info) String() string {
-	return fmt.Sprintf("kueue-timeshare %s (Kueue %s, commit %s, %s %s)", i.Version, i.KueueVersion, i.GitCommit, i.GoVersion, i.Platform)
+	return i.StringFor("kueue-timeshare")
+}
+
+// StringFor is String for another of the project's programs (the kubectl plugin).
+func (i Info) StringFor(program string) string {
+	return fmt.Sprintf("%s %s (Kueue %s, commit %s, %s %s)", program, i.Version, i.KueueVersion, i.GitCommit, i.GoVersion, i.Platform)
 }
 
 // KueueGitVersion is the value upstream's git_version label gets: ours, with the Kueue release as

@@ -24,6 +24,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 )
 
 // Streams are where a command reads and writes.
@@ -88,6 +89,15 @@ func NewCommand(ctx context.Context, streams Streams, opts Options) *cobra.Comma
 	pf.StringVar(&f.visServer, "visibility-server", "", "URL of the visibility API server when the API server does not route visibility.kueue.x-k8s.io to it (as with make run).")
 	pf.StringVar(&f.visCA, "visibility-certificate-authority", "", "CA file that signed the --visibility-server certificate.")
 
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version, the Kueue release it is built on and its commit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(streams.Out, version.Get().StringFor("kubectl-timeshare"))
+			return err
+		},
+	})
 	root.AddCommand(&cobra.Command{
 		Use:   "queues [CLUSTERQUEUE]",
 		Short: "Settings in force, holders with their protections and turns, and the pending order of each ClusterQueue",

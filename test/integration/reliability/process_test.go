@@ -135,6 +135,9 @@ type managerProcess struct {
 	logPath string
 	health  string
 	webhook string
+	// metrics is where /metrics is served ("" if it is not); scraped once more before a kill,
+	// so that what a spec's last moments counted is seen.
+	metrics string
 	done    chan struct{}
 	k       *cluster
 	// startedAt and killedAt bound its life, by the test's clock.
@@ -143,10 +146,15 @@ type managerProcess struct {
 
 // startManager starts a manager process named name (its log file and identification in
 // messages); le turns leader election on. It returns once the process runs, not once it is
-// ready (see waitReady).
+// ready (see waitReady). Its /metrics is scraped while it runs (see served).
 func (k *cluster) startManager(name string, le *controlplane.LeaderElection) *managerProcess {
 	ginkgo.GinkgoHelper()
-	return k.startManagerWith(name, le, "0")
+	metrics, err := controlplane.FreeLoopbackAddress()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	p := k.startManagerWith(name, le, metrics)
+	p.metrics = metrics
+	served.watch(metrics, p.done)
+	return p
 }
 
 // startManagerWith is startManager with /metrics served over plain HTTP at metricsAddress ("0":
@@ -204,6 +212,9 @@ func (p *managerProcess) kill() {
 	case <-p.done:
 		return
 	default:
+	}
+	if p.metrics != "" {
+		served.scrape(p.metrics)
 	}
 	p.k.proxy.remove(p.webhook)
 	p.killedAt = time.Now()

@@ -1,0 +1,16 @@
+// The image builder is a module of its own so that the manager's dependencies stay its own.
+module github.com/kueue-timeshare/kueue-timeshare/hack/ociimage
+
+go 1.26.0
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/google/go-containerregistry v0.22.1
+)
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
