@@ -183,7 +183,32 @@ func podCreated() predicate.Predicate {
 	}
 }
 
+// ReasonWriteRefused (Warning) is on a Workload whose notice the API server refused to record or
+// clean for good; the controller tries again only when the Workload changes.
+const ReasonWriteRefused = "PreemptionNoticeWriteRefused"
+
+// Reconcile keeps one Workload's notice. A write the API server refuses is retried with the
+// controller's per-item backoff; one that cannot succeed on retry (the write is invalid) is not
+// retried, and is said once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if !refusedForGood(err) {
+		return res, err
+	}
+	var wl kueue.Workload
+	if r.Client.Get(ctx, req.NamespacedName, &wl) == nil {
+		r.Recorder.Eventf(&wl, nil, corev1.EventTypeWarning, ReasonWriteRefused, "Notice", "%s",
+			message.Bound("The API server refused to record this workload's preemption notice; not retried until the workload changes: "+err.Error()))
+	}
+	return res, reconcile.TerminalError(err)
+}
+
+// refusedForGood reports whether a write failed in a way a retry of the same write cannot mend.
+func refusedForGood(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err)
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	var wl kueue.Workload
 	if err := r.Client.Get(ctx, req.NamespacedName, &wl); err != nil {
@@ -462,8 +487,9 @@ func (r *Reconciler) clean(ctx context.Context, wl *kueue.Workload, n *annotatio
 		return err
 	}
 	if err := r.Client.Patch(ctx, wl, client.RawPatch(types.JSONPatchType, body)); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// A newer notice replaced this one (the test op failed), or the Workload is gone.
+		// A failed test op is answered Invalid: a newer notice replaced this one. Without a test op,
+		// Invalid is a refusal, for Reconcile to report.
+		if (n != nil && apierrors.IsInvalid(err)) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			ctrl.LoggerFrom(ctx).V(3).Info("Notice annotations changed while being removed", "workload", klog.KObj(wl), "error", err.Error())
 			return nil
 		}

@@ -144,13 +144,14 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	if mode == flavorassigner.Preempt {
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 		preempted, failed, err := s.preemptor.IssuePreemptions(ctx, s.cache, &e.Info, victims, e.clusterQueueSnapshot)
-		if err != nil {
+		if err != nil && !heldBack(err) {
 			log.Error(err, "Failed to preempt workloads")
 		}
 		if preempted > 0 {
 			s.drains.record(ctx, &e.Info, victims)
 		}
 		e.markPreemptionOutcome(preempted, failed)
+		s.parkRefusedPreemption(ctx, e, err)
 		return
 	}
 

@@ -46,6 +46,8 @@ type Scheduler struct {
 
 	// drains keeps the quota of victims of our preemptions until their Pods are gone.
 	drains *drainHolds
+	// refusalWakes wakes the queues of preemptors parked after a refused preemption.
+	refusalWakes *queueWakes
 
 	// schedulingCycle counts scheduling attempts since start. The flavor assigner records it on
 	// assignments to tell how old a resumed flavor scan is.
@@ -84,9 +86,11 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 		}),
 	}
 	s.hooks = s.preemptor.Hooks()
-	s.drains = newDrainHolds(cl, o.clock, func(ctx context.Context, cq kueue.ClusterQueueReference) {
+	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
-	}).withLead(queuesettings.RequeueBatchPeriod())
+	}
+	s.drains = newDrainHolds(cl, o.clock, wake).withLead(queuesettings.RequeueBatchPeriod())
+	s.refusalWakes = newQueueWakes(o.clock, wake)
 	return s
 }
 

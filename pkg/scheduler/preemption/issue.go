@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -36,6 +37,31 @@ const concurrentEvictions = 8
 // its cooldown once its eviction has gone through (or was already under way), never after a
 // failed one.
 func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	if rf := p.refusals.held(preemptor.Obj.UID, targets, p.clock.Now()); rf != nil {
+		ctrllog.FromContext(ctx).V(3).Info("Preemption held back after the API server refused it", "preemptingWorkload", klog.KObj(preemptor.Obj),
+			"targets", rf.Targets, "retryAt", rf.RetryAt, "final", rf.Final)
+		return 0, len(targets), rf
+	}
+	preempted, failed, err := p.issueTargets(ctx, cache, preemptor, targets, snap)
+	if !isRefusal(err) {
+		if err == nil {
+			p.refusals.succeeded(preemptor.Obj.UID)
+		}
+		return preempted, failed, err
+	}
+	rf, first := p.refusals.refused(preemptor.Obj.UID, targets, err, p.clock.Now())
+	if first {
+		// Said once: the same write is not tried again until a target changes.
+		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeWarning, EventPreemptionRefused, "Preempt", "%s", message.Bound(rf.Message()))
+	}
+	return preempted, failed, rf
+}
+
+// EventPreemptionRefused is on a preemptor whose preemption the API server refused for good.
+const EventPreemptionRefused = "PreemptionRefused"
+
+// issueTargets writes the evictions and notices of one preemption.
+func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
 	if p.noticeOn() {
 		// Targets whose notice is due are evicted here whatever their reason, so that the
 		// eviction's own write also ends the notice; new targets may get a notice instead.

@@ -93,6 +93,8 @@ type Preemptor struct {
 	decisions *tsmetrics.Decisions
 	// surveyed is the protection survey of the last explanation, for the reclaim check.
 	surveyed lastSurvey
+	// refusals backs off preemptions the API server refused.
+	refusals *refusals
 }
 
 // Option configures a Preemptor beyond upstream's arguments.
@@ -216,6 +218,7 @@ func New(
 		expectations:        store,
 		customLabels:        customLabels,
 		decisions:           tsmetrics.NewDecisions(),
+		refusals:            newRefusals(),
 	}
 }
 
