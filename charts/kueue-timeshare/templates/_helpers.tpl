@@ -75,6 +75,20 @@ into from the webhook Service name: "<base>-webhook-service" gives
 {{- printf "%s-webhook-cert" (include "kueue-timeshare.fullname" .) -}}
 {{- end -}}
 
+{{- define "kueue-timeshare.workloadAdmissionPolicyName" -}}
+{{- printf "%s-workload-manager-annotations" (include "kueue-timeshare.fullname" .) -}}
+{{- end -}}
+
+{{/*
+The Workload annotations only the manager writes: annotations.ManagerOwned() in
+apis/annotations (a test checks they agree).
+*/}}
+{{- define "kueue-timeshare.managerOwnedAnnotations" -}}
+- kueue-timeshare.io/preemption-notice
+- kueue-timeshare.io/preemption-deadline
+- kueue-timeshare.io/requeue-not-before
+{{- end -}}
+
 {{/* cert-manager's cainjector annotation for objects that trust the webhook certificate. */}}
 {{- define "kueue-timeshare.injectWebhookCA" -}}
 {{- if .Values.certManager.enabled -}}

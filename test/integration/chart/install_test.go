@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,6 +51,14 @@ var _ = ginkgo.Describe("helm install on a local control plane", ginkgo.Ordered,
 				gomega.Expect(preemption.Properties).To(gomega.HaveKey("withinClusterQueueConfig"))
 			}
 		}
+	})
+
+	ginkgo.It("installs the Workload admission policy, the cluster serving v1 policies", func() {
+		var policy admissionregistrationv1.ValidatingAdmissionPolicy
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: workloadPolicy}, &policy)).To(gomega.Succeed())
+		var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: workloadPolicy}, &binding)).To(gomega.Succeed())
+		gomega.Expect(binding.Spec.PolicyName).To(gomega.Equal(workloadPolicy))
 	})
 
 	ginkgo.It("runs the manager as the chart's ServiceAccount, with certificates it manages itself, and admits a Job", func() {
