@@ -21,6 +21,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 	DefaultNoticePeriod:      &metav1.Duration{},
+	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
 
 // Feature gates are process-wide, so the cases that set them run the binary instead
@@ -89,6 +90,7 @@ timeshare:
 					DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 					DefaultNoticePeriod:      &metav1.Duration{},
+					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
 					t.Errorf("timeshare section (-want +got):\n%s", diff)
@@ -116,6 +118,22 @@ timeshare:
 					t.Errorf("defaultNoticePeriod = %v, want 5m", got)
 				}
 			},
+		},
+		"a negative long-wait threshold names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  metrics:\n    longWaitThreshold: -1m\n",
+			wantErr: []string{"invalid configuration", "timeshare.metrics.longWaitThreshold", "must not be negative"},
+		},
+		"a long-wait threshold of 0s is kept (no long-wait gauges)": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  metrics:\n    longWaitThreshold: 0s\n",
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(&metav1.Duration{}, cfg.Timeshare.Metrics.LongWaitThreshold); diff != "" {
+					t.Errorf("longWaitThreshold (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"an unknown metrics field is named": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  metrics:\n    longWait: 1h\n",
+			wantErr: []string{"timeshare", "longWait"},
 		},
 		"unknown runtime clock names the field and the choices": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: Running\n",

@@ -134,6 +134,7 @@ type Manager struct {
 	roleTracker            *roletracker.RoleTracker
 	preemptionExpectations *expectations.Store
 	customLabels           *metrics.CustomLabels
+	lqMetrics              *metrics.LocalQueueMetricsConfig
 	resourceFormatter      *resources.ResourceFormatter
 	tlsOpts                *tlsconfig.TLS
 	kubeConfig             *rest.Config
@@ -358,6 +359,7 @@ func processCustomLabels(entries []configapi.ControllerMetricsCustomLabel) (*met
 func (m *Manager) buildCaches(ctx context.Context) error {
 	cfg := &m.cfg
 	lqMetrics := metrics.NewLocalQueueMetricsConfig(cfg.Metrics.LocalQueueMetrics)
+	m.lqMetrics = lqMetrics
 	if features.Enabled(features.CustomMetricLabels) {
 		cl, err := processCustomLabels(cfg.Metrics.CustomLabels)
 		if err != nil {

@@ -124,7 +124,8 @@ func (m *Manager) setupTimeshare() error {
 	}
 	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
 		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock), RoleTracker: m.roleTracker,
-		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin}
+		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin,
+		Waits: &queuesettings.WaitGauges{LongWaitThreshold: m.timeshareCfg.Metrics.LongWaitThreshold.Duration, LocalQueueMetrics: m.lqMetrics}}
 	if err := m.Add(w); err != nil {
 		return fmt.Errorf("adding the window waker: %w", err)
 	}

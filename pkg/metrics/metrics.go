@@ -12,6 +12,7 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -41,6 +42,12 @@ var (
 	// NoticesInForce is, per ClusterQueue and preemption reason, how many workloads holding quota
 	// run under a preemption notice now: the counter above only sees notices once they end.
 	NoticesInForce *prometheus.GaugeVec
+	// PendingLongestWait is, per ClusterQueue, the longest current wait of its pending workloads
+	// (see WaitSince).
+	PendingLongestWait *prometheus.GaugeVec
+	// PendingWaitingLong is, per ClusterQueue, how many pending workloads have waited longer than
+	// the configured threshold.
+	PendingWaitingLong *prometheus.GaugeVec
 )
 
 var (
@@ -78,7 +85,8 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 }
 
 func perClusterQueue() []prometheus.Collector {
-	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce}
+	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce,
+		PendingLongestWait, PendingWaitingLong}
 }
 
 func build(names []string) {
@@ -124,7 +132,38 @@ func build(names []string) {
 		Name:      "preemption_notices_in_force",
 		Help:      "Workloads holding quota under a preemption notice now (not evicted yet), by ClusterQueue and preemption reason.",
 	}, labels("cluster_queue", "reason", "replica_role"))
+	PendingLongestWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "pending_workloads_longest_wait_time_seconds",
+		Help:      "The longest wait so far of the ClusterQueue's pending workloads, per 'cluster_queue'; 0 when none is pending. " + waitHelp,
+	}, labels("cluster_queue", "replica_role"))
+	PendingWaitingLong = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "pending_workloads_waiting_longer_than_threshold",
+		Help:      "The number of the ClusterQueue's pending workloads that have waited longer than timeshare.metrics.longWaitThreshold, per 'cluster_queue' (no series when the threshold is 0s). " + waitHelp,
+	}, labels("cluster_queue", "replica_role"))
 }
+
+// waitHelp says what the wait gauges count.
+const waitHelp = "A workload is pending while it is active, unfinished and holds no quota; its wait counts from the latest of its creation, " +
+	"its last eviction and its last requeue (the end of a backoff, a reactivation)."
+
+// LocalQueuePendingLongestWait and LocalQueuePendingWaitingLong are the LocalQueue twins of
+// PendingLongestWait and PendingWaitingLong, registered, like Kueue's LocalQueue metrics, only
+// with the LocalQueueMetrics feature gate. They carry no custom labels: a LocalQueue's come from
+// labels and annotations its namespace's users write.
+var (
+	LocalQueuePendingLongestWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "local_queue_pending_workloads_longest_wait_time_seconds",
+		Help:      "The longest wait so far of the LocalQueue's pending workloads, per 'name' and 'namespace'; 0 when none is pending. " + waitHelp,
+	}, []string{"name", "namespace", "replica_role"})
+	LocalQueuePendingWaitingLong = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: subsystem,
+		Name:      "local_queue_pending_workloads_waiting_longer_than_threshold",
+		Help:      "The number of the LocalQueue's pending workloads that have waited longer than timeshare.metrics.longWaitThreshold, per 'name' and 'namespace' (no series when the threshold is 0s). " + waitHelp,
+	}, []string{"name", "namespace", "replica_role"})
+)
 
 // Register adds every metric of this package to controller-runtime's registry. Like Kueue's
 // Register, it panics when called twice.
@@ -132,6 +171,9 @@ func Register() {
 	vectorsMu.Lock()
 	defer vectorsMu.Unlock()
 	ctrlmetrics.Registry.MustRegister(append(perClusterQueue(), ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped)...)
+	if kueuefeatures.Enabled(kueuefeatures.LocalQueueMetrics) {
+		ctrlmetrics.Registry.MustRegister(LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong)
+	}
 	registered = true
 }
 

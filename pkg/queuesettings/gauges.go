@@ -114,7 +114,7 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 }
 
 // setAll sets every series of cur and deletes those of prev that cur no longer has.
-func setAll(vec *prometheus.GaugeVec, cur, prev map[gaugeKey]float64, labels func(gaugeKey) []string) {
+func setAll[K comparable](vec *prometheus.GaugeVec, cur, prev map[K]float64, labels func(K) []string) {
 	for k, v := range cur {
 		vec.WithLabelValues(labels(k)...).Set(v)
 	}

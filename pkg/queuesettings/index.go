@@ -25,6 +25,9 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &kueue.Workload{}, HoldingQuotaKey, indexHoldingQuota); err != nil {
 		return fmt.Errorf("setting the holding-quota index on Workloads: %w", err)
 	}
+	if err := indexer.IndexField(ctx, &kueue.Workload{}, PendingKey, indexPending); err != nil {
+		return fmt.Errorf("setting the pending index on Workloads: %w", err)
+	}
 	return nil
 }
 

@@ -50,7 +50,9 @@ type Waker struct {
 	RoleTracker *roletracker.RoleTracker
 	// CustomLabels gives the gauges' ClusterQueue custom labels (metrics.customLabels; none if nil).
 	CustomLabels *kueuemetrics.CustomLabels
-	Log          logr.Logger
+	// Waits, if set, has the sweeps also set the gauges of how long pending workloads have waited.
+	Waits *WaitGauges
+	Log   logr.Logger
 	// Lead is how long before an end the Waker also wakes the queue. Upstream's queue
 	// manager retries inadmissible workloads a batch period after it is told (RequeueBatchPeriod):
 	// waking that much early, less a margin, makes the retry land just after the change instead of
@@ -65,6 +67,8 @@ type Waker struct {
 	next time.Time
 	// gauges are the state gauges' series of the last sweep.
 	gauges gauges
+	// waits are the wait gauges' series of the last sweep.
+	waits waitSeries
 }
 
 // Start sweeps at each wake-up time it sees coming, and every SweepPeriod of the injected clock,
@@ -131,6 +135,9 @@ func (w *Waker) sweep(ctx context.Context) {
 	since := w.last
 	w.last = now
 	w.next = time.Time{}
+	if w.Waits != nil {
+		w.setWaitGauges(ctx, now)
+	}
 	windows := map[kueue.ClusterQueueReference]time.Duration{}
 	for cq, qs := range w.Store.snapshot() {
 		if qs.MinAdmitDuration > 0 {

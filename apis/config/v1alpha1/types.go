@@ -53,6 +53,19 @@ type Configuration struct {
 	// ClusterQueue nor any ancestor cohort sets noticePeriod. 0s: none. Accepted only with the
 	// PreemptionNotice feature gate.
 	DefaultNoticePeriod *metav1.Duration `json:"defaultNoticePeriod,omitempty"`
+	// Metrics holds the settings of our own metrics (Kueue's are in its top-level metrics).
+	Metrics Metrics `json:"metrics"`
+}
+
+// DefaultLongWaitThreshold is the wait past which a pending workload counts as waiting long when
+// the configuration does not say.
+const DefaultLongWaitThreshold = time.Hour
+
+// Metrics is the `timeshare.metrics` section.
+type Metrics struct {
+	// LongWaitThreshold is the wait past which a pending workload counts in the
+	// *_pending_workloads_waiting_longer_than_threshold gauges. 0s: no such gauges.
+	LongWaitThreshold *metav1.Duration `json:"longWaitThreshold,omitempty"`
 }
 
 // RuntimeClock names the condition running time is counted from.
@@ -85,21 +98,25 @@ func SetDefaults(c *Configuration) {
 	if c.DefaultNoticePeriod == nil {
 		c.DefaultNoticePeriod = &metav1.Duration{}
 	}
+	if c.Metrics.LongWaitThreshold == nil {
+		c.Metrics.LongWaitThreshold = &metav1.Duration{Duration: DefaultLongWaitThreshold}
+	}
 }
 
 // Validate checks a defaulted Configuration; paths start at the section key.
 func Validate(c *Configuration) field.ErrorList {
 	path := field.NewPath(SectionKey)
 	var errs field.ErrorList
-	nonNegative := func(name string, d *metav1.Duration) {
+	nonNegative := func(name string, d *metav1.Duration, more ...string) {
 		if d != nil && d.Duration < 0 {
-			errs = append(errs, field.Invalid(path.Child(name), d.Duration.String(), "must not be negative"))
+			errs = append(errs, field.Invalid(path.Child(name, more...), d.Duration.String(), "must not be negative"))
 		}
 	}
 	nonNegative("defaultPreemptMinRuntime", c.DefaultPreemptMinRuntime)
 	nonNegative("defaultReclaimMinRuntime", c.DefaultReclaimMinRuntime)
 	nonNegative("defaultRequeueDelay", c.DefaultRequeueDelay)
 	nonNegative("defaultNoticePeriod", c.DefaultNoticePeriod)
+	nonNegative("metrics", c.Metrics.LongWaitThreshold, "longWaitThreshold")
 	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
 		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))
 	}

@@ -61,6 +61,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		ginkgo.Entry("a default runtime is a duration", "timeshare.defaultPreemptMinRuntime=4 hours", "/timeshare/defaultPreemptMinRuntime"),
 		ginkgo.Entry("a requeue delay is a duration", "timeshare.defaultRequeueDelay=soon", "/timeshare/defaultRequeueDelay"),
 		ginkgo.Entry("a notice is a duration", "timeshare.defaultNoticePeriod=briefly", "/timeshare/defaultNoticePeriod"),
+		ginkgo.Entry("a long-wait threshold is a duration", "timeshare.metrics.longWaitThreshold=a while", "/timeshare/metrics/longWaitThreshold"),
 		ginkgo.Entry("an integration is one Kueue knows", "integrations.frameworks={batch/jobs}", "/integrations/frameworks/0"),
 		ginkgo.Entry("a port is in range", "webhook.port=70000", "/webhook/port"),
 		ginkgo.Entry("a pull policy is Kubernetes'", "image.pullPolicy=Sometimes", "/image/pullPolicy"),
@@ -74,11 +75,18 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 	})
 
 	ginkgo.It("has a timeshare value for each field of the configuration's timeshare section", func() {
-		timeshare := readSchema().Properties["timeshare"].Properties
 		var keys []string
-		for k := range timeshare {
-			keys = append(keys, k)
+		var walk func(prefix string, props map[string]schemaNode)
+		walk = func(prefix string, props map[string]schemaNode) {
+			for k, v := range props {
+				if len(v.Properties) > 0 {
+					walk(prefix+k+".", v.Properties)
+					continue
+				}
+				keys = append(keys, prefix+k)
+			}
 		}
+		walk("", readSchema().Properties["timeshare"].Properties)
 		gomega.Expect(keys).To(gomega.ConsistOf(timeshareFields()))
 	})
 
@@ -179,6 +187,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 			DefaultNoticePeriod:      &metav1.Duration{},
+			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		k := cfg.Kueue
@@ -203,6 +212,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.defaultReclaimMinRuntime=1h30m",
 			"timeshare.defaultRequeueDelay=2m",
 			"timeshare.runtimeClock=PodsReady",
+			"timeshare.metrics.longWaitThreshold=30m",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
 			"integrations.frameworks={batch/job,kubeflow.org/pytorchjob}",
@@ -216,6 +226,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 2 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 			DefaultNoticePeriod:      &metav1.Duration{},
+			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
 		gomega.Expect(cfg.Kueue.ManageJobsWithoutQueueName).To(gomega.BeTrue())
