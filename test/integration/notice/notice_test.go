@@ -226,6 +226,7 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		gomega.Expect(env.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())
 		expectRemovedWithOneWarning(ctx, ns, wl, "not a notice the manager gave")
+		expectNoMoreWrites(ctx, client.ObjectKeyFromObject(wl))
 		gomega.Consistently(func(g gomega.Gomega) {
 			g.Expect(deadlineOn(g, ctx, live[0])).To(gomega.BeEmpty())
 			g.Expect(noticesTotal(ns, "EvictedAtDeadline") + noticesTotal(ns, "EndedEarly") + noticesTotal(ns, "Withdrawn")).To(gomega.Equal(counted))
@@ -249,8 +250,23 @@ var _ = ginkgo.Describe("A notice before eviction", func() {
 			g.Expect(es).To(gomega.HaveLen(1))
 			g.Expect(es[0].Note).To(gomega.ContainSubstring("restored from the PreemptionNotice condition"))
 		}, timeout, interval).Should(gomega.Succeed())
+		expectNoMoreWrites(ctx, client.ObjectKeyFromObject(wl))
 	})
 })
+
+// expectNoMoreWrites checks that the manager, having answered a forgery, writes the Workload no
+// more: its resourceVersion stays put (a controller fighting the forgery would bump it).
+func expectNoMoreWrites(ctx context.Context, key client.ObjectKey) {
+	ginkgo.GinkgoHelper()
+	var wl kueue.Workload
+	gomega.Expect(env.Client.Get(ctx, key, &wl)).To(gomega.Succeed())
+	rv := wl.ResourceVersion
+	gomega.Consistently(func(g gomega.Gomega) {
+		var now kueue.Workload
+		g.Expect(env.Client.Get(ctx, key, &now)).To(gomega.Succeed())
+		g.Expect(now.ResourceVersion).To(gomega.Equal(rv), "the manager wrote the Workload again")
+	}, 3*time.Second, interval).Should(gomega.Succeed())
+}
 
 // expectRemovedWithOneWarning waits for the notice annotations to leave wl, with one Warning event
 // whose note contains problem, and checks that no notice condition was set True from them.
