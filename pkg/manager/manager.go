@@ -662,9 +662,10 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
 				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithNoticeIndex(m.noticeIndex))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
-		}
-		if m.opts.Clock != nil {
-			opts = append(opts, scheduler.WithClock(nil, m.opts.Clock))
+			scheduler.WithTimeSource(m.opts.Clock),
+			scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
+				queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
+			}, queuesettings.RequeueBatchPeriod()),
 		}
 		sched := scheduler.New(queues, cache, cl, recorder, opts...)
 		if tsfeatures.Enabled(tsfeatures.PreemptionNotice) {

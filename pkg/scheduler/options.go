@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/metrics"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/util/expectations"
@@ -30,6 +33,8 @@ type options struct {
 	resourceFormatter           *resources.ResourceFormatter
 	newPreemptor                PreemptorFactory
 	apiReader                   client.Reader
+	wakeQueue                   func(context.Context, kueue.ClusterQueueReference)
+	requeueBatchPeriod          time.Duration
 }
 
 func defaultOptions() options {
@@ -37,6 +42,7 @@ func defaultOptions() options {
 		podsReadyRequeuingTimestamp: configapi.EvictionTimestamp,
 		clock:                       clock.RealClock{},
 		newPreemptor:                NewUpstreamPreemptor,
+		wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
 	}
 }
 
@@ -66,7 +72,27 @@ func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
 // WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
 // Upstream's original: WithClock in sigs.k8s.io/kueue/pkg/scheduler.
 func WithClock(_ testing.TB, c clock.Clock) Option {
-	return func(s *options) { s.clock = c }
+	return WithTimeSource(c)
+}
+
+// WithTimeSource sets the clock of the loop, its preemptor and its wake-ups: the manager's
+// injected clock, or the simulator's. Upstream has it only for tests (WithClock).
+func WithTimeSource(c clock.Clock) Option {
+	return func(s *options) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
+// WithQueueWaker gives the loop a way to retry a ClusterQueue's inadmissible workloads at a time
+// it chooses (after a drain hold or a refused preemption), and the queue manager's batch period,
+// which such a retry waits for. Without it, a parked workload waits for the next cluster event.
+func WithQueueWaker(wake func(context.Context, kueue.ClusterQueueReference), requeueBatchPeriod time.Duration) Option {
+	return func(s *options) {
+		s.wakeQueue = wake
+		s.requeueBatchPeriod = requeueBatchPeriod
+	}
 }
 
 // WithRoleTracker sets the tracker whose role is added to logs and metrics.

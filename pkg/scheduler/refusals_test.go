@@ -56,17 +56,16 @@ func TestRefusedPreemptionParks(t *testing.T) {
 		},
 	})
 	refusing := &refusingPreemptor{clock: w.clock}
+	var mu sync.Mutex
+	var wakes []kueue.ClusterQueueReference
 	s, written := w.scheduler(WithPreemptor(func(c PreemptorConfig) Preemptor {
 		refusing.Preemptor = NewUpstreamPreemptor(c)
 		return refusing
-	}))
-	var mu sync.Mutex
-	var wakes []kueue.ClusterQueueReference
-	s.refusalWakes.wake = func(_ context.Context, cq kueue.ClusterQueueReference) {
+	}), WithQueueWaker(func(_ context.Context, cq kueue.ClusterQueueReference) {
 		mu.Lock()
 		defer mu.Unlock()
 		wakes = append(wakes, cq)
-	}
+	}, time.Second))
 	woken := func() []kueue.ClusterQueueReference {
 		mu.Lock()
 		defer mu.Unlock()

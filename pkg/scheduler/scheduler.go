@@ -25,8 +25,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 // Scheduler admits the heads of the ClusterQueues, one cycle at a time.
@@ -86,11 +84,8 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 		}),
 	}
 	s.hooks = s.preemptor.Hooks()
-	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
-		queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
-	}
-	s.drains = newDrainHolds(cl, o.clock, wake).withLead(queuesettings.RequeueBatchPeriod())
-	s.refusalWakes = newQueueWakes(o.clock, wake)
+	s.drains = newDrainHolds(cl, o.clock, o.wakeQueue).withLead(o.requeueBatchPeriod)
+	s.refusalWakes = newQueueWakes(o.clock, o.wakeQueue)
 	return s
 }
 

@@ -251,7 +251,10 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 
 	recorder := discardRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
-		scheduler.WithClock(nil, w.clock),
+		scheduler.WithTimeSource(w.clock),
+		scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
+			queuesettings.Wake(ctx, w.client, w.queues, cq, log)
+		}, queuesettings.RequeueBatchPeriod()),
 		scheduler.WithFairSharing(fs),
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithPreemptor(manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)),
