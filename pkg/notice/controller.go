@@ -35,6 +35,7 @@ import (
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
@@ -348,34 +349,13 @@ func (r *Reconciler) sameTree(ctx context.Context, a, b kueue.ClusterQueueRefere
 	return err == nil && ra == rb, err
 }
 
-// maxTreeDepth bounds the walk up a cohort tree; Kueue refuses cycles, this guards against
-// reading one mid-change.
-const maxTreeDepth = 64
-
-// root names the root of cq's cohort tree: "ClusterQueue/<name>" when cq has no cohort.
+// root names the root of cq's cohort tree (see cohorttree.Root).
 func (r *Reconciler) root(ctx context.Context, cq kueue.ClusterQueueReference) (string, error) {
-	var q kueue.ClusterQueue
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: string(cq)}, &q); err != nil {
-		return "", client.IgnoreNotFound(err)
+	parents, err := cohorttree.Read(ctx, r.Client, cq)
+	if err != nil {
+		return "", err
 	}
-	cohort := q.Spec.CohortName
-	if cohort == "" {
-		return "ClusterQueue/" + string(cq), nil
-	}
-	for range maxTreeDepth {
-		var c kueue.Cohort
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: string(cohort)}, &c); err != nil {
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			return "", err
-		}
-		if c.Spec.ParentName == "" {
-			break
-		}
-		cohort = c.Spec.ParentName
-	}
-	return "Cohort/" + string(cohort), nil
+	return cohorttree.Root(cq, parents), nil
 }
 
 func (r *Reconciler) reportInvalid(ctx context.Context, wl *kueue.Workload, problem string) {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"strings"
 	"time"
 )
@@ -32,6 +33,23 @@ type TreeNode struct {
 
 // Path lists the queues from a ClusterQueue (first) up to the root cohort (last).
 type Path []TreeNode
+
+// MinRuntimeLookup gives the min-runtimes set on one ClusterQueue or Cohort.
+type MinRuntimeLookup interface {
+	ClusterQueueMinRuntimes(kueue.ClusterQueueReference) MinRuntimes
+	CohortMinRuntimes(kueue.CohortReference) MinRuntimes
+}
+
+// PathOf is cq's Path through parents (nearest first, see cohorttree), with each queue's own
+// min-runtimes.
+func PathOf(cq kueue.ClusterQueueReference, parents []kueue.CohortReference, src MinRuntimeLookup) Path {
+	path := make(Path, 0, len(parents)+1)
+	path = append(path, TreeNode{Kind: "ClusterQueue", Name: string(cq), Settings: src.ClusterQueueMinRuntimes(cq)})
+	for _, c := range parents {
+		path = append(path, TreeNode{Kind: "Cohort", Name: string(c), Settings: src.CohortMinRuntimes(c)})
+	}
+	return path
+}
 
 // ResolveMethod says where a reclaim victim's protection is looked up.
 type ResolveMethod string

@@ -6,19 +6,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
-
-// maxTreeDepth stops a walk up a cohort tree that loops (Kueue refuses cycles, but a gauge must
-// not hang on one).
-const maxTreeDepth = 64
 
 // gaugeKey names one series of a gauge without its replica_role; setting is the protected
 // workloads' setting or the notices' reason.
@@ -128,19 +124,7 @@ func setAll[K comparable](vec *prometheus.GaugeVec, cur, prev map[K]float64, lab
 // treePath is cq's path up its cohort tree with the min-runtimes the store holds, read from the
 // informer cache.
 func (w *Waker) treePath(ctx context.Context, cq kueue.ClusterQueueReference) policy.Path {
-	path := policy.Path{{Kind: "ClusterQueue", Name: string(cq), Settings: w.Store.ClusterQueueMinRuntimes(cq)}}
-	var obj kueue.ClusterQueue
-	if err := w.Client.Get(ctx, client.ObjectKey{Name: string(cq)}, &obj); err != nil {
-		return path
-	}
-	parent := obj.Spec.CohortName
-	for i := 0; parent != "" && i < maxTreeDepth; i++ {
-		path = append(path, policy.TreeNode{Kind: "Cohort", Name: string(parent), Settings: w.Store.CohortMinRuntimes(parent)})
-		var c kueue.Cohort
-		if err := w.Client.Get(ctx, client.ObjectKey{Name: string(parent)}, &c); err != nil {
-			break
-		}
-		parent = c.Spec.ParentName
-	}
-	return path
+	// A read error leaves the path as far as it was read: the gauge shows the nearer settings.
+	parents, _ := cohorttree.Read(ctx, w.Client, cq)
+	return policy.PathOf(cq, parents, w.Store)
 }

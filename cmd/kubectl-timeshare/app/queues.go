@@ -21,6 +21,7 @@ import (
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -248,16 +249,15 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			cqProblems[name] = fmt.Sprintf("the manager ignores this ClusterQueue's kueue-timeshare settings: %v", err)
 		}
 		cohort, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
-		path := policy.Path{{Kind: "ClusterQueue", Name: name, Settings: store.ClusterQueueMinRuntimes(kueue.ClusterQueueReference(name))}}
-		seen := map[string]bool{}
-		for p := cohort; p != "" && !seen[p]; p = parents[p] {
-			seen[p] = true
-			path = append(path, policy.TreeNode{Kind: "Cohort", Name: p, Settings: store.CohortMinRuntimes(kueue.CohortReference(p))})
-			if msg, ok := problems["Cohort "+p]; ok && cqProblems[name] == "" {
+		up, _ := cohorttree.Walk(kueue.CohortReference(cohort), func(c kueue.CohortReference) (kueue.CohortReference, error) {
+			return kueue.CohortReference(parents[string(c)]), nil
+		})
+		for _, p := range up {
+			if msg, ok := problems["Cohort "+string(p)]; ok && cqProblems[name] == "" {
 				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
 			}
 		}
-		paths[name] = path
+		paths[name] = policy.PathOf(kueue.ClusterQueueReference(name), up, store)
 	}
 	for i := range cqs {
 		u := &cqs[i]

@@ -28,6 +28,7 @@ import (
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -164,13 +165,7 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	var parents []kueue.CohortReference
-	if t.WorkloadCq != nil {
-		for c := range t.WorkloadCq.PathParentToRoot() {
-			parents = append(parents, c.Name)
-		}
-	}
-	path, def := p.notices.NoticePath(t.WorkloadInfo.ClusterQueue, parents)
+	path, def := p.notices.NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
 	return policy.ResolveNotice(path, t.Reason, def)
 }
 

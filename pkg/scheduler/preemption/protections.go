@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -27,8 +28,7 @@ import (
 
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
 type MinRuntimeSource interface {
-	ClusterQueueMinRuntimes(kueue.ClusterQueueReference) policy.MinRuntimes
-	CohortMinRuntimes(kueue.CohortReference) policy.MinRuntimes
+	policy.MinRuntimeLookup
 	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
 	MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod)
 }
@@ -50,11 +50,7 @@ func (p *Preemptor) protectionOn() bool {
 
 // treePath is the path from cq up to its root cohort, with each queue's settings.
 func (p *Preemptor) treePath(cq *schdcache.ClusterQueueSnapshot) policy.Path {
-	path := policy.Path{{Kind: "ClusterQueue", Name: string(cq.Name), Settings: p.minRuntimes.ClusterQueueMinRuntimes(cq.Name)}}
-	for c := range cq.PathParentToRoot() {
-		path = append(path, policy.TreeNode{Kind: "Cohort", Name: string(c.Name), Settings: p.minRuntimes.CohortMinRuntimes(c.Name)})
-	}
-	return path
+	return policy.PathOf(cq.Name, cohorttree.Parents(cq), p.minRuntimes)
 }
 
 // protectionFor resolves, once per search and victim queue, the protection of cq's workloads
