@@ -131,7 +131,7 @@ func TestExpectedRuntimeRule(t *testing.T) {
 			want: Decision{Rule: RuleNotLower, Message: "priority 100 is not lower than the preemptor's 100 and reclaimWithinCohort is LowerPriority"},
 		},
 		"min-runtime still protects a nominated workload": {
-			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: Protection{MinRuntime: 3 * time.Hour, Source: "preemptMinRuntime 3h0m0s from ClusterQueue q"},
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: Protection{MinRuntime: 3 * time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "q"}},
 			want: Decision{Rule: RuleMinRuntime, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
 		},
 	}

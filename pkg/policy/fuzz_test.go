@@ -63,7 +63,7 @@ func FuzzVictimPolicy(f *testing.F) {
 			Preemptor: &Pending{ClusterQueue: "cq", Priority: preemptorPrio % 1000, QueuedAt: t0},
 			Candidate: c, Scope: scope, Policy: fuzzPolicies[int(policyIdx)%len(fuzzPolicies)],
 			Settings:   QueueSettings{MinAdmitDuration: time.Duration(abs(minAdmit)%100000) * time.Second},
-			Protection: Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: "test"},
+			Protection: Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: Source{Note: "test"}},
 			Now:        t0,
 		}
 		d := p.Decide(in)

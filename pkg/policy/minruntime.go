@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"strings"
 	"time"
 )
 
@@ -65,8 +64,53 @@ const (
 // which setting said so.
 type Protection struct {
 	MinRuntime time.Duration
-	// Source names the setting, e.g. "reclaimMinRuntime 10m0s from Cohort team-a".
-	Source string
+	// Source is the setting, e.g. reclaimMinRuntime 10m0s from Cohort team-a.
+	Source Source
+}
+
+// Source says which setting a resolved value came from.
+type Source struct {
+	// Field and Value are the setting as written: "reclaimMinRuntime", "10m0s".
+	Field, Value string
+	// Kind and Name are the queue that set it ("ClusterQueue" or "Cohort"); both empty for the
+	// manager configuration's default.
+	Kind, Name string
+	// Note, when set, says what decided instead of a setting ("a turn always gets the notice").
+	Note string
+}
+
+// queueSource is a setting found on a queue of a path.
+func queueSource(field string, value any, kind, name string) Source {
+	return Source{Field: field, Value: fmt.Sprint(value), Kind: kind, Name: name}
+}
+
+// defaultSource is the manager configuration's default for field.
+func defaultSource(field string, value any) Source {
+	return Source{Field: field, Value: fmt.Sprint(value)}
+}
+
+// Default reports whether the value is the manager configuration's default, no queue on the path
+// setting it: readers that do not know those defaults must say so.
+func (s Source) Default() bool { return s.Note == "" && s.Field != "" && s.Kind == "" }
+
+// Where names where the value came from: "Cohort team-a", "the manager configuration", or the note.
+func (s Source) Where() string {
+	switch {
+	case s.Note != "":
+		return s.Note
+	case s.Kind != "":
+		return s.Kind + " " + s.Name
+	case s.Field != "":
+		return "the manager configuration"
+	}
+	return ""
+}
+
+func (s Source) String() string {
+	if s.Note != "" || s.Field == "" {
+		return s.Note
+	}
+	return fmt.Sprintf("%s %s from %s", s.Field, s.Value, s.Where())
 }
 
 // Defaults are the manager-level min-runtimes, used when no queue on the path sets one.
@@ -111,21 +155,11 @@ func lowestCommonAncestor(preemptor, victim Path) int {
 func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, defaultField string, def time.Duration) Protection {
 	for _, n := range path[min(from, len(path)):] {
 		if s := get(n.Settings); s.Set {
-			return Protection{MinRuntime: s.Value, Source: fmt.Sprintf("%s %s from %s %s", field, s.Value, n.Kind, n.Name)}
+			return Protection{MinRuntime: s.Value, Source: queueSource(field, s.Value, n.Kind, n.Name)}
 		}
 	}
-	return Protection{MinRuntime: def, Source: fmt.Sprintf("%s %s %s", defaultField, def, defaultSource)}
+	return Protection{MinRuntime: def, Source: defaultSource(defaultField, def)}
 }
-
-const defaultSource = "from the manager configuration"
-
-// FromDefaults reports whether p came from the manager configuration's defaults, no queue on the
-// path setting the field: for readers that do not know those defaults and must say so.
-func FromDefaults(p Protection) bool { return SourceIsDefault(p.Source) }
-
-// SourceIsDefault reports whether a resolution's source (a Protection's, or ResolveNotice's) is
-// the manager configuration's default.
-func SourceIsDefault(source string) bool { return strings.HasSuffix(source, defaultSource) }
 
 // RuleMinRuntime names the protection WithMinRuntimeProtection adds.
 const RuleMinRuntime = "ProtectedByMinRuntime"

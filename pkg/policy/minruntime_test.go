@@ -41,39 +41,39 @@ func TestResolveReclaim(t *testing.T) {
 	}{
 		"seed example 1: leaf1 reclaims from leaf3, D's value": {
 			method: ResolveLCA, preemptor: "leaf1", victim: "leaf3",
-			want: Protection{MinRuntime: 60 * time.Second, Source: "reclaimMinRuntime 1m0s from Cohort D"},
+			want: Protection{MinRuntime: 60 * time.Second, Source: Source{Field: "reclaimMinRuntime", Value: "1m0s", Kind: "Cohort", Name: "D"}},
 		},
 		"seed example 2: leaf1 reclaims from its sibling leaf2, leaf2's value": {
 			method: ResolveLCA, preemptor: "leaf1", victim: "leaf2",
-			want: Protection{MinRuntime: 180 * time.Second, Source: "reclaimMinRuntime 3m0s from ClusterQueue leaf2"},
+			want: Protection{MinRuntime: 180 * time.Second, Source: Source{Field: "reclaimMinRuntime", Value: "3m0s", Kind: "ClusterQueue", Name: "leaf2"}},
 		},
 		"seed example 3: leaf3 reclaims from leaf1, C inherits B's value": {
 			method: ResolveLCA, preemptor: "leaf3", victim: "leaf1",
-			want: Protection{MinRuntime: 600 * time.Second, Source: "reclaimMinRuntime 10m0s from Cohort B"},
+			want: Protection{MinRuntime: 600 * time.Second, Source: Source{Field: "reclaimMinRuntime", Value: "10m0s", Kind: "Cohort", Name: "B"}},
 		},
 		"LCA: a set 0s on the victim's queue stops the walk": {
 			method: ResolveLCA, preemptor: "leaf2", victim: "leaf1",
-			want: Protection{Source: "reclaimMinRuntime 0s from ClusterQueue leaf1"},
+			want: Protection{Source: Source{Field: "reclaimMinRuntime", Value: "0s", Kind: "ClusterQueue", Name: "leaf1"}},
 		},
 		"LCA: unset victim queue inherits from the cohort above the LCA's child": {
 			method: ResolveLCA, preemptor: "leaf1", victim: "leaf4",
-			want: Protection{MinRuntime: 600 * time.Second, Source: "reclaimMinRuntime 10m0s from Cohort B"},
+			want: Protection{MinRuntime: 600 * time.Second, Source: Source{Field: "reclaimMinRuntime", Value: "10m0s", Kind: "Cohort", Name: "B"}},
 		},
 		"Queue: starts at the victim's ClusterQueue": {
 			method: ResolveQueue, preemptor: "leaf3", victim: "leaf1",
-			want: Protection{Source: "reclaimMinRuntime 0s from ClusterQueue leaf1"},
+			want: Protection{Source: Source{Field: "reclaimMinRuntime", Value: "0s", Kind: "ClusterQueue", Name: "leaf1"}},
 		},
 		"Queue: unset queue walks up to D": {
 			method: ResolveQueue, preemptor: "leaf1", victim: "leaf3",
-			want: Protection{MinRuntime: 60 * time.Second, Source: "reclaimMinRuntime 1m0s from Cohort D"},
+			want: Protection{MinRuntime: 60 * time.Second, Source: Source{Field: "reclaimMinRuntime", Value: "1m0s", Kind: "Cohort", Name: "D"}},
 		},
 		"no common ancestor: walks from the victim's queue, then the default": {
 			method: ResolveLCA, preemptor: "leaf1", victim: "other", defaults: defaults,
-			want: Protection{MinRuntime: 30 * time.Second, Source: "defaultReclaimMinRuntime 30s from the manager configuration"},
+			want: Protection{MinRuntime: 30 * time.Second, Source: Source{Field: "defaultReclaimMinRuntime", Value: "30s"}},
 		},
 		"nothing set anywhere: the zero default": {
 			method: ResolveLCA, preemptor: "alone", victim: "other",
-			want: Protection{Source: "defaultReclaimMinRuntime 0s from the manager configuration"},
+			want: Protection{Source: Source{Field: "defaultReclaimMinRuntime", Value: "0s"}},
 		},
 	}
 	for name, tc := range cases {
@@ -95,23 +95,23 @@ func TestResolvePreempt(t *testing.T) {
 	}{
 		"queue's own value": {
 			victim: tree["leaf2"],
-			want:   Protection{MinRuntime: 180 * time.Second, Source: "preemptMinRuntime 3m0s from ClusterQueue leaf2"},
+			want:   Protection{MinRuntime: 180 * time.Second, Source: Source{Field: "preemptMinRuntime", Value: "3m0s", Kind: "ClusterQueue", Name: "leaf2"}},
 		},
 		"set 0s is no protection and is not inherited over": {
 			victim: tree["leaf1"], defaults: Defaults{Preempt: time.Hour},
-			want: Protection{Source: "preemptMinRuntime 0s from ClusterQueue leaf1"},
+			want: Protection{Source: Source{Field: "preemptMinRuntime", Value: "0s", Kind: "ClusterQueue", Name: "leaf1"}},
 		},
 		"unset walks up the cohorts": {
 			victim: tree["leaf4"],
-			want:   Protection{MinRuntime: 600 * time.Second, Source: "preemptMinRuntime 10m0s from Cohort B"},
+			want:   Protection{MinRuntime: 600 * time.Second, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "Cohort", Name: "B"}},
 		},
 		"reclaim settings do not count for preemption": {
 			victim: seedTree(reclaimAt)["leaf2"], defaults: Defaults{Preempt: 5 * time.Minute, Reclaim: time.Hour},
-			want: Protection{MinRuntime: 5 * time.Minute, Source: "defaultPreemptMinRuntime 5m0s from the manager configuration"},
+			want: Protection{MinRuntime: 5 * time.Minute, Source: Source{Field: "defaultPreemptMinRuntime", Value: "5m0s"}},
 		},
 		"queue without cohort takes the default": {
 			victim: tree["alone"], defaults: Defaults{Preempt: 2 * time.Minute},
-			want: Protection{MinRuntime: 2 * time.Minute, Source: "defaultPreemptMinRuntime 2m0s from the manager configuration"},
+			want: Protection{MinRuntime: 2 * time.Minute, Source: Source{Field: "defaultPreemptMinRuntime", Value: "2m0s"}},
 		},
 	}
 	for name, tc := range cases {
@@ -128,7 +128,7 @@ func TestResolvePreempt(t *testing.T) {
 func TestMinRuntimeProtection(t *testing.T) {
 	p := New(Options{}, WithMinRuntimeProtection(), WithTimeBasedPreemption())
 	preemptor := &Pending{Priority: 100, QueuedAt: t0}
-	tenMin := Protection{MinRuntime: 10 * time.Minute, Source: "preemptMinRuntime 10m0s from ClusterQueue q"}
+	tenMin := Protection{MinRuntime: 10 * time.Minute, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 	cases := map[string]struct {
 		priority   int64
 		admittedAt time.Time
@@ -169,7 +169,7 @@ func TestMinRuntimeProtection(t *testing.T) {
 		},
 		"reclaim scope is protected the same way": {
 			priority: 1, admittedAt: t0.Add(-time.Minute), scope: OtherClusterQueue, policy: kueue.PreemptionPolicyAny,
-			protection: Protection{MinRuntime: time.Hour, Source: "reclaimMinRuntime 1h0m0s from Cohort team-a"},
+			protection: Protection{MinRuntime: time.Hour, Source: Source{Field: "reclaimMinRuntime", Value: "1h0m0s", Kind: "Cohort", Name: "team-a"}},
 			want:       Decision{Rule: RuleMinRuntime, Message: "running for 1m0s, less than reclaimMinRuntime 1h0m0s from Cohort team-a"},
 		},
 		"same priority past minAdmitDuration but inside preemptMinRuntime stays protected": {

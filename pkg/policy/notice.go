@@ -69,30 +69,30 @@ func kindOf(reason string) reasonKind {
 // noticePeriod set from its ClusterQueue up, else def; and zero for a priority preemption or a
 // reclaim unless the first noticeOnPriorityPreemption or noticeOnReclaim set on the path is true.
 // source names the setting the period came from.
-func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period time.Duration, source string) {
+func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period time.Duration, source Source) {
 	if on, _ := NoticeExtended(path, reason); !on {
-		return 0, ""
+		return 0, Source{}
 	}
 	for _, n := range path {
 		if n.Settings.Period.Set {
-			return n.Settings.Period.Value, fmt.Sprintf("noticePeriod %s from %s %s", n.Settings.Period.Value, n.Kind, n.Name)
+			return n.Settings.Period.Value, queueSource("noticePeriod", n.Settings.Period.Value, n.Kind, n.Name)
 		}
 	}
-	return def, fmt.Sprintf("defaultNoticePeriod %s %s", def, defaultSource)
+	return def, defaultSource("defaultNoticePeriod", def)
 }
 
 // NoticeExtended reports whether a victim on path preempted for reason gets a notice at all: a
 // turn always does, a priority preemption or a reclaim only when the first
 // noticeOnPriorityPreemption or noticeOnReclaim set from its ClusterQueue up is true. source says
 // what decided it, and is empty when no queue on the path sets the flag.
-func NoticeExtended(path []NoticeNode, reason string) (on bool, source string) {
+func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 	var field string
 	var extension func(NoticeSettings) Flag
 	switch kindOf(reason) {
 	case noNotice:
-		return false, "no notice for a preemption for " + reason
+		return false, Source{Note: "no notice for a preemption for " + reason}
 	case turnNotice:
-		return true, "a turn always gets the notice"
+		return true, Source{Note: "a turn always gets the notice"}
 	case priorityNotice:
 		field, extension = "noticeOnPriorityPreemption", func(n NoticeSettings) Flag { return n.OnPriorityPreemption }
 	case reclaimNotice:
@@ -100,10 +100,10 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source string) {
 	}
 	for _, n := range path {
 		if f := extension(n.Settings); f.Set {
-			return f.Value, fmt.Sprintf("%s %t from %s %s", field, f.Value, n.Kind, n.Name)
+			return f.Value, queueSource(field, f.Value, n.Kind, n.Name)
 		}
 	}
-	return false, ""
+	return false, Source{}
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.

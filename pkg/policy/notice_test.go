@@ -80,7 +80,7 @@ func TestResolveNotice(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p, src := ResolveNotice(tc.path, tc.reason, tc.def)
-			if diff := cmp.Diff(tc.want, want{p, src}); diff != "" {
+			if diff := cmp.Diff(tc.want, want{p, src.String()}); diff != "" {
 				t.Errorf("notice (-want +got):\n%s", diff)
 			}
 		})
@@ -131,7 +131,7 @@ func TestNoticeExtended(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			on, src := NoticeExtended(tc.path, tc.reason)
-			if diff := cmp.Diff(tc.want, want{on, src}); diff != "" {
+			if diff := cmp.Diff(tc.want, want{on, src.String()}); diff != "" {
 				t.Errorf("extended (-want +got):\n%s", diff)
 			}
 		})

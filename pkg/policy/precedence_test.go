@@ -92,7 +92,7 @@ func TestPrecedence(t *testing.T) {
 				c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
 			}
 			if tc.facts.minRuntime {
-				in.Protection = Protection{MinRuntime: 3 * time.Hour, Source: "preemptMinRuntime 3h0m0s from ClusterQueue cq"}
+				in.Protection = Protection{MinRuntime: 3 * time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}}
 			}
 			if tc.facts.toleration {
 				c.Toleration = &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 1000, Forever: true}, Source: "WorkloadPriorityClass sticky"}

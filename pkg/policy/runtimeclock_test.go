@@ -70,7 +70,7 @@ func TestRuntimeClock(t *testing.T) {
 			c := NewCandidate(logr.Discard(), workload.NewInfo(wl), workload.Ordering{})
 			c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: 10 * time.Minute}
 			c.CountRuntimeFrom(tc.clock)
-			p := Protection{MinRuntime: 10 * time.Minute, Source: "preemptMinRuntime 10m0s from ClusterQueue q"}
+			p := Protection{MinRuntime: 10 * time.Minute, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 			if got := Protected(&c, p, tc.now); got != tc.wantProtected {
 				t.Errorf("Protected = %v, want %v", got, tc.wantProtected)
 			}

@@ -65,11 +65,11 @@ func TestPreemptionToleration(t *testing.T) {
 			want: Decision{Rule: RuleToleration, Message: "WorkloadPriorityClass low-non-preempted tolerates preemption by priority 9000 (below 10000) for as long as it runs"},
 		},
 		"toleration comes before min-runtime when both hold": {
-			preemptor: 9000, toleration: forever, running: time.Minute, protection: Protection{MinRuntime: time.Hour, Source: "preemptMinRuntime 1h0m0s from ClusterQueue q"},
+			preemptor: 9000, toleration: forever, running: time.Minute, protection: Protection{MinRuntime: time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
 			want: Decision{Rule: RuleToleration, Message: "WorkloadPriorityClass low-non-preempted tolerates preemption by priority 9000 (below 10000) for as long as it runs"},
 		},
 		"min-runtime still protects once the toleration ended": {
-			preemptor: 9000, toleration: tenMin, running: 20 * time.Minute, protection: Protection{MinRuntime: time.Hour, Source: "preemptMinRuntime 1h0m0s from ClusterQueue q"},
+			preemptor: 9000, toleration: tenMin, running: 20 * time.Minute, protection: Protection{MinRuntime: time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
 			want: Decision{Rule: RuleMinRuntime, Message: "running for 20m0s, less than preemptMinRuntime 1h0m0s from ClusterQueue q"},
 		},
 	}

@@ -78,8 +78,8 @@ func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettin
 		return out
 	}
 	period, src := policy.ResolveNotice(path, policy.TimeBasedReason, def)
-	ps := SettingReport{Name: "noticePeriod", Value: period.String(), Source: fromWhere(src)}
-	if policy.SourceIsDefault(src) {
+	ps := SettingReport{Name: "noticePeriod", Value: period.String(), Source: src.Where()}
+	if src.Default() {
 		ps.Source = "manager default"
 		if !m.Known {
 			ps.Value, ps.Source = "", unknownDefault
@@ -91,8 +91,8 @@ func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettin
 	out := []SettingReport{ps}
 	for _, e := range extensions {
 		on, src := policy.NoticeExtended(path, e.reason)
-		s := SettingReport{Name: e.name, Value: fmt.Sprint(on), Source: fromWhere(src)}
-		if src == "" {
+		s := SettingReport{Name: e.name, Value: fmt.Sprint(on), Source: src.Where()}
+		if src == (policy.Source{}) {
 			s.Source = fmt.Sprintf("not set on %s %s or a Cohort above it", path[0].Kind, path[0].Name)
 		}
 		out = append(out, s)

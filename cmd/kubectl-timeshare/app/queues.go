@@ -365,7 +365,7 @@ func windowSetting(cq string, window time.Duration) SettingReport {
 
 func minRuntimeSetting(name string, p policy.Protection, known bool, against []string) SettingReport {
 	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known), Against: against}
-	if policy.FromDefaults(p) && !known {
+	if p.Source.Default() && !known {
 		s.Value = ""
 	}
 	return s
@@ -405,21 +405,13 @@ func resolveReclaims(method policy.ResolveMethod, cq string, paths map[string]po
 
 // sourceOf says where a resolved value comes from, in the words of its resolution.
 func sourceOf(p policy.Protection, known bool) string {
-	if policy.FromDefaults(p) {
+	if p.Source.Default() {
 		if !known {
 			return unknownDefault
 		}
 		return "manager default"
 	}
-	return fromWhere(p.Source)
-}
-
-// fromWhere is the queue a policy's source names: it reads "<field> <value> from <Kind> <name>".
-func fromWhere(source string) string {
-	if _, from, ok := strings.Cut(source, " from "); ok {
-		return from
-	}
-	return source
+	return p.Source.Where()
 }
 
 func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
@@ -437,10 +429,10 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 	}
 	for _, x := range protections {
 		p := x.p
-		if p.MinRuntime <= 0 || (policy.FromDefaults(p) && !known) {
+		if p.MinRuntime <= 0 || (p.Source.Default() && !known) {
 			continue
 		}
-		pr := Protection{Kind: x.kind, Active: policy.Protected(c, p, now), Source: p.Source, Against: x.against}
+		pr := Protection{Kind: x.kind, Active: policy.Protected(c, p, now), Source: p.Source.String(), Against: x.against}
 		if end := policy.ProtectionEnds(c, p); !end.IsZero() {
 			pr.Until = ptrTime(metav1.NewTime(end))
 		}

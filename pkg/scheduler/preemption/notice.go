@@ -166,7 +166,8 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
 	path, def := p.notices.NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
-	return policy.ResolveNotice(path, t.Reason, def)
+	d, src := policy.ResolveNotice(path, t.Reason, def)
+	return d, src.String()
 }
 
 // giveNotices gives every target of one preemption the same deadline, the longest notice any of

@@ -79,7 +79,7 @@ func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot)
 	}
 	s.protections[cq.Name] = pr
 	if logV := s.log.V(5); logV.Enabled() {
-		logV.Info("Resolved min-runtime protection", "kind", kind, "victimClusterQueue", cq.Name, "minRuntime", pr.MinRuntime, "source", pr.Source)
+		logV.Info("Resolved min-runtime protection", "kind", kind, "victimClusterQueue", cq.Name, "minRuntime", pr.MinRuntime, "source", pr.Source.String())
 	}
 	return pr
 }
@@ -141,7 +141,7 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string, pr policy.Protection, kind string) {
 	switch rule {
 	case policy.RuleMinRuntime:
-		t.add(s, c, pr.Source, kind, policy.ProtectionEnds(c, pr))
+		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
 	case policy.RuleToleration:
 		t.add(s, c, "the preemption toleration of "+c.Toleration.Source, kindToleration, policy.ToleranceEnds(c))
 	case policy.RuleUnderNotice:

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestFromDefaults(t *testing.T) {
+func TestSourceDefault(t *testing.T) {
 	cq := func(m MinRuntimes) Path {
 		return Path{{Kind: "ClusterQueue", Name: "q", Settings: m}, {Kind: "Cohort", Name: "c"}}
 	}
@@ -21,8 +21,8 @@ func TestFromDefaults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := FromDefaults(tc.got); got != tc.want {
-				t.Errorf("FromDefaults(%+v) = %v, want %v", tc.got, got, tc.want)
+			if got := tc.got.Source.Default(); got != tc.want {
+				t.Errorf("%+v: Default() = %v, want %v", tc.got, got, tc.want)
 			}
 		})
 	}
