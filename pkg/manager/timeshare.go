@@ -10,6 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
@@ -30,13 +31,17 @@ func (p timesharePreemptor) Oracle(s *schdcache.Snapshot) scheduler.PreemptionOr
 	return p.Preemptor.Oracle(s)
 }
 
+func (p timesharePreemptor) wait(ctx context.Context, wl *workload.Info, s *schdcache.Snapshot) scheduler.WaitVerdict {
+	note, hold := p.Preemptor.Wait(ctx, wl, s)
+	return scheduler.WaitVerdict{Note: note, HoldQuota: hold}
+}
+
 // Hooks are the admission loop's extension points our preemptor fills in.
 func (p timesharePreemptor) Hooks() scheduler.Hooks {
 	return scheduler.Hooks{
 		SubstituteHead:           p.SubstituteHead,
 		VetoAdmission:            p.VetoAdmission,
-		ExplainWait:              p.ExplainWait,
-		ReclaimBlocked:           p.ReclaimBlocked,
+		Wait:                     p.wait,
 		RefusalsDependOnWorkload: p.RefusalsDependOnWorkload,
 	}
 }

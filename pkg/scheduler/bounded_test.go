@@ -24,7 +24,9 @@ func TestExplainWaitBounded(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := &Scheduler{hooks: Hooks{ExplainWait: func(context.Context, *workload.Info, *schdcache.Snapshot) string { return tc.note }}}
+			s := &Scheduler{hooks: Hooks{Wait: func(context.Context, *workload.Info, *schdcache.Snapshot) WaitVerdict {
+				return WaitVerdict{Note: tc.note}
+			}}}
 			e := &entry{inadmissibleMsg: "base"}
 			s.explainWait(t.Context(), e, nil)
 			if e.inadmissibleMsg != tc.want {

@@ -50,6 +50,9 @@ type entry struct {
 	requeueReason       qcache.RequeueReason
 	// skipStatusUpdate keeps the condition untouched after an internal error.
 	skipStatusUpdate bool
+	// holdQuota is the preemptor's verdict that a head with no victims keeps the quota it waits
+	// for (WaitVerdict.HoldQuota).
+	holdQuota bool
 }
 
 // recordAssignment records a computed assignment and its scan progress, from which a requeued

@@ -22,18 +22,8 @@ type Hooks struct {
 	// that waited longer for a turn); it returns why, or "" to let it be admitted.
 	VetoAdmission func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
 
-	// ExplainWait says why a workload that found no victims waits, beyond the flavor assigner's
-	// message (for example until when its ClusterQueue's running workloads are protected), or "".
-	ExplainWait func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string
-
-	// ReclaimBlocked reports whether the preemptor's protections keep wl's ClusterQueue from
-	// reclaiming its quota for a while. While they do, the head that found no victims keeps the
-	// quota it waits for out of reach of the rest of the cohort, even in a ClusterQueue that
-	// upstream trusts to reclaim later (reclaimWithinCohort: Any), and stays active in the queue
-	// so that it does so every cycle: parked, it would let new borrowers take each piece of quota
-	// that frees up, each starting a new protection. The loop calls it right after ExplainWait
-	// for the same head and snapshot.
-	ReclaimBlocked func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool
+	// Wait gives the preemptor's verdict on a head that found no victims: see WaitVerdict.
+	Wait func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) WaitVerdict
 
 	// RefusalsDependOnWorkload reports whether the preemptor's refusal to find victims in cq can
 	// depend on the pending workload itself, not only on its shape (with time-based preemption,
@@ -41,4 +31,17 @@ type Hooks struct {
 	// shape along with a refused one, as it does for NoFit and PreemptionNoCandidates
 	// (SchedulingEquivalenceHashing).
 	RefusalsDependOnWorkload func(cq kueue.ClusterQueueReference) bool
+}
+
+// WaitVerdict is what the preemptor says of a head that found no victims.
+type WaitVerdict struct {
+	// Note says why it waits, beyond the flavor assigner's message (for example until when its
+	// ClusterQueue's running workloads are protected), or "".
+	Note string
+	// HoldQuota: the preemptor's protections keep the head's ClusterQueue from reclaiming its
+	// quota for a while. The head then keeps the quota it waits for out of reach of the rest of
+	// the cohort, even in a ClusterQueue that upstream trusts to reclaim later (reclaimWithinCohort:
+	// Any), and stays active in the queue so that it does so every cycle: parked, it would let
+	// new borrowers take each piece of quota that frees up, each starting a new protection.
+	HoldQuota bool
 }

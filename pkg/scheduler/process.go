@@ -242,7 +242,7 @@ func fits(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, usage *w
 func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(ctx context.Context, log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot, snap *schdcache.Snapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
 	activePreemptor := features.Enabled(features.PrioritizePreemptorWorkloads) && e.IsPreemptor
-	blocked := s.reclaimBlocked(ctx, e, snap)
+	blocked := e.holdQuota
 	if blocked {
 		// Not parked with the inadmissible workloads: it must hold the quota in every cycle.
 		e.requeueReason = qcache.RequeueReasonFailedAfterNomination

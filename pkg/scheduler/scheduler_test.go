@@ -430,10 +430,10 @@ type reclaimGuarded struct {
 	Preemptor
 }
 
-func (reclaimGuarded) ReclaimBlocked(context.Context, *workload.Info, *schdcache.Snapshot) bool {
-	return true
+func (reclaimGuarded) Wait(context.Context, *workload.Info, *schdcache.Snapshot) WaitVerdict {
+	return WaitVerdict{HoldQuota: true}
 }
 
 func (g reclaimGuarded) Hooks() Hooks {
-	return Hooks{ReclaimBlocked: g.ReclaimBlocked}
+	return Hooks{Wait: g.Wait}
 }

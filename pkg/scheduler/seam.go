@@ -85,20 +85,19 @@ func (u *upstreamPreemptor) Hooks() Hooks { return Hooks{} }
 
 var _ Preemptor = (*upstreamPreemptor)(nil)
 
-// explainWait appends the preemptor's explanation, if any, to the entry's message.
+// explainWait asks the preemptor's verdict on a head that found no victims: its note joins the
+// entry's message, and whether to hold quota is kept for reserveCapacityForUnreclaimablePreempt.
 func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.Snapshot) {
-	if s.hooks.ExplainWait == nil {
+	if s.hooks.Wait == nil {
 		return
 	}
+	v := s.hooks.Wait(ctx, &e.Info, snap)
+	e.holdQuota = v.HoldQuota
 	// The note may quote annotations (a notice's preemptor): bounded before it joins the
 	// condition message and the event.
-	if note := s.hooks.ExplainWait(ctx, &e.Info, snap); note != "" {
-		e.inadmissibleMsg += "; " + message.Bound(note)
+	if v.Note != "" {
+		e.inadmissibleMsg += "; " + message.Bound(v.Note)
 	}
-}
-
-func (s *Scheduler) reclaimBlocked(ctx context.Context, e *entry, snap *schdcache.Snapshot) bool {
-	return s.hooks.ReclaimBlocked != nil && s.hooks.ReclaimBlocked(ctx, &e.Info, snap)
 }
 
 func (s *Scheduler) admissionVeto(ctx context.Context, e *entry, snap *schdcache.Snapshot) string {

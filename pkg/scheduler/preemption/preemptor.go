@@ -91,8 +91,6 @@ type Preemptor struct {
 	customLabels *metrics.CustomLabels
 	// decisions makes our counters count decisions, not searches.
 	decisions *tsmetrics.Decisions
-	// surveyed is the protection survey of the last explanation, for the reclaim check.
-	surveyed lastSurvey
 	// refusals backs off preemptions the API server refused.
 	refusals *refusals
 }
@@ -254,7 +252,7 @@ type search struct {
 	scratch candidate
 }
 
-// newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and ExplainWait share.
+// newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and Wait share.
 func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, contested sets.Set[resources.FlavorResource], usage workload.Usage) *search {
 	return p.newSearchFor(ctx, wl, snapshot, contested, usage, true)
 }

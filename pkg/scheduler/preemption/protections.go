@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,7 +123,7 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 		t.minRuntime = append(t.minRuntime, protectedCandidate{uid: c.Info.Obj.UID, kind: kind, end: end})
 	}
 	// A noticed candidate's room goes to its own preemptor at the deadline: no reason to hold
-	// quota for this one (ReclaimBlocked).
+	// quota for this one (Wait's holdQuota).
 	if c.Info.ClusterQueue != s.cq.Name && kind != kindNotice {
 		t.reclaim++
 	}
@@ -215,60 +214,6 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 		p.classicalCandidates(s)
 	}
 	return &s.protected
-}
-
-// ExplainProtection says how many candidates min-runtime protection, preemption toleration and
-// notices for other preemptors keep from wl, or "". It keeps the survey for a ReclaimBlocked that follows for the same head
-// and snapshot.
-func (p *Preemptor) ExplainProtection(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	t := p.protectionSurvey(ctx, wl, snapshot)
-	p.surveyed.keep(wl, snapshot, t)
-	return t.message()
-}
-
-// lastSurvey is the protection survey of the last ExplainProtection: the admission loop asks
-// ReclaimBlocked for the same head and snapshot right after explaining its wait, and the survey,
-// a candidate search over every contested flavor and resource, is then made once.
-type lastSurvey struct {
-	mu       sync.Mutex
-	uid      types.UID
-	snapshot *schdcache.Snapshot
-	tally    *protectedTally
-}
-
-func (l *lastSurvey) keep(wl *workload.Info, snapshot *schdcache.Snapshot, t *protectedTally) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.uid, l.snapshot, l.tally = wl.Obj.UID, snapshot, t
-}
-
-// take returns the kept survey if it is wl's on snapshot, and forgets it either way.
-func (l *lastSurvey) take(wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t := l.tally
-	match := t != nil && l.uid == wl.Obj.UID && l.snapshot == snapshot
-	l.uid, l.snapshot, l.tally = "", nil, nil
-	if !match {
-		return nil
-	}
-	return t
-}
-
-func (l *lastSurvey) forget() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.uid, l.snapshot, l.tally = "", nil, nil
-}
-
-// ReclaimBlocked reports whether some workload that borrows in wl's cohort tree is protected
-// (min-runtime or toleration) against wl: its ClusterQueue cannot count on getting that quota back
-// when it wants.
-func (p *Preemptor) ReclaimBlocked(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) bool {
-	if t := p.surveyed.take(wl, snapshot); t != nil {
-		return t.reclaim > 0
-	}
-	return p.protectionSurvey(ctx, wl, snapshot).reclaim > 0
 }
 
 // ClassTolerations supplies the preemption toleration of priority classes.

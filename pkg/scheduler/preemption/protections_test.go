@@ -90,7 +90,7 @@ func TestMinRuntimeTargets(t *testing.T) {
 		gateOff    bool
 		want       []string
 		wantOracle preemptioncommon.PreemptionPossibility
-		// wantBlocked is ReclaimBlocked for the pending workload.
+		// wantBlocked is whether Wait has the pending workload hold the quota it waits for.
 		wantBlocked bool
 		wantExplain string
 	}{
@@ -171,11 +171,12 @@ func TestMinRuntimeTargets(t *testing.T) {
 				if possible != tc.wantOracle {
 					t.Errorf("oracle = %v, want %v", possible, tc.wantOracle)
 				}
-				if got := p.ReclaimBlocked(ctx, info, snap); got != tc.wantBlocked {
-					t.Errorf("ReclaimBlocked = %t, want %t", got, tc.wantBlocked)
+				note, hold := p.Wait(ctx, info, snap)
+				if hold != tc.wantBlocked {
+					t.Errorf("Wait: hold quota = %t, want %t", hold, tc.wantBlocked)
 				}
-				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
-					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				if note != tc.wantExplain {
+					t.Errorf("Wait: note = %q, want %q", note, tc.wantExplain)
 				}
 			})
 		}
@@ -239,11 +240,12 @@ func TestTolerationTargets(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("targets (-want +got):\n%s", diff)
 				}
-				if got, want := p.ReclaimBlocked(ctx, info, snap), len(tc.want) == 0; got != want {
-					t.Errorf("ReclaimBlocked = %t, want %t", got, want)
+				note, hold := p.Wait(ctx, info, snap)
+				if want := len(tc.want) == 0; hold != want {
+					t.Errorf("Wait: hold quota = %t, want %t", hold, want)
 				}
-				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
-					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				if note != tc.wantExplain {
+					t.Errorf("Wait: note = %q, want %q", note, tc.wantExplain)
 				}
 			})
 		}
@@ -325,11 +327,12 @@ func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("targets (-want +got):\n%s", diff)
 				}
-				if p.ReclaimBlocked(ctx, info, snap) {
-					t.Error("ReclaimBlocked = true, want false: a noticed workload's room is not this head's to hold")
+				note, hold := p.Wait(ctx, info, snap)
+				if hold {
+					t.Error("Wait: hold quota = true, want false: a noticed workload's room is not this head's to hold")
 				}
-				if got := p.ExplainWait(ctx, info, snap); got != tc.wantExplain {
-					t.Errorf("ExplainWait = %q, want %q", got, tc.wantExplain)
+				if note != tc.wantExplain {
+					t.Errorf("Wait: note = %q, want %q", note, tc.wantExplain)
 				}
 			})
 		}

@@ -182,10 +182,23 @@ func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) boo
 	return p.pending != nil && p.settings(cq).TakesTurns()
 }
 
-// ExplainWait says why a workload found no victims, as far as our features are the cause: turns
-// and minAdmitDuration windows, and min-runtime protection.
+// Wait is the preemptor's verdict on a workload that found no victims (scheduler.WaitVerdict):
+// why it waits, as far as our features are the cause (turns and minAdmitDuration windows,
+// notices, min-runtime protection and tolerations), and whether a protected borrower in its
+// cohort tree keeps its ClusterQueue from reclaiming, so that it holds the quota it waits for.
+// One protection survey serves both.
+func (p *Preemptor) Wait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) (note string, holdQuota bool) {
+	survey := p.protectionSurvey(ctx, wl, snapshot)
+	return p.explainWait(ctx, wl, snapshot, survey), survey.reclaim > 0
+}
+
+// ExplainWait is Wait's note.
 func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	p.surveyed.forget()
+	note, _ := p.Wait(ctx, wl, snapshot)
+	return note
+}
+
+func (p *Preemptor) explainWait(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, survey *protectedTally) string {
 	if unread := p.unread(snapshot.ClusterQueue(wl.ClusterQueue), wl.ClusterQueue); unread != "" {
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
@@ -193,7 +206,7 @@ func (p *Preemptor) ExplainWait(ctx context.Context, wl *workload.Info, snapshot
 	if note := p.explainNotice(wl, snapshot); note != "" {
 		return note
 	}
-	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), p.ExplainProtection(ctx, wl, snapshot)} {
+	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), survey.message()} {
 		if note != "" {
 			notes = append(notes, note)
 		}
