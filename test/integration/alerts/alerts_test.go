@@ -28,7 +28,7 @@ var _ = ginkgo.Describe("The alerting rules", func() {
 	ginkgo.It("pass promtool check rules", func() {
 		out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput()
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s", out)
-		gomega.Expect(string(out)).To(gomega.ContainSubstring("SUCCESS: 4 rules found"))
+		gomega.Expect(string(out)).To(gomega.ContainSubstring("SUCCESS: 5 rules found"))
 	})
 
 	ginkgo.It("fire as their unit tests on synthetic series expect (promtool test rules)", func() {
@@ -55,6 +55,6 @@ var _ = ginkgo.Describe("The alerting rules", func() {
 			alerts++
 			gomega.Expect(string(tests)).To(gomega.MatchRegexp(`alertname: `+name+`\n\s+exp_alerts:\n\s+- exp_labels:`), "no test where %s fires", name)
 		}
-		gomega.Expect(alerts).To(gomega.Equal(4))
+		gomega.Expect(alerts).To(gomega.Equal(5))
 	})
 })

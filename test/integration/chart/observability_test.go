@@ -69,7 +69,7 @@ var _ = ginkgo.Describe("The dashboard, the alerts and the image digest", func()
 			}
 		}
 		gomega.Expect(names).To(gomega.ConsistOf("KueueTimeshareTurnOverdue", "KueueTimeshareNoticeEndedWithoutCheckpoint",
-			"KueueTimeshareNoLeader", "KueueTimeshareWebhookErrors"))
+			"KueueTimeshareWorkloadsWaitingLong", "KueueTimeshareNoLeader", "KueueTimeshareWebhookErrors"))
 	})
 
 	ginkgo.It("pulls the image by digest when image.digest is set", func() {
