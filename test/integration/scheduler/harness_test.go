@@ -452,6 +452,9 @@ type want struct {
 	// leaves either of two messages, depending on whether its informer saw its own last
 	// write before the next cycle (the condition is computed on the queued copy).
 	racyMessage bool
+	// racyReason leaves the QuotaReserved condition out altogether: upstream's reason alternates
+	// with its flavor scan while its queue retries the head, and the state is taken at any moment.
+	racyReason bool
 }
 
 var (
@@ -464,6 +467,7 @@ func (w want) withMessage(msg string) want     { w.message = msg; return w }
 func (w want) preemptedBy(reason string) want  { w.evicted, w.preempted = "Preempted", reason; return w }
 func (w want) withCounts(c ...int32) want      { w.counts = c; return w }
 func (w want) withRacyMessage() want           { w.racyMessage = true; return w }
+func (w want) withRacyReason() want            { w.racyReason = true; return w }
 func (w want) withFinished(reason string) want { w.finished = reason; return w }
 func (w want) withChecks(c ...string) want     { w.checks = c; return w }
 
@@ -472,6 +476,9 @@ func (w want) record(wl *kueue.Workload) jobOutcome {
 	o := summarize(wl)
 	if w.racyMessage {
 		o.QuotaReserved, _, _ = strings.Cut(o.QuotaReserved, ":")
+	}
+	if w.racyReason {
+		o.QuotaReserved = ""
 	}
 	return o
 }
