@@ -1,11 +1,8 @@
 package notice_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -14,14 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -40,16 +34,7 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 		if err := env.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		}
-		gomega.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		})).To(gomega.Succeed())
-		cfg := rest.CopyConfig(env.ControlPlane.Config)
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		return c
+		return tenantWith(ctx, ns, user, role)
 	}
 	annotate := func(c client.Client, wl *kueue.Workload, values map[string]any) error {
 		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": values}})
@@ -111,19 +96,11 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 // kueueRole reads one of Kueue's user-facing ClusterRoles from the manifests the chart installs.
 func kueueRole(name string) *rbacv1.ClusterRole {
 	ginkgo.GinkgoHelper()
-	root, err := controlplane.FindRoot()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	raw, err := os.ReadFile(filepath.Join(root, "config", "default", "user-roles.yaml"))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var role rbacv1.ClusterRole
-		if err := dec.Decode(&role); err != nil {
-			ginkgo.Fail("no ClusterRole " + name + " in config/default/user-roles.yaml: " + err.Error())
-		}
+	for _, role := range kueueRoles() {
 		if role.Name == name {
-			role.ResourceVersion = ""
-			return &role
+			return role
 		}
 	}
+	ginkgo.Fail("no ClusterRole " + name + " in config/default/user-roles.yaml")
+	return nil
 }
