@@ -12,6 +12,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -42,7 +43,8 @@ func (s *Scheduler) parkRefusedPreemption(ctx context.Context, e *entry, err err
 	}
 	// Not immediate, and unlike NoFit it parks no equivalent workload with it.
 	e.requeueReason = qcache.RequeueReasonPreemptionGated
-	e.inadmissibleMsg = strings.TrimSuffix(e.inadmissibleMsg, ".") + ". " + rl.Message()
+	// The message quotes the API server's answer: bounded.
+	e.inadmissibleMsg = strings.TrimSuffix(e.inadmissibleMsg, ".") + ". " + message.Bound(rl.Message())
 	s.refusalWakes.at(ctx, e.ClusterQueue, rl.RetryTime())
 }
 

@@ -108,6 +108,11 @@ func (r *refusals) held(preemptor types.UID, targets []*Target, now time.Time) *
 		if !sameTargets(rf.targets, targets) {
 			return nil
 		}
+		// Looked at again after the longest backoff: a retry time in the past would have the
+		// preemptor's queue woken at once, cycle after cycle.
+		if !now.Before(rf.retryAt) {
+			rf.retryAt = now.Add(refusalBackoffMax)
+		}
 		return &RefusedError{Err: rf.err, Targets: rf.names, RetryAt: rf.retryAt, Final: true, Held: true}
 	}
 	if !now.Before(rf.retryAt) {

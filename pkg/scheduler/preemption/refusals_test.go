@@ -92,7 +92,8 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: 5 * time.Minute},
 				{at: time.Second, held: true, retryIn: 299 * time.Second},
-				{at: time.Hour, held: true},
+				// Looked at again later, unchanged: still held, and its next look is in the future.
+				{at: time.Hour, held: true, retryIn: 5 * time.Minute},
 				{at: time.Hour + time.Second, changeVictim: true, writes: 1, retryIn: 5 * time.Minute},
 			},
 			wantWarnings: 2,
