@@ -57,12 +57,6 @@ func (e *RefusedError) Message() string {
 	return fmt.Sprintf("The API server refused the preemption of %s (%v); retrying at %s", e.Targets, e.Err, e.RetryAt.UTC().Format(time.RFC3339))
 }
 
-// AsRefused returns the RefusedError in err's chain, if any.
-func AsRefused(err error) (*RefusedError, bool) {
-	var rf *RefusedError
-	return rf, errors.As(err, &rf)
-}
-
 // isFinal reports whether a refusal cannot succeed on retry of the same write.
 func isFinal(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err) ||

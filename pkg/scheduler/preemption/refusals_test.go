@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 				mu.Unlock()
 				preempted, failed, err := p.IssuePreemptions(ctx, w.cache, pre, targets, w.cq)
 				got := attempt{at: a.at, changeVictim: a.changeVictim, writes: writes}
-				if rf, ok := AsRefused(err); ok {
+				if rf, ok := asRefused(err); ok {
 					got.held = rf.HeldBack()
 					got.retryIn = max(0, rf.RetryTime().Sub(clk.Now()))
 				}
@@ -185,4 +186,10 @@ func TestRefusalForgottenAfterSuccess(t *testing.T) {
 	if rf := p.refusals.held(pre.Obj.UID, targets, clk.Now()); rf != nil {
 		t.Errorf("held after a successful preemption: %v", rf)
 	}
+}
+
+// asRefused returns the RefusedError in err's chain, if any.
+func asRefused(err error) (*RefusedError, bool) {
+	var rf *RefusedError
+	return rf, errors.As(err, &rf)
 }
