@@ -52,7 +52,7 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 	log.V(2).Info("Workload assumed in the cache")
 	penalized := s.shouldApplyEntryPenalty(e)
 	if penalized {
-		s.pushEntryPenalty(log, e)
+		s.updateEntryPenalty(log, e, add)
 		// Lets the LocalQueue reconciler pick the pending penalty up.
 		s.queues.NotifyWorkloadUpdateWatchers(e.Obj, assumedWl)
 	}
@@ -97,7 +97,7 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 		}
 		s.queues.NotifyWorkloadUpdateWatchers(assumedWl, nil)
 		if penalized {
-			s.dropEntryPenalty(log, e)
+			s.updateEntryPenalty(log, e, subtract)
 		}
 		if apierrors.IsNotFound(err) {
 			log.V(2).Info("Workload not admitted because it was deleted")

@@ -22,7 +22,7 @@ import (
 // the two always pair up.
 // Upstream's original: (*Scheduler).shouldApplyEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) shouldApplyEntryPenalty(e *entry) bool {
-	if !s.afsEnabled() {
+	if !afs.Enabled(s.admissionFairSharing) {
 		return false
 	}
 	// Penalties are only settled for usage-based ClusterQueues; elsewhere they would
@@ -34,50 +34,53 @@ func (s *Scheduler) shouldApplyEntryPenalty(e *entry) bool {
 	return !workload.HasQuotaReservation(e.Obj)
 }
 
-func penaltyKeys(e *entry) (utilqueue.LocalQueueReference, queueafs.WorkloadReference, klog.ObjectRef) {
-	return utilqueue.NewLocalQueueReference(e.Obj.Namespace, e.Obj.Spec.QueueName),
-		queueafs.WorkloadReference(workload.Key(e.Obj)),
-		klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))
-}
+// usageOp says whether updateEntryPenalty charges a penalty or takes it back.
+type usageOp int
+
+const (
+	add usageOp = iota
+	subtract
+)
 
 // Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) pushEntryPenalty(log logr.Logger, e *entry) {
-	lq, wl, lqRef := penaltyKeys(e)
-	requests := e.SumTotalRequests(s.resourceFormatter)
-	if flavorassigner.IgnoreUndeclaredResources(s.quotaCheckStrategy) {
-		// Resources the ClusterQueue does not manage are not charged.
-		requests = filterByNames(requests, allCoveredResources(e.clusterQueueSnapshot.ResourceGroups))
+func (s *Scheduler) updateEntryPenalty(log logr.Logger, e *entry, op usageOp) {
+	lqKey := utilqueue.NewLocalQueueReference(e.Obj.Namespace, e.Obj.Spec.QueueName)
+	lqObjRef := klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))
+	wlKey := queueafs.WorkloadReference(workload.Key(e.Obj))
+	switch op {
+	case add:
+		totalRequests := e.SumTotalRequests(s.resourceFormatter)
+		if flavorassigner.IgnoreUndeclaredResources(s.quotaCheckStrategy) {
+			// Resources the ClusterQueue does not manage are not charged.
+			totalRequests = filterByNames(totalRequests, allCoveredResources(e.clusterQueueSnapshot.ResourceGroups))
+		}
+		penalty := afs.CalculateEntryPenalty(totalRequests, s.admissionFairSharing)
+		s.queues.AfsUsageLedger.PushPenalty(lqKey, wlKey, penalty, s.clock.Now())
+		log.V(3).Info("Entry penalty added to localQueue", "localQueue", lqObjRef, "workload", wlKey, "penalty", penalty)
+	case subtract:
+		removed := s.queues.AfsUsageLedger.SubPenalty(lqKey, wlKey)
+		log.V(3).Info("Entry penalty subtracted from localQueue", "localQueue", lqObjRef, "workload", wlKey, "penalty", removed)
 	}
-	penalty := afs.CalculateEntryPenalty(requests, s.admissionFairSharing)
-	s.queues.AfsUsageLedger.PushPenalty(lq, wl, penalty, s.clock.Now())
-	log.V(3).Info("Entry penalty added to localQueue", "localQueue", lqRef, "workload", wl, "penalty", penalty)
-}
-
-// Upstream's original: (*Scheduler).updateEntryPenalty in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) dropEntryPenalty(log logr.Logger, e *entry) {
-	lq, wl, lqRef := penaltyKeys(e)
-	removed := s.queues.AfsUsageLedger.SubPenalty(lq, wl)
-	log.V(3).Info("Entry penalty subtracted from localQueue", "localQueue", lqRef, "workload", wl, "penalty", removed)
 }
 
 // allCoveredResources is every resource named by the resource groups.
 // Upstream's original: allCoveredResources in sigs.k8s.io/kueue/pkg/scheduler.
-func allCoveredResources(groups []schdcache.ResourceGroup) sets.Set[corev1.ResourceName] {
-	out := sets.New[corev1.ResourceName]()
-	for _, g := range groups {
-		out.Insert(g.CoveredResources.UnsortedList()...)
+func allCoveredResources(resourceGroups []schdcache.ResourceGroup) sets.Set[corev1.ResourceName] {
+	covered := sets.New[corev1.ResourceName]()
+	for _, rg := range resourceGroups {
+		covered = covered.Union(rg.CoveredResources)
 	}
-	return out
+	return covered
 }
 
 // filterByNames returns a copy of list restricted to the names in keep.
 // Upstream's original: filterByNames in sigs.k8s.io/kueue/pkg/scheduler.
-func filterByNames(list corev1.ResourceList, keep sets.Set[corev1.ResourceName]) corev1.ResourceList {
-	out := make(corev1.ResourceList, len(list))
-	for name, q := range list {
-		if keep.Has(name) {
-			out[name] = q
+func filterByNames(requests corev1.ResourceList, allowed sets.Set[corev1.ResourceName]) corev1.ResourceList {
+	filtered := make(corev1.ResourceList, len(requests))
+	for name, qty := range requests {
+		if allowed.Has(name) {
+			filtered[name] = qty
 		}
 	}
-	return out
+	return filtered
 }

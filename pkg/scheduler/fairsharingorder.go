@@ -1,11 +1,13 @@
 package scheduler
 
 import (
-	"cmp"
+	"context"
 	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -15,168 +17,219 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// fairSharingOrder picks, one at a time, the head whose admission leaves its part of the
-// cohort tree with the lowest dominant resource share. Each pick is a knockout over the
-// tree of the cohort: every cohort forwards the best head among its children (child
-// cohorts' winners and its own ClusterQueues' heads), judged by the share the child would
-// have, as seen from that cohort, with the head admitted. Shares are computed again for
-// every pick, as they are only meaningful for the heads still waiting.
+// fairSharingIterator picks, one at a time, the head whose admission leaves its part of the
+// cohort tree with the lowest dominant resource share (see runTournament). Shares are computed
+// again for every pick, as they are only meaningful for the heads still waiting.
 //
-// Which tree is served first is not defined; within a tree the order is deterministic
-// up to full ties.
-type fairSharingOrder struct {
-	log      logr.Logger
-	ordering workload.Ordering
-	waiting  map[*schdcache.ClusterQueueSnapshot]*entry
-
-	// Per pick: share of each child of a cohort with the head's usage added, keyed by
-	// that cohort; and what each head asks for, for the non-borrowing preference.
-	shares    map[shareKey]schdcache.DRS
-	requested map[workload.Reference]resources.FlavorResourceQuantities
+// Which tree is served first is not defined; within a tree the order is deterministic up to
+// full ties.
+type fairSharingIterator struct {
+	cqToEntry     map[*schdcache.ClusterQueueSnapshot]*entry
+	entryComparer entryComparer
+	log           logr.Logger
 }
 
-type shareKey struct {
-	cohort kueue.CohortReference
-	wl     workload.Reference
-}
-
-// Upstream's original: makeFairSharingIterator and runTournament in sigs.k8s.io/kueue/pkg/scheduler.
-func newFairSharingOrder(log logr.Logger, entries []entry, ordering workload.Ordering) *fairSharingOrder {
-	o := &fairSharingOrder{
-		log:      log,
-		ordering: ordering,
-		waiting:  make(map[*schdcache.ClusterQueueSnapshot]*entry, len(entries)),
+// Upstream's original: makeFairSharingIterator in sigs.k8s.io/kueue/pkg/scheduler.
+func makeFairSharingIterator(ctx context.Context, entries []entry, workloadOrdering workload.Ordering) *fairSharingIterator {
+	log := ctrl.LoggerFrom(ctx)
+	f := fairSharingIterator{
+		cqToEntry: make(map[*schdcache.ClusterQueueSnapshot]*entry, len(entries)),
+		entryComparer: entryComparer{
+			log:              log,
+			workloadOrdering: workloadOrdering,
+		},
+		log: log,
 	}
 	for i := range entries {
-		o.waiting[entries[i].clusterQueueSnapshot] = &entries[i]
+		f.cqToEntry[entries[i].clusterQueueSnapshot] = &entries[i]
 	}
-	return o
+	return &f
 }
 
-func (o *fairSharingOrder) next() *entry {
-	var cq *schdcache.ClusterQueueSnapshot
-	for cq = range o.waiting {
-		break
-	}
-	if cq == nil {
-		return nil
-	}
+// Upstream's original: (*fairSharingIterator).hasNext in sigs.k8s.io/kueue/pkg/scheduler.
+func (f *fairSharingIterator) hasNext() bool {
+	return len(f.cqToEntry) > 0
+}
+
+// Upstream's original: (*fairSharingIterator).pop in sigs.k8s.io/kueue/pkg/scheduler.
+func (f *fairSharingIterator) pop() *entry {
+	cq := f.getCq()
 	if !cq.HasParent() {
-		e := o.waiting[cq]
-		delete(o.waiting, cq)
-		o.log.V(3).Info("Returning workload from ClusterQueue without Cohort", "clusterQueue", klog.KRef("", string(cq.GetName())), "workload", klog.KObj(e.Obj))
-		return e
+		entry := f.cqToEntry[cq]
+		f.log.V(3).Info("Returning workload from ClusterQueue without Cohort",
+			"clusterQueue", klog.KRef("", string(cq.GetName())),
+			"workload", klog.KObj(entry.Obj))
+		delete(f.cqToEntry, cq)
+		return entry
 	}
 	root := cq.Parent().Root()
-	log := o.log.WithValues("rootCohort", klog.KRef("", string(root.GetName())))
+	log := f.log.WithValues("rootCohort", klog.KRef("", string(root.GetName())))
 	log.V(5).Info("Computing DominantResourceShare for tournament")
-	o.measure(root)
+	f.entryComparer.computeDRS(root, f.cqToEntry)
 	log.V(3).Info("Running tournament to decide next workload to consider in scheduling cycle")
-	winner := o.bestUnder(root)
-	delete(o.waiting, winner.clusterQueueSnapshot)
+	entry := runTournament(root, f.entryComparer, f.cqToEntry)
 	log = log.WithValues(
-		"cohort", klog.KRef("", string(winner.clusterQueueSnapshot.Parent().GetName())),
-		"clusterQueue", klog.KRef("", string(winner.clusterQueueSnapshot.GetName())),
-		"winningWorkload", klog.KObj(winner.Obj))
+		"cohort", klog.KRef("", string(entry.clusterQueueSnapshot.Parent().GetName())),
+		"clusterQueue", klog.KRef("", string(entry.clusterQueueSnapshot.GetName())),
+		"winningWorkload", klog.KObj(entry.Obj))
 	log.V(3).Info("Determined tournament winner")
-	o.logShares(log)
-	return winner
+	f.entryComparer.logDrsValuesWhenVerbose(log)
+	delete(f.cqToEntry, entry.clusterQueueSnapshot)
+	return entry
 }
 
-// measure records, for every waiting head under root, the share its ClusterQueue and each
-// ancestor cohort would have with the head admitted, keyed by the cohort they are
-// compared in.
-func (o *fairSharingOrder) measure(root *schdcache.CohortSnapshot) {
-	o.shares = make(map[shareKey]schdcache.DRS)
-	o.requested = nil
-	if features.Enabled(features.FairSharingPrioritizeNonBorrowing) {
-		o.requested = make(map[workload.Reference]resources.FlavorResourceQuantities)
+// getCq returns any ClusterQueue that still has a head waiting; map order decides which.
+// Upstream's original: (*fairSharingIterator).getCq in sigs.k8s.io/kueue/pkg/scheduler.
+func (f *fairSharingIterator) getCq() *schdcache.ClusterQueueSnapshot {
+	for cq := range f.cqToEntry {
+		return cq
 	}
-	for _, cq := range root.SubtreeClusterQueues() {
-		e, ok := o.waiting[cq]
-		if !ok {
-			continue
-		}
-		u := e.assignmentUsage(o.log.WithValues("workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(cq.Name))))
-		key := workload.Key(e.Obj)
-		if o.requested != nil {
-			o.requested[key] = u.Quota
-		}
-		undo := cq.SimulateUsageAddition(u)
-		share := cq.DominantResourceShare()
-		for cohort := range cq.PathParentToRoot() {
-			o.shares[shareKey{cohort: cohort.GetName(), wl: key}] = share
-			share = cohort.DominantResourceShare()
-		}
-		undo()
-	}
+	return nil
 }
 
-// bestUnder returns the winner among the heads under cohort, or nil when none is left.
-// Child cohorts' winners come before the cohort's own ClusterQueues' heads, and the first
-// of equals wins.
-func (o *fairSharingOrder) bestUnder(cohort *schdcache.CohortSnapshot) *entry {
-	var best *entry
-	consider := func(e *entry) {
-		if e != nil && (best == nil || o.before(e, best, cohort.GetName())) {
-			best = e
+// runTournament returns the winner among the heads under cohort, or nil when none is left: every
+// cohort forwards the best head among its children (child cohorts' winners first, then its own
+// ClusterQueues' heads), judged by the share the child would have, seen from that cohort, with
+// the head admitted. The first of equals wins.
+// Upstream's original: runTournament in sigs.k8s.io/kueue/pkg/scheduler.
+func runTournament(cohort *schdcache.CohortSnapshot, ec entryComparer, cqToEntry map[*schdcache.ClusterQueueSnapshot]*entry) *entry {
+	candidates := make([]*entry, 0, cohort.ChildCount())
+	for _, childCohort := range cohort.ChildCohorts() {
+		if candidate := runTournament(childCohort, ec, cqToEntry); candidate != nil {
+			candidates = append(candidates, candidate)
 		}
 	}
-	for _, child := range cohort.ChildCohorts() {
-		consider(o.bestUnder(child))
+	for _, childCq := range cohort.ChildCQs() {
+		if candidate, ok := cqToEntry[childCq]; ok {
+			candidates = append(candidates, candidate)
+		}
 	}
-	for _, cq := range cohort.ChildCQs() {
-		consider(o.waiting[cq])
+	if len(candidates) == 0 {
+		return nil
+	}
+	best := candidates[0]
+	for _, current := range candidates[1:] {
+		if ec.less(current, best, cohort.GetName()) {
+			best = current
+		}
 	}
 	return best
 }
 
-// before reports whether a wins over b in cohort:
+// drsKey is a head's workload, as seen from one cohort above it.
+type drsKey struct {
+	parentCohort kueue.CohortReference
+	workloadKey  workload.Reference
+}
+
+// entryComparer holds, per pick, the share of each child of a cohort with its head's usage
+// added, and what each head asks for (for the non-borrowing preference).
+type entryComparer struct {
+	log              logr.Logger
+	drsValues        map[drsKey]schdcache.DRS
+	requestedFRs     map[workload.Reference]resources.FlavorResourceQuantities
+	workloadOrdering workload.Ordering
+}
+
+// less reports whether a wins over b in parentCohort:
 //  1. an active preemptor first (PrioritizePreemptorWorkloads);
 //  2. a head whose side of the cohort does not borrow the flavors it asks for
 //     (FairSharingPrioritizeNonBorrowing);
 //  3. the lower share with the head admitted;
 //  4. the higher effective priority (PrioritySortingWithinCohort);
 //  5. the earlier queue-order timestamp.
-func (o *fairSharingOrder) before(a, b *entry, cohort kueue.CohortReference) bool {
-	if features.Enabled(features.PrioritizePreemptorWorkloads) && a.IsPreemptor != b.IsPreemptor {
-		return a.IsPreemptor
-	}
-	ka, kb := workload.Key(a.Obj), workload.Key(b.Obj)
-	sa := o.shares[shareKey{cohort: cohort, wl: ka}]
-	sb := o.shares[shareKey{cohort: cohort, wl: kb}]
-	if features.Enabled(features.FairSharingPrioritizeNonBorrowing) {
-		if ba, bb := sa.IsBorrowingOn(o.requested[ka]), sb.IsBorrowingOn(o.requested[kb]); ba != bb {
-			return !ba
+//
+// Upstream's original: (*entryComparer).less in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entryComparer) less(a, b *entry, parentCohort kueue.CohortReference) bool {
+	if features.Enabled(features.PrioritizePreemptorWorkloads) {
+		if a.IsPreemptor != b.IsPreemptor {
+			return a.IsPreemptor
 		}
 	}
-	if c := schdcache.CompareDRS(sa, sb); c != 0 {
-		return c < 0
+	aDrs := e.drsValues[drsKey{parentCohort: parentCohort, workloadKey: workload.Key(a.Obj)}]
+	bDrs := e.drsValues[drsKey{parentCohort: parentCohort, workloadKey: workload.Key(b.Obj)}]
+	if features.Enabled(features.FairSharingPrioritizeNonBorrowing) {
+		aBorrowing := aDrs.IsBorrowingOn(e.requestedFRs[workload.Key(a.Obj)])
+		bBorrowing := bDrs.IsBorrowingOn(e.requestedFRs[workload.Key(b.Obj)])
+		if aBorrowing != bBorrowing {
+			return !aBorrowing
+		}
+	}
+	if cmp := schdcache.CompareDRS(aDrs, bDrs); cmp != 0 {
+		return cmp == -1
 	}
 	if features.Enabled(features.PrioritySortingWithinCohort) {
-		if pa, pb := priority.EffectivePriority(o.log, a.Obj), priority.EffectivePriority(o.log, b.Obj); pa != pb {
-			return pa > pb
+		p1 := priority.EffectivePriority(e.log, a.Obj)
+		p2 := priority.EffectivePriority(e.log, b.Obj)
+		if p1 != p2 {
+			return p1 > p2
 		}
 	}
-	return compareTime(o.ordering, a, b) < 0
+	aComparisonTimestamp := e.workloadOrdering.GetQueueOrderTimestamp(a.Obj)
+	bComparisonTimestamp := e.workloadOrdering.GetQueueOrderTimestamp(b.Obj)
+	return aComparisonTimestamp.Before(bComparisonTimestamp)
 }
 
-func (o *fairSharingOrder) logShares(log logr.Logger) {
-	v := log.V(4)
-	if !v.Enabled() {
-		return
+// computeDRS records, for every waiting head under rootCohort, the share its ClusterQueue and
+// each ancestor cohort would have with the head admitted, keyed by the cohort they are compared in.
+// Upstream's original: (*entryComparer).computeDRS in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entryComparer) computeDRS(rootCohort *schdcache.CohortSnapshot, cqToEntry map[*schdcache.ClusterQueueSnapshot]*entry) {
+	e.drsValues = make(map[drsKey]schdcache.DRS)
+	if features.Enabled(features.FairSharingPrioritizeNonBorrowing) {
+		e.requestedFRs = make(map[workload.Reference]resources.FlavorResourceQuantities)
 	}
-	type shareLog struct {
-		ParentCohort string `json:"parentCohort"`
-		Workload     string `json:"workload"`
-		DRS          string `json:"drs"`
+	for _, cq := range rootCohort.SubtreeClusterQueues() {
+		entry, ok := cqToEntry[cq]
+		if !ok {
+			continue
+		}
+		log := e.log.WithValues(
+			"workload", klog.KObj(entry.Obj),
+			"clusterQueue", klog.KRef("", string(cq.Name)),
+		)
+		usage := entry.assignmentUsage(log)
+		revert := cq.SimulateUsageAddition(usage)
+		wlKey := workload.Key(entry.Obj)
+		if e.requestedFRs != nil {
+			e.requestedFRs[wlKey] = usage.Quota
+		}
+		dominantResourceShare := cq.DominantResourceShare()
+		for ancestor := range cq.PathParentToRoot() {
+			e.drsValues[drsKey{parentCohort: ancestor.GetName(), workloadKey: wlKey}] = dominantResourceShare
+			dominantResourceShare = ancestor.DominantResourceShare()
+		}
+		revert()
 	}
-	out := make([]shareLog, 0, len(o.shares))
-	for k, d := range o.shares {
-		out = append(out, shareLog{ParentCohort: string(k.cohort), Workload: string(k.wl), DRS: d.PreciseWeightedShareSerialized()})
+}
+
+// drsLogEntry is one share, as logged.
+type drsLogEntry struct {
+	ParentCohort string `json:"parentCohort"`
+	Workload     string `json:"workload"`
+	DRS          string `json:"drs"`
+}
+
+// Upstream's original: (*entryComparer).logDrsValuesWhenVerbose in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entryComparer) logDrsValuesWhenVerbose(log logr.Logger) {
+	if logV := log.V(4); logV.Enabled() {
+		entries := make([]drsLogEntry, 0, len(e.drsValues))
+		for k, v := range e.drsValues {
+			drs := v.PreciseWeightedShareSerialized()
+			entries = append(entries, drsLogEntry{
+				ParentCohort: string(k.parentCohort),
+				Workload:     string(k.workloadKey),
+				DRS:          drs,
+			})
+		}
+		slices.SortFunc(entries, func(a, b drsLogEntry) int {
+			if c := strings.Compare(a.ParentCohort, b.ParentCohort); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Workload, b.Workload)
+		})
+		logV.Info(
+			"DominantResourceShare values used during tournament",
+			"drsValues", entries,
+		)
 	}
-	slices.SortFunc(out, func(a, b shareLog) int {
-		return cmp.Or(cmp.Compare(a.ParentCohort, b.ParentCohort), cmp.Compare(a.Workload, b.Workload))
-	})
-	v.Info("DominantResourceShare values used during tournament", "drsValues", out)
 }

@@ -1,10 +1,12 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -98,10 +100,10 @@ func TestFairSharingOrder(t *testing.T) {
 				}}}
 				entries = append(entries, e)
 			}
-			order := newFairSharingOrder(w.log, entries, workload.Ordering{})
+			it := makeFairSharingIterator(ctrl.LoggerInto(context.Background(), w.log), entries, workload.Ordering{})
 			var got []string
-			for e := order.next(); e != nil; e = order.next() {
-				got = append(got, e.Obj.Name)
+			for it.hasNext() {
+				got = append(got, it.pop().Obj.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)

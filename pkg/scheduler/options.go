@@ -50,15 +50,17 @@ func defaultOptions() options {
 // a PodsReady timeout.
 // Upstream's original: WithPodsReadyRequeuingTimestamp in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPodsReadyRequeuingTimestamp(ts configapi.RequeuingTimestamp) Option {
-	return func(s *options) { s.podsReadyRequeuingTimestamp = ts }
+	return func(o *options) {
+		o.podsReadyRequeuingTimestamp = ts
+	}
 }
 
 // WithFairSharing turns fair sharing on; nil leaves the previous value in place.
 // Upstream's original: WithFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithFairSharing(fs *configapi.FairSharing) Option {
-	return func(s *options) {
+	return func(o *options) {
 		if fs != nil {
-			s.fairSharing = fs
+			o.fairSharing = fs
 		}
 	}
 }
@@ -66,21 +68,25 @@ func WithFairSharing(fs *configapi.FairSharing) Option {
 // WithAdmissionFairSharing sets the admission fair sharing configuration.
 // Upstream's original: WithAdmissionFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
 func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
-	return func(s *options) { s.admissionFairSharing = afs }
+	return func(o *options) {
+		o.admissionFairSharing = afs
+	}
 }
 
 // WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
 // Upstream's original: WithClock in sigs.k8s.io/kueue/pkg/scheduler.
 func WithClock(_ testing.TB, c clock.Clock) Option {
-	return WithTimeSource(c)
+	return func(o *options) {
+		o.clock = c
+	}
 }
 
 // WithTimeSource sets the clock of the loop, its preemptor and its wake-ups: the manager's
 // injected clock, or the simulator's. Upstream has it only for tests (WithClock).
 func WithTimeSource(c clock.Clock) Option {
-	return func(s *options) {
+	return func(o *options) {
 		if c != nil {
-			s.clock = c
+			o.clock = c
 		}
 	}
 }
@@ -89,22 +95,26 @@ func WithTimeSource(c clock.Clock) Option {
 // it chooses (after a drain hold or a refused preemption), and the queue manager's batch period,
 // which such a retry waits for. Without it, a parked workload waits for the next cluster event.
 func WithQueueWaker(wake func(context.Context, kueue.ClusterQueueReference), requeueBatchPeriod time.Duration) Option {
-	return func(s *options) {
-		s.wakeQueue = wake
-		s.requeueBatchPeriod = requeueBatchPeriod
+	return func(o *options) {
+		o.wakeQueue = wake
+		o.requeueBatchPeriod = requeueBatchPeriod
 	}
 }
 
 // WithRoleTracker sets the tracker whose role is added to logs and metrics.
 // Upstream's original: WithRoleTracker in sigs.k8s.io/kueue/pkg/scheduler.
 func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
-	return func(s *options) { s.roleTracker = tracker }
+	return func(o *options) {
+		o.roleTracker = tracker
+	}
 }
 
 // WithPreemptionExpectations sets the store of in-flight preemptions.
 // Upstream's original: WithPreemptionExpectations in sigs.k8s.io/kueue/pkg/scheduler.
 func WithPreemptionExpectations(store *expectations.Store) Option {
-	return func(s *options) { s.preemptionExpectations = store }
+	return func(o *options) {
+		o.preemptionExpectations = store
+	}
 }
 
 // WithAPIReader gives the scheduler a reader that goes to the API server, not to the informer
@@ -113,34 +123,42 @@ func WithPreemptionExpectations(store *expectations.Store) Option {
 // was written is then kept, instead of being written a second time with a new start. Upstream's
 // scheduler has no such option.
 func WithAPIReader(r client.Reader) Option {
-	return func(s *options) { s.apiReader = r }
+	return func(o *options) {
+		o.apiReader = r
+	}
 }
 
 // WithCustomLabels sets the custom metric labels.
 // Upstream's original: WithCustomLabels in sigs.k8s.io/kueue/pkg/scheduler.
 func WithCustomLabels(cl *metrics.CustomLabels) Option {
-	return func(s *options) { s.customLabels = cl }
+	return func(o *options) {
+		o.customLabels = cl
+	}
 }
 
 // WithQuotaCheckStrategy sets how requests for resources a ClusterQueue does not declare
 // are treated.
 // Upstream's original: WithQuotaCheckStrategy in sigs.k8s.io/kueue/pkg/scheduler.
 func WithQuotaCheckStrategy(qcs configapi.QuotaCheckStrategy) Option {
-	return func(s *options) { s.quotaCheckStrategy = qcs }
+	return func(o *options) {
+		o.quotaCheckStrategy = qcs
+	}
 }
 
 // WithResourceFormatter sets the formatter for quantities in messages.
 // Upstream's original: WithResourceFormatter in sigs.k8s.io/kueue/pkg/scheduler.
 func WithResourceFormatter(formatter *resources.ResourceFormatter) Option {
-	return func(s *options) { s.resourceFormatter = formatter }
+	return func(o *options) {
+		o.resourceFormatter = formatter
+	}
 }
 
 // WithPreemptor chooses the preemptor. The factory is called once, from New, with the
 // resolved options. nil keeps the default, NewUpstreamPreemptor.
 func WithPreemptor(factory PreemptorFactory) Option {
-	return func(s *options) {
+	return func(o *options) {
 		if factory != nil {
-			s.newPreemptor = factory
+			o.newPreemptor = factory
 		}
 	}
 }

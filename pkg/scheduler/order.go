@@ -9,31 +9,44 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"sigs.k8s.io/kueue/pkg/features"
-	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
-// orderEntries returns a function that yields the entries in the order they are processed,
-// then nil. With fair sharing the order is decided per pick (see fairSharingOrder);
-// otherwise entries are sorted once, in place.
-// Upstream's original: makeIterator in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) orderEntries(ctx context.Context, entries []entry) func() *entry {
-	if s.fairSharingEnabled() {
-		return newFairSharingOrder(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering).next
-	}
-	sortClassical(ctrl.LoggerFrom(ctx), entries, s.workloadOrdering)
-	i := 0
-	return func() *entry {
-		if i == len(entries) {
-			return nil
-		}
-		i++
-		return &entries[i-1]
-	}
+// entryIterator yields a cycle's entries in the order they are processed.
+type entryIterator interface {
+	pop() *entry
+	hasNext() bool
 }
 
-// sortClassical orders heads from different ClusterQueues of a cycle by:
+// makeIterator orders by fair sharing's tournament when it is on, else sorts once, in place, so
+// that the requeue pass sees the same order.
+// Upstream's original: makeIterator in sigs.k8s.io/kueue/pkg/scheduler.
+func makeIterator(ctx context.Context, entries []entry, workloadOrdering workload.Ordering, enableFairSharing bool) entryIterator {
+	if enableFairSharing {
+		return makeFairSharingIterator(ctx, entries, workloadOrdering)
+	}
+	return makeClassicalIterator(ctrl.LoggerFrom(ctx), entries, workloadOrdering)
+}
+
+// classicalIterator hands out entries already sorted by makeClassicalIterator.
+type classicalIterator struct {
+	entries []entry
+}
+
+// Upstream's original: (*classicalIterator).hasNext in sigs.k8s.io/kueue/pkg/scheduler.
+func (co *classicalIterator) hasNext() bool {
+	return len(co.entries) > 0
+}
+
+// Upstream's original: (*classicalIterator).pop in sigs.k8s.io/kueue/pkg/scheduler.
+func (co *classicalIterator) pop() *entry {
+	head := &co.entries[0]
+	co.entries = co.entries[1:]
+	return head
+}
+
+// makeClassicalIterator orders heads from different ClusterQueues of a cycle by:
 //  1. quota already reserved (a second pass) first;
 //  2. active preemptors first (PrioritizePreemptorWorkloads);
 //  3. lower borrowing height first, so nominal quota is served before borrowing;
@@ -41,43 +54,48 @@ func (s *Scheduler) orderEntries(ctx context.Context, entries []entry) func() *e
 //  5. earlier queue-order timestamp first.
 //
 // Upstream's original: makeClassicalIterator in sigs.k8s.io/kueue/pkg/scheduler.
-func sortClassical(log logr.Logger, entries []entry, ordering workload.Ordering) {
+func makeClassicalIterator(log logr.Logger, entries []entry, workloadOrdering workload.Ordering) *classicalIterator {
 	slices.SortFunc(entries, func(a, b entry) int {
-		return classicalCompare(log, &a, &b, ordering)
-	})
-}
-
-func classicalCompare(log logr.Logger, a, b *entry, ordering workload.Ordering) int {
-	if c := cmputil.CompareBool(workload.HasQuotaReservation(a.Obj), workload.HasQuotaReservation(b.Obj)); c != 0 {
-		return c
-	}
-	if features.Enabled(features.PrioritizePreemptorWorkloads) {
-		if c := cmputil.CompareBool(a.IsPreemptor, b.IsPreemptor); c != 0 {
-			return c
+		aHasQuota := workload.HasQuotaReservation(a.Obj)
+		bHasQuota := workload.HasQuotaReservation(b.Obj)
+		if aHasQuota != bHasQuota {
+			if aHasQuota {
+				return -1
+			}
+			return 1
 		}
-	}
-	if c := cmp.Compare(a.assignment.Borrows(), b.assignment.Borrows()); c != 0 {
-		return c
-	}
-	if features.Enabled(features.PrioritySortingWithinCohort) {
-		// Reversed: the higher priority comes first.
-		if c := cmp.Compare(priority.EffectivePriority(log, b.Obj), priority.EffectivePriority(log, a.Obj)); c != 0 {
-			return c
+		if features.Enabled(features.PrioritizePreemptorWorkloads) {
+			if a.IsPreemptor != b.IsPreemptor {
+				if a.IsPreemptor {
+					return -1
+				}
+				return 1
+			}
 		}
-	}
-	return compareTime(ordering, a, b)
-}
-
-// compareTime compares queue-order timestamps; equal times compare equal.
-func compareTime(ordering workload.Ordering, a, b *entry) int {
-	ta := ordering.GetQueueOrderTimestamp(a.Obj)
-	tb := ordering.GetQueueOrderTimestamp(b.Obj)
-	switch {
-	case ta.Before(tb):
-		return -1
-	case tb.Before(ta):
-		return 1
-	default:
+		aBorrows := a.assignment.Borrows()
+		bBorrows := b.assignment.Borrows()
+		if aBorrows != bBorrows {
+			return cmp.Compare(aBorrows, bBorrows)
+		}
+		if features.Enabled(features.PrioritySortingWithinCohort) {
+			p1 := priority.EffectivePriority(log, a.Obj)
+			p2 := priority.EffectivePriority(log, b.Obj)
+			if p1 != p2 {
+				// Reversed: the higher priority comes first.
+				return cmp.Compare(p2, p1)
+			}
+		}
+		aComparisonTimestamp := workloadOrdering.GetQueueOrderTimestamp(a.Obj)
+		bComparisonTimestamp := workloadOrdering.GetQueueOrderTimestamp(b.Obj)
+		if aComparisonTimestamp.Before(bComparisonTimestamp) {
+			return -1
+		}
+		if bComparisonTimestamp.Before(aComparisonTimestamp) {
+			return 1
+		}
 		return 0
+	})
+	return &classicalIterator{
+		entries: entries,
 	}
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,11 +123,10 @@ func TestSortClassical(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			features.SetFeatureGatesDuringTest(t, tc.gates)
-			s := &Scheduler{workloadOrdering: tc.ordering}
-			next := s.orderEntries(context.Background(), tc.entries)
+			it := makeIterator(context.Background(), tc.entries, tc.ordering, false)
 			var got []string
-			for e := next(); e != nil; e = next() {
-				got = append(got, e.Obj.Name)
+			for it.hasNext() {
+				got = append(got, it.pop().Obj.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("order (-want +got):\n%s", diff)
@@ -138,8 +139,8 @@ func TestSortClassical(t *testing.T) {
 	}
 }
 
-// classicalCompare must be antisymmetric, or the sort is undefined.
-func TestClassicalCompareAntisymmetric(t *testing.T) {
+// The classical order must not depend on the order the heads come in, or it is undefined.
+func TestClassicalOrderIndependentOfInput(t *testing.T) {
 	features.SetFeatureGateDuringTest(t, features.PrioritizePreemptorWorkloads, true)
 	var entries []entry
 	for i, p := range []int32{1, 5, 5, 9} {
@@ -150,13 +151,19 @@ func TestClassicalCompareAntisymmetric(t *testing.T) {
 			}
 		}
 	}
-	for i := range entries {
-		for j := range entries {
-			ab := classicalCompare(logr.Discard(), &entries[i], &entries[j], workload.Ordering{})
-			ba := classicalCompare(logr.Discard(), &entries[j], &entries[i], workload.Ordering{})
-			if ab != -ba {
-				t.Fatalf("compare(%d,%d)=%d but compare(%d,%d)=%d", i, j, ab, j, i, ba)
-			}
+	keys := func(in []entry) []string {
+		it := makeClassicalIterator(logr.Discard(), in, workload.Ordering{})
+		var out []string
+		for it.hasNext() {
+			e := it.pop()
+			out = append(out, fmt.Sprintf("preemptor=%v borrowing=%d priority=%d created=%s", e.IsPreemptor, e.assignment.Borrowing, *e.Obj.Spec.Priority, e.Obj.CreationTimestamp.UTC()))
 		}
+		return out
+	}
+	forward := keys(slices.Clone(entries))
+	reversed := slices.Clone(entries)
+	slices.Reverse(reversed)
+	if diff := cmp.Diff(forward, keys(reversed)); diff != "" {
+		t.Errorf("order of reversed input (-forward +reversed):\n%s", diff)
 	}
 }

@@ -193,9 +193,9 @@ func (s *Scheduler) scheduleHeads(ctx context.Context, nextHeads func(context.Co
 		skipped:   make(map[kueue.ClusterQueueReference]int),
 		waited:    waitedForTurn,
 	}
-	next := s.orderEntries(ctx, candidates)
-	for e := next(); e != nil; e = next() {
-		s.processEntry(ctx, e, &c)
+	iterator := makeIterator(ctx, candidates, s.workloadOrdering, fairsharing.Enabled(s.fairSharing))
+	for iterator.hasNext() {
+		s.processEntry(ctx, iterator.pop(), &c)
 	}
 
 	outcome := metrics.AdmissionResultInadmissible
