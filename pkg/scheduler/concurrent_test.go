@@ -94,7 +94,7 @@ func TestAdmittedSibling(t *testing.T) {
 				}
 				return wl.Obj.Name
 			}
-			got := []string{nameOf(s.findAdmittedSibling(info, snap, moreFavorable)), nameOf(s.findAdmittedSibling(info, snap, lessFavorable))}
+			got := []string{nameOf(s.findAdmittedMoreFavorableSibling(info, snap)), nameOf(s.findAdmittedLessFavorableSibling(info, snap))}
 			if diff := cmp.Diff([]string{tc.want, tc.wantLess}, got); diff != "" {
 				t.Errorf("siblings [more, less favorable] (-want +got):\n%s", diff)
 			}
@@ -145,7 +145,7 @@ func TestMigrationAllowed(t *testing.T) {
 			s, _ := w.scheduler()
 			e := &entry{}
 			e.Info = workload.Info{Obj: tc.self, ClusterQueue: "cq"}
-			got := s.isMigrationAllowed(w.log, w.snapshot().ClusterQueue("cq"), e)
+			got := s.isMigrationAllowed(w.snapshot().ClusterQueue("cq"), e, w.log)
 			if got != tc.want || e.inadmissibleMsg != tc.wantMessage {
 				t.Errorf("allowed=%t message=%q, want %t %q", got, e.inadmissibleMsg, tc.want, tc.wantMessage)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -55,15 +56,32 @@ type entry struct {
 	holdQuota bool
 }
 
+// Upstream's original: (*entry).markEvicted in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markEvicted() {
+	e.status = evicted
+}
+
+// Upstream's original: (*entry).markNominated in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markNominated() {
+	e.status = nominated
+}
+
+// Upstream's original: (*entry).markAssumed in sigs.k8s.io/kueue/pkg/scheduler.
+func (e *entry) markAssumed() {
+	e.status = assumed
+}
+
 // recordAssignment records a computed assignment and its scan progress, from which a requeued
 // head resumes. The progress is held apart from the entry because entries move when sorted.
 // Upstream's original: (*entry).recordAssignment in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) recordAssignment(a flavorassigner.Assignment, targets []*preemption.Target) {
 	e.assignment = a
 	e.preemptionTargets = targets
-	e.inadmissibleMsg = a.Message()
-	progress := a.LastState
-	e.LastAssignment = &progress
+	e.inadmissibleMsg = e.assignment.Message()
+	e.LastAssignment = &e.assignment.LastState
+	// timeshare: upstream's pointer into e.assignment would follow the slot, not the entry, once
+	// the iterator sorts the entries; a copy stays with the workload.
+	e.LastAssignment = ptr.To(e.assignment.LastState)
 }
 
 // markSkipped marks a head that lost to another one this cycle. The flavor scan progress is kept
@@ -91,14 +109,13 @@ func (e *entry) markPreemptionGated(msg string) {
 // markPreemptionOutcome records what IssuePreemptions did. Victims change the picture, so the
 // flavor scan starts over next time.
 // Upstream's original: (*entry).markPreemptionOutcome in sigs.k8s.io/kueue/pkg/scheduler.
-func (e *entry) markPreemptionOutcome(preempted, failed int) {
+func (e *entry) markPreemptionOutcome(preempted, errors int) {
 	e.LastAssignment = nil
-	switch {
-	case preempted != 0:
+	if preempted != 0 {
 		e.inadmissibleMsg += fmt.Sprintf(". Pending the preemption of %d workload(s)", preempted)
 		e.requeueReason = qcache.RequeueReasonPendingPreemption
-	case failed > 0:
-		e.inadmissibleMsg += fmt.Sprintf(". Preempting %d workload(s) failed, will retry.", failed)
+	} else if errors > 0 {
+		e.inadmissibleMsg += fmt.Sprintf(". Preempting %d workload(s) failed, will retry.", errors)
 		e.requeueReason = qcache.RequeueReasonPreemptionFailed
 	}
 }
@@ -112,45 +129,45 @@ func (e *entry) assignmentUsage(log logr.Logger) workload.Usage {
 // netUsage adds what is new: a head that already holds quota (second pass) brings only its
 // topology usage.
 // Upstream's original: netUsage in sigs.k8s.io/kueue/pkg/scheduler.
-func netUsage(log logr.Logger, e *entry, quota resources.FlavorResourceQuantities) workload.Usage {
-	var u workload.Usage
+func netUsage(log logr.Logger, e *entry, netQuota resources.FlavorResourceQuantities) workload.Usage {
+	result := workload.Usage{}
 	if features.Enabled(features.TopologyAwareScheduling) {
-		u.TAS = e.assignment.ComputeTASNetUsage(log, e.clusterQueueSnapshot, &e.Info, e.Obj.Status.Admission)
+		result.TAS = e.assignment.ComputeTASNetUsage(log, e.clusterQueueSnapshot, &e.Info, e.Obj.Status.Admission)
 	}
 	if !workload.HasQuotaReservation(e.Obj) {
-		u.Quota = quota
+		result.Quota = netQuota
 	}
-	return u
+	return result
 }
 
 // readResourceToFlavorMapping maps each pod set's resources to the flavors of the current assignment.
 // Upstream's original: (*entry).readResourceToFlavorMapping in sigs.k8s.io/kueue/pkg/scheduler.
 func (e *entry) readResourceToFlavorMapping() workload.PodSetResourcesToFlavors {
-	out := make(workload.PodSetResourcesToFlavors, len(e.assignment.PodSets))
+	flavors := make(workload.PodSetResourcesToFlavors, len(e.assignment.PodSets))
 	for _, ps := range e.assignment.PodSets {
-		m := make(workload.ResourceToFlavor, len(ps.Flavors))
-		for res, fa := range ps.Flavors {
-			m[res] = fa.Name
+		flavors[ps.Name] = make(workload.ResourceToFlavor)
+		for resName, flavor := range ps.Flavors {
+			flavors[ps.Name][resName] = flavor.Name
 		}
-		out[ps.Name] = m
 	}
-	return out
+	return flavors
 }
 
 // Upstream's original: logAdmissionAttemptIfVerbose in sigs.k8s.io/kueue/pkg/scheduler.
 func logAdmissionAttemptIfVerbose(log logr.Logger, e *entry) {
-	v := log.V(3)
-	if !v.Enabled() {
+	logV := log.V(3)
+	if !logV.Enabled() {
 		return
 	}
-	kv := []any{
+	args := []any{
 		"workload", klog.KObj(e.Obj),
 		"clusterQueue", klog.KRef("", string(e.ClusterQueue)),
 		"status", e.status,
 		"reason", e.inadmissibleMsg,
 	}
 	if log.V(4).Enabled() {
-		kv = append(kv, "nominatedAssignment", e.assignment, "preempted", logging.GetObjectReferences(e.preemptionTargets))
+		args = append(args, "nominatedAssignment", e.assignment)
+		args = append(args, "preempted", logging.GetObjectReferences(e.preemptionTargets))
 	}
-	v.Info("Workload evaluated for admission", kv...)
+	logV.Info("Workload evaluated for admission", args...)
 }

@@ -76,48 +76,6 @@ func TestEntryTransitions(t *testing.T) {
 	}
 }
 
-func TestRequeueDecisions(t *testing.T) {
-	cases := map[string]struct {
-		status         entryStatus
-		reason         qcache.RequeueReason
-		wantReason     qcache.RequeueReason
-		wantConditions bool
-	}{
-		"never nominated keeps the generic reason": {
-			status: notNominated, wantReason: qcache.RequeueReasonGeneric, wantConditions: true,
-		},
-		"never nominated keeps its reason": {
-			status: notNominated, reason: qcache.RequeueReasonNoFit, wantReason: qcache.RequeueReasonNoFit, wantConditions: true,
-		},
-		"skipped failed after nomination": {
-			status: skipped, wantReason: qcache.RequeueReasonFailedAfterNomination, wantConditions: true,
-		},
-		"gated keeps its reason": {
-			status: preemptionGated, reason: qcache.RequeueReasonPreemptionGated, wantReason: qcache.RequeueReasonPreemptionGated, wantConditions: true,
-		},
-		"nominated but not assumed": {
-			status: nominated, wantReason: qcache.RequeueReasonFailedAfterNomination,
-		},
-		"assumed, admission write failed": {
-			status: assumed, wantReason: qcache.RequeueReasonFailedAfterNomination,
-		},
-		"evicted": {
-			status: evicted, wantReason: qcache.RequeueReasonFailedAfterNomination,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			e := &entry{status: tc.status, requeueReason: tc.reason}
-			if got := requeueReasonFor(e); got != tc.wantReason {
-				t.Errorf("requeue reason %q, want %q", got, tc.wantReason)
-			}
-			if got := writesCondition(tc.status); got != tc.wantConditions {
-				t.Errorf("writes condition %t, want %t", got, tc.wantConditions)
-			}
-		})
-	}
-}
-
 func TestScanProgressStale(t *testing.T) {
 	last := &workload.AssignmentClusterQueueState{ClusterQueueGeneration: 5, SchedulingCycle: 10, SchedulingHash: "42"}
 	cases := map[string]struct {

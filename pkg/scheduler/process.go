@@ -49,7 +49,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 
 	isVariant := features.Enabled(features.ConcurrentAdmission) && concurrentadmission.IsVariant(e.Obj)
 	if isVariant {
-		if better := s.findAdmittedSibling(&e.Info, c.snapshot, moreFavorable); better != nil {
+		if better := s.findAdmittedMoreFavorableSibling(&e.Info, c.snapshot); better != nil {
 			log.V(3).Info("Skipping workload as a more favorable variant is already admitted", "moreFavorableVariant", klog.KObj(better.Obj))
 			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
 			e.markSkipped(msgBetterVariantAdmitted)
@@ -163,8 +163,8 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 	}
 
 	if isVariant {
-		if worse := s.findAdmittedSibling(&e.Info, c.snapshot, lessFavorable); worse != nil {
-			if !s.isMigrationAllowed(log, cq, e) {
+		if worse := s.findAdmittedLessFavorableSibling(&e.Info, c.snapshot); worse != nil {
+			if !s.isMigrationAllowed(cq, e, log) {
 				e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
 				return
 			}
@@ -174,7 +174,7 @@ func (s *Scheduler) processEntry(ctx context.Context, e *entry, c *cycleState) {
 		}
 	}
 
-	e.status = nominated
+	e.markNominated()
 	if err := s.admit(ctx, e, cq, oldSlice); err != nil {
 		e.inadmissibleMsg = fmt.Sprintf("Failed to admit workload: %v", err)
 	}
@@ -294,5 +294,5 @@ func (s *Scheduler) handleFailedTASReplacement(ctx context.Context, log logr.Log
 		log.V(2).Error(err, "Failed to evict workload")
 		return
 	}
-	e.status = evicted
+	e.markEvicted()
 }

@@ -14,16 +14,6 @@ import (
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 )
 
-// requeueReasonFor is the reason the queue manager gets. A head that got past nomination
-// and failed without a more specific reason failed after nomination, which the queue uses
-// to decide whether it may come back right away.
-func requeueReasonFor(e *entry) qcache.RequeueReason {
-	if e.status != notNominated && e.requeueReason == qcache.RequeueReasonGeneric {
-		return qcache.RequeueReasonFailedAfterNomination
-	}
-	return e.requeueReason
-}
-
 // withoutEquivalenceParking swaps a reason that parks equivalent workloads for a generic one
 // when the preemptor's refusals depend on the workload.
 func (s *Scheduler) withoutEquivalenceParking(reason qcache.RequeueReason, cq kueue.ClusterQueueReference) qcache.RequeueReason {
@@ -36,53 +26,45 @@ func (s *Scheduler) withoutEquivalenceParking(reason qcache.RequeueReason, cq ku
 	return reason
 }
 
-// writesCondition reports whether a head requeued with this status gets its QuotaReserved
-// condition (and a warning event) updated. Nominated and assumed heads are handled by the
-// admission path.
-func writesCondition(status entryStatus) bool {
-	return status == notNominated || status == skipped || status == preemptionGated
-}
-
 // requeueAndUpdate gives an unadmitted head back to its queue (or to the second-pass queue)
 // and tells the user why it waits.
 // Upstream's original: (*Scheduler).requeueAndUpdate in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	log := ctrl.LoggerFrom(ctx)
-	e.requeueReason = s.withoutEquivalenceParking(requeueReasonFor(&e), e.ClusterQueue)
-	wlRef := klog.KObj(e.Obj)
-	cqRef := klog.KRef("", string(e.ClusterQueue))
-	lqRef := klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName))
-
+	if e.status != notNominated && e.requeueReason == qcache.RequeueReasonGeneric {
+		// The queue decides from this whether the workload may come back at once.
+		e.requeueReason = qcache.RequeueReasonFailedAfterNomination
+	}
+	// timeshare: the preemptor's refusals may depend on the workload, not only on its equivalence class.
+	e.requeueReason = s.withoutEquivalenceParking(e.requeueReason, e.ClusterQueue)
 	if s.queues.QueueSecondPassIfNeeded(ctx, e.Obj, e.SecondPassIteration) {
-		log.V(2).Info("Workload re-queued for second pass", "workload", wlRef, "clusterQueue", cqRef, "queue", lqRef, "requeueReason", e.requeueReason, "status", e.status)
+		log.V(2).
+			Info("Workload re-queued for second pass", "workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)), "queue", klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName)), "requeueReason", e.requeueReason, "status", e.status)
 		s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, "SecondPassFailed", "SecondPassFailed", api.TruncateEventMessage(e.inadmissibleMsg))
 		return
 	}
-
 	added := s.queues.RequeueWorkload(ctx, &e.Info, e.requeueReason, qcache.QuotaReservedReason(e.quotaReservedReason))
-	log.V(2).Info("Workload re-queued", "workload", wlRef, "clusterQueue", cqRef, "queue", lqRef, "requeueReason", e.requeueReason, "added", added, "status", e.status)
-	if !writesCondition(e.status) {
-		return
-	}
-	if e.skipStatusUpdate {
-		log.V(3).Info("Skipping Workload status update", "workload", wlRef, "reason", e.inadmissibleMsg)
-		return
-	}
-	reason := workload.UnadmittedWorkloadReasonWithFallback(e.quotaReservedReason, "Pending")
-	wl := e.Obj.DeepCopy()
-	now := s.clock.Now
-	err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.clock, func(wl *kueue.Workload) (bool, error) {
-		changed := workload.UnsetQuotaReservationWithCondition(wl, reason, e.inadmissibleMsg, now())
-		if workload.PropagateResourceRequests(wl, &e.Info, s.resourceFormatter) {
-			changed = true
+	log.V(2).
+		Info("Workload re-queued", "workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)), "queue", klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName)), "requeueReason", e.requeueReason, "added", added, "status", e.status)
+	if e.status == notNominated || e.status == skipped || e.status == preemptionGated {
+		if e.skipStatusUpdate {
+			log.V(3).Info("Skipping Workload status update", "workload", klog.KObj(e.Obj), "reason", e.inadmissibleMsg)
+			return
 		}
-		if e.status == preemptionGated {
-			changed = workload.SetBlockedOnPreemptionGatesCondition(wl, now(), kueue.PreemptionGated, e.inadmissibleMsg)
+		wl := e.Obj.DeepCopy()
+		condReason := workload.UnadmittedWorkloadReasonWithFallback(e.quotaReservedReason, "Pending")
+		if err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.clock, func(wl *kueue.Workload) (bool, error) {
+			updated := workload.UnsetQuotaReservationWithCondition(wl, condReason, e.inadmissibleMsg, s.clock.Now())
+			if workload.PropagateResourceRequests(wl, &e.Info, s.resourceFormatter) {
+				updated = true
+			}
+			if e.status == preemptionGated {
+				updated = workload.SetBlockedOnPreemptionGatesCondition(wl, s.clock.Now(), kueue.PreemptionGated, e.inadmissibleMsg)
+			}
+			return updated, nil
+		}, workloadpatching.WithLooseOnApply(), workloadpatching.WithRetryOnConflict()); err != nil {
+			log.Error(err, "Could not update Workload status")
 		}
-		return changed, nil
-	}, workloadpatching.WithLooseOnApply(), workloadpatching.WithRetryOnConflict())
-	if err != nil {
-		log.Error(err, "Could not update Workload status")
+		s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, condReason, condReason, api.TruncateEventMessage(e.inadmissibleMsg))
 	}
-	s.recorder.Eventf(e.Obj, nil, corev1.EventTypeWarning, reason, reason, api.TruncateEventMessage(e.inadmissibleMsg))
 }

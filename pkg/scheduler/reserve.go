@@ -21,23 +21,21 @@ func resourcesToReserve(log logr.Logger, e *entry, cq *schdcache.ClusterQueueSna
 // assignment borrows (everything when there is no limit), up to nominal quota when not.
 // Upstream's original: quotaResourcesToReserve in sigs.k8s.io/kueue/pkg/scheduler.
 func quotaResourcesToReserve(e *entry, cq *schdcache.ClusterQueueSnapshot) resources.FlavorResourceQuantities {
-	requested := e.assignment.Usage.Quota
 	if e.assignment.RepresentativeMode() != flavorassigner.Preempt {
-		return requested
+		return e.assignment.Usage.Quota
 	}
-	borrows := e.assignment.Borrowing > 0
-	held := make(resources.FlavorResourceQuantities, len(requested))
-	for fr, want := range requested {
-		quota := cq.QuotaFor(fr)
-		used := cq.ResourceNode.Usage[fr]
-		switch {
-		case borrows && quota.BorrowingLimit == nil:
-			held[fr] = want
-		case borrows:
-			held[fr] = resources.MinAmount(want, quota.Nominal.Add(*quota.BorrowingLimit).Sub(used))
-		default:
-			held[fr] = resources.MaxAmount(resources.NewAmount(0), resources.MinAmount(want, quota.Nominal.Sub(used)))
+	reservedUsage := make(resources.FlavorResourceQuantities)
+	for fr, usage := range e.assignment.Usage.Quota {
+		cqQuota := cq.QuotaFor(fr)
+		if e.assignment.Borrowing > 0 {
+			if cqQuota.BorrowingLimit == nil {
+				reservedUsage[fr] = usage
+			} else {
+				reservedUsage[fr] = resources.MinAmount(usage, cqQuota.Nominal.Add(*cqQuota.BorrowingLimit).Sub(cq.ResourceNode.Usage[fr]))
+			}
+		} else {
+			reservedUsage[fr] = resources.MaxAmount(resources.NewAmount(0), resources.MinAmount(usage, cqQuota.Nominal.Sub(cq.ResourceNode.Usage[fr])))
 		}
 	}
-	return held
+	return reservedUsage
 }
