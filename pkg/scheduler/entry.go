@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
-	"sigs.k8s.io/kueue/pkg/util/logging"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
 
@@ -151,23 +149,4 @@ func (e *entry) readResourceToFlavorMapping() workload.PodSetResourcesToFlavors 
 		}
 	}
 	return flavors
-}
-
-// Upstream's original: logAdmissionAttemptIfVerbose in sigs.k8s.io/kueue/pkg/scheduler.
-func logAdmissionAttemptIfVerbose(log logr.Logger, e *entry) {
-	logV := log.V(3)
-	if !logV.Enabled() {
-		return
-	}
-	args := []any{
-		"workload", klog.KObj(e.Obj),
-		"clusterQueue", klog.KRef("", string(e.ClusterQueue)),
-		"status", e.status,
-		"reason", e.inadmissibleMsg,
-	}
-	if log.V(4).Enabled() {
-		args = append(args, "nominatedAssignment", e.assignment)
-		args = append(args, "preempted", logging.GetObjectReferences(e.preemptionTargets))
-	}
-	logV.Info("Workload evaluated for admission", args...)
 }

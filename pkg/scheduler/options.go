@@ -37,13 +37,11 @@ type options struct {
 	requeueBatchPeriod          time.Duration
 }
 
-func defaultOptions() options {
-	return options{
-		podsReadyRequeuingTimestamp: configapi.EvictionTimestamp,
-		clock:                       clock.RealClock{},
-		newPreemptor:                NewUpstreamPreemptor,
-		wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
-	}
+var defaultOptions = options{
+	podsReadyRequeuingTimestamp: configapi.EvictionTimestamp,
+	clock:                       clock.RealClock{},
+	newPreemptor:                NewUpstreamPreemptor,
+	wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
 }
 
 // WithPodsReadyRequeuingTimestamp picks the timestamp that orders workloads requeued after

@@ -138,7 +138,7 @@ func TestSchedulingCycle(t *testing.T) {
 				"low":  alreadyRunning,
 				"high": {QuotaReserved: metav1.ConditionFalse, Reason: kueue.WorkloadAdmissionGated, Queue: "inadmissible", Blocked: true},
 			},
-			wantMessage: map[string]string{"high": msgPreemptionGated},
+			wantMessage: map[string]string{"high": "Workload requires preemption, but it's gated"},
 			wantSignal:  wait.SlowDown,
 		},
 		"a closed preemption gate is ignored without the gates that use it": {
@@ -184,7 +184,7 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       competingResult("a3", "b2"),
 			wantSignal: wait.KeepGoing,
 			wantMessage: map[string]string{
-				"b2": msgNoLongerFits,
+				"b2": "Workload no longer fits after processing another workload",
 			},
 		},
 		"fair sharing: the ClusterQueue borrowing less wins": {
@@ -193,7 +193,7 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       competingResult("b2", "a3"),
 			wantSignal: wait.KeepGoing,
 			wantMessage: map[string]string{
-				"a3": msgNoLongerFits,
+				"a3": "Workload no longer fits after processing another workload",
 			},
 		},
 		// A head that needs preemption and has no victims holds the quota it waits for,
@@ -203,7 +203,7 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       heldResult(false),
 			wantSignal: wait.SlowDown,
 			wantMessage: map[string]string{
-				"borrower": msgNoLongerFits,
+				"borrower": "Workload no longer fits after processing another workload",
 			},
 		},
 		"no victims, but reclaim is always possible: nothing is held": {
@@ -226,7 +226,7 @@ func TestSchedulingCycle(t *testing.T) {
 			want:       heldWhileBlocked(),
 			wantSignal: wait.SlowDown,
 			wantMessage: map[string]string{
-				"borrower": msgNoLongerFits,
+				"borrower": "Workload no longer fits after processing another workload",
 			},
 		},
 		// Both heads reclaim from c-cq and pick the same victim, c2.
@@ -240,7 +240,7 @@ func TestSchedulingCycle(t *testing.T) {
 			},
 			wantMessage: map[string]string{
 				"a-new": "Pending the preemption of 1 workload(s)",
-				"b-new": msgOverlappingTargets,
+				"b-new": "Workload has overlapping preemption targets with another workload",
 			},
 			wantSignal: wait.SlowDown,
 		},
