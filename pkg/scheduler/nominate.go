@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/workload"
 	"sigs.k8s.io/kueue/pkg/workloadslicing"
 )
@@ -23,87 +25,80 @@ import (
 // be considered at all come back in rejected, with the reason already set; heads the
 // cache already accounts for (and that need no second pass) are dropped.
 // Upstream's original: (*Scheduler).nominate in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot) (candidates, rejected []entry) {
+func (s *Scheduler) nominate(ctx context.Context, heads []qcache.Head, snap *schdcache.Snapshot) ([]entry, []entry) {
 	log := ctrl.LoggerFrom(ctx)
-	candidates = make([]entry, 0, len(heads))
+	entries := make([]entry, 0, len(heads))
+	var inadmissibleEntries []entry
 	for _, h := range heads {
 		log := log.WithValues("workload", klog.KObj(h.Obj), "clusterQueue", klog.KRef("", string(h.ClusterQueue)))
-		e := entry{Head: h, clusterQueueSnapshot: snap.ClusterQueue(h.ClusterQueue)}
+		e := entry{Head: h}
+		e.clusterQueueSnapshot = snap.ClusterQueue(h.ClusterQueue)
 		if !workload.NeedsSecondPass(h.Obj) && s.cache.IsAdded(h.Info) {
 			log.Info("Workload skipped from admission because it's already accounted in cache, and it does not need second pass", "workload", klog.KObj(h.Obj))
 			continue
-		}
-		if s.screen(ctx, log, &e, snap) {
-			a, targets := s.getAssignments(ctx, &e.Info, snap)
-			e.recordAssignment(a, targets)
-			candidates = append(candidates, e)
+		} else if workload.HasRetryChecks(h.Obj) || workload.HasRejectedChecks(h.Obj) {
+			e.inadmissibleMsg = "The workload has failed admission checks"
+			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
+		} else if snap.InactiveClusterQueueSets.Has(h.ClusterQueue) {
+			e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s is inactive", h.ClusterQueue)
+			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonSuspended
+		} else if e.clusterQueueSnapshot == nil {
+			e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s not found", h.ClusterQueue)
+			e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
+		} else if err := workload.ValidateAdmissibility(ctx, s.client, &h.Info, e.clusterQueueSnapshot.NamespaceSelector); err != nil {
+			e.inadmissibleMsg = err.Error()
+			if errors.Is(err, workload.ErrInternal) {
+				log.Error(err, "Failed to validate workload admissibility")
+				e.skipStatusUpdate = true
+			} else {
+				e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
+				if errors.Is(err, workload.ErrNamespaceMismatch) {
+					e.requeueReason = qcache.RequeueReasonNamespaceMismatch
+				}
+			}
+		} else {
+			assignment, targets := s.getAssignments(ctx, &e.Info, snap)
+			e.recordAssignment(assignment, targets)
+			entries = append(entries, e)
 			continue
 		}
-		rejected = append(rejected, e)
+		inadmissibleEntries = append(inadmissibleEntries, e)
 	}
-	return candidates, rejected
-}
-
-// screen runs the checks that do not depend on quota. It reports whether the head may go on
-// to flavor assignment, and otherwise fills in why not.
-func (s *Scheduler) screen(ctx context.Context, log klog.Logger, e *entry, snap *schdcache.Snapshot) bool {
-	switch {
-	case workload.HasRetryChecks(e.Obj) || workload.HasRejectedChecks(e.Obj):
-		e.inadmissibleMsg = "The workload has failed admission checks"
-		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonPendingEvaluation
-		return false
-	case snap.InactiveClusterQueueSets.Has(e.ClusterQueue):
-		e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s is inactive", e.ClusterQueue)
-		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonSuspended
-		return false
-	case e.clusterQueueSnapshot == nil:
-		e.inadmissibleMsg = fmt.Sprintf("ClusterQueue %s not found", e.ClusterQueue)
-		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
-		return false
-	}
-	err := workload.ValidateAdmissibility(ctx, s.client, &e.Info, e.clusterQueueSnapshot.NamespaceSelector)
-	if err == nil {
-		return true
-	}
-	e.inadmissibleMsg = err.Error()
-	if errors.Is(err, workload.ErrInternal) {
-		// A failed lookup says nothing about the workload: leave its condition alone.
-		log.Error(err, "Failed to validate workload admissibility")
-		e.skipStatusUpdate = true
-		return false
-	}
-	e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonMisconfigured
-	if errors.Is(err, workload.ErrNamespaceMismatch) {
-		e.requeueReason = qcache.RequeueReasonNamespaceMismatch
-	}
-	return false
+	return entries, inadmissibleEntries
 }
 
 // getAssignments chooses flavors for wl and, when it needs preemption, the victims.
 // Upstream's original: (*Scheduler).getAssignments in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
 	cq := snap.ClusterQueue(wl.ClusterQueue)
-	// Decided once per workload and cycle, not inside the assigner, which runs again for
-	// every reduced count under partial admission.
-	if last := wl.LastAssignment; last != nil && lastAssignmentOutdated(last, cq.AllocatableResourceGeneration, s.schedulingCycle, wl.SchedulingHash) {
-		ctrl.LoggerFrom(ctx).V(6).Info("Clearing Workload's last assignment because it was outdated",
+
+	if wl.LastAssignment != nil && lastAssignmentOutdated(wl.LastAssignment, cq.AllocatableResourceGeneration, s.schedulingCycle, wl.SchedulingHash) {
+		log.FromContext(ctx).V(6).Info("Clearing Workload's last assignment because it was outdated",
 			"cq.AllocatableResourceGeneration", cq.AllocatableResourceGeneration,
-			"wl.LastAssignment.ClusterQueueGeneration", last.ClusterQueueGeneration)
+			"wl.LastAssignment.ClusterQueueGeneration", wl.LastAssignment.ClusterQueueGeneration)
 		wl.LastAssignment = nil
 	}
+	// timeshare: a resumed flavor scan that finds nothing usable may be run again from the first flavor.
 	resumed := wl.LastAssignment != nil && wl.LastAssignment.PendingFlavors()
-	a, targets := s.getInitialAssignments(ctx, wl, snap, cq)
-	if resumed && !usable(a, targets) && s.retriedEveryCycle(ctx, cq.Name) {
-		// The scan resumed past flavors this head lost only to other heads, and the rest give it
-		// nothing. Those flavors are still its best: scan them all, as the next cycle would. Else
-		// the outcome, and the pending message written with it, alternates every cycle while
-		// another head keeps taking the first flavor (a head holding quota it waits for).
-		ctrl.LoggerFrom(ctx).V(3).Info("Resumed flavor scan found no usable flavor; scanning from the first", "workload", klog.KObj(wl.Obj))
-		wl.LastAssignment = nil
-		a, targets = s.getInitialAssignments(ctx, wl, snap, cq)
+	assignment, targets := s.getInitialAssignments(ctx, wl, snap)
+	// timeshare: (see rescanIfResumedScanFailed)
+	assignment, targets = s.rescanIfResumedScanFailed(ctx, wl, snap, resumed, assignment, targets)
+	updateAssignmentForTAS(ctx, snap, cq, wl, &assignment, targets)
+	return assignment, targets
+}
+
+// rescanIfResumedScanFailed scans all flavors again when the scan resumed past flavors this head
+// lost only to other heads and the rest give it nothing. Those flavors are still its best: scan
+// them all, as the next cycle would. Else the outcome, and the pending message written with it,
+// alternates every cycle while another head keeps taking the first flavor (a head holding quota
+// it waits for).
+func (s *Scheduler) rescanIfResumedScanFailed(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, resumed bool, a flavorassigner.Assignment, targets []*preemption.Target) (flavorassigner.Assignment, []*preemption.Target) {
+	if !resumed || usable(a, targets) || !s.retriedEveryCycle(ctx, wl.ClusterQueue) {
+		return a, targets
 	}
-	updateAssignmentForTAS(ctx, snap, cq, wl, &a, targets)
-	return a, targets
+	ctrl.LoggerFrom(ctx).V(3).Info("Resumed flavor scan found no usable flavor; scanning from the first", "workload", klog.KObj(wl.Obj))
+	wl.LastAssignment = nil
+	return s.getInitialAssignments(ctx, wl, snap)
 }
 
 // retriedEveryCycle reports whether the queue of the ClusterQueue gives a head back for the next
@@ -133,19 +128,18 @@ func usable(a flavorassigner.Assignment, targets []*preemption.Target) bool {
 // lastAssignmentOutdated reports whether a recorded flavor scan no longer applies, so that the
 // scan has to start from the first flavor.
 // Upstream's original: lastAssignmentOutdated in sigs.k8s.io/kueue/pkg/scheduler.
-func lastAssignmentOutdated(last *workload.AssignmentClusterQueueState, cqGeneration, cycle int64, hash workload.EquivalenceHash) bool {
+func lastAssignmentOutdated(last *workload.AssignmentClusterQueueState, currentCQGeneration, currentSchedulingCycle int64, currentSchedulingHash workload.EquivalenceHash) bool {
 	if features.Enabled(features.FlavorFungibilityPreserveScanProgress) {
-		// A changed shape invalidates the recorded flavor indices whatever their age.
-		if !last.MatchesSchedulingShape(hash) {
+
+		if !last.MatchesSchedulingShape(currentSchedulingHash) {
 			return true
 		}
-		// Progress from this or the previous cycle survives ClusterQueue generation bumps,
-		// which on a busy cohort happen every cycle.
-		if cycle-last.SchedulingCycle <= 1 {
+
+		if currentSchedulingCycle-last.SchedulingCycle <= 1 {
 			return false
 		}
 	}
-	return cqGeneration > last.ClusterQueueGeneration
+	return currentCQGeneration > last.ClusterQueueGeneration
 }
 
 // partialAssignment is one candidate of the partial admission search.
@@ -157,66 +151,94 @@ type partialAssignment struct {
 // getInitialAssignments tries the full pod counts first, then, if the workload allows it, smaller
 // counts. An elastic workload's replaced slice is always among the targets.
 // Upstream's original: (*Scheduler).getInitialAssignments in sigs.k8s.io/kueue/pkg/scheduler.
-func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot) (flavorassigner.Assignment, []*preemption.Target) {
-	sliceTargets, replacedSlice := workloadslicing.ReplacedWorkloadSlice(wl, snap)
-	assigner := flavorassigner.New(wl, cq, snap.ResourceFlavors, s.fairSharingEnabled(),
-		s.preemptor.Oracle(snap), replacedSlice, s.quotaCheckStrategy, s.resourceFormatter, s.schedulingCycle)
+func (s *Scheduler) getInitialAssignments(ctx context.Context, wl *workload.Info, snap *schdcache.Snapshot) (flavorassigner.Assignment, []*preemption.Target) {
+	cq := snap.ClusterQueue(wl.ClusterQueue)
 
-	// try returns the assignment for counts (nil: full counts) when it fits or has victims.
-	try := func(counts []int32) (partialAssignment, bool) {
-		a := assigner.Assign(ctx, counts)
-		switch a.RepresentativeMode() {
-		case flavorassigner.Fit:
-			return partialAssignment{assignment: a}, true
-		case flavorassigner.Preempt:
-			if targets := s.preemptor.GetTargets(ctx, *wl, a, snap); len(targets) > 0 {
-				return partialAssignment{assignment: a, preemptionTargets: targets}, true
-			}
+	preemptionTargets, replaceableWorkloadSlice := workloadslicing.ReplacedWorkloadSlice(wl, snap)
+	flvAssigner := flavorassigner.New(
+		wl, cq, snap.ResourceFlavors, fairsharing.Enabled(s.fairSharing),
+		// timeshare: the oracle is the preemptor's own.
+		s.preemptor.Oracle(snap), replaceableWorkloadSlice,
+		s.quotaCheckStrategy, s.resourceFormatter, s.schedulingCycle,
+	)
+	fullAssignment := flvAssigner.Assign(ctx, nil)
+
+	arm := fullAssignment.RepresentativeMode()
+	if arm == flavorassigner.Fit {
+		return fullAssignment, preemptionTargets
+	}
+
+	if arm == flavorassigner.Preempt {
+		faPreemptionTargets := s.preemptor.GetTargets(ctx, *wl, fullAssignment, snap)
+		if len(faPreemptionTargets) > 0 {
+			return fullAssignment, append(preemptionTargets, faPreemptionTargets...)
 		}
-		return partialAssignment{assignment: a}, false
 	}
 
-	full, ok := try(nil)
-	if ok {
-		return full.assignment, append(sliceTargets, full.preemptionTargets...)
-	}
 	if features.Enabled(features.PartialAdmission) && wl.CanBePartiallyAdmitted() {
-		search := flavorassigner.NewPodSetReducer(wl.Obj.Spec.PodSets, try)
-		if r, found := search.Search(); found {
-			return r.assignment, append(sliceTargets, r.preemptionTargets...)
+		reducer := flavorassigner.NewPodSetReducer(wl.Obj.Spec.PodSets, func(nextCounts []int32) (*partialAssignment, bool) {
+			assignment := flvAssigner.Assign(ctx, nextCounts)
+			mode := assignment.RepresentativeMode()
+			if mode == flavorassigner.Fit {
+				return &partialAssignment{assignment: assignment}, true
+			}
+
+			if mode == flavorassigner.Preempt {
+				preemptionTargets := s.preemptor.GetTargets(ctx, *wl, assignment, snap)
+				if len(preemptionTargets) > 0 {
+					return &partialAssignment{assignment: assignment, preemptionTargets: preemptionTargets}, true
+				}
+			}
+			return nil, false
+		})
+		if pa, found := reducer.Search(); found {
+			return pa.assignment, append(preemptionTargets, pa.preemptionTargets...)
 		}
 	}
-	return full.assignment, nil
+	return fullAssignment, nil
 }
 
 // updateAssignmentForTAS gives a TAS workload that must preempt a topology
 // assignment: on the snapshot without its victims, or, with no victims, on an empty
 // cluster, so that the capacity it waits for is held against lower-priority workloads.
 // Upstream's original: updateAssignmentForTAS in sigs.k8s.io/kueue/pkg/scheduler.
-func updateAssignmentForTAS(ctx context.Context, snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, wl *workload.Info, a *flavorassigner.Assignment, targets []*preemption.Target) {
-	if !features.Enabled(features.TopologyAwareScheduling) || a.RepresentativeMode() != flavorassigner.Preempt {
-		return
-	}
-	if !workload.IsExplicitlyRequestingTAS(wl.Obj.Spec.PodSets...) && !cq.IsTASOnly() {
-		return
-	}
-	if workload.HasTopologyAssignmentWithUnhealthyNode(wl.Obj) {
-		return
-	}
-	log := ctrl.LoggerFrom(ctx)
-	requests := a.WorkloadsTopologyRequests(log, wl, cq)
-	log = log.WithValues("workload", klog.KRef(wl.Obj.Namespace, wl.Obj.Name))
-	var result schdcache.TASAssignmentsResult
-	if len(targets) == 0 {
-		result = cq.FindTopologyAssignmentsForWorkload(ctx, requests, schdcache.WithSimulateEmpty(true), schdcache.WithWorkload(wl.Obj))
-	} else {
-		victims := make([]*workload.Info, 0, len(targets))
-		for _, t := range targets {
-			victims = append(victims, t.WorkloadInfo)
+func updateAssignmentForTAS(
+	ctx context.Context,
+	snapshot *schdcache.Snapshot,
+	cq *schdcache.ClusterQueueSnapshot,
+	wl *workload.Info,
+	assignment *flavorassigner.Assignment,
+	targets []*preemption.Target,
+) {
+	log := log.FromContext(ctx)
+
+	if features.Enabled(features.TopologyAwareScheduling) && assignment.RepresentativeMode() == flavorassigner.Preempt &&
+		(workload.IsExplicitlyRequestingTAS(wl.Obj.Spec.PodSets...) || cq.IsTASOnly()) && !workload.HasTopologyAssignmentWithUnhealthyNode(wl.Obj) {
+		tasRequests := assignment.WorkloadsTopologyRequests(log, wl, cq)
+		var tasResult schdcache.TASAssignmentsResult
+		log = log.WithValues("workload", klog.KRef(wl.Obj.Namespace, wl.Obj.Name))
+
+		if len(targets) > 0 {
+			var targetWorkloads []*workload.Info
+			for _, target := range targets {
+				targetWorkloads = append(targetWorkloads, target.WorkloadInfo)
+			}
+			revertUsage := snapshot.SimulateWorkloadUsageRemoval(targetWorkloads)
+			tasResult = cq.FindTopologyAssignmentsForWorkload(
+				ctx,
+				tasRequests,
+				schdcache.WithWorkload(wl.Obj),
+			)
+			revertUsage()
+		} else {
+
+			tasResult = cq.FindTopologyAssignmentsForWorkload(
+				ctx,
+				tasRequests,
+				schdcache.WithSimulateEmpty(true),
+				schdcache.WithWorkload(wl.Obj),
+			)
 		}
-		restore := snap.SimulateWorkloadUsageRemoval(victims)
-		result = cq.FindTopologyAssignmentsForWorkload(ctx, requests, schdcache.WithWorkload(wl.Obj))
-		restore()
+		assignment.UpdateForTASResult(log, cq, wl, tasResult)
 	}
-	a.UpdateForTASResult(log, cq, wl, result)
 }
