@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -44,41 +43,6 @@ var defaultOptions = options{
 	wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
 }
 
-// WithPodsReadyRequeuingTimestamp picks the timestamp that orders workloads requeued after
-// a PodsReady timeout.
-// Upstream's original: WithPodsReadyRequeuingTimestamp in sigs.k8s.io/kueue/pkg/scheduler.
-func WithPodsReadyRequeuingTimestamp(ts configapi.RequeuingTimestamp) Option {
-	return func(o *options) {
-		o.podsReadyRequeuingTimestamp = ts
-	}
-}
-
-// WithFairSharing turns fair sharing on; nil leaves the previous value in place.
-// Upstream's original: WithFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
-func WithFairSharing(fs *configapi.FairSharing) Option {
-	return func(o *options) {
-		if fs != nil {
-			o.fairSharing = fs
-		}
-	}
-}
-
-// WithAdmissionFairSharing sets the admission fair sharing configuration.
-// Upstream's original: WithAdmissionFairSharing in sigs.k8s.io/kueue/pkg/scheduler.
-func WithAdmissionFairSharing(afs *configapi.AdmissionFairSharing) Option {
-	return func(o *options) {
-		o.admissionFairSharing = afs
-	}
-}
-
-// WithClock replaces the clock; the testing.TB argument keeps it out of production wiring.
-// Upstream's original: WithClock in sigs.k8s.io/kueue/pkg/scheduler.
-func WithClock(_ testing.TB, c clock.Clock) Option {
-	return func(o *options) {
-		o.clock = c
-	}
-}
-
 // WithTimeSource sets the clock of the loop, its preemptor and its wake-ups: the manager's
 // injected clock, or the simulator's. Upstream has it only for tests (WithClock).
 func WithTimeSource(c clock.Clock) Option {
@@ -99,22 +63,6 @@ func WithQueueWaker(wake func(context.Context, kueue.ClusterQueueReference), req
 	}
 }
 
-// WithRoleTracker sets the tracker whose role is added to logs and metrics.
-// Upstream's original: WithRoleTracker in sigs.k8s.io/kueue/pkg/scheduler.
-func WithRoleTracker(tracker *roletracker.RoleTracker) Option {
-	return func(o *options) {
-		o.roleTracker = tracker
-	}
-}
-
-// WithPreemptionExpectations sets the store of in-flight preemptions.
-// Upstream's original: WithPreemptionExpectations in sigs.k8s.io/kueue/pkg/scheduler.
-func WithPreemptionExpectations(store *expectations.Store) Option {
-	return func(o *options) {
-		o.preemptionExpectations = store
-	}
-}
-
 // WithAPIReader gives the scheduler a reader that goes to the API server, not to the informer
 // cache. After a quota reservation's write fails in a way that does not say whether it happened
 // (a timeout, a 5xx, no answer), the scheduler reads the workload back with it: a reservation that
@@ -123,31 +71,6 @@ func WithPreemptionExpectations(store *expectations.Store) Option {
 func WithAPIReader(r client.Reader) Option {
 	return func(o *options) {
 		o.apiReader = r
-	}
-}
-
-// WithCustomLabels sets the custom metric labels.
-// Upstream's original: WithCustomLabels in sigs.k8s.io/kueue/pkg/scheduler.
-func WithCustomLabels(cl *metrics.CustomLabels) Option {
-	return func(o *options) {
-		o.customLabels = cl
-	}
-}
-
-// WithQuotaCheckStrategy sets how requests for resources a ClusterQueue does not declare
-// are treated.
-// Upstream's original: WithQuotaCheckStrategy in sigs.k8s.io/kueue/pkg/scheduler.
-func WithQuotaCheckStrategy(qcs configapi.QuotaCheckStrategy) Option {
-	return func(o *options) {
-		o.quotaCheckStrategy = qcs
-	}
-}
-
-// WithResourceFormatter sets the formatter for quantities in messages.
-// Upstream's original: WithResourceFormatter in sigs.k8s.io/kueue/pkg/scheduler.
-func WithResourceFormatter(formatter *resources.ResourceFormatter) Option {
-	return func(o *options) {
-		o.resourceFormatter = formatter
 	}
 }
 
