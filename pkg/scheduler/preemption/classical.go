@@ -66,11 +66,11 @@ func (p *Preemptor) classicalPreemptions(s *search) []*Target {
 			targets = append(targets, &Target{WorkloadInfo: c.Info, Reason: c.preemptionReason(), WorkloadCq: s.snapshot.ClusterQueue(c.Info.ClusterQueue)})
 			if s.workloadFits(borrow) {
 				targets = s.fillBackWorkloads(targets, func() bool { return s.workloadFits(borrow) })
-				s.restoreSnapshot(targets)
+				restoreSnapshot(s.snapshot, targets)
 				return targets
 			}
 		}
-		s.restoreSnapshot(targets)
+		restoreSnapshot(s.snapshot, targets)
 	}
 	return nil
 }

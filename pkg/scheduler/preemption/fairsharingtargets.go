@@ -3,11 +3,13 @@ package preemption
 import (
 	"math"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/features"
+	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/workload"
 
@@ -49,12 +51,12 @@ func (p *Preemptor) fairPreemptions(s *search) []*Target {
 	}
 	revert()
 	if !fits {
-		s.restoreSnapshot(targets)
+		restoreSnapshot(s.snapshot, targets)
 		return nil
 	}
 	keep := ownTurnsBeforeShareTargets(s.cq, targets, byShare)
 	targets = s.minimizeKeeping(targets, keep, func() bool { return s.workloadFits(true) })
-	s.restoreSnapshot(targets)
+	restoreSnapshot(s.snapshot, targets)
 	return targets
 }
 
@@ -158,8 +160,9 @@ func (p *Preemptor) runFirstFsStrategy(s *search, cands []*workload.Info, reason
 // fsStrategyUnsatisfiable: a preemptor with an infinite share (borrowing on a zero weight) loses to every
 // target whose share is finite, under either strategy, so the per-workload check can be skipped.
 // Upstream's original: fsStrategyUnsatisfiable in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func fsStrategyUnsatisfiable(preemptor fairsharing.PreemptorNewShare, target fairsharing.TargetOldShare) bool {
-	return math.IsInf(schdcache.DRS(preemptor).PreciseWeightedShare(), 1) && !math.IsInf(schdcache.DRS(target).PreciseWeightedShare(), 1)
+func fsStrategyUnsatisfiable(preemptorNewShare fairsharing.PreemptorNewShare, targetOldShare fairsharing.TargetOldShare) bool {
+	return math.IsInf(schdcache.DRS(preemptorNewShare).PreciseWeightedShare(), 1) &&
+		!math.IsInf(schdcache.DRS(targetOldShare).PreciseWeightedShare(), 1)
 }
 
 // runSecondFsStrategy retries the refused candidates with LessThanInitialShare, at most one per
@@ -195,7 +198,7 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 		return out
 	}
 	for _, other := range s.cq.Parent().Root().SubtreeClusterQueues() {
-		if other == s.cq || !s.cqIsBorrowing(other) {
+		if other == s.cq || !cqIsBorrowing(other, s.contested) {
 			continue
 		}
 		out = p.eligibleIn(s, other, keep, out)
@@ -204,11 +207,11 @@ func (p *Preemptor) fairCandidates(s *search) []*candidate {
 }
 
 // Upstream's original: cqIsBorrowing in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) cqIsBorrowing(cq *schdcache.ClusterQueueSnapshot) bool {
+func cqIsBorrowing(cq *schdcache.ClusterQueueSnapshot, frsNeedPreemption sets.Set[resources.FlavorResource]) bool {
 	if !cq.HasParent() {
 		return false
 	}
-	for fr := range s.contested {
+	for fr := range frsNeedPreemption {
 		if cq.Borrowing(fr) {
 			return true
 		}

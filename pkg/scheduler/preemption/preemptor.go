@@ -382,16 +382,16 @@ func (c *candidate) preemptionReason() string {
 
 // flavorResourcesNeedPreemption lists the flavor/resources the assignment gets only by preempting.
 // Upstream's original: flavorResourcesNeedPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func flavorResourcesNeedPreemption(a flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
-	out := sets.New[resources.FlavorResource]()
-	for _, ps := range a.PodSets {
-		for res, f := range ps.Flavors {
-			if f.Mode == flavorassigner.Preempt {
-				out.Insert(resources.FlavorResource{Flavor: f.Name, Resource: res})
+func flavorResourcesNeedPreemption(assignment flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
+	resPerFlavor := sets.New[resources.FlavorResource]()
+	for _, ps := range assignment.PodSets {
+		for res, flvAssignment := range ps.Flavors {
+			if flvAssignment.Mode == flavorassigner.Preempt {
+				resPerFlavor.Insert(resources.FlavorResource{Flavor: flvAssignment.Name, Resource: res})
 			}
 		}
 	}
-	return out
+	return resPerFlavor
 }
 
 // workloadFits reports whether the pending workload fits in the snapshot as it stands, optionally
@@ -416,9 +416,9 @@ func (s *search) remove(ts []*Target) {
 }
 
 // Upstream's original: restoreSnapshot in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) restoreSnapshot(ts []*Target) {
-	for _, t := range ts {
-		s.snapshot.AddWorkload(t.WorkloadInfo)
+func restoreSnapshot(snapshot *schdcache.Snapshot, targets []*Target) {
+	for _, t := range targets {
+		snapshot.AddWorkload(t.WorkloadInfo)
 	}
 }
 
