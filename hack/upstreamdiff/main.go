@@ -35,6 +35,9 @@ import (
 
 const marker = "Upstream's original:"
 
+// addition is how a comment line marks a statement of ours inside a mirror.
+const addition = "timeshare:"
+
 // conventionRE is one convention line, without the leading "//".
 var conventionRE = regexp.MustCompile(`^ Upstream's original: (.+?) in (\S+)\.$`)
 
@@ -118,6 +121,8 @@ type mirror struct {
 	upFiles   []string
 	missing   []original
 	diff      []diffLine
+	// marks counts the comment lines inside the body that mark an addition of ours.
+	marks int
 }
 
 // result is everything compare found.
@@ -235,7 +240,19 @@ func (r *result) scanFile(filename, rel, module string) error {
 				r.problems = append(r.problems, where+": "+err.Error())
 				continue
 			}
+			marks := 0
+			for _, body := range f.Comments {
+				if fd.Body == nil || body.Pos() < fd.Body.Lbrace || body.End() > fd.Body.Rbrace {
+					continue
+				}
+				for _, l := range body.List {
+					if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l.Text, "//")), addition) {
+						marks++
+					}
+				}
+			}
 			r.mirrors = append(r.mirrors, &mirror{
+				marks:     marks,
 				path:      rel,
 				line:      pos.Line,
 				name:      funcName(fd).String(),
@@ -437,7 +454,7 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 		}
 	}
 	type fileSum struct {
-		mirrors, identical, added, removed int
+		mirrors, identical, added, removed, marks int
 	}
 	sums := map[string]*fileSum{}
 	var files []string
@@ -452,6 +469,8 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 		}
 		s.mirrors++
 		total.mirrors++
+		s.marks += m.marks
+		total.marks += m.marks
 		if len(m.missing) > 0 {
 			ok = false
 			continue
@@ -467,12 +486,12 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 		}
 	}
 	slices.Sort(files)
-	fmt.Fprintf(w, "Mirrors of %s (lines: + ours only, - upstream's only):\n", moduleVersion)
+	fmt.Fprintf(w, "Mirrors of %s (lines: + ours only, - upstream's only; marked: additions marked %q):\n", moduleVersion, "// "+addition)
 	for _, f := range files {
 		s := sums[f]
-		fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%d\n", f, s.mirrors, s.identical, s.added, s.removed)
+		fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked\n", f, s.mirrors, s.identical, s.added, s.removed, s.marks)
 	}
-	fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%d\n", "total", total.mirrors, total.identical, total.added, total.removed)
+	fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked\n", "total", total.mirrors, total.identical, total.added, total.removed, total.marks)
 	for _, m := range r.mirrors {
 		for _, o := range m.missing {
 			fmt.Fprintf(w, "MISSING: %s:%d: %s names %s in %s, which %s does not have\n", m.path, m.line, m.name, o, m.pkg, moduleVersion)

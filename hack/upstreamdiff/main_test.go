@@ -40,6 +40,12 @@ func TestCompare(t *testing.T) {
 			},
 		},
 		{
+			dir:      "marked",
+			want:     []string{"F: +1 -0", "G: +0 -0"},
+			ok:       true,
+			contains: []string{"2 functions,   1 identical, +1    -0      1 marked"},
+		},
+		{
 			dir:  "renamedimport",
 			want: []string{"(*T).M: +0 -0"},
 			ok:   true,

@@ -375,6 +375,7 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 		log.V(2).Info("Scheduling cycle complete", "duration", s.clock.Since(cycleStartTime))
 	}()
 	// Blocks until some ClusterQueue has a head; none means the manager is stopping.
+	// timeshare: the queue manager's heads, or those Cycle hands in without blocking.
 	heads := s.nextHeads(ctx)
 	if len(heads) == 0 {
 		return wait.KeepGoing
@@ -393,7 +394,8 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	}
 	logSnapshotIfVerbose(log, snapshot)
 	log.V(2).Info("Snapshot taken", "duration", s.clock.Since(phaseStartTime))
-	// timeshare: the quota of draining victims stays held, and a head may give way to the workload whose turn it is.
+	// timeshare: the quota of draining victims stays held, and a head may give way to the
+	// workload whose turn it is.
 	heads = s.beforeNomination(ctx, heads, snapshot)
 	phaseStartTime = s.clock.Now()
 	entries, inadmissibleEntries := s.nominate(ctx, heads, snapshot)
@@ -419,7 +421,8 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 		logAdmissionAttemptIfVerbose(log, &e)
 		s.requeueAndUpdate(ctx, e)
 	}
-	// timeshare: workloads parked behind the one whose turn it was get another chance once it is admitted.
+	// timeshare: workloads parked behind the one whose turn it was get another chance once it
+	// is admitted.
 	s.retryAfterTurns(s.waitedForTurn, entries)
 	log.V(2).Info("Workload processing done", "duration", s.clock.Since(phaseStartTime))
 	s.reportSkippedPreemptions(skippedPreemptions)
@@ -580,7 +583,8 @@ func (s *Scheduler) handleFailedTASReplacement(ctx context.Context, log logr.Log
 // Upstream's original: (*Scheduler).reserveCapacityForUnreclaimablePreempt in sigs.k8s.io/kueue/pkg/scheduler.
 func (s *Scheduler) reserveCapacityForUnreclaimablePreempt(log logr.Logger, e *entry, cq *schdcache.ClusterQueueSnapshot) {
 	log.V(2).Info("Workload requires preemption, but there are no candidate workloads allowed for preemption", "preemption", cq.Preemption)
-	// timeshare: a head the preemptor says must hold the quota it waits for holds it in every cycle.
+	// timeshare: a head the preemptor says must hold the quota it waits for holds it in every
+	// cycle.
 	if s.holdQuotaWhileBlocked(log, e, cq) {
 		return
 	}
@@ -842,10 +846,10 @@ func (s *Scheduler) getAssignments(ctx context.Context, wl *workload.Info, snap 
 			"wl.LastAssignment.ClusterQueueGeneration", wl.LastAssignment.ClusterQueueGeneration)
 		wl.LastAssignment = nil
 	}
-	// timeshare: a resumed flavor scan that finds nothing usable may be run again from the first flavor.
+	// timeshare: whether the scan resumes, for rescanIfResumedScanFailed.
 	resumed := wl.LastAssignment != nil && wl.LastAssignment.PendingFlavors()
 	assignment, targets := s.getInitialAssignments(ctx, wl, snap)
-	// timeshare: (see rescanIfResumedScanFailed)
+	// timeshare: a resumed scan that found nothing usable may start again from the first flavor.
 	assignment, targets = s.rescanIfResumedScanFailed(ctx, wl, snap, resumed, assignment, targets)
 	updateAssignmentForTAS(ctx, snap, cq, wl, &assignment, targets)
 	return assignment, targets
@@ -1154,7 +1158,8 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 		// The queue decides from this whether the workload may come back at once.
 		e.requeueReason = qcache.RequeueReasonFailedAfterNomination
 	}
-	// timeshare: the preemptor's refusals may depend on the workload, not only on its equivalence class.
+	// timeshare: the preemptor's refusals may depend on the workload, not only on its
+	// equivalence class.
 	e.requeueReason = s.withoutEquivalenceParking(e.requeueReason, e.ClusterQueue)
 	if s.queues.QueueSecondPassIfNeeded(ctx, e.Obj, e.SecondPassIteration) {
 		log.V(2).
