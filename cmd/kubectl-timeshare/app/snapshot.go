@@ -351,7 +351,6 @@ func offset(t, start time.Time) time.Duration {
 	return min(t.Sub(start).Round(time.Second), 0)
 }
 
-
 func withPrefix(m map[string]string, prefix string) map[string]string {
 	var out map[string]string
 	for k, v := range m {

@@ -208,7 +208,7 @@ func TestBuildScenario(t *testing.T) {
 			},
 			opts: ScenarioOptions{For: 24 * time.Hour},
 			want: wantQueues(&simulator.Scenario{
-				Simulation:      simulator.Simulation{Until: dp(24 * time.Hour)},
+				Simulation: simulator.Simulation{Until: dp(24 * time.Hour)},
 				Objects: simulator.Objects{PriorityClasses: []*schedulingv1.PriorityClass{{TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
 					ObjectMeta: metav1.ObjectMeta{Name: "critical"}, Value: 1000}}},
 				// In creation order (then UID): holder and rotated were created together.
