@@ -292,7 +292,7 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	want := map[string]bool{}
 	defaults := utilfeature.DefaultMutableFeatureGate.GetAll()
 	ours := mode == ModeTimeshare || mode == ModeNoNotice
-	for _, g := range ourGates {
+	for _, g := range ourGates() {
 		on, set := sc.FeatureGates[g]
 		if !set {
 			on = defaults[featuregate.Feature(g)].Default

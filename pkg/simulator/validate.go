@@ -18,6 +18,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // DefaultNamespace is where LocalQueues and workloads live unless the scenario says otherwise.
@@ -29,13 +30,14 @@ var DefaultStart = time.Date(2026, time.January, 5, 9, 0, 0, 0, time.UTC)
 // DefaultSchedulingInterval is simulation.schedulingInterval's default.
 const DefaultSchedulingInterval = time.Second
 
-// ourGates are the feature gates a scenario may set.
-var ourGates = []string{
-	string(tsfeatures.TimeBasedSamePriorityPreemption),
-	string(tsfeatures.MinRuntimeProtection),
-	string(tsfeatures.PreemptionToleration),
-	string(tsfeatures.ExpectedRuntimeRequeue),
-	string(tsfeatures.PreemptionNotice),
+// ourGates are the feature gates of the victim policy's features (each named after its gate), in
+// their order of precedence: a scenario may set them.
+func ourGates() []string {
+	var out []string
+	for _, f := range policy.Precedence() {
+		out = append(out, string(f))
+	}
+	return out
 }
 
 // WorkloadSpec is one workload of a scenario, with copies expanded and its queue resolved.
@@ -118,7 +120,7 @@ func (v *validator) nonNegative(path string, d *Duration) {
 // ScenarioGates are the feature gates a scenario may set: ours, and Kueue's whose default the
 // manager changes.
 func ScenarioGates() []string {
-	return append(slices.Clone(ourGates), sortedKeys(tsfeatures.KueueDefaults)...)
+	return append(ourGates(), sortedKeys(tsfeatures.KueueDefaults)...)
 }
 
 // objects checks what the API server does not: that every object a ClusterQueue, Cohort or
