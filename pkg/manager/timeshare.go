@@ -80,12 +80,7 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 func (m *Manager) setupTimeshare() error {
 	log := m.log.WithName("timeshare")
 	ts := m.timeshareCfg
-	m.settings = queuesettings.NewStore(
-		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
-		policy.ResolveMethod(ts.ReclaimResolveMethod))
-	if ts.DefaultNoticePeriod != nil {
-		m.settings.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
-	}
+	m.settings = NewSettingsStore(&ts)
 	wake := func(ctx context.Context, cq kueue.ClusterQueueReference) {
 		queuesettings.Wake(ctx, m.GetClient(), m.Queues, cq, log)
 	}

@@ -73,19 +73,19 @@ func (b *booster) reconcile(now time.Duration) time.Duration {
 }
 
 // boosterWindow is the booster's time-sharing interval: the scenario's largest minAdmitDuration.
-func boosterWindow(sc *Scenario) time.Duration {
+func boosterWindow(o *Objects) time.Duration {
 	var window time.Duration
-	for _, cq := range sc.ClusterQueues {
-		if pr := cq.Preemption; pr != nil && pr.WithinClusterQueueConfig != nil && pr.WithinClusterQueueConfig.MinAdmitDuration != nil {
-			window = max(window, pr.WithinClusterQueueConfig.MinAdmitDuration.Duration)
-		}
+	for _, u := range o.ClusterQueues {
+		raw, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "withinClusterQueueConfig", "minAdmitDuration")
+		d, _ := time.ParseDuration(raw)
+		window = max(window, d)
 	}
 	return window
 }
 
 // boosterObjects adapts ClusterQueues to the booster: it lowers priorities, so pending workloads
 // must be allowed to preempt lower ones (LowerPriority), and minAdmitDuration has no meaning.
-func boosterObjects(o *Objects) *Objects {
+func boosterObjects(o *Objects) {
 	for _, u := range o.ClusterQueues {
 		within, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "withinClusterQueue")
 		if within == string(kueue.PreemptionPolicyLowerOrNewerEqualPriority) {
@@ -93,5 +93,4 @@ func boosterObjects(o *Objects) *Objects {
 		}
 		unstructured.RemoveNestedField(u.Object, "spec", "preemption", "withinClusterQueueConfig")
 	}
-	return o
 }

@@ -89,7 +89,7 @@ func TestExamplesInManifestForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, err := s.EncodeManifests()
+			data, err := s.Encode()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestParseRejectsBadManifests(t *testing.T) {
 		},
 		"a reference the scenario checks names the manifest": {
 			replace: [2]string{"    - name: f\n      resources:", "    - name: g\n      resources:"},
-			want:    []string{`s.yaml:6: ClusterQueue cq: quota[0].flavor: flavor "g" is not declared under flavors`},
+			want:    []string{"s.yaml:15: ClusterQueue cq: spec.resourceGroups[0].flavors[0].name: ResourceFlavor \"g\" is not declared"},
 		},
 		"another kind": {
 			replace: [2]string{"kind: LocalQueue", "kind: Workload"},

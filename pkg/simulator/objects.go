@@ -3,6 +3,8 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -34,199 +36,146 @@ type Objects struct {
 	PriorityClasses         []*schedulingv1.PriorityClass
 }
 
-// Objects builds the scenario's API objects.
-func (s *Scenario) Objects() (*Objects, error) {
-	o := &Objects{}
-	namespaces := []string{}
-	for _, lq := range s.localQueues() {
-		if !slices.Contains(namespaces, lq.namespace()) {
-			namespaces = append(namespaces, lq.namespace())
-		}
-		o.LocalQueues = append(o.LocalQueues, &kueue.LocalQueue{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "LocalQueue"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: lq.namespace(), Name: lq.Name},
-			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(lq.ClusterQueue)},
-		})
-	}
-	// A workload naming a ClusterQueue without a LocalQueue gets one, as expand assumes.
-	for _, w := range s.Workloads {
-		if w.ClusterQueue == "" {
-			continue
-		}
-		if _, ok := s.localQueueFor(w.ClusterQueue); ok || hasLocalQueue(o.LocalQueues, DefaultNamespace, w.ClusterQueue) {
-			continue
-		}
-		if !slices.Contains(namespaces, DefaultNamespace) {
-			namespaces = append(namespaces, DefaultNamespace)
-		}
-		o.LocalQueues = append(o.LocalQueues, &kueue.LocalQueue{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "LocalQueue"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: w.ClusterQueue},
-			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(w.ClusterQueue)},
-		})
-	}
-	for _, ns := range namespaces {
-		o.Namespaces = append(o.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
-	for _, f := range s.Flavors {
-		o.Flavors = append(o.Flavors, &kueue.ResourceFlavor{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "ResourceFlavor"},
-			ObjectMeta: metav1.ObjectMeta{Name: f.Name},
-		})
-	}
-	for _, c := range s.Cohorts {
-		o.Cohorts = append(o.Cohorts, cohortObject(c))
-	}
-	for _, cq := range s.ClusterQueues {
-		o.ClusterQueues = append(o.ClusterQueues, clusterQueueObject(cq))
-	}
-	for _, pc := range s.PriorityClasses {
-		meta := metav1.ObjectMeta{Name: pc.Name, Annotations: pc.Annotations}
-		if pc.kind() == kueue.PodPriorityClassKind {
-			o.PriorityClasses = append(o.PriorityClasses, &schedulingv1.PriorityClass{
-				TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"}, ObjectMeta: meta, Value: pc.Value})
-			continue
-		}
-		o.WorkloadPriorityClasses = append(o.WorkloadPriorityClasses, &kueue.WorkloadPriorityClass{
-			TypeMeta: metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "WorkloadPriorityClass"}, ObjectMeta: meta, Value: pc.Value})
-	}
-	return o, nil
-}
-
-func hasLocalQueue(lqs []*kueue.LocalQueue, ns, name string) bool {
-	return slices.ContainsFunc(lqs, func(lq *kueue.LocalQueue) bool { return lq.Namespace == ns && lq.Name == name })
-}
-
-func newRaw(kind, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind(kind))
-	u.SetName(name)
-	return u
-}
-
-func cohortObject(c Cohort) *unstructured.Unstructured {
-	spec := map[string]any{}
-	if c.Parent != "" {
-		spec["parentName"] = c.Parent
-	}
-	if len(c.Quota) > 0 {
-		spec["resourceGroups"] = resourceGroups(c.Quota)
-	}
-	if c.Preemption != nil {
-		pr := map[string]any{}
-		setDuration(pr, "preemptMinRuntime", c.Preemption.PreemptMinRuntime)
-		setDuration(pr, "reclaimMinRuntime", c.Preemption.ReclaimMinRuntime)
-		setNotice(pr, c.Preemption.NoticePeriod, c.Preemption.NoticeOnPriorityPreemption, c.Preemption.NoticeOnReclaim)
-		spec["preemption"] = pr
-	}
-	if c.FairSharing != nil && c.FairSharing.Weight != nil {
-		spec["fairSharing"] = map[string]any{"weight": c.FairSharing.Weight.String()}
-	}
-	return newRaw("Cohort", c.Name, spec)
-}
-
-func clusterQueueObject(cq ClusterQueue) *unstructured.Unstructured {
-	strategy := cq.QueueingStrategy
-	if strategy == "" {
-		strategy = string(kueue.BestEffortFIFO)
-	}
-	preemption := map[string]any{
-		"withinClusterQueue":  string(kueue.PreemptionPolicyNever),
-		"reclaimWithinCohort": string(kueue.PreemptionPolicyNever),
-		"borrowWithinCohort":  map[string]any{"policy": string(kueue.BorrowWithinCohortPolicyNever)},
-	}
-	if pr := cq.Preemption; pr != nil {
-		setString(preemption, "withinClusterQueue", pr.WithinClusterQueue)
-		setString(preemption, "reclaimWithinCohort", pr.ReclaimWithinCohort)
-		if b := pr.BorrowWithinCohort; b != nil {
-			bw := map[string]any{"policy": string(kueue.BorrowWithinCohortPolicyNever)}
-			setString(bw, "policy", b.Policy)
-			if b.MaxPriorityThreshold != nil {
-				bw["maxPriorityThreshold"] = int64(*b.MaxPriorityThreshold)
+// all lists the objects, kind by kind (namespaces left out), as manifests are applied: Cohorts
+// and ClusterQueues by their raw content.
+func (o *Objects) all() []any {
+	var out []any
+	v := reflect.ValueOf(o).Elem()
+	for i := 1; i < v.NumField(); i++ {
+		for j := range v.Field(i).Len() {
+			obj := v.Field(i).Index(j).Interface()
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				obj = u.Object
 			}
-			preemption["borrowWithinCohort"] = bw
+			out = append(out, obj)
 		}
-		if c := pr.WithinClusterQueueConfig; c != nil {
-			cfg := map[string]any{}
-			setDuration(cfg, "minAdmitDuration", c.MinAdmitDuration)
-			preemption["withinClusterQueueConfig"] = cfg
-		}
-		setDuration(preemption, "preemptMinRuntime", pr.PreemptMinRuntime)
-		setDuration(preemption, "reclaimMinRuntime", pr.ReclaimMinRuntime)
-		setNotice(preemption, pr.NoticePeriod, pr.NoticeOnPriorityPreemption, pr.NoticeOnReclaim)
-	}
-	spec := map[string]any{
-		"queueingStrategy":  strategy,
-		"namespaceSelector": map[string]any{},
-		"flavorFungibility": map[string]any{"whenCanBorrow": string(kueue.MayStopSearch), "whenCanPreempt": string(kueue.TryNextFlavor)},
-		"stopPolicy":        string(kueue.None),
-		"preemption":        preemption,
-		"resourceGroups":    resourceGroups(cq.Quota),
-	}
-	if cq.Cohort != "" {
-		spec["cohortName"] = cq.Cohort
-	}
-	if cq.FairSharing != nil && cq.FairSharing.Weight != nil {
-		spec["fairSharing"] = map[string]any{"weight": cq.FairSharing.Weight.String()}
-	}
-	return newRaw("ClusterQueue", cq.Name, spec)
-}
-
-// resourceGroups groups flavors that list the same resources, in order of appearance; resources
-// are listed in name order.
-func resourceGroups(quota []FlavorQuota) []any {
-	type group struct {
-		covered []string
-		flavors []any
-	}
-	var groups []*group
-	for _, fq := range quota {
-		names := sortedKeys(fq.Resources)
-		var g *group
-		for _, candidate := range groups {
-			if slices.Equal(candidate.covered, names) {
-				g = candidate
-			}
-		}
-		if g == nil {
-			g = &group{covered: names}
-			groups = append(groups, g)
-		}
-		var resources []any
-		for _, r := range names {
-			q := fq.Resources[r]
-			rq := map[string]any{"name": r, "nominalQuota": q.Nominal.String()}
-			if q.BorrowingLimit != nil {
-				rq["borrowingLimit"] = q.BorrowingLimit.String()
-			}
-			if q.LendingLimit != nil {
-				rq["lendingLimit"] = q.LendingLimit.String()
-			}
-			resources = append(resources, rq)
-		}
-		g.flavors = append(g.flavors, map[string]any{"name": fq.Flavor, "resources": resources})
-	}
-	out := make([]any, 0, len(groups))
-	for _, g := range groups {
-		covered := make([]any, 0, len(g.covered))
-		for _, r := range g.covered {
-			covered = append(covered, r)
-		}
-		out = append(out, map[string]any{"coveredResources": covered, "flavors": g.flavors})
 	}
 	return out
 }
 
-func setString(m map[string]any, k, v string) {
-	if v != "" {
-		m[k] = v
+func (o *Objects) deepCopy() *Objects {
+	out := &Objects{}
+	in, to := reflect.ValueOf(o).Elem(), reflect.ValueOf(out).Elem()
+	for i := range in.NumField() {
+		list := reflect.MakeSlice(in.Field(i).Type(), 0, in.Field(i).Len())
+		for j := range in.Field(i).Len() {
+			list = reflect.Append(list, in.Field(i).Index(j).MethodByName("DeepCopy").Call(nil)[0])
+		}
+		to.Field(i).Set(list)
+	}
+	return out
+}
+
+// clusterQueueDefaults are the defaults of Kueue's ClusterQueue schema, which the API server
+// writes.
+var clusterQueueDefaults = map[string]any{
+	"spec.queueingStrategy":                     string(kueue.BestEffortFIFO),
+	"spec.namespaceSelector":                    map[string]any{},
+	"spec.stopPolicy":                           string(kueue.None),
+	"spec.flavorFungibility.whenCanBorrow":      string(kueue.MayStopSearch),
+	"spec.flavorFungibility.whenCanPreempt":     string(kueue.TryNextFlavor),
+	"spec.preemption.withinClusterQueue":        string(kueue.PreemptionPolicyNever),
+	"spec.preemption.reclaimWithinCohort":       string(kueue.PreemptionPolicyNever),
+	"spec.preemption.borrowWithinCohort.policy": string(kueue.BorrowWithinCohortPolicyNever),
+}
+
+// complete adds what the API server and the scenario's defaults add: the schema's defaults, the
+// LocalQueues of a scenario that declares none (one per ClusterQueue, same name, namespace
+// default) or of a workload that names a ClusterQueue without one, and the namespaces.
+func (s *Scenario) complete() {
+	for _, u := range s.ClusterQueues {
+		for path, v := range clusterQueueDefaults {
+			if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(path, ".")...); !found {
+				_ = unstructured.SetNestedField(u.Object, runtime.DeepCopyJSONValue(v), strings.Split(path, ".")...)
+			}
+		}
+	}
+	newLQ := func(ns, name, cq string) *kueue.LocalQueue {
+		return &kueue.LocalQueue{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: "LocalQueue"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
+		}
+	}
+	if len(s.LocalQueues) == 0 {
+		for _, cq := range s.ClusterQueues {
+			s.LocalQueues = append(s.LocalQueues, newLQ(DefaultNamespace, cq.GetName(), cq.GetName()))
+		}
+	}
+	for _, w := range s.Workloads {
+		if w.ClusterQueue != "" && s.clusterQueue(w.ClusterQueue) != nil && s.localQueueFor(w.ClusterQueue) == nil && !slices.ContainsFunc(s.LocalQueues, func(lq *kueue.LocalQueue) bool {
+			return lq.Namespace == DefaultNamespace && lq.Name == w.ClusterQueue
+		}) {
+			s.LocalQueues = append(s.LocalQueues, newLQ(DefaultNamespace, w.ClusterQueue, w.ClusterQueue))
+		}
+	}
+	s.Namespaces = nil
+	for _, lq := range s.LocalQueues {
+		if lq.Namespace == "" {
+			lq.Namespace = DefaultNamespace
+		}
+		if !slices.ContainsFunc(s.Namespaces, func(ns *corev1.Namespace) bool { return ns.Name == lq.Namespace }) {
+			s.Namespaces = append(s.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lq.Namespace}})
+		}
 	}
 }
 
-func setDuration(m map[string]any, k string, d *Duration) {
-	if d != nil {
-		m[k] = d.Duration.String()
+// clusterQueue is the named ClusterQueue as Kueue reads it; nil if there is none.
+func (s *Scenario) clusterQueue(name string) *kueue.ClusterQueue {
+	for _, u := range s.ClusterQueues {
+		if u.GetName() == name {
+			cq, _ := typedClusterQueue(u)
+			return cq
+		}
 	}
+	return nil
+}
+
+// localQueueFor returns the first LocalQueue pointing to cq.
+func (s *Scenario) localQueueFor(cq string) *kueue.LocalQueue {
+	for _, lq := range s.LocalQueues {
+		if string(lq.Spec.ClusterQueue) == cq {
+			return lq
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) localQueuesNamed(name, namespace string) []*kueue.LocalQueue {
+	var out []*kueue.LocalQueue
+	for _, lq := range s.LocalQueues {
+		if lq.Name == name && (namespace == "" || lq.Namespace == namespace) {
+			out = append(out, lq)
+		}
+	}
+	return out
+}
+
+// priorityClass finds a priority class by name: its kind and value.
+func (s *Scenario) priorityClass(name string) (kueue.PriorityClassKind, int32, bool) {
+	for _, pc := range s.WorkloadPriorityClasses {
+		if pc.Name == name {
+			return kueue.WorkloadPriorityClassKind, pc.Value, true
+		}
+	}
+	for _, pc := range s.PriorityClasses {
+		if pc.Name == name {
+			return kueue.PodPriorityClassKind, pc.Value, true
+		}
+	}
+	return "", 0, false
+}
+
+// withoutEmptyMeta drops the empty creationTimestamp and status that typed objects marshal.
+func withoutEmptyMeta(obj any) map[string]any {
+	data, _ := json.Marshal(obj)
+	var m map[string]any
+	_ = json.Unmarshal(data, &m)
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	delete(m, "status")
+	return m
 }
 
 // typedClusterQueue reads a raw ClusterQueue as Kueue's typed object, which drops our fields, as
@@ -323,14 +272,4 @@ func describeRequests(r corev1.ResourceList, pods int32) string {
 		s = fmt.Sprintf("%dx(%s)", pods, s)
 	}
 	return s
-}
-
-func setNotice(m map[string]any, period *Duration, onPriority, onReclaim *bool) {
-	setDuration(m, "noticePeriod", period)
-	if onPriority != nil {
-		m["noticeOnPriorityPreemption"] = *onPriority
-	}
-	if onReclaim != nil {
-		m["noticeOnReclaim"] = *onReclaim
-	}
 }

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -298,15 +300,15 @@ func (c *checker) observe(now time.Duration, w *world) {
 	fitting := map[string]bool{}
 	for cqName, list := range byCQ {
 		sort.Slice(list, func(i, k int) bool { return ahead(list[i], list[k]) })
-		cq := c.sc.clusterQueue(cqName)
+		cq := c.sc.queueView(cqName)
 		for i, p := range list {
 			if !p.fits || p.cooldown {
 				continue
 			}
-			if cq.QueueingStrategy == string(kueue.StrictFIFO) && i > 0 {
+			if cq.Spec.QueueingStrategy == string(kueue.StrictFIFO) && i > 0 {
 				continue
 			}
-			if cq.Cohort != "" {
+			if cq.Spec.Cohort != "" {
 				if slices.ContainsFunc(list[:i], func(o *pend) bool { return !o.fits }) {
 					continue
 				}
@@ -395,16 +397,20 @@ func fitsFree(cq *schdcache.ClusterQueueSnapshot, spec WorkloadSpec) bool {
 
 // fitsAlone reports whether spec fits the nominal quota of one flavor of cq in each resource group.
 func (s *Scenario) fitsAlone(cqName string, spec WorkloadSpec) bool {
-	cq := s.clusterQueue(cqName)
+	cq := s.queueView(cqName)
 	if cq == nil {
 		return false
 	}
 	for r, q := range spec.Requests {
 		need := q.AsApproximateFloat64() * float64(spec.Pods)
 		ok := false
-		for _, fq := range cq.Quota {
-			if rq, has := fq.Resources[string(r)]; has && rq.Nominal.AsApproximateFloat64() >= need {
-				ok = true
+		for _, g := range cq.Spec.ResourceGroups {
+			for _, f := range g.Flavors {
+				for _, rq := range f.Resources {
+					if rq.Name == r && rq.NominalQuota.AsApproximateFloat64() >= need {
+						ok = true
+					}
+				}
 			}
 		}
 		if !ok {
@@ -415,15 +421,12 @@ func (s *Scenario) fitsAlone(cqName string, spec WorkloadSpec) bool {
 }
 
 func (s *Scenario) cohortRoot(cq string) string {
-	c := s.clusterQueue(cq)
-	if c == nil || c.Cohort == "" {
+	c := s.queueView(cq)
+	if c == nil || c.Spec.Cohort == "" {
 		return ""
 	}
-	parents := map[string]string{}
-	for _, co := range s.Cohorts {
-		parents[co.Name] = co.Parent
-	}
-	name := c.Cohort
+	parents := s.parents()
+	name := c.Spec.Cohort
 	for i := 0; parents[name] != "" && i < 10; i++ {
 		name = parents[name]
 	}
@@ -431,18 +434,64 @@ func (s *Scenario) cohortRoot(cq string) string {
 }
 
 // classOf returns the scenario's priority class of a workload, if any.
-func (c *checker) classOf(spec WorkloadSpec) *PriorityClass {
-	for i := range c.sc.PriorityClasses {
-		if c.sc.PriorityClasses[i].Name == spec.PriorityClass && spec.PriorityClass != "" {
-			return &c.sc.PriorityClasses[i]
+func (c *checker) classOf(spec WorkloadSpec) *classView {
+	for _, pc := range c.sc.WorkloadPriorityClasses {
+		if pc.Name == spec.PriorityClass {
+			return &classView{pc.Annotations, pc.Value}
+		}
+	}
+	for _, pc := range c.sc.PriorityClasses {
+		if pc.Name == spec.PriorityClass {
+			return &classView{pc.Annotations, pc.Value}
 		}
 	}
 	return nil
 }
 
+// classView is what the checker reads of a priority class.
+type classView struct {
+	Annotations map[string]string
+	Value       int32
+}
+
+// queueView is what the checker reads of a ClusterQueue's object.
+type queueView struct {
+	Name string
+	Spec struct {
+		Cohort           string                `json:"cohortName"`
+		QueueingStrategy string                `json:"queueingStrategy"`
+		ResourceGroups   []kueue.ResourceGroup `json:"resourceGroups"`
+		Preemption       struct {
+			WithinClusterQueue                   string
+			PreemptMinRuntime, ReclaimMinRuntime *metav1.Duration
+			WithinClusterQueueConfig             struct{ MinAdmitDuration *metav1.Duration }
+		}
+	}
+}
+
+func (s *Scenario) queueView(name string) *queueView {
+	for _, u := range s.ClusterQueues {
+		if u.GetName() == name {
+			v := &queueView{Name: name}
+			data, _ := json.Marshal(u.Object)
+			_ = json.Unmarshal(data, v)
+			return v
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) parents() map[string]string {
+	out := map[string]string{}
+	for _, co := range s.Cohorts {
+		out[co.GetName()], _, _ = unstructured.NestedString(co.Object, "spec", "parentName")
+	}
+	return out
+}
+
 // classToleration returns a class's toleration: the lowest priority that may preempt, and for how
 // long after admission (negative: forever); ok is false without one.
-func classToleration(pc *PriorityClass) (minimum int32, seconds int64, ok bool) {
+func classToleration(pc *classView) (minimum int32, seconds int64, ok bool) {
 	if pc == nil {
 		return 0, 0, false
 	}
@@ -462,58 +511,46 @@ func classToleration(pc *PriorityClass) (minimum int32, seconds int64, ok bool) 
 	return minimum, seconds, true
 }
 
-func durationOr(d *Duration, def time.Duration) (time.Duration, bool) {
-	if d == nil {
-		return def, false
-	}
-	return d.Duration, true
-}
-
 // preemptMinRuntime is the preemptMinRuntime of cq as resolved (the generator sets none on
 // Cohorts): its own value, else the manager default.
-func (c *checker) preemptMinRuntime(cq *ClusterQueue) time.Duration {
-	def := time.Duration(0)
+func (c *checker) preemptMinRuntime(cq *queueView) time.Duration {
+	if d := cq.Spec.Preemption.PreemptMinRuntime; d != nil {
+		return d.Duration
+	}
 	if c.sc.Timeshare.DefaultPreemptMinRuntime != nil {
-		def = c.sc.Timeshare.DefaultPreemptMinRuntime.Duration
+		return c.sc.Timeshare.DefaultPreemptMinRuntime.Duration
 	}
-	if cq.Preemption != nil {
-		d, _ := durationOr(cq.Preemption.PreemptMinRuntime, def)
-		return d
-	}
-	return def
+	return 0
 }
 
 // reclaimMinRuntime is the reclaimMinRuntime protecting a victim of victimCQ against preemptorCQ:
 // by the Queue method, or by LCA when the victim's ClusterQueue is a child of the lowest common
 // ancestor, the victim ClusterQueue's own value; otherwise (no Cohort sets any) the default.
-func (c *checker) reclaimMinRuntime(victimCQ, preemptorCQ *ClusterQueue) time.Duration {
+func (c *checker) reclaimMinRuntime(victimCQ, preemptorCQ *queueView) time.Duration {
 	def := time.Duration(0)
 	if c.sc.Timeshare.DefaultReclaimMinRuntime != nil {
 		def = c.sc.Timeshare.DefaultReclaimMinRuntime.Duration
 	}
-	own := victimCQ.Preemption != nil && victimCQ.Preemption.ReclaimMinRuntime != nil
-	if !own {
+	own := victimCQ.Spec.Preemption.ReclaimMinRuntime
+	if own == nil {
 		return def
 	}
-	if c.sc.Timeshare.ReclaimResolveMethod == "Queue" || c.lca(victimCQ, preemptorCQ) == victimCQ.Cohort {
-		return victimCQ.Preemption.ReclaimMinRuntime.Duration
+	if c.sc.Timeshare.ReclaimResolveMethod == "Queue" || c.lca(victimCQ, preemptorCQ) == victimCQ.Spec.Cohort {
+		return own.Duration
 	}
 	return def
 }
 
-func (c *checker) cohortPath(cq *ClusterQueue) []string {
-	parents := map[string]string{}
-	for _, co := range c.sc.Cohorts {
-		parents[co.Name] = co.Parent
-	}
+func (c *checker) cohortPath(cq *queueView) []string {
+	parents := c.sc.parents()
 	var path []string
-	for name := cq.Cohort; name != "" && len(path) < 10; name = parents[name] {
+	for name := cq.Spec.Cohort; name != "" && len(path) < 10; name = parents[name] {
 		path = append(path, name)
 	}
 	return path
 }
 
-func (c *checker) lca(a, b *ClusterQueue) string {
+func (c *checker) lca(a, b *queueView) string {
 	pb := c.cohortPath(b)
 	for _, name := range c.cohortPath(a) {
 		if slices.Contains(pb, name) {
@@ -523,11 +560,11 @@ func (c *checker) lca(a, b *ClusterQueue) string {
 	return ""
 }
 
-func (c *checker) window(cq *ClusterQueue) time.Duration {
-	if cq.Preemption == nil || cq.Preemption.WithinClusterQueueConfig == nil || cq.Preemption.WithinClusterQueueConfig.MinAdmitDuration == nil {
-		return 0
+func (c *checker) window(cq *queueView) time.Duration {
+	if d := cq.Spec.Preemption.WithinClusterQueueConfig.MinAdmitDuration; d != nil {
+		return d.Duration
 	}
-	return cq.Preemption.WithinClusterQueueConfig.MinAdmitDuration.Duration
+	return 0
 }
 
 // verify checks the invariants that read the run's events.
@@ -564,11 +601,11 @@ func (c *checker) checkPreemption(e Event, lastAdmitted, turnTime map[string]tim
 	// Conditions keep their times to the second, truncated: a protection counted from one may
 	// end up to a second early by the simulated clock.
 	held := e.At - lastAdmitted[e.Workload] + time.Second
-	vcq, bcq := c.sc.clusterQueue(victim.ClusterQueue), c.sc.clusterQueue(by.ClusterQueue)
+	vcq, bcq := c.sc.queueView(victim.ClusterQueue), c.sc.queueView(by.ClusterQueue)
 	if vcq == nil || bcq == nil {
 		return
 	}
-	if vcq == bcq {
+	if vcq.Name == bcq.Name {
 		if d := c.preemptMinRuntime(vcq); held < d {
 			c.failf("protection: %s preempted by %s at +%s (%s) after %s, inside preemptMinRuntime %s", e.Workload, e.By, formatOffset(e.At), e.Reason, held, d)
 		}
@@ -584,7 +621,7 @@ func (c *checker) checkPreemption(e Event, lastAdmitted, turnTime map[string]tim
 	if e.Reason == policy.TimeBasedReason && held <= w {
 		c.failf("short turn: %s preempted for time-sharing by %s at +%s after %s, not longer than minAdmitDuration %s", e.Workload, e.By, formatOffset(e.At), held, w)
 	}
-	if vcq == bcq && w > 0 && victim.Priority == by.Priority && held <= w && e.Reason == kueue.InClusterQueueReason {
+	if vcq.Name == bcq.Name && w > 0 && victim.Priority == by.Priority && held <= w && e.Reason == kueue.InClusterQueueReason {
 		if victim.Arrival <= turnTime[e.By] {
 			c.failf("short turn: %s preempted by %s (%s) at +%s after %s, though it entered the queue (+%s) before the preemptor's turn time (+%s)", e.Workload, e.By, e.Reason, formatOffset(e.At), held, formatOffset(victim.Arrival), formatOffset(turnTime[e.By]))
 		}
@@ -602,10 +639,10 @@ func (c *checker) checkStarvation(res *Result, admissions map[string][]time.Dura
 		results[r.Name] = r
 	}
 	slack := 2*c.interval + time.Second
-	for i := range c.sc.ClusterQueues {
-		cq := &c.sc.ClusterQueues[i]
+	for _, u := range c.sc.ClusterQueues {
+		cq := c.sc.queueView(u.GetName())
 		w := c.window(cq)
-		if w <= 0 || cq.Cohort != "" || cq.Preemption.WithinClusterQueue != string(kueue.PreemptionPolicyLowerOrNewerEqualPriority) {
+		if w <= 0 || cq.Spec.Cohort != "" || cq.Spec.Preemption.WithinClusterQueue != string(kueue.PreemptionPolicyLowerOrNewerEqualPriority) {
 			continue
 		}
 		specs := byCQ[cq.Name]
@@ -624,7 +661,7 @@ func (c *checker) checkStarvation(res *Result, admissions map[string][]time.Dura
 		if forever {
 			continue
 		}
-		if cq.QueueingStrategy == string(kueue.StrictFIFO) && slices.ContainsFunc(specs, func(s WorkloadSpec) bool {
+		if cq.Spec.QueueingStrategy == string(kueue.StrictFIFO) && slices.ContainsFunc(specs, func(s WorkloadSpec) bool {
 			return s.Priority == top && !c.sc.fitsAlone(cq.Name, s)
 		}) {
 			continue

@@ -205,7 +205,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
 	}
 	for _, cq := range sc.ClusterQueues {
-		r.ClusterQueues = append(r.ClusterQueues, queueResult(cq.Name, byQueue[cq.Name], end))
+		r.ClusterQueues = append(r.ClusterQueues, queueResult(cq.GetName(), byQueue[cq.GetName()], end))
 	}
 	return r
 }

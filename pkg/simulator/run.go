@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
@@ -291,7 +292,7 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	want := map[string]bool{}
 	defaults := utilfeature.DefaultMutableFeatureGate.GetAll()
 	ours := mode == ModeTimeshare || mode == ModeNoNotice
-	for _, g := range ourGates {
+	for _, g := range ourGates() {
 		on, set := sc.FeatureGates[g]
 		if !set {
 			on = defaults[featuregate.Feature(g)].Default
@@ -333,17 +334,11 @@ func (s *Scenario) NoticesOn() bool {
 	if !set {
 		on = utilfeature.DefaultMutableFeatureGate.GetAll()[tsfeatures.PreemptionNotice].Default
 	}
-	positive := func(d *Duration) bool { return d != nil && d.Duration > 0 }
-	periods := []*Duration{s.Timeshare.DefaultNoticePeriod}
-	for _, cq := range s.ClusterQueues {
-		if cq.Preemption != nil {
-			periods = append(periods, cq.Preemption.NoticePeriod)
-		}
+	positive := s.Timeshare.DefaultNoticePeriod != nil && s.Timeshare.DefaultNoticePeriod.Duration > 0
+	for _, u := range append(slices.Clone(s.ClusterQueues), s.Cohorts...) {
+		period, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "noticePeriod")
+		d, err := time.ParseDuration(period)
+		positive = positive || (err == nil && d > 0)
 	}
-	for _, c := range s.Cohorts {
-		if c.Preemption != nil {
-			periods = append(periods, c.Preemption.NoticePeriod)
-		}
-	}
-	return on && slices.ContainsFunc(periods, positive)
+	return on && positive
 }

@@ -380,7 +380,7 @@ func TestRunRestoresFeatureGates(t *testing.T) {
 
 func gateValues() map[string]bool {
 	out := map[string]bool{}
-	for _, g := range append(ourGates, "PriorityBoost") {
+	for _, g := range append(ourGates(), "PriorityBoost") {
 		out[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
 	}
 	return out

@@ -23,22 +23,22 @@ import (
 // starts. Times are offsets from the start, zero or negative.
 type WorkloadSnapshot struct {
 	// Created is its creation time, which orders the queue.
-	Created Duration `json:"created"`
+	Created Duration `yaml:"created,omitempty"`
 	// QuotaReserved, when set, is since when it holds quota: it starts admitted, its windows and
 	// protections counted from then, and it finishes its duration after then.
-	QuotaReserved *Duration `json:"quotaReserved"`
+	QuotaReserved *Duration `yaml:"quotaReserved,omitempty"`
 	// Flavors are the flavors of its admission, by resource; default the first flavor of its
 	// ClusterQueue that has quota for the resource.
-	Flavors map[string]string `json:"flavors"`
+	Flavors map[string]string `yaml:"flavors,omitempty"`
 	// Preempted is its last preemption, which orders turns.
-	Preempted *PastPreemption `json:"preempted"`
+	Preempted *PastPreemption `yaml:"preempted,omitempty"`
 }
 
 // PastPreemption is a preemption that happened before the start.
 type PastPreemption struct {
-	At Duration `json:"at"`
+	At Duration `yaml:"at,omitempty"`
 	// Reason is the Preempted condition's reason (InClusterQueueTimeBased, InCohortReclamation, ...).
-	Reason string `json:"reason"`
+	Reason string `yaml:"reason,omitempty"`
 }
 
 // snapshot checks a workload's snapshot fields.
@@ -48,7 +48,7 @@ func (v *validator) snapshot(p string, w Workload) {
 		return
 	}
 	sp := child(p, "snapshot")
-	if _, set := v.d.lines[child(p, "arrival")]; set {
+	if _, set := v.lines[child(p, "arrival")]; set {
 		v.errorf(child(p, "arrival"), "a workload with a snapshot is already in the cluster and arrives at the start; leave arrival out")
 	}
 	if w.Copies > 1 {
@@ -74,7 +74,9 @@ func (v *validator) snapshot(p string, w Workload) {
 		if pr.At.Duration > 0 {
 			v.errorf(child(sp, "preempted.at"), "must not be after the start (zero or negative), not %s", pr.At.Duration)
 		}
-		v.required(child(sp, "preempted.reason"), pr.Reason)
+		if pr.Reason == "" {
+			v.errorf(child(sp, "preempted.reason"), "required")
+		}
 	}
 }
 
@@ -92,19 +94,22 @@ func (v *validator) snapshotFlavors(w WorkloadSpec) {
 			v.errorf(p, "the workload does not ask for %s", r)
 			continue
 		}
-		if !quotaHas(cq.Quota, f, r) {
+		if flavorFor(cq, corev1.ResourceName(r), f) == "" {
 			v.errorf(p, "ClusterQueue %s has no quota for %s in flavor %q", cq.Name, r, f)
 		}
 	}
 }
 
-func quotaHas(quota []FlavorQuota, flavor, resource string) bool {
-	for _, fq := range quota {
-		if _, ok := fq.Resources[resource]; ok && fq.Flavor == flavor {
-			return true
+// flavorFor is the flavor named (the first when "") in which cq has quota for resource; "" if none.
+func flavorFor(cq *kueue.ClusterQueue, resource corev1.ResourceName, named string) string {
+	for _, g := range cq.Spec.ResourceGroups {
+		for _, f := range g.Flavors {
+			if slices.Contains(g.CoveredResources, resource) && (named == "" || string(f.Name) == named) {
+				return string(f.Name)
+			}
 		}
 	}
-	return false
+	return ""
 }
 
 // resolvedSnapshot is a workload's snapshot with the flavor of every resource it asks for when it
@@ -123,12 +128,7 @@ func (s *Scenario) resolvedSnapshot(w WorkloadSpec) *WorkloadSnapshot {
 		if _, ok := out.Flavors[string(r)]; ok || cq == nil {
 			continue
 		}
-		for _, fq := range cq.Quota {
-			if _, ok := fq.Resources[string(r)]; ok {
-				out.Flavors[string(r)] = fq.Flavor
-				break
-			}
-		}
+		out.Flavors[string(r)] = flavorFor(cq, r, "")
 	}
 	return &out
 }

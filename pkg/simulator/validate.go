@@ -2,26 +2,23 @@ package simulator
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // DefaultNamespace is where LocalQueues and workloads live unless the scenario says otherwise.
@@ -33,13 +30,14 @@ var DefaultStart = time.Date(2026, time.January, 5, 9, 0, 0, 0, time.UTC)
 // DefaultSchedulingInterval is simulation.schedulingInterval's default.
 const DefaultSchedulingInterval = time.Second
 
-// ourGates are the feature gates a scenario may set.
-var ourGates = []string{
-	string(tsfeatures.TimeBasedSamePriorityPreemption),
-	string(tsfeatures.MinRuntimeProtection),
-	string(tsfeatures.PreemptionToleration),
-	string(tsfeatures.ExpectedRuntimeRequeue),
-	string(tsfeatures.PreemptionNotice),
+// ourGates are the feature gates of the victim policy's features (each named after its gate), in
+// their order of precedence: a scenario may set them.
+func ourGates() []string {
+	var out []string
+	for _, f := range policy.Precedence() {
+		out = append(out, string(f))
+	}
+	return out
 }
 
 // WorkloadSpec is one workload of a scenario, with copies expanded and its queue resolved.
@@ -71,67 +69,40 @@ type WorkloadSpec struct {
 	path string
 }
 
-// validate checks what decoding cannot: references, ranges, and the rules the API server and the
-// webhooks (upstream's and ours) would apply to the objects the scenario stands for.
-func (s *Scenario) validate(d *decoder) ErrorList {
-	v := &validator{d: d, s: s}
-	v.simulation()
-	v.gates()
-	v.timeshare()
-	v.fairSharing()
-	flavors := v.flavors()
-	cohorts := v.cohorts(flavors)
-	cqs := v.clusterQueues(flavors, cohorts)
-	v.localQueues(cqs)
-	classes := v.priorityClasses()
-	if len(d.errs) == 0 {
-		// References are sound: the API objects can be built and checked as the API would.
-		v.apiChecks()
+// validate checks what decoding cannot: references between the objects, ranges, and the
+// scenario's own fields.
+func (p *parser) validate(s *Scenario) {
+	v := &validator{parser: p, s: s}
+	v.positive("simulation.until", s.Simulation.Until)
+	if i := s.Simulation.SchedulingInterval; i != nil && i.Duration < time.Millisecond {
+		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
 	}
-	if len(d.errs) == 0 {
-		v.workloads(classes)
+	allowed := ScenarioGates()
+	for _, name := range sortedKeys(s.FeatureGates) {
+		if !slices.Contains(allowed, name) {
+			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
+		}
 	}
-	sort.SliceStable(d.errs, func(i, j int) bool { return d.errs[i].Line < d.errs[j].Line })
-	return d.errs
+	for _, e := range tsconfig.Validate(s.timeshareConfig()) {
+		// The configuration's paths start with "timeshare", as the scenario's do.
+		v.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
+	}
+	if s.FairSharing != nil {
+		for i, st := range s.FairSharing.PreemptionStrategies {
+			if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {
+				v.errorf(index("fairSharing.preemptionStrategies", i), "%q is not supported; use one of %s, %s", st, configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare)
+			}
+		}
+	}
+	v.objects()
+	if len(p.errs) == 0 {
+		v.workloads()
+	}
 }
 
 type validator struct {
-	d *decoder
+	*parser
 	s *Scenario
-}
-
-func (v *validator) errorf(path, format string, args ...any) { v.d.errorf(path, format, args...) }
-
-func (v *validator) required(path, value string) bool {
-	if value == "" {
-		v.errorf(path, "required")
-		return false
-	}
-	return true
-}
-
-// name checks an object name as the API server would (a DNS subdomain, or label when label).
-func (v *validator) name(path, value string, label bool) bool {
-	if !v.required(path, value) {
-		return false
-	}
-	var problems []string
-	if label {
-		problems = validation.IsDNS1123Label(value)
-	} else {
-		problems = validation.IsDNS1123Subdomain(value)
-	}
-	if len(problems) > 0 {
-		v.errorf(path, "%q is not a valid name: %s", value, strings.Join(problems, "; "))
-		return false
-	}
-	return true
-}
-
-func (v *validator) oneOf(path, value string, allowed ...string) {
-	if value != "" && !slices.Contains(allowed, value) {
-		v.errorf(path, "%q is not supported; use one of %s", value, strings.Join(allowed, ", "))
-	}
 }
 
 func (v *validator) positive(path string, d *Duration) {
@@ -146,303 +117,85 @@ func (v *validator) nonNegative(path string, d *Duration) {
 	}
 }
 
-func (v *validator) simulation() {
-	v.positive("simulation.until", v.s.Simulation.Until)
-	if i := v.s.Simulation.SchedulingInterval; i != nil && i.Duration < time.Millisecond {
-		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
-	}
-}
-
 // ScenarioGates are the feature gates a scenario may set: ours, and Kueue's whose default the
 // manager changes.
 func ScenarioGates() []string {
-	return append(slices.Clone(ourGates), sortedKeys(tsfeatures.KueueDefaults)...)
+	return append(ourGates(), sortedKeys(tsfeatures.KueueDefaults)...)
 }
 
-func (v *validator) gates() {
-	allowed := ScenarioGates()
-	for _, name := range sortedKeys(v.s.FeatureGates) {
-		if !slices.Contains(allowed, name) {
-			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
-		}
+// objects checks what the API server does not: that every object a ClusterQueue, Cohort or
+// LocalQueue names exists, that names are not declared twice, and that Cohorts form trees.
+func (v *validator) objects() {
+	s := v.s
+	if len(s.Flavors) == 0 {
+		v.errorAt(0, "", "at least one ResourceFlavor (or flavors entry) is required")
 	}
-}
-
-func (v *validator) timeshare() {
-	for _, e := range tsconfig.Validate(v.s.timeshareConfig()) {
-		// The configuration's paths start with "timeshare", as the scenario's do.
-		v.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
-	}
-}
-
-func (v *validator) fairSharing() {
-	if v.s.FairSharing == nil {
-		return
-	}
-	for i, st := range v.s.FairSharing.PreemptionStrategies {
-		v.oneOf(index("fairSharing.preemptionStrategies", i), st, string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare))
-	}
-}
-
-func (v *validator) flavors() sets.Set[string] {
-	names := sets.New[string]()
-	if len(v.s.Flavors) == 0 {
-		v.errorf("flavors", "at least one flavor is required")
-	}
-	for i, f := range v.s.Flavors {
-		p := index("flavors", i)
-		if !v.name(child(p, "name"), f.Name, false) {
-			continue
-		}
-		if names.Has(f.Name) {
-			v.errorf(child(p, "name"), "flavor %q is declared twice", f.Name)
-		}
-		names.Insert(f.Name)
-	}
-	return names
-}
-
-func (v *validator) quota(path string, quota []FlavorQuota, flavors sets.Set[string], required bool) {
-	if len(quota) == 0 {
-		if required {
-			v.errorf(path, "at least one flavor with quota is required")
-		}
-		return
+	if len(s.ClusterQueues) == 0 {
+		v.errorAt(0, "", "at least one ClusterQueue (or clusterQueues entry) is required")
 	}
 	seen := sets.New[string]()
-	groupOf := map[string]string{} // resource -> the resources of its group, as a key
-	for i, fq := range quota {
-		p := index(path, i)
-		if v.required(child(p, "flavor"), fq.Flavor) {
-			if !flavors.Has(fq.Flavor) {
-				v.errorf(child(p, "flavor"), "flavor %q is not declared under flavors", fq.Flavor)
-			}
-			if seen.Has(fq.Flavor) {
-				v.errorf(child(p, "flavor"), "flavor %q is listed twice", fq.Flavor)
-			}
-			seen.Insert(fq.Flavor)
+	twice := func(kind, name, what string) {
+		if seen.Has(what + name) {
+			v.objectError(kind, name, "metadata.name", "%s %q is declared twice", what, name)
 		}
-		if len(fq.Resources) == 0 {
-			v.errorf(child(p, "resources"), "at least one resource is required")
-			continue
-		}
-		names := sortedKeys(fq.Resources)
-		group := strings.Join(names, ",")
-		for _, r := range names {
-			rp := key(child(p, "resources"), r)
-			if problems := validation.IsQualifiedName(r); len(problems) > 0 {
-				v.errorf(rp, "%q is not a valid resource name: %s", r, strings.Join(problems, "; "))
-			}
-			if other, ok := groupOf[r]; ok && other != group {
-				v.errorf(rp, "flavors that share a resource must list the same resources (%s here, %s in an earlier flavor)", group, other)
-			}
-			groupOf[r] = group
-			q := fq.Resources[r]
-			if q.Nominal.Sign() < 0 {
-				v.errorf(child(rp, "nominal"), "must not be negative")
-			}
-		}
+		seen.Insert(what + name)
 	}
-}
-
-func (v *validator) cohorts(flavors sets.Set[string]) map[string]int {
-	index := map[string]int{}
-	for i, c := range v.s.Cohorts {
-		p := fmt.Sprintf("cohorts[%d]", i)
-		if !v.name(child(p, "name"), c.Name, false) {
-			continue
+	flavors := sets.New[string]()
+	for _, f := range s.Flavors {
+		twice("ResourceFlavor", f.Name, "ResourceFlavor")
+		flavors.Insert(f.Name)
+	}
+	parents := map[string]string{}
+	for _, kind := range []string{"Cohort", "ClusterQueue"} {
+		list := s.Cohorts
+		if kind == "ClusterQueue" {
+			list = s.ClusterQueues
 		}
-		if _, dup := index[c.Name]; dup {
-			v.errorf(child(p, "name"), "cohort %q is declared twice", c.Name)
-		}
-		index[c.Name] = i
-		if c.Parent != "" {
-			v.name(child(p, "parent"), c.Parent, false)
-		}
-		v.quota(child(p, "quota"), c.Quota, flavors, false)
-		if c.Preemption != nil {
-			v.nonNegative(child(p, "preemption.preemptMinRuntime"), c.Preemption.PreemptMinRuntime)
-			v.nonNegative(child(p, "preemption.reclaimMinRuntime"), c.Preemption.ReclaimMinRuntime)
+		for _, u := range list {
+			twice(kind, u.GetName(), kind)
+			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "resourceGroups")
+			for g, group := range groups {
+				fs, _, _ := unstructured.NestedSlice(group.(map[string]any), "flavors")
+				for i, f := range fs {
+					if name, _, _ := unstructured.NestedString(f.(map[string]any), "name"); !flavors.Has(name) {
+						v.objectError(kind, u.GetName(), fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].name", g, i), "ResourceFlavor %q is not declared", name)
+					}
+				}
+			}
+			if kind == "Cohort" {
+				parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
+			}
 		}
 	}
 	// A parent chain must end: Kueue leaves a cycle's queues unable to admit anything.
-	for i, c := range v.s.Cohorts {
-		seen := sets.New(c.Name)
-		for at := c.Parent; at != ""; {
-			if seen.Has(at) {
-				v.errorf(fmt.Sprintf("cohorts[%d].parent", i), "cohort %q is its own ancestor (the parents form a cycle)", c.Name)
+	for _, c := range s.Cohorts {
+		at := sets.New(c.GetName())
+		for p := parents[c.GetName()]; p != ""; p = parents[p] {
+			if at.Has(p) {
+				v.objectError("Cohort", c.GetName(), "spec.parentName", "Cohort %q is its own ancestor (the parents form a cycle)", c.GetName())
 				break
 			}
-			seen.Insert(at)
-			j, ok := index[at]
-			if !ok {
-				break
-			}
-			at = v.s.Cohorts[j].Parent
+			at.Insert(p)
 		}
 	}
-	return index
-}
-
-func (v *validator) clusterQueues(flavors sets.Set[string], _ map[string]int) map[string]int {
-	index := map[string]int{}
-	if len(v.s.ClusterQueues) == 0 {
-		v.errorf("clusterQueues", "at least one ClusterQueue is required")
-	}
-	for i, cq := range v.s.ClusterQueues {
-		p := fmt.Sprintf("clusterQueues[%d]", i)
-		if !v.name(child(p, "name"), cq.Name, false) {
-			continue
-		}
-		if _, dup := index[cq.Name]; dup {
-			v.errorf(child(p, "name"), "ClusterQueue %q is declared twice", cq.Name)
-		}
-		index[cq.Name] = i
-		if cq.Cohort != "" {
-			v.name(child(p, "cohort"), cq.Cohort, false)
-		}
-		v.oneOf(child(p, "queueingStrategy"), cq.QueueingStrategy, string(kueue.BestEffortFIFO), string(kueue.StrictFIFO))
-		v.quota(child(p, "quota"), cq.Quota, flavors, true)
-		if pr := cq.Preemption; pr != nil {
-			policies := []string{string(kueue.PreemptionPolicyNever), string(kueue.PreemptionPolicyLowerPriority), string(kueue.PreemptionPolicyLowerOrNewerEqualPriority)}
-			v.oneOf(child(p, "preemption.withinClusterQueue"), pr.WithinClusterQueue, policies...)
-			v.oneOf(child(p, "preemption.reclaimWithinCohort"), pr.ReclaimWithinCohort, append(policies, string(kueue.PreemptionPolicyAny))...)
-			if b := pr.BorrowWithinCohort; b != nil {
-				v.oneOf(child(p, "preemption.borrowWithinCohort.policy"), b.Policy, string(kueue.BorrowWithinCohortPolicyNever), string(kueue.BorrowWithinCohortPolicyLowerPriority))
-			}
+	for _, lq := range s.LocalQueues {
+		twice("LocalQueue", lq.Name, "LocalQueue "+lq.Namespace+"/")
+		if s.clusterQueue(string(lq.Spec.ClusterQueue)) == nil {
+			v.objectError("LocalQueue", lq.Name, "spec.clusterQueue", "ClusterQueue %q is not declared", lq.Spec.ClusterQueue)
 		}
 	}
-	return index
-}
-
-func (v *validator) localQueues(cqs map[string]int) {
-	seen := map[string]int{}
-	for i, lq := range v.s.LocalQueues {
-		p := fmt.Sprintf("localQueues[%d]", i)
-		v.name(child(p, "name"), lq.Name, false)
-		if lq.Namespace != "" {
-			v.name(child(p, "namespace"), lq.Namespace, true)
-		}
-		k := lq.namespace() + "/" + lq.Name
-		if _, dup := seen[k]; dup {
-			v.errorf(child(p, "name"), "LocalQueue %s is declared twice", k)
-		}
-		seen[k] = i
-		if v.required(child(p, "clusterQueue"), lq.ClusterQueue) {
-			if _, ok := cqs[lq.ClusterQueue]; !ok {
-				v.errorf(child(p, "clusterQueue"), "ClusterQueue %q is not declared under clusterQueues", lq.ClusterQueue)
-			}
-		}
+	for _, pc := range s.WorkloadPriorityClasses {
+		twice("WorkloadPriorityClass", pc.Name, "priority class")
 	}
-}
-
-func (v *validator) priorityClasses() map[string]int {
-	index := map[string]int{}
-	store := toleration.NewStore()
-	for i, pc := range v.s.PriorityClasses {
-		p := fmt.Sprintf("priorityClasses[%d]", i)
-		if !v.name(child(p, "name"), pc.Name, false) {
-			continue
-		}
-		if _, dup := index[pc.Name]; dup {
-			v.errorf(child(p, "name"), "priority class %q is declared twice (a scenario gives each name one kind)", pc.Name)
-		}
-		index[pc.Name] = i
-		v.oneOf(child(p, "kind"), pc.Kind, string(kueue.WorkloadPriorityClassKind), string(kueue.PodPriorityClassKind))
-		if err := store.Set(pc.kind(), pc.Name, pc.Annotations, pc.Value); err != nil {
-			v.apiErrors(p, "metadata.", err)
-		}
+	for _, pc := range s.PriorityClasses {
+		twice("PriorityClass", pc.Name, "priority class")
 	}
-	return index
-}
-
-// apiChecks builds the API objects and runs the checks the API server and the webhooks would.
-func (v *validator) apiChecks() {
-	objs, err := v.s.Objects()
-	if err != nil {
-		v.errorf("", "%v", err)
-		return
-	}
-	store := queuesettings.NewStore(policy.Defaults{}, policy.ResolveLCA)
-	for i, u := range objs.ClusterQueues {
-		p := fmt.Sprintf("clusterQueues[%d]", i)
-		typed, err := typedClusterQueue(u)
-		if err != nil {
-			v.errorf(p, "%v", err)
-			continue
-		}
-		for _, e := range kueuewebhooks.ValidateClusterQueue(typed) {
-			v.errorf(scenarioPath(p, e.Field), "%s", e.ErrorBody())
-		}
-		if err := store.SetClusterQueue(u); err != nil {
-			v.apiErrors(p, "spec.", err)
-		}
-	}
-	for i, u := range objs.Cohorts {
-		if err := store.SetCohort(u); err != nil {
-			v.apiErrors(fmt.Sprintf("cohorts[%d]", i), "spec.", err)
-		}
-	}
-}
-
-// apiErrors reports an error that lists API field errors ("spec.preemption.x: Invalid value: ...")
-// at the scenario fields they come from.
-func (v *validator) apiErrors(path, prefix string, err error) {
-	for _, line := range splitAggregate(err.Error(), prefix) {
-		field, body, ok := strings.Cut(line, ": ")
-		if !ok || !strings.HasPrefix(field, prefix) {
-			v.errorf(path, "%s", line)
-			continue
-		}
-		v.errorf(scenarioPath(path, field), "%s", body)
-	}
-}
-
-// splitAggregate splits the text of a field.ErrorList aggregate ("[a, b]" for several errors, the
-// error itself for one) into its errors, each starting with prefix.
-func splitAggregate(s, prefix string) []string {
-	if !strings.HasPrefix(s, "[") || !strings.HasSuffix(s, "]") {
-		return []string{s}
-	}
-	s = s[1 : len(s)-1]
-	var out []string
-	for {
-		i := strings.Index(s, ", "+prefix)
-		if i < 0 {
-			return append(out, s)
-		}
-		out = append(out, s[:i])
-		s = s[i+2:]
-	}
-}
-
-// scenarioPath translates an API field path of an object built from the scenario element at base
-// into the scenario's own path, as closely as the two correspond.
-func scenarioPath(base, apiField string) string {
-	replacements := []struct{ api, scenario string }{
-		{"spec.preemption.", "preemption."},
-		{"spec.resourceGroups", "quota"},
-		{"spec.cohortName", "cohort"},
-		{"spec.parentName", "parent"},
-		{"spec.queueingStrategy", "queueingStrategy"},
-		{"spec.fairSharing", "fairSharing"},
-		{"metadata.annotations", "annotations"},
-	}
-	for _, r := range replacements {
-		if rest, ok := strings.CutPrefix(apiField, r.api); ok {
-			if r.api == "spec.resourceGroups" {
-				return child(base, r.scenario)
-			}
-			return child(base, r.scenario+rest)
-		}
-	}
-	return base
 }
 
 // MaxWorkloads bounds the workloads of a scenario, copies included.
 const MaxWorkloads = 100000
 
-func (v *validator) workloads(classes map[string]int) {
+func (v *validator) workloads() {
 	if len(v.s.Workloads) == 0 {
 		v.errorf("workloads", "at least one workload is required")
 	}
@@ -457,19 +210,21 @@ func (v *validator) workloads(classes map[string]int) {
 	}
 	for i, w := range v.s.Workloads {
 		p := fmt.Sprintf("workloads[%d]", i)
-		v.name(child(p, "name"), w.Name, false)
+		if problems := validation.IsDNS1123Subdomain(w.Name); len(problems) > 0 {
+			v.errorf(child(p, "name"), "%q is not a valid name: %s", w.Name, strings.Join(problems, "; "))
+		}
 		if w.Arrival.Duration < 0 {
 			v.errorf(child(p, "arrival"), "must not be negative, not %s", w.Arrival.Duration)
 		}
-		if _, set := v.d.lines[child(p, "duration")]; !set {
+		if _, set := v.lines[child(p, "duration")]; !set {
 			v.errorf(child(p, "duration"), "required: the run time the workload needs to finish")
 		} else if w.Duration.Duration <= 0 {
 			v.errorf(child(p, "duration"), "must be positive, not %s", w.Duration.Duration)
 		}
-		if _, set := v.d.lines[child(p, "pods")]; set && w.Pods < 1 {
+		if _, set := v.lines[child(p, "pods")]; set && w.Pods < 1 {
 			v.errorf(child(p, "pods"), "must be at least 1, not %d", w.Pods)
 		}
-		if _, set := v.d.lines[child(p, "copies")]; set && w.Copies < 1 {
+		if _, set := v.lines[child(p, "copies")]; set && w.Copies < 1 {
 			v.errorf(child(p, "copies"), "must be at least 1, not %d", w.Copies)
 		}
 		v.nonNegative(child(p, "every"), w.Every)
@@ -480,8 +235,8 @@ func (v *validator) workloads(classes map[string]int) {
 		v.workloadQueue(p, w)
 		v.snapshot(p, w)
 		if w.PriorityClass != "" {
-			if _, ok := classes[w.PriorityClass]; !ok {
-				v.errorf(child(p, "priorityClass"), "priority class %q is not declared under priorityClasses", w.PriorityClass)
+			if _, _, ok := v.s.priorityClass(w.PriorityClass); !ok {
+				v.errorf(child(p, "priorityClass"), "no WorkloadPriorityClass or PriorityClass %q", w.PriorityClass)
 			}
 		}
 		if len(w.Resources) == 0 {
@@ -502,7 +257,7 @@ func (v *validator) workloads(classes map[string]int) {
 			}
 		}
 	}
-	if len(v.d.errs) > 0 {
+	if len(v.errs) > 0 {
 		return
 	}
 	specs, _ := v.s.expand()
@@ -530,15 +285,15 @@ func (v *validator) workloadQueue(p string, w Workload) {
 			v.errorf(child(p, "namespace"), "only applies with queue; with clusterQueue the namespace is that of a LocalQueue of the ClusterQueue")
 		}
 		if v.s.clusterQueue(w.ClusterQueue) == nil {
-			v.errorf(child(p, "clusterQueue"), "ClusterQueue %q is not declared under clusterQueues", w.ClusterQueue)
+			v.errorf(child(p, "clusterQueue"), "no ClusterQueue %q", w.ClusterQueue)
 		}
 	default:
 		matches := v.s.localQueuesNamed(w.Queue, w.Namespace)
 		switch {
 		case len(matches) == 0 && w.Namespace != "":
-			v.errorf(child(p, "queue"), "no LocalQueue %s/%s (declare it under localQueues)", w.Namespace, w.Queue)
+			v.errorf(child(p, "queue"), "no LocalQueue %s/%s", w.Namespace, w.Queue)
 		case len(matches) == 0:
-			v.errorf(child(p, "queue"), "no LocalQueue %q (declare it under localQueues)", w.Queue)
+			v.errorf(child(p, "queue"), "no LocalQueue %q", w.Queue)
 		case len(matches) > 1:
 			v.errorf(child(p, "namespace"), "LocalQueue %q exists in several namespaces; say which", w.Queue)
 		}
@@ -548,14 +303,12 @@ func (v *validator) workloadQueue(p string, w Workload) {
 // coveredResources: a resource the ClusterQueue has no quota for makes the workload wait forever.
 func (v *validator) coveredResources(w WorkloadSpec) {
 	cq := v.s.clusterQueue(w.ClusterQueue)
-	covered := sets.New[string]()
-	for _, fq := range cq.Quota {
-		for r := range fq.Resources {
-			covered.Insert(r)
-		}
+	covered := sets.New[corev1.ResourceName]()
+	for _, g := range cq.Spec.ResourceGroups {
+		covered.Insert(g.CoveredResources...)
 	}
 	for _, r := range sortedKeys(w.Requests) {
-		if !covered.Has(string(r)) {
+		if !covered.Has(r) {
 			v.errorf(key(child(w.path, "resources"), string(r)), "ClusterQueue %s has no quota for %s, so the workload could never be admitted", cq.Name, r)
 		}
 	}
@@ -570,91 +323,14 @@ func sortedKeys[V any, K ~string](m map[K]V) []K {
 	return out
 }
 
-func (lq LocalQueue) namespace() string {
-	if lq.Namespace == "" {
-		return DefaultNamespace
-	}
-	return lq.Namespace
-}
-
-func (pc PriorityClass) kind() kueue.PriorityClassKind {
-	if pc.Kind == "" {
-		return kueue.WorkloadPriorityClassKind
-	}
-	return kueue.PriorityClassKind(pc.Kind)
-}
-
-func (s *Scenario) clusterQueue(name string) *ClusterQueue {
-	for i := range s.ClusterQueues {
-		if s.ClusterQueues[i].Name == name {
-			return &s.ClusterQueues[i]
-		}
-	}
-	return nil
-}
-
-// localQueues returns the scenario's LocalQueues, or one per ClusterQueue (same name, namespace
-// default) when it declares none.
-func (s *Scenario) localQueues() []LocalQueue {
-	if len(s.LocalQueues) > 0 {
-		return s.LocalQueues
-	}
-	out := make([]LocalQueue, 0, len(s.ClusterQueues))
-	for _, cq := range s.ClusterQueues {
-		out = append(out, LocalQueue{Name: cq.Name, Namespace: DefaultNamespace, ClusterQueue: cq.Name})
-	}
-	return out
-}
-
-func (s *Scenario) localQueuesNamed(name, namespace string) []LocalQueue {
-	var out []LocalQueue
-	for _, lq := range s.localQueues() {
-		if lq.Name == name && (namespace == "" || lq.namespace() == namespace) {
-			out = append(out, lq)
-		}
-	}
-	return out
-}
-
-// localQueueFor returns the first LocalQueue pointing to cq.
-func (s *Scenario) localQueueFor(cq string) (LocalQueue, bool) {
-	for _, lq := range s.localQueues() {
-		if lq.ClusterQueue == cq {
-			return lq, true
-		}
-	}
-	return LocalQueue{}, false
-}
-
-func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
-	c := &tsconfig.Configuration{ReclaimResolveMethod: tsconfig.ReclaimResolveMethod(s.Timeshare.ReclaimResolveMethod)}
-	c.DefaultPreemptMinRuntime = s.Timeshare.DefaultPreemptMinRuntime.meta()
-	c.DefaultReclaimMinRuntime = s.Timeshare.DefaultReclaimMinRuntime.meta()
-	c.DefaultRequeueDelay = s.Timeshare.DefaultRequeueDelay.meta()
-	c.DefaultNoticePeriod = s.Timeshare.DefaultNoticePeriod.meta()
-	tsconfig.SetDefaults(c)
-	return c
-}
-
 // expand lists the scenario's workloads with copies expanded and queues resolved, in arrival
 // order (declaration order among equal arrivals). ok is false if some reference does not resolve.
 func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 	ok = true
-	classes := map[string]PriorityClass{}
-	for _, pc := range s.PriorityClasses {
-		classes[pc.Name] = pc
-	}
 	for i, w := range s.Workloads {
 		p := fmt.Sprintf("workloads[%d]", i)
-		var lq LocalQueue
-		switch {
-		case w.ClusterQueue != "":
-			lq, ok = s.localQueueFor(w.ClusterQueue)
-			if !ok {
-				lq = LocalQueue{Name: w.ClusterQueue, Namespace: DefaultNamespace, ClusterQueue: w.ClusterQueue}
-				ok = true
-			}
-		default:
+		lq := s.localQueueFor(w.ClusterQueue)
+		if w.ClusterQueue == "" || lq == nil {
 			matches := s.localQueuesNamed(w.Queue, w.Namespace)
 			if len(matches) != 1 {
 				ok = false
@@ -674,9 +350,9 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 		for c := range copies {
 			spec := WorkloadSpec{
 				Name:               w.Name,
-				Namespace:          lq.namespace(),
+				Namespace:          lq.Namespace,
 				LocalQueue:         lq.Name,
-				ClusterQueue:       lq.ClusterQueue,
+				ClusterQueue:       string(lq.Spec.ClusterQueue),
 				Arrival:            w.Arrival.Duration,
 				Duration:           w.Duration.Duration,
 				Checkpointed:       w.Checkpointed,
@@ -695,8 +371,8 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 					spec.Arrival += time.Duration(c) * w.Every.Duration
 				}
 			}
-			if pc, found := classes[w.PriorityClass]; found {
-				spec.PriorityClass, spec.PriorityKind, spec.Priority = pc.Name, pc.kind(), pc.Value
+			if kind, value, found := s.priorityClass(w.PriorityClass); found {
+				spec.PriorityClass, spec.PriorityKind, spec.Priority = w.PriorityClass, kind, value
 			}
 			out = append(out, spec)
 		}
@@ -709,13 +385,6 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
 	out, _ := s.expand()
 	return out
-}
-
-func (d *Duration) meta() *metav1.Duration {
-	if d == nil {
-		return nil
-	}
-	return &metav1.Duration{Duration: d.Duration}
 }
 
 // durationOf is d's duration, 0 when unset.

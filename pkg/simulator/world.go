@@ -106,10 +106,7 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 }
 
 func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*world, error) {
-	objs, err := sc.Objects()
-	if err != nil {
-		return nil, err
-	}
+	objs := sc.Objects.deepCopy()
 	start := DefaultStart
 	if sc.Simulation.Start != nil {
 		start = sc.Simulation.Start.Time
@@ -126,8 +123,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		// One cycle per flavor a head may try, plus two.
 		stallLimit: len(sc.Flavors) + 2,
 	}
+	window := boosterWindow(objs)
 	if mode == ModeBooster {
-		objs = boosterObjects(objs)
+		boosterObjects(objs)
 	}
 
 	// Only the kinds Kueue's code reads: the fake client's server-side apply maps every kind of
@@ -146,38 +144,15 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		return nil, err
 	}
 	var initial []client.Object
+	for _, o := range objs.all() {
+		if u, ok := o.(map[string]any); ok {
+			typed, _, _ := DecodeManifest(&unstructured.Unstructured{Object: u})
+			o = typed
+		}
+		initial = append(initial, o.(client.Object))
+	}
 	for _, ns := range objs.Namespaces {
 		initial = append(initial, ns)
-	}
-	for _, rf := range objs.Flavors {
-		initial = append(initial, rf)
-	}
-	cohorts := make([]*kueue.Cohort, 0, len(objs.Cohorts))
-	for _, u := range objs.Cohorts {
-		c, err := typedCohort(u)
-		if err != nil {
-			return nil, err
-		}
-		cohorts = append(cohorts, c)
-		initial = append(initial, c)
-	}
-	cqs := make([]*kueue.ClusterQueue, 0, len(objs.ClusterQueues))
-	for _, u := range objs.ClusterQueues {
-		cq, err := typedClusterQueue(u)
-		if err != nil {
-			return nil, err
-		}
-		cqs = append(cqs, cq)
-		initial = append(initial, cq)
-	}
-	for _, lq := range objs.LocalQueues {
-		initial = append(initial, lq)
-	}
-	for _, pc := range objs.WorkloadPriorityClasses {
-		initial = append(initial, pc)
-	}
-	for _, pc := range objs.PriorityClasses {
-		initial = append(initial, pc)
 	}
 	api := idx.b.WithObjects(initial...).
 		WithStatusSubresource(&kueue.Workload{}, &kueue.ClusterQueue{}, &kueue.LocalQueue{}, &kueue.Cohort{}).
@@ -196,21 +171,35 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
 		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(w.clock))
 	w.queues, w.requeuer = queues, requeuer
+	ts := sc.timeshareConfig()
+	w.settings = manager.NewSettingsStore(ts)
+	w.tolerate = toleration.NewStore()
+	if err := w.tolerate.Load(w.ctx, w.client); err != nil {
+		return nil, err
+	}
 
 	for _, rf := range objs.Flavors {
 		w.cache.AddOrUpdateResourceFlavor(log, rf)
 	}
-	for _, c := range cohorts {
+	for _, u := range objs.Cohorts {
+		c, _ := typedCohort(u)
 		if err := w.cache.AddOrUpdateCohort(c); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
 		}
 		w.queues.AddOrUpdateCohort(w.ctx, c)
+		if err := w.settings.SetCohort(u); err != nil {
+			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
+		}
 	}
-	for _, cq := range cqs {
+	for _, u := range objs.ClusterQueues {
+		cq, _ := typedClusterQueue(u)
 		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 		if err := w.queues.AddClusterQueue(w.ctx, cq); err != nil {
+			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
+		}
+		if err := w.settings.SetClusterQueue(u); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 	}
@@ -220,34 +209,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}
 	}
-
-	ts := sc.timeshareConfig()
-	w.settings = queuesettings.NewStore(
-		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
-		policy.ResolveMethod(ts.ReclaimResolveMethod))
-	for _, u := range objs.ClusterQueues {
-		if err := w.settings.SetClusterQueue(u); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
-		}
-	}
-	for _, u := range objs.Cohorts {
-		if err := w.settings.SetCohort(u); err != nil {
-			return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
-		}
-	}
-	w.settings.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
 	w.minRuntimes = w.settings.MinRuntimeValues()
-	w.tolerate = toleration.NewStore()
-	for _, pc := range objs.WorkloadPriorityClasses {
-		if err := w.tolerate.Set(kueue.WorkloadPriorityClassKind, pc.Name, pc.Annotations, pc.Value); err != nil {
-			return nil, fmt.Errorf("WorkloadPriorityClass %s: %w", pc.Name, err)
-		}
-	}
-	for _, pc := range objs.PriorityClasses {
-		if err := w.tolerate.Set(kueue.PodPriorityClassKind, pc.Name, pc.Annotations, pc.Value); err != nil {
-			return nil, fmt.Errorf("PriorityClass %s: %w", pc.Name, err)
-		}
-	}
 
 	recorder := discardRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
@@ -263,7 +225,6 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	w.requeue = requeue.New(w.client, recorder, w.clock)
 	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Tolerations: w.tolerate.For, Log: log}
 	if mode == ModeBooster {
-		window := boosterWindow(sc)
 		if window == 0 {
 			w.note("the priority booster never boosts: no ClusterQueue sets minAdmitDuration, which gives its interval")
 		}
@@ -675,9 +636,9 @@ func (w *world) schedule() (spinning bool) {
 func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 	share := 0.0
 	for name, q := range spec.Requests {
-		capacity := sc.nominal(spec.ClusterQueue, string(name))
+		capacity := sc.nominal(spec.ClusterQueue, string(name), false)
 		if capacity <= 0 {
-			capacity = sc.treeNominal(spec.ClusterQueue, string(name))
+			capacity = sc.nominal(spec.ClusterQueue, string(name), true)
 		}
 		if capacity <= 0 {
 			continue
@@ -687,54 +648,48 @@ func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 	return share
 }
 
-// nominal is a ClusterQueue's nominal quota of a resource, over all its flavors.
-func (s *Scenario) nominal(cq, resource string) float64 {
-	c := s.clusterQueue(cq)
-	if c == nil {
-		return 0
-	}
-	return quotaOf(c.Quota, resource)
-}
-
-func quotaOf(quota []FlavorQuota, resource string) float64 {
-	total := 0.0
-	for _, fq := range quota {
-		if rq, ok := fq.Resources[resource]; ok {
-			total += rq.Nominal.AsApproximateFloat64()
-		}
-	}
-	return total
-}
-
-// treeNominal is the nominal quota of a resource in the whole cohort tree of a ClusterQueue
-// (its own if it has no cohort).
-func (s *Scenario) treeNominal(cq, resource string) float64 {
+// nominal is the nominal quota of a resource, over all flavors, of the ClusterQueue and, with
+// tree, of every ClusterQueue and Cohort of its cohort tree.
+func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 	parents := map[string]string{}
 	for _, c := range s.Cohorts {
-		parents[c.Name] = c.Parent
+		parents[c.GetName()], _, _ = unstructured.NestedString(c.Object, "spec", "parentName")
 	}
-	root := func(cohort string) string {
-		seen := map[string]bool{}
-		for parents[cohort] != "" && !seen[cohort] {
-			seen[cohort] = true
-			cohort = parents[cohort]
+	root := func(u *unstructured.Unstructured, field string) string {
+		at, _, _ := unstructured.NestedString(u.Object, "spec", field)
+		for seen := sets.New[string](); parents[at] != "" && !seen.Has(at); at = parents[at] {
+			seen.Insert(at)
 		}
-		return cohort
+		return at
 	}
-	c := s.clusterQueue(cq)
-	if c == nil || c.Cohort == "" {
-		return s.nominal(cq, resource)
+	var mine string
+	for _, u := range s.ClusterQueues {
+		if u.GetName() == cq {
+			mine = root(u, "cohortName")
+		}
 	}
-	tree := root(c.Cohort)
 	total := 0.0
-	for _, other := range s.ClusterQueues {
-		if other.Cohort != "" && root(other.Cohort) == tree {
-			total += quotaOf(other.Quota, resource)
+	add := func(groups []kueue.ResourceGroup) {
+		for _, g := range groups {
+			for _, f := range g.Flavors {
+				for _, r := range f.Resources {
+					if string(r.Name) == res {
+						total += r.NominalQuota.AsApproximateFloat64()
+					}
+				}
+			}
 		}
 	}
-	for _, cohort := range s.Cohorts {
-		if root(cohort.Name) == tree {
-			total += quotaOf(cohort.Quota, resource)
+	for _, u := range s.ClusterQueues {
+		if u.GetName() == cq || (tree && mine != "" && root(u, "cohortName") == mine) {
+			typed, _ := typedClusterQueue(u)
+			add(typed.Spec.ResourceGroups)
+		}
+	}
+	for _, u := range s.Cohorts {
+		if tree && mine != "" && (u.GetName() == mine || root(u, "parentName") == mine) {
+			typed, _ := typedCohort(u)
+			add(typed.Spec.ResourceGroups)
 		}
 	}
 	return total

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,13 +152,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 	}
 	if o.Manager.Known {
 		c := o.Manager.Config
-		sc.Timeshare = simulator.Timeshare{
-			DefaultPreemptMinRuntime: simDuration(c.DefaultPreemptMinRuntime),
-			DefaultReclaimMinRuntime: simDuration(c.DefaultReclaimMinRuntime),
-			ReclaimResolveMethod:     string(c.ReclaimResolveMethod),
-			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
-			DefaultNoticePeriod:      simDuration(c.DefaultNoticePeriod),
-		}
+		sc.Timeshare = simulator.TimeshareOf(&c)
 		sc.FairSharing = o.Manager.FairSharing
 		for _, g := range simulator.ScenarioGates() {
 			if on, set := o.Manager.FeatureGates[g]; set {
@@ -171,35 +166,32 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 		out.Notes = append(out.Notes, "the manager's timeshare defaults are not known (pass --manager-config): the simulation uses the defaults of an empty timeshare section")
 	}
 	for _, rf := range sortedByName(snap.Flavors, func(rf kueue.ResourceFlavor) string { return rf.Name }) {
-		sc.Flavors = append(sc.Flavors, simulator.Flavor{Name: rf.Name})
+		sc.Flavors = append(sc.Flavors, &kueue.ResourceFlavor{TypeMeta: kueueMeta("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: rf.Name}})
 	}
 	for _, u := range sortedByName(snap.Cohorts, func(u unstructured.Unstructured) string { return u.GetName() }) {
-		c, err := simulator.CohortFromObject(&u)
-		if err != nil {
-			return nil, err
-		}
-		sc.Cohorts = append(sc.Cohorts, c)
+		sc.Cohorts = append(sc.Cohorts, specOnly(&u))
 	}
 	cqs := sets.New[string]()
 	for _, u := range sortedByName(snap.ClusterQueues, func(u unstructured.Unstructured) string { return u.GetName() }) {
-		cq, notes, err := simulator.ClusterQueueFromObject(&u)
-		if err != nil {
-			return nil, err
+		for _, n := range simulator.Unsimulated(&u) {
+			out.Notes = append(out.Notes, "ClusterQueue "+u.GetName()+": "+n)
 		}
+		cq := simulatedClusterQueue(&u)
 		sc.ClusterQueues = append(sc.ClusterQueues, cq)
-		out.Notes = append(out.Notes, notes...)
-		cqs.Insert(cq.Name)
+		cqs.Insert(cq.GetName())
 	}
 	lqs := map[string]string{} // namespace/name -> ClusterQueue
 	for _, lq := range sortedByName(snap.LocalQueues, func(lq kueue.LocalQueue) string { return lq.Namespace + "/" + lq.Name }) {
 		if !cqs.Has(string(lq.Spec.ClusterQueue)) {
 			continue
 		}
-		sc.LocalQueues = append(sc.LocalQueues, simulator.LocalQueue{Name: lq.Name, Namespace: lq.Namespace, ClusterQueue: string(lq.Spec.ClusterQueue)})
+		sc.LocalQueues = append(sc.LocalQueues, &kueue.LocalQueue{TypeMeta: kueueMeta("LocalQueue"),
+			ObjectMeta: metav1.ObjectMeta{Namespace: lq.Namespace, Name: lq.Name}, Spec: kueue.LocalQueueSpec{ClusterQueue: lq.Spec.ClusterQueue}})
 		lqs[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 	}
 	for _, pc := range sortedByName(snap.WorkloadPriorityClasses, func(pc kueue.WorkloadPriorityClass) string { return pc.Name }) {
-		sc.PriorityClasses = append(sc.PriorityClasses, simulator.PriorityClass{Name: pc.Name, Value: pc.Value, Annotations: withPrefix(pc.Annotations, tolerationPrefix)})
+		sc.WorkloadPriorityClasses = append(sc.WorkloadPriorityClasses, &kueue.WorkloadPriorityClass{TypeMeta: kueueMeta("WorkloadPriorityClass"),
+			ObjectMeta: metav1.ObjectMeta{Name: pc.Name, Annotations: withPrefix(pc.Annotations, tolerationPrefix)}, Value: pc.Value})
 	}
 
 	median, finished := finishedMedian(snap.Workloads)
@@ -264,7 +256,8 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 	}
 	for _, pc := range sortedByName(snap.PriorityClasses, func(pc schedulingv1.PriorityClass) string { return pc.Name }) {
 		if podClasses.Has(pc.Name) {
-			sc.PriorityClasses = append(sc.PriorityClasses, simulator.PriorityClass{Name: pc.Name, Kind: string(kueue.PodPriorityClassKind), Value: pc.Value, Annotations: withPrefix(pc.Annotations, tolerationPrefix)})
+			sc.PriorityClasses = append(sc.PriorityClasses, &schedulingv1.PriorityClass{TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1.SchemeGroupVersion.String(), Kind: "PriorityClass"},
+				ObjectMeta: metav1.ObjectMeta{Name: pc.Name, Annotations: withPrefix(pc.Annotations, tolerationPrefix)}, Value: pc.Value})
 		}
 	}
 	if len(sc.Workloads) == 0 {
@@ -358,13 +351,6 @@ func offset(t, start time.Time) time.Duration {
 	return min(t.Sub(start).Round(time.Second), 0)
 }
 
-func simDuration(d *metav1.Duration) *simulator.Duration {
-	if d == nil {
-		return nil
-	}
-	return &simulator.Duration{Duration: d.Duration}
-}
-
 func withPrefix(m map[string]string, prefix string) map[string]string {
 	var out map[string]string
 	for k, v := range m {
@@ -388,14 +374,39 @@ func sortedByName[T any](items []T, name func(T) string) []T {
 func coveredResources(sc *simulator.Scenario, cq string) sets.Set[string] {
 	out := sets.New[string]()
 	for _, c := range sc.ClusterQueues {
-		if c.Name == cq {
-			for _, fq := range c.Quota {
-				for r := range fq.Resources {
-					out.Insert(r)
-				}
+		if c.GetName() == cq {
+			groups, _, _ := unstructured.NestedSlice(c.Object, "spec", "resourceGroups")
+			for _, g := range groups {
+				covered, _, _ := unstructured.NestedStringSlice(g.(map[string]any), "coveredResources")
+				out.Insert(covered...)
 			}
 		}
 	}
+	return out
+}
+
+// simulatedClusterQueue is a ClusterQueue without what the simulator does not model (see
+// simulator.Unsimulated): the schema's defaults stand for it.
+func simulatedClusterQueue(u *unstructured.Unstructured) *unstructured.Unstructured {
+	cq := specOnly(u)
+	for _, f := range []string{"admissionChecks", "admissionChecksStrategy", "admissionScope", "stopPolicy", "namespaceSelector", "flavorFungibility"} {
+		unstructured.RemoveNestedField(cq.Object, "spec", f)
+	}
+	return cq
+}
+
+func kueueMeta(kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: kueue.SchemeGroupVersion.String(), Kind: kind}
+}
+
+// specOnly is an object as applied: its kind, name and spec.
+func specOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: map[string]any{"spec": runtime.DeepCopyJSONValue(u.Object["spec"])}}
+	if out.Object["spec"] == nil {
+		out.Object["spec"] = map[string]any{}
+	}
+	out.SetGroupVersionKind(u.GroupVersionKind())
+	out.SetName(u.GetName())
 	return out
 }
 

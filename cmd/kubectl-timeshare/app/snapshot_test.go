@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -162,16 +163,14 @@ func TestBuildScenario(t *testing.T) {
 		sc.Simulation.Start = &simulator.Time{Time: t0}
 		sc.Name = "cluster at 2026-11-24T12:00:00Z"
 		sc.Description = "Saved by kubectl timeshare what-if: the cluster's queues and unfinished workloads, starting where they were."
-		sc.Flavors = []simulator.Flavor{{Name: "default"}}
-		sc.Cohorts = []simulator.Cohort{{Name: "team", Preemption: &simulator.MinRuntimes{ReclaimMinRuntime: dp(time.Hour), NoticeOnReclaim: ptr.To(true)}}}
-		sc.ClusterQueues = []simulator.ClusterQueue{{Name: "turns", Cohort: "team", QueueingStrategy: "BestEffortFIFO",
-			Quota: []simulator.FlavorQuota{{Flavor: "default", Resources: map[string]simulator.ResourceQuota{"cpu": {Nominal: q("2"), BorrowingLimit: ptr.To(q("1"))}}}},
-			Preemption: &simulator.Preemption{WithinClusterQueue: "LowerOrNewerEqualPriority",
-				WithinClusterQueueConfig: &simulator.WithinClusterQueueConfig{MinAdmitDuration: dp(5 * time.Minute)}, PreemptMinRuntime: dp(10 * time.Minute),
-				NoticePeriod: dp(2 * time.Minute)}}}
-		sc.LocalQueues = []simulator.LocalQueue{{Name: "lq", Namespace: "ns", ClusterQueue: "turns"}}
-		sc.PriorityClasses = append([]simulator.PriorityClass{{Name: "batch", Value: 10, Annotations: map[string]string{
-			"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "100"}}}, sc.PriorityClasses...)
+		sc.Flavors = []*kueue.ResourceFlavor{{TypeMeta: kueueMeta("ResourceFlavor"), ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
+		wantTeam, wantTurns := team.DeepCopy(), turns.DeepCopy()
+		// What the simulator does not model is left out.
+		unstructured.RemoveNestedField(wantTurns.Object, "spec", "namespaceSelector")
+		sc.Cohorts, sc.ClusterQueues = []*unstructured.Unstructured{wantTeam}, []*unstructured.Unstructured{wantTurns}
+		sc.LocalQueues = []*kueue.LocalQueue{{TypeMeta: kueueMeta("LocalQueue"), ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lq"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "turns"}}}
+		sc.WorkloadPriorityClasses = []*kueue.WorkloadPriorityClass{{TypeMeta: kueueMeta("WorkloadPriorityClass"), ObjectMeta: metav1.ObjectMeta{Name: "batch", Annotations: map[string]string{
+			"preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "100"}}, Value: 10}}
 		return sc
 	}
 	// The holder's notice and checkpoint-done are left out of its annotations: the notice names
@@ -209,8 +208,9 @@ func TestBuildScenario(t *testing.T) {
 			},
 			opts: ScenarioOptions{For: 24 * time.Hour},
 			want: wantQueues(&simulator.Scenario{
-				Simulation:      simulator.Simulation{Until: dp(24 * time.Hour)},
-				PriorityClasses: []simulator.PriorityClass{{Name: "critical", Kind: "PriorityClass", Value: 1000}},
+				Simulation: simulator.Simulation{Until: dp(24 * time.Hour)},
+				Objects: simulator.Objects{PriorityClasses: []*schedulingv1.PriorityClass{{TypeMeta: metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1", Kind: "PriorityClass"},
+					ObjectMeta: metav1.ObjectMeta{Name: "critical"}, Value: 1000}}},
 				// In creation order (then UID): holder and rotated were created together.
 				Workloads: []simulator.Workload{
 					{Name: "holder", Namespace: "ns", Queue: "lq", Pods: 1, Resources: map[string]simulator.Quantity{"cpu": q("1")}, Duration: d(2 * time.Hour),
@@ -312,7 +312,7 @@ func TestBuildScenario(t *testing.T) {
 			}
 			// What --save-scenario writes (Kueue's manifests and the workloads) is a scenario the
 			// simulator accepts, and stands for the same objects and workloads.
-			data, err := got.Scenario.EncodeManifests()
+			data, err := got.Scenario.Encode()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,16 +320,16 @@ func TestBuildScenario(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the saved scenario does not parse:\n%v\n%s", err, data)
 			}
-			wantObjs, err := got.Scenario.Objects()
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotObjs, err := back.Objects()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(wantObjs, gotObjs, scenarioCmp...); diff != "" {
+			built := got.Scenario.Objects
+			if diff := cmp.Diff([]any{built.Flavors, built.Cohorts, built.LocalQueues, built.WorkloadPriorityClasses, built.PriorityClasses},
+				[]any{back.Flavors, back.Cohorts, back.LocalQueues, back.WorkloadPriorityClasses, back.PriorityClasses}, scenarioCmp...); diff != "" {
 				t.Errorf("objects saved and read back (-built +read):\n%s", diff)
+			}
+			// Read back, a ClusterQueue also has the schema's defaults.
+			for i, cq := range built.ClusterQueues {
+				if !contains(cq.Object["spec"], back.ClusterQueues[i].Object["spec"]) {
+					t.Errorf("ClusterQueue %s saved and read back: %v, not within %v", cq.GetName(), cq.Object["spec"], back.ClusterQueues[i].Object["spec"])
+				}
 			}
 			if diff := cmp.Diff(got.Scenario.WorkloadSpecs(), back.WorkloadSpecs(), append(scenarioCmp, cmpopts.IgnoreUnexported(simulator.WorkloadSpec{}))...); diff != "" {
 				t.Errorf("workloads saved and read back (-built +read):\n%s", diff)
@@ -341,6 +341,21 @@ func TestBuildScenario(t *testing.T) {
 			}
 		})
 	}
+}
+
+// contains reports whether b has every field of a, with the same value.
+func contains(a, b any) bool {
+	am, ok := a.(map[string]any)
+	if !ok {
+		return cmp.Equal(a, b)
+	}
+	bm, ok := b.(map[string]any)
+	for k, v := range am {
+		if !ok || !contains(v, bm[k]) {
+			return false
+		}
+	}
+	return ok
 }
 
 func TestReadProposal(t *testing.T) {
@@ -442,7 +457,7 @@ workloads:
 		},
 		"a flavor the cluster does not have": {
 			file: cq("h100", "team"),
-			err:  `p.yaml: the proposal does not fit the cluster: ClusterQueue turns: quota[0].flavor: flavor "h100" is not declared under flavors`,
+			err:  `p.yaml: the proposal does not fit the cluster: ClusterQueue turns: spec.resourceGroups[0].flavors[0].name: ResourceFlavor "h100" is not declared`,
 		},
 	}
 	for name, tc := range cases {
@@ -464,8 +479,12 @@ workloads:
 			if len(got.ClusterQueues) != 1 {
 				t.Fatalf("ClusterQueues = %v", got.ClusterQueues)
 			}
-			q := got.ClusterQueues[0].Quota[0].Resources["cpu"]
-			if q.Nominal.String() != tc.wantQuota || got.ClusterQueues[0].Cohort != tc.wantCohort {
+			var typed kueue.ClusterQueue
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.ClusterQueues[0].Object, &typed); err != nil {
+				t.Fatal(err)
+			}
+			q := typed.Spec.ResourceGroups[0].Flavors[0].Resources[0].NominalQuota
+			if q.String() != tc.wantQuota || string(typed.Spec.CohortName) != tc.wantCohort {
 				t.Errorf("ClusterQueue = %+v, want quota %s in %s", got.ClusterQueues[0], tc.wantQuota, tc.wantCohort)
 			}
 			if diff := cmp.Diff(current.WorkloadSpecs(), got.WorkloadSpecs(), append(scenarioCmp, cmpopts.IgnoreUnexported(simulator.WorkloadSpec{}))...); diff != "" {

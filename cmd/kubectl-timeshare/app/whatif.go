@@ -196,16 +196,10 @@ func (p *Proposal) add(file string, doc int, obj map[string]any) error {
 		if err := simulator.ValidateClusterQueueObject(u); err != nil {
 			return fmt.Errorf("%s: the ClusterQueue webhook would reject it: %w", where, err)
 		}
-		if _, _, err := simulator.ClusterQueueFromObject(u); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
 		p.ClusterQueues = append(p.ClusterQueues, u)
 	case "Cohort":
 		if err := simulator.ValidateCohortObject(u); err != nil {
 			return fmt.Errorf("%s: the Cohort webhook would reject it: %w", where, err)
-		}
-		if _, err := simulator.CohortFromObject(u); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
 		}
 		p.Cohorts = append(p.Cohorts, u)
 	default:
@@ -241,36 +235,22 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 		return nil, err
 	}
 	for _, u := range p.ClusterQueues {
-		cq, _, err := simulator.ClusterQueueFromObject(u)
-		if err != nil {
-			return nil, err
-		}
-		i := slices.IndexFunc(out.ClusterQueues, func(c simulator.ClusterQueue) bool { return c.Name == cq.Name })
+		i := slices.IndexFunc(out.ClusterQueues, func(c *unstructured.Unstructured) bool { return c.GetName() == u.GetName() })
 		if i < 0 {
-			return nil, fmt.Errorf("%s: ClusterQueue %q is not in the cluster; what-if compares changes to existing ClusterQueues (known: %s)", file, cq.Name, strings.Join(clusterQueueNames(out), ", "))
+			return nil, fmt.Errorf("%s: ClusterQueue %q is not in the cluster; what-if compares changes to existing ClusterQueues (known: %s)", file, u.GetName(), strings.Join(clusterQueueNames(out), ", "))
 		}
-		out.ClusterQueues[i] = cq
+		out.ClusterQueues[i] = simulatedClusterQueue(u)
 	}
 	for _, u := range p.Cohorts {
-		c, err := simulator.CohortFromObject(u)
-		if err != nil {
-			return nil, err
-		}
-		if i := slices.IndexFunc(out.Cohorts, func(x simulator.Cohort) bool { return x.Name == c.Name }); i >= 0 {
-			out.Cohorts[i] = c
+		if i := slices.IndexFunc(out.Cohorts, func(c *unstructured.Unstructured) bool { return c.GetName() == u.GetName() }); i >= 0 {
+			out.Cohorts[i] = specOnly(u)
 		} else {
-			out.Cohorts = append(out.Cohorts, c)
+			out.Cohorts = append(out.Cohorts, specOnly(u))
 		}
 	}
 	if m := p.Manager; m != nil {
 		c := m.Config
-		out.Timeshare = simulator.Timeshare{
-			DefaultPreemptMinRuntime: simDuration(c.DefaultPreemptMinRuntime),
-			DefaultReclaimMinRuntime: simDuration(c.DefaultReclaimMinRuntime),
-			ReclaimResolveMethod:     string(c.ReclaimResolveMethod),
-			DefaultRequeueDelay:      simDuration(c.DefaultRequeueDelay),
-			DefaultNoticePeriod:      simDuration(c.DefaultNoticePeriod),
-		}
+		out.Timeshare = simulator.TimeshareOf(&c)
 		for g, on := range m.FeatureGates {
 			if slices.Contains(simulator.ScenarioGates(), g) {
 				if out.FeatureGates == nil {
@@ -281,7 +261,7 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 		}
 	}
 	// Checked as a scenario: a proposal may name flavors or Cohorts the cluster does not have.
-	data, err = out.EncodeManifests()
+	data, err = out.Encode()
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +283,7 @@ func (p *Proposal) apply(file string, current *simulator.Scenario) (*simulator.S
 func clusterQueueNames(s *simulator.Scenario) []string {
 	var out []string
 	for _, cq := range s.ClusterQueues {
-		out = append(out, cq.Name)
+		out = append(out, cq.GetName())
 	}
 	return out
 }
@@ -361,7 +341,7 @@ func (e *env) whatIf(ctx context.Context, f whatIfFlags, only string) (*WhatIfRe
 		return nil, err
 	}
 	// What --save-scenario writes is what runs: Kueue's manifests and the workloads.
-	saved, err := built.Scenario.EncodeManifests()
+	saved, err := built.Scenario.Encode()
 	if err != nil {
 		return nil, err
 	}

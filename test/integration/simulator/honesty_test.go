@@ -140,8 +140,7 @@ func sorted(steps [][]string) [][]string {
 // its workloads (the scenarios here use one).
 func createObjects(ctx context.Context, sc *simulator.Scenario) string {
 	ginkgo.GinkgoHelper()
-	objs, err := sc.Objects()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	objs := &sc.Objects
 	var all []client.Object
 	for _, o := range objs.Namespaces {
 		all = append(all, o)

@@ -1,0 +1,885 @@
+package simulator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
+)
+
+// FieldError is a problem with one field of a scenario file, with the line it is on.
+type FieldError struct {
+	File string
+	// Line is 0 when the problem is with the file as a whole.
+	Line int
+	// Path names the field, as in workloads[3].duration or ClusterQueue gpu: spec.cohortName;
+	// empty for the whole file.
+	Path    string
+	Message string
+}
+
+func (e *FieldError) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Path != "" {
+		s += ": " + e.Path
+	}
+	return s + ": " + e.Message
+}
+
+// ErrorList is every problem found in a scenario file, in file order.
+type ErrorList []*FieldError
+
+// maxReported bounds the problems an ErrorList prints: past it, the rest are counted.
+const maxReported = 20
+
+func (l ErrorList) Error() string {
+	lines := make([]string, 0, min(len(l), maxReported)+1)
+	for i, e := range l {
+		if i == maxReported {
+			lines = append(lines, fmt.Sprintf("... and %d more", len(l)-maxReported))
+			break
+		}
+		lines = append(lines, e.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// parser reads a scenario file. lines has the line of every field of the scenario's own
+// document, by path; objects has the manifest node of every object, by kind and name.
+type parser struct {
+	file    string
+	lines   map[string]int
+	at      map[int][]entry
+	objects map[string]*yaml.Node
+	errs    ErrorList
+}
+
+// entry is a field of the scenario's document, for finding the path of a problem on its line.
+type entry struct {
+	path, key, value string
+	col              int
+}
+
+func (p *parser) errorAt(line int, path, format string, args ...any) {
+	p.errs = append(p.errs, &FieldError{File: p.file, Line: line, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// errorf records a problem at a path of the scenario's document, on its line or its closest
+// parent's.
+func (p *parser) errorf(path, format string, args ...any) {
+	line := 0
+	for at := path; at != "" && line == 0; at = parentPath(at) {
+		line = p.lines[at]
+	}
+	p.errorAt(line, path, format, args...)
+}
+
+// objectError records a problem at an API field path of an object read from a manifest.
+func (p *parser) objectError(kind, name, field, format string, args ...any) {
+	n := p.objects[kind+" "+name]
+	line := 0
+	if n != nil {
+		line = lineIn(n, field)
+	}
+	p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
+}
+
+func (p *parser) sorted() ErrorList {
+	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
+	return p.errs
+}
+
+// parentPath strips the last element of a path: a.b[2].c -> a.b[2] -> a.b -> a.
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndex(p, "["); i >= 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndex(p, "."); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func child(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func key(path, k string) string { return fmt.Sprintf("%s[%s]", path, k) }
+
+// yamlSyntaxError turns the parser's "yaml: line 3: ..." into file:3: ...
+func yamlSyntaxError(file string, err error) *FieldError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, tail, ok := strings.Cut(rest, ": "); ok {
+			if line, convErr := strconv.Atoi(num); convErr == nil {
+				return &FieldError{File: file, Line: line, Message: "invalid YAML: " + tail}
+			}
+		}
+	}
+	return &FieldError{File: file, Message: "invalid YAML: " + msg}
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch resolve(n).Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	if isNull(n) {
+		return "null"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// document is the scenario's own document as written: its fields, and the short form of Kueue's
+// objects, which read as the manifests they stand for (see shortForms).
+type document struct {
+	Scenario        `yaml:",inline"`
+	Flavors         yaml.Node `yaml:"flavors"`
+	Cohorts         yaml.Node `yaml:"cohorts"`
+	ClusterQueues   yaml.Node `yaml:"clusterQueues"`
+	LocalQueues     yaml.Node `yaml:"localQueues"`
+	PriorityClasses yaml.Node `yaml:"priorityClasses"`
+}
+
+// manifest is a Kueue (or Kubernetes) object written in a scenario file as it would be applied.
+type manifest struct {
+	node *yaml.Node
+	obj  *unstructured.Unstructured
+}
+
+// read splits a scenario file into its own document (at most one), decoded into s strictly, and
+// the manifests in the others (one object per document, or a List).
+func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var body *yaml.Node
+	bodyAt, seenAny := -1, false
+	for i := 0; ; i++ {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.errs = append(p.errs, yamlSyntaxError(p.file, err))
+			}
+			break
+		}
+		root := &doc
+		if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+			root = root.Content[0]
+		}
+		if isNull(root) || root.Kind == yaml.DocumentNode {
+			continue
+		}
+		seenAny = true
+		if isManifest(root) {
+			for _, n := range p.listItems(root) {
+				manifests = p.addNode(manifests, n)
+			}
+			continue
+		}
+		if body != nil {
+			p.errorAt(root.Line, "", "a scenario has one document of its own fields (without apiVersion and kind); found a second one")
+			return nil
+		}
+		body, bodyAt = root, i
+	}
+	if !seenAny && len(p.errs) == 0 {
+		p.errorAt(0, "", "the file is empty")
+	}
+	if body == nil || len(p.errs) > 0 {
+		return manifests
+	}
+	p.index(body, "", reflect.TypeFor[document]())
+	// Decoded again, from the text, since only a decoder refuses unknown fields.
+	dec = yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc document
+	for i := 0; i <= bodyAt; i++ {
+		var err error
+		if i < bodyAt {
+			err = dec.Decode(&yaml.Node{})
+		} else {
+			err = dec.Decode(&doc)
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, e := range te.Errors {
+				p.decodeError(e)
+			}
+		} else if err != nil && i == bodyAt {
+			p.errorAt(body.Line, "", "%v", err)
+		}
+	}
+	*s = doc.Scenario
+	return append(manifests, p.shortForm(body)...)
+}
+
+var (
+	lineMessage  = regexp.MustCompile(`^line (\d+): (?:column (\d+): )?(.*)$`)
+	typeMismatch = regexp.MustCompile("^cannot unmarshal (?:!!(\\w+) ?)?(?:`(.*)` )?into (\\S+)$")
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	setTwice     = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
+	quotedValue  = regexp.MustCompile("[`\"]([^`\"]*)[`\"]")
+)
+
+// decodeError records one of the decoder's problems ("line 3: ...") at the field it is about:
+// among the fields on that line, the one it names.
+func (p *parser) decodeError(e string) {
+	m := lineMessage.FindStringSubmatch(e)
+	if m == nil {
+		p.errorAt(0, "", "%s", e)
+		return
+	}
+	line, _ := strconv.Atoi(m[1])
+	col, _ := strconv.Atoi(m[2])
+	msg, named, isKey := m[3], "", true
+	if f := typeMismatch.FindStringSubmatch(msg); f != nil {
+		named, isKey = f[2], false
+		msg = fmt.Sprintf("must be %s, not %s", typeWord(f[3]), map[string]string{"seq": "a list", "map": "a mapping"}[f[1]]+strings.TrimSuffix(fmt.Sprintf("%q", f[2]), `""`))
+	} else if f := unknownField.FindStringSubmatch(msg); f != nil {
+		named, msg = f[1], "unknown field"
+	} else if f := setTwice.FindStringSubmatch(msg); f != nil {
+		named, msg = f[1], "set twice (first on line "+f[2]+")"
+	} else if f := quotedValue.FindStringSubmatch(msg); f != nil {
+		named, isKey = f[1], false
+	}
+	path := ""
+	for _, c := range p.at[line] {
+		if strings.HasSuffix(msg, "a mapping of fields, not a list") && c.path == "[0]" {
+			break // the document itself
+		}
+		if path == "" || (col > 0 && c.col == col) || (col == 0 && named != "" && ((isKey && c.key == named) || (!isKey && c.value == named))) {
+			path = c.path
+		}
+	}
+	if named != "" && isKey && !strings.HasSuffix(path, named) && !strings.HasSuffix(path, "["+named+"]") {
+		path = child(parentPath(path), named)
+	}
+	p.errorAt(line, path, "%s", msg)
+}
+
+// index notes the line of every field of the document, by path, following t to write map keys as
+// [key] and struct fields as .field.
+func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
+	if p.at == nil {
+		p.at = map[int][]entry{}
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	note := func(line int, path, k string, v *yaml.Node) {
+		if _, seen := p.lines[path]; !seen {
+			p.lines[path] = line
+		}
+		p.at[line] = append(p.at[line], entry{path: path, key: k, value: v.Value, col: v.Column})
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			sub, ft := child(path, k.Value), fieldType(t, k.Value)
+			if t != nil && t.Kind() == reflect.Map {
+				sub, ft = key(path, k.Value), t.Elem()
+			}
+			note(k.Line, sub, k.Value, v)
+			p.index(v, sub, ft)
+		}
+	case yaml.SequenceNode:
+		var elem reflect.Type
+		if t != nil && t.Kind() == reflect.Slice {
+			elem = t.Elem()
+		}
+		for i, item := range n.Content {
+			note(item.Line, index(path, i), "", item)
+			p.index(item, index(path, i), elem)
+		}
+	}
+}
+
+// fieldType is the type of the field of struct t that YAML names name; nil if none.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if opts == "inline" {
+			if ft := fieldType(f.Type, name); ft != nil {
+				return ft
+			}
+		} else if tag == name {
+			return f.Type
+		}
+	}
+	return nil
+}
+
+// typeWord says what a Go type reads from YAML.
+func typeWord(t string) string {
+	switch {
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "int"):
+		return "a whole number"
+	case t == "string":
+		return "a string"
+	}
+	return "a mapping of fields"
+}
+
+func isManifest(n *yaml.Node) bool {
+	return n.Kind == yaml.MappingNode && (mappingValue(n, "apiVersion") != nil || mappingValue(n, "kind") != nil)
+}
+
+// listItems returns the items of a List, or the node itself.
+func (p *parser) listItems(n *yaml.Node) []*yaml.Node {
+	if kind := mappingValue(n, "kind"); kind == nil || kind.Value != "List" {
+		return []*yaml.Node{n}
+	}
+	items := mappingValue(n, "items")
+	if items == nil || items.Kind != yaml.SequenceNode {
+		p.errorAt(n.Line, "items", "a List needs a list of items")
+		return nil
+	}
+	return items.Content
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n = resolve(n); n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return resolve(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// addNode reads a manifest's node as an object.
+func (p *parser) addNode(manifests []manifest, n *yaml.Node) []manifest {
+	var raw map[string]any
+	err := n.Decode(&raw)
+	var data []byte
+	if err == nil {
+		// Through JSON, so that numbers and nested maps have the types the API machinery uses.
+		data, err = json.Marshal(raw)
+	}
+	u := &unstructured.Unstructured{}
+	if err == nil {
+		err = u.UnmarshalJSON(data)
+	}
+	if err != nil {
+		p.errorAt(n.Line, "", "invalid manifest: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return manifests
+	}
+	return append(manifests, manifest{node: n, obj: u})
+}
+
+var pathElem = regexp.MustCompile(`([^.\[\]]+)|\[([^\]]+)\]`)
+
+// lineIn is the line of an API field path (spec.resourceGroups[0].flavors[1]) in a manifest: of
+// the field itself, or of the closest parent written in the file.
+func lineIn(n *yaml.Node, path string) int {
+	line := n.Line
+	for _, m := range pathElem.FindAllStringSubmatch(path, -1) {
+		n = resolve(n)
+		switch {
+		case n.Kind == yaml.MappingNode:
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == m[1]+m[2] {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		case n.Kind == yaml.SequenceNode:
+			i, err := strconv.Atoi(m[2])
+			if err != nil || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		default:
+			return line
+		}
+	}
+	return line
+}
+
+// shortForms are the short form's sections: each entry stands for a manifest of the kind, with
+// each of its fields at an API field path ("" for the kind).
+var shortForms = []struct {
+	section, kind string
+	fields        map[string]string
+}{
+	{"flavors", "ResourceFlavor", map[string]string{"name": "metadata.name"}},
+	{"cohorts", "Cohort", map[string]string{"name": "metadata.name", "parent": "spec.parentName", "quota": "spec.resourceGroups",
+		"preemption": "spec.preemption", "fairSharing": "spec.fairSharing"}},
+	{"clusterQueues", "ClusterQueue", map[string]string{"name": "metadata.name", "cohort": "spec.cohortName", "quota": "spec.resourceGroups",
+		"queueingStrategy": "spec.queueingStrategy", "preemption": "spec.preemption", "fairSharing": "spec.fairSharing"}},
+	{"localQueues", "LocalQueue", map[string]string{"name": "metadata.name", "namespace": "metadata.namespace", "clusterQueue": "spec.clusterQueue"}},
+	{"priorityClasses", "WorkloadPriorityClass", map[string]string{"name": "metadata.name", "kind": "", "value": "value", "annotations": "metadata.annotations"}},
+}
+
+// shortForm reads the short form's sections of the scenario's document as the manifests they
+// stand for, built of the document's own nodes, so that problems name their lines.
+func (p *parser) shortForm(body *yaml.Node) []manifest {
+	var out []manifest
+	for _, sf := range shortForms {
+		list := mappingValue(body, sf.section)
+		if list == nil || isNull(list) {
+			continue
+		}
+		if list.Kind != yaml.SequenceNode {
+			p.errorf(sf.section, "must be a list, not %s", kindName(list))
+			continue
+		}
+		for i, item := range list.Content {
+			path := index(sf.section, i)
+			if item = resolve(item); item.Kind != yaml.MappingNode {
+				p.errorf(path, "must be a mapping of fields, not %s", kindName(item))
+				continue
+			}
+			apiVersion, kind := kueue.SchemeGroupVersion.String(), sf.kind
+			m := &yaml.Node{Kind: yaml.MappingNode, Line: item.Line}
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				k, v := item.Content[j], item.Content[j+1]
+				to, ok := sf.fields[k.Value]
+				switch {
+				case !ok:
+					p.errorAt(k.Line, child(path, k.Value), "unknown field; known fields: %s", strings.Join(sortedKeys(sf.fields), ", "))
+				case to == "" && v.Value == string(kueue.PodPriorityClassKind):
+					apiVersion, kind = schedulingv1.SchemeGroupVersion.String(), v.Value
+				case to == "":
+					if v.Value != sf.kind {
+						p.errorAt(k.Line, child(path, k.Value), "%q is not supported; use one of %s, %s", v.Value, sf.kind, kueue.PodPriorityClassKind)
+					}
+				case k.Value == "quota":
+					setIn(m, to, k.Line, p.resourceGroups(v, child(path, "quota")))
+				default:
+					setIn(m, to, k.Line, v)
+				}
+			}
+			setIn(m, "apiVersion", item.Line, scalar(item.Line, apiVersion))
+			setIn(m, "kind", item.Line, scalar(item.Line, kind))
+			out = p.addNode(out, m)
+		}
+	}
+	return out
+}
+
+func scalar(line int, v string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: line}
+}
+
+// setIn sets the value at a dotted path of a mapping, adding the mappings on the way.
+func setIn(m *yaml.Node, path string, line int, v *yaml.Node) {
+	first, rest, nested := strings.Cut(path, ".")
+	at := mappingValue(m, first)
+	if at == nil {
+		at = v
+		if nested {
+			at = &yaml.Node{Kind: yaml.MappingNode, Line: line}
+		}
+		m.Content = append(m.Content, scalar(line, first), at)
+	}
+	if nested {
+		setIn(at, rest, line, v)
+	}
+}
+
+// resourceGroups reads the short form's quota (a list of flavors, each with its resources and
+// their quotas) as spec.resourceGroups: flavors that list the same resources form one group.
+func (p *parser) resourceGroups(quota *yaml.Node, path string) *yaml.Node {
+	groups := &yaml.Node{Kind: yaml.SequenceNode, Line: quota.Line}
+	if quota.Kind != yaml.SequenceNode {
+		p.errorAt(quota.Line, path, "must be a list, not %s", kindName(quota))
+		return groups
+	}
+	covered := map[string]*yaml.Node{}
+	for i, fq := range quota.Content {
+		fp := index(path, i)
+		res := mappingValue(fq, "resources")
+		if res == nil || res.Kind != yaml.MappingNode || len(res.Content) == 0 {
+			p.errorAt(fq.Line, child(fp, "resources"), "at least one resource is required")
+			continue
+		}
+		var names []string
+		resources := &yaml.Node{Kind: yaml.SequenceNode, Line: res.Line}
+		// Kueue lists a flavor's resources in the order of its group's coveredResources.
+		var order []int
+		for j := 0; j+1 < len(res.Content); j += 2 {
+			order = append(order, j)
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(res.Content[a].Value, res.Content[b].Value) })
+		for _, j := range order {
+			k, v := res.Content[j], resolve(res.Content[j+1])
+			names = append(names, k.Value)
+			r := &yaml.Node{Kind: yaml.MappingNode, Line: k.Line, Content: []*yaml.Node{scalar(k.Line, "name"), scalar(k.Line, k.Value)}}
+			if v.Kind != yaml.MappingNode {
+				setIn(r, "nominalQuota", k.Line, v)
+			} else if mappingValue(v, "nominal") == nil {
+				p.errorAt(v.Line, child(key(child(fp, "resources"), k.Value), "nominal"), "required")
+			}
+			for l := 0; v.Kind == yaml.MappingNode && l+1 < len(v.Content); l += 2 {
+				to := map[string]string{"nominal": "nominalQuota", "borrowingLimit": "borrowingLimit", "lendingLimit": "lendingLimit"}[v.Content[l].Value]
+				if to == "" {
+					p.errorAt(v.Content[l].Line, child(key(child(fp, "resources"), k.Value), v.Content[l].Value), "unknown field; known fields: borrowingLimit, lendingLimit, nominal")
+					continue
+				}
+				setIn(r, to, v.Content[l].Line, v.Content[l+1])
+			}
+			resources.Content = append(resources.Content, r)
+		}
+		for j := 0; j+1 < len(fq.Content); j += 2 {
+			if k := fq.Content[j]; k.Value != "flavor" && k.Value != "resources" {
+				p.errorAt(k.Line, child(fp, k.Value), "unknown field; known fields: flavor, resources")
+			}
+		}
+		group := covered[strings.Join(names, ",")]
+		if group == nil {
+			cr := &yaml.Node{Kind: yaml.SequenceNode, Line: fq.Line}
+			for _, n := range names {
+				cr.Content = append(cr.Content, scalar(fq.Line, n))
+			}
+			group = &yaml.Node{Kind: yaml.MappingNode, Line: fq.Line}
+			setIn(group, "coveredResources", fq.Line, cr)
+			setIn(group, "flavors", fq.Line, &yaml.Node{Kind: yaml.SequenceNode, Line: fq.Line})
+			covered[strings.Join(names, ",")] = group
+			groups.Content = append(groups.Content, group)
+		}
+		flavor := &yaml.Node{Kind: yaml.MappingNode, Line: fq.Line}
+		if name := mappingValue(fq, "flavor"); name != nil {
+			setIn(flavor, "name", name.Line, name)
+		}
+		setIn(flavor, "resources", res.Line, resources)
+		f := mappingValue(group, "flavors")
+		f.Content = append(f.Content, flavor)
+	}
+	return groups
+}
+
+var quotedField = regexp.MustCompile(`"([^"]+)"`)
+
+// addManifests checks each manifest as the API server and the manager's webhooks would, and adds
+// it to the scenario's objects. Problems name the object, the field and its line.
+func (p *parser) addManifests(s *Scenario, manifests []manifest) {
+	for _, m := range manifests {
+		u := m.obj
+		kind, name := u.GetKind(), u.GetName()
+		if name != "" && p.objects[kind+" "+name] == nil {
+			p.objects[kind+" "+name] = m.node
+		}
+		fail := func(field, format string, args ...any) {
+			line := m.node.Line
+			if field != "" {
+				line = lineIn(m.node, field)
+			}
+			p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
+		}
+		gv := u.GroupVersionKind().GroupVersion()
+		if gv != kueue.SchemeGroupVersion && (gv.Group != schedulingv1.GroupName || kind != "PriorityClass") {
+			fail("apiVersion", "%s %s is not something a scenario holds; use ResourceFlavor, Cohort, ClusterQueue, LocalQueue or WorkloadPriorityClass of %s, or a scheduling.k8s.io/v1 PriorityClass",
+				u.GetAPIVersion(), kind, kueue.SchemeGroupVersion)
+			continue
+		}
+		typed, problems, known := DecodeManifest(u)
+		if !known {
+			fail("kind", "%s is not something a scenario holds; use ResourceFlavor, Cohort, ClusterQueue, LocalQueue or WorkloadPriorityClass", kind)
+			continue
+		}
+		if name == "" {
+			fail("metadata.name", "required")
+			continue
+		}
+		if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
+			fail("metadata.name", "%q is not a valid name: %s", name, strings.Join(problems, "; "))
+			continue
+		}
+		for _, pr := range problems {
+			fail(pr.Field, "%s", pr.Message)
+		}
+		if len(problems) > 0 {
+			continue
+		}
+		apiErrors := func(err error, prefix string) bool {
+			if err == nil {
+				return false
+			}
+			// The message lists "field: problem" after "... is invalid: ".
+			msg := err.Error()
+			if _, rest, ok := strings.Cut(msg, " is invalid: "); ok {
+				msg = rest
+			}
+			for _, part := range splitAggregate(strings.Trim(msg, "[]"), prefix) {
+				field, body, _ := strings.Cut(part, ": ")
+				fail(field, "%s", body)
+			}
+			return true
+		}
+		switch obj := typed.(type) {
+		case *kueue.ResourceFlavor:
+			if obj.Spec.TopologyName != nil {
+				fail("spec.topologyName", "topology-aware scheduling is not simulated")
+				continue
+			}
+			if errs := kueuewebhooks.ValidateResourceFlavor(obj); len(errs) > 0 {
+				fail(errs[0].Field, "%s", errs[0].ErrorBody())
+				continue
+			}
+			s.Flavors = append(s.Flavors, obj)
+		case *kueue.ClusterQueue:
+			if apiErrors(ValidateClusterQueueObject(u), "spec.") {
+				continue
+			}
+			if p.enums(u, fail) {
+				continue
+			}
+			if notes := Unsimulated(u); len(notes) > 0 {
+				for _, n := range notes {
+					f, problem, _ := strings.Cut(n, " ")
+					fail(f, "%s; leave it out of a scenario", strings.TrimPrefix(problem, "is "))
+				}
+				continue
+			}
+			s.ClusterQueues = append(s.ClusterQueues, u)
+		case *kueue.Cohort:
+			if !apiErrors(ValidateCohortObject(u), "spec.") {
+				s.Cohorts = append(s.Cohorts, u)
+			}
+		case *kueue.LocalQueue:
+			s.LocalQueues = append(s.LocalQueues, obj)
+		case *kueue.WorkloadPriorityClass:
+			if !apiErrors(toleration.NewStore().Set(kueue.WorkloadPriorityClassKind, name, obj.Annotations, obj.Value), "metadata.") {
+				s.WorkloadPriorityClasses = append(s.WorkloadPriorityClasses, obj)
+			}
+		case *schedulingv1.PriorityClass:
+			if !apiErrors(toleration.NewStore().Set(kueue.PodPriorityClassKind, name, obj.Annotations, obj.Value), "metadata.") {
+				s.PriorityClasses = append(s.PriorityClasses, obj)
+			}
+		}
+	}
+}
+
+// enums checks the ClusterQueue fields whose values Kueue's schema lists, as the API server does.
+func (p *parser) enums(u *unstructured.Unstructured, fail func(field, format string, args ...any)) bool {
+	policies := []string{string(kueue.PreemptionPolicyNever), string(kueue.PreemptionPolicyLowerPriority), string(kueue.PreemptionPolicyLowerOrNewerEqualPriority)}
+	bad := false
+	for field, allowed := range map[string][]string{
+		"spec.queueingStrategy":                     {string(kueue.BestEffortFIFO), string(kueue.StrictFIFO)},
+		"spec.preemption.withinClusterQueue":        policies,
+		"spec.preemption.reclaimWithinCohort":       append(slices.Clone(policies), string(kueue.PreemptionPolicyAny)),
+		"spec.preemption.borrowWithinCohort.policy": {string(kueue.BorrowWithinCohortPolicyNever), string(kueue.BorrowWithinCohortPolicyLowerPriority)},
+	} {
+		if v, found, _ := unstructured.NestedString(u.Object, strings.Split(field, ".")...); found && !slices.Contains(allowed, v) {
+			fail(field, "%q is not supported; use one of %s", v, strings.Join(allowed, ", "))
+			bad = true
+		}
+	}
+	return bad
+}
+
+// splitAggregate splits the text of a field.ErrorList aggregate ("[a, b]" for several errors, the
+// error itself for one) into its errors, each starting with prefix.
+func splitAggregate(s, prefix string) []string {
+	var out []string
+	for {
+		i := strings.Index(s, ", "+prefix)
+		if i < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:i])
+		s = s[i+2:]
+	}
+}
+
+// ManifestProblem is a problem with one field of a manifest; Field is empty for the whole object.
+type ManifestProblem struct {
+	Field   string
+	Message string
+}
+
+// DecodeManifest reads a manifest into Kueue's (or Kubernetes') type for its kind as a strict
+// apply would: unknown fields are problems naming the field. kueue-timeshare's fields are allowed
+// where the manager's webhooks read them. known is false for a kind a scenario does not hold.
+func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []ManifestProblem, known bool) {
+	// Kueue's types lack our fields: they are checked by our webhooks, not here.
+	stripped := u.DeepCopy()
+	switch u.GetKind() {
+	case "ResourceFlavor":
+		typed = &kueue.ResourceFlavor{}
+	case "ClusterQueue":
+		typed = &kueue.ClusterQueue{}
+		for _, f := range tsapi.Fields()["ClusterQueue"] {
+			unstructured.RemoveNestedField(stripped.Object, f.Path()...)
+		}
+	case "Cohort":
+		typed = &kueue.Cohort{}
+		if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
+			known := tsapi.CohortPreemptionSchema().Properties
+			for _, k := range sortedKeys(pr) {
+				if _, ok := known[k]; !ok {
+					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k,
+						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(sortedKeys(known), ", ")})
+				}
+			}
+		}
+		unstructured.RemoveNestedField(stripped.Object, "spec", "preemption")
+	case "LocalQueue":
+		typed = &kueue.LocalQueue{}
+	case "WorkloadPriorityClass":
+		typed = &kueue.WorkloadPriorityClass{}
+	case "PriorityClass":
+		typed = &schedulingv1.PriorityClass{}
+	default:
+		return nil, nil, false
+	}
+	data, err := json.Marshal(stripped.Object)
+	if err != nil {
+		return nil, append(problems, ManifestProblem{Message: err.Error()}), true
+	}
+	strict, err := kjson.UnmarshalStrict(data, typed)
+	if err != nil {
+		return nil, append(problems, ManifestProblem{Message: fmt.Sprintf("invalid %s: %v", u.GetKind(), err)}), true
+	}
+	for _, e := range strict {
+		field := ""
+		if q := quotedField.FindStringSubmatch(e.Error()); q != nil {
+			field = q[1]
+		}
+		problems = append(problems, ManifestProblem{Field: field, Message: e.Error()})
+	}
+	return typed, problems, true
+}
+
+// ValidateClusterQueueObject runs the checks the manager's webhooks run on a ClusterQueue
+// (upstream's ClusterQueue validation and ours for kueue-timeshare's fields) and returns the
+// error the API server would give, or nil.
+func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
+	cq, err := typedClusterQueue(u)
+	if err != nil {
+		return err
+	}
+	errs := kueuewebhooks.ValidateClusterQueue(cq)
+	spec, _ := json.Marshal(u.Object["spec"])
+	ext, err := tsapi.ParseClusterQueueExtension(spec)
+	if err != nil {
+		return fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
+	}
+	errs = append(errs, tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption)...)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, u.GetName(), errs)
+	}
+	return nil
+}
+
+// ValidateCohortObject runs the checks the manager's webhooks run on a Cohort (upstream's Cohort
+// webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
+// or nil.
+func ValidateCohortObject(u *unstructured.Unstructured) error {
+	typed, err := typedCohort(u)
+	if err != nil {
+		return err
+	}
+	var errs field.ErrorList
+	if _, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), typed); err != nil {
+		var agg utilerrors.Aggregate
+		if !errors.As(err, &agg) {
+			return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
+		}
+		for _, e := range agg.Errors() {
+			var fe *field.Error
+			if !errors.As(e, &fe) {
+				return fmt.Errorf("Cohort %s: %w", u.GetName(), e)
+			}
+			errs = append(errs, fe)
+		}
+	}
+	spec, _ := json.Marshal(u.Object["spec"])
+	ext, err := tsapi.ParseCohortExtension(spec)
+	if err != nil {
+		return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
+	}
+	errs = append(errs, tsapi.ValidateCohortExtension(ext)...)
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "Cohort"}, u.GetName(), errs)
+	}
+	return nil
+}
+
+// Unsimulated names the fields set on a ClusterQueue that the simulator does not model, each as
+// "<field> is not simulated ...".
+func Unsimulated(u *unstructured.Unstructured) []string {
+	var notes []string
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	for _, f := range []string{"admissionChecks", "admissionChecksStrategy", "admissionScope"} {
+		if _, ok := spec[f]; ok {
+			notes = append(notes, fmt.Sprintf("spec.%s is not simulated", f))
+		}
+	}
+	if sp, _, _ := unstructured.NestedString(spec, "stopPolicy"); sp != "" && sp != string(kueue.None) {
+		notes = append(notes, fmt.Sprintf("spec.stopPolicy %s is not simulated (the ClusterQueue admits as if it were None)", sp))
+	}
+	if sel, _, _ := unstructured.NestedMap(spec, "namespaceSelector"); len(sel) > 0 {
+		notes = append(notes, "spec.namespaceSelector is not simulated (every namespace is admitted)")
+	}
+	for f, def := range map[string]string{"whenCanBorrow": string(kueue.MayStopSearch), "whenCanPreempt": string(kueue.TryNextFlavor)} {
+		if v, _, _ := unstructured.NestedString(spec, "flavorFungibility", f); v != "" && v != def {
+			notes = append(notes, fmt.Sprintf("spec.flavorFungibility.%s %s is not simulated", f, v))
+		}
+	}
+	slices.Sort(notes)
+	return notes
+}
