@@ -127,7 +127,7 @@ func (m *Manager) setupTimeshare() error {
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		tick = c
 	}
-	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Sources: policy.Sources{m.tolerations}, Log: log,
 		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock), RoleTracker: m.roleTracker,
 		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin,
 		Waits: &queuesettings.WaitGauges{LongWaitThreshold: m.timeshareCfg.Metrics.LongWaitThreshold.Duration, LocalQueueMetrics: m.lqMetrics}}

@@ -161,6 +161,45 @@ func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, de
 	return Protection{MinRuntime: def, Source: defaultSource(defaultField, def)}
 }
 
+// FeatureMinRuntime is min-runtime protection (preemptMinRuntime, reclaimMinRuntime).
+const FeatureMinRuntime Feature = "MinRuntimeProtection"
+
+func init() {
+	register(Unit{
+		Feature: FeatureMinRuntime, Option: WithMinRuntimeProtection, Changes: minRuntimeChanges,
+		MayChange: func(s WakeSettings) bool { return len(s.MinRuntimes) > 0 },
+		Protects:  protectedByMinRuntime,
+	})
+}
+
+// MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree: the
+// min-runtime unit's source of facts (see Sources).
+type MinRuntimeSource interface {
+	MinRuntimeLookup
+	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
+	MinRuntimeDefaults() (Defaults, ResolveMethod)
+}
+
+// protectedByMinRuntime names the min-runtimes protecting c at s.Now: its ClusterQueue's
+// preemptMinRuntime, and its reclaimMinRuntime resolved from its own queue up (the nearest a
+// reclaiming queue can be).
+func protectedByMinRuntime(c *Candidate, s Survey) []string {
+	src, ok := sourceOf[MinRuntimeSource](s.Sources)
+	if !ok {
+		return nil
+	}
+	defaults, _ := src.MinRuntimeDefaults()
+	path := PathOf(s.ClusterQueue, s.Parents(), src)
+	var out []string
+	if Protected(c, ResolvePreempt(path, defaults), s.Now) {
+		out = append(out, "preemptMinRuntime")
+	}
+	if Protected(c, ResolveReclaim(ResolveQueue, nil, path, defaults), s.Now) {
+		out = append(out, "reclaimMinRuntime")
+	}
+	return out
+}
+
 // RuleMinRuntime names the protection WithMinRuntimeProtection adds.
 const RuleMinRuntime = "ProtectedByMinRuntime"
 

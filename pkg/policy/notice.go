@@ -106,6 +106,18 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 	return false, Source{}
 }
 
+// FeatureNotice is notice before eviction.
+const FeatureNotice Feature = "PreemptionNotice"
+
+func init() {
+	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice})
+}
+
+// readNotice reads the notice in force on wl; a record that is not one the manager gave is none.
+func readNotice(c *Candidate, wl *kueue.Workload, _ Reading) {
+	c.Notice, _ = ReadNotice(wl)
+}
+
 // RuleUnderNotice names the protection WithPreemptionNotice adds.
 const RuleUnderNotice = "UnderNoticeForAnotherPreemptor"
 

@@ -2,7 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
@@ -12,6 +15,34 @@ type Toleration struct {
 	annotations.Toleration
 	// Source names the class, e.g. "WorkloadPriorityClass low-non-preempted".
 	Source string
+}
+
+// FeatureToleration is preemption toleration.
+const FeatureToleration Feature = "PreemptionToleration"
+
+// ClassTolerations supplies the preemption toleration of priority classes: the toleration unit's
+// source of facts (see Sources).
+type ClassTolerations interface {
+	For(*kueue.PriorityClassRef) *Toleration
+}
+
+func init() {
+	register(Unit{Feature: FeatureToleration, Option: WithPreemptionToleration, Changes: tolerationChanges, Read: readToleration,
+		Protects: func(c *Candidate, s Survey) []string {
+			// Protected by its toleration from some preemptor: the lowest priority there is.
+			if Tolerated(c, math.MinInt64, s.Now) {
+				return []string{"toleration"}
+			}
+			return nil
+		}})
+}
+
+// readToleration reads the toleration of wl's priority class from the registered
+// ClassTolerations; none without one.
+func readToleration(c *Candidate, wl *kueue.Workload, r Reading) {
+	if src, ok := sourceOf[ClassTolerations](r.Sources); ok {
+		c.Toleration = src.For(wl.Spec.PriorityClassRef)
+	}
 }
 
 // RuleToleration names the protection WithPreemptionToleration adds.

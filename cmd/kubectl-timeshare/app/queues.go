@@ -419,7 +419,7 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 	if !c.QuotaReservedAt.IsZero() {
 		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
 		if window > 0 {
-			a.TurnEnds = ptrTime(metav1.NewTime(policy.MinAdmitDurationEnds(c, window)))
+			a.TurnEnds = ptrTime(metav1.NewTime(policy.QueueSettings{MinAdmitDuration: window}.TurnEnds(c)))
 			a.TurnSetting = "minAdmitDuration " + window.String()
 		}
 	}

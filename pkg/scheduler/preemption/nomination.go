@@ -11,18 +11,11 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
-
-func init() {
-	upstream.HumanReadablePreemptionReasons[policy.ExpectedRuntimeReason] =
-		"expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota"
-}
 
 // WithExpectedRuntimeRequeue lets workloads that ran past their expected runtime be preempted by
 // workloads of equal or higher priority of their ClusterQueue (see policy.WithExpectedRuntimeRequeue),
@@ -30,14 +23,9 @@ func init() {
 // (its requeue-delay annotation, else defaultDelay), written with the preemptor's client.
 func WithExpectedRuntimeRequeue(defaultDelay time.Duration) Option {
 	return func(c *config) {
-		c.expectedRuntime = true
 		c.defaultRequeueDelay = defaultDelay
 		c.features = append(c.features, policy.FeatureExpectedRuntime)
 	}
-}
-
-func (p *Preemptor) expectedRuntimeOn() bool {
-	return p.expectedRuntime && features.Enabled(features.ExpectedRuntimeRequeue)
 }
 
 // nominationTally counts nominations and skips of one search.
@@ -52,8 +40,11 @@ type nominationKey struct {
 	key, skip string
 }
 
-// add records what the search made of a candidate that opted in.
+// add records what the search made of a candidate, if it opted in.
 func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision) {
+	if c.ExpectedRuntime == nil {
+		return
+	}
 	nominated, skip := policy.Nominate(c, s.now)
 	switch {
 	case nominated && d.Rule == policy.RuleMinRuntime:

@@ -29,7 +29,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -58,7 +57,7 @@ func WithPreemptionNotice(src NoticeSource) Option {
 }
 
 func (p *Preemptor) noticeOn() bool {
-	return p.notices != nil && features.Enabled(features.PreemptionNotice)
+	return p.notices != nil && p.on(policy.FeatureNotice)
 }
 
 // noticed is a workload under notice for a preemptor.

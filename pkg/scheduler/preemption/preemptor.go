@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -69,14 +68,15 @@ type Preemptor struct {
 	cohortKnown func(kueue.CohortReference) bool
 	// minRuntimes, when set, feeds min-runtime protection.
 	minRuntimes MinRuntimeSource
-	// tolerations, when set, feeds preemption toleration.
-	tolerations ClassTolerations
+	// features are the victim policy's features turned on (each still behind its gate), and
+	// sources what their units read facts from.
+	features []policy.Feature
+	sources  policy.Sources
 	// notices, when set, gives victims the notice their settings ask for.
 	notices NoticeSource
 	// noticeIndex, when set, lists the workloads that may be under notice.
 	noticeIndex *NoticeIndex
-	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
-	expectedRuntime     bool
+	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
 	defaultRequeueDelay time.Duration
 	// runtimeClock says from which condition min-runtimes and expected runtimes count.
 	runtimeClock policy.RuntimeClock
@@ -108,10 +108,9 @@ type config struct {
 	settingsKnown       func(kueue.ClusterQueueReference) bool
 	cohortKnown         func(kueue.CohortReference) bool
 	minRuntimes         MinRuntimeSource
-	tolerations         ClassTolerations
+	sources             policy.Sources
 	notices             NoticeSource
 	noticeIndex         *NoticeIndex
-	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
 }
@@ -157,9 +156,26 @@ func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSe
 }
 
 func init() {
-	// Upstream words eviction messages from this map; our reason needs words too.
-	upstream.HumanReadablePreemptionReasons[policy.TimeBasedReason] =
-		"time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration"
+	// Upstream words eviction messages from this map; our reasons need words too.
+	for reason, words := range policy.OwnReasonWords() {
+		upstream.HumanReadablePreemptionReasons[reason] = words.Eviction
+	}
+}
+
+// on reports whether feature f is turned on and its gate is on.
+func (p *Preemptor) on(f policy.Feature) bool {
+	return slices.Contains(p.features, f) && policy.GateOn(f)
+}
+
+// unitsOn are the units of the features that are on.
+func (p *Preemptor) unitsOn() policy.Table {
+	var out policy.Table
+	for _, u := range policy.Units() {
+		if p.on(u.Feature) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // New takes the same arguments as upstream's preemption.New, plus options that extend the
@@ -203,10 +219,10 @@ func New(
 		settingsKnown:       c.settingsKnown,
 		cohortKnown:         c.cohortKnown,
 		minRuntimes:         c.minRuntimes,
-		tolerations:         c.tolerations,
+		features:            c.features,
+		sources:             c.sources,
 		notices:             c.notices,
 		noticeIndex:         c.noticeIndex,
-		expectedRuntime:     c.expectedRuntime,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
 		client:              cl,
@@ -478,7 +494,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
 	pr := p.protectionFor(s, cq)
-	tolerations, expected, notices := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq, p.noticeOn()
+	units := p.unitsOn()
 	c := &s.scratch
 	seen := 0
 	for _, info := range cq.Workloads {
@@ -488,21 +504,9 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		}
 		*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
 		c.CountRuntimeFrom(p.runtimeClock)
-		if tolerations {
-			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
-		}
-		if notices {
-			c.Notice, _ = policy.ReadNotice(info.Obj)
-		}
-		if expected {
-			if er, ok := annotations.ParseExpectedRuntime(info.Obj.Annotations); ok {
-				c.ExpectedRuntime = &er
-			}
-		}
+		units.ReadFacts(&c.Candidate, info.Obj, p.sources, nil, cq != s.cq)
 		d := p.decide(s, &c.Candidate, scope, pol, pr)
-		if c.ExpectedRuntime != nil {
-			s.nominations.add(s, &c.Candidate, d)
-		}
+		s.nominations.add(s, &c.Candidate, d)
 		if !d.Eligible {
 			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
 			continue

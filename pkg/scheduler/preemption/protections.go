@@ -20,17 +20,12 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
-type MinRuntimeSource interface {
-	policy.MinRuntimeLookup
-	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
-	MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod)
-}
+type MinRuntimeSource = policy.MinRuntimeSource
 
 // WithMinRuntimeProtection keeps workloads that have run for less than their resolved
 // preemptMinRuntime or reclaimMinRuntime out of the victims, while the MinRuntimeProtection
@@ -44,7 +39,7 @@ func WithMinRuntimeProtection(src MinRuntimeSource) Option {
 
 // protectionOn: the feature is configured and its gate is on.
 func (p *Preemptor) protectionOn() bool {
-	return p.minRuntimes != nil && features.Enabled(features.MinRuntimeProtection)
+	return p.minRuntimes != nil && p.on(policy.FeatureMinRuntime)
 }
 
 // treePath is the path from cq up to its root cohort, with each queue's settings.
@@ -192,7 +187,7 @@ func (t *protectedTally) message() string {
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.tolerationOn() && !p.noticeOn()) || cq == nil {
+	if (!p.protectionOn() && !p.on(policy.FeatureToleration) && !p.noticeOn()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()
@@ -216,20 +211,11 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 	return &s.protected
 }
 
-// ClassTolerations supplies the preemption toleration of priority classes.
-type ClassTolerations interface {
-	For(*kueue.PriorityClassRef) *policy.Toleration
-}
-
 // WithPreemptionToleration lets priority classes' tolerations keep their workloads from
 // preemptors of lower priority than their minimum, while the PreemptionToleration gate is on.
-func WithPreemptionToleration(src ClassTolerations) Option {
+func WithPreemptionToleration(src policy.ClassTolerations) Option {
 	return func(c *config) {
-		c.tolerations = src
+		c.sources = append(c.sources, src)
 		c.features = append(c.features, policy.FeatureToleration)
 	}
-}
-
-func (p *Preemptor) tolerationOn() bool {
-	return p.tolerations != nil && features.Enabled(features.PreemptionToleration)
 }
