@@ -18,6 +18,7 @@ func init() {
 		Read: readExpectedRuntime,
 		Reasons: map[string]ReasonWords{ExpectedRuntimeReason: {
 			Eviction: "expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota",
+			Turn:     true,
 			Requeue:  "Requeued after preemption for running past its expected runtime",
 		}},
 	})

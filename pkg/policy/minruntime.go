@@ -2,8 +2,12 @@ package policy
 
 import (
 	"fmt"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // Setting is a duration that may be unset. Unset inherits from the next queue up; a set 0s stops
@@ -20,6 +24,18 @@ func Set(d time.Duration) Setting { return Setting{Set: true, Value: d} }
 type MinRuntimes struct {
 	Preempt Setting
 	Reclaim Setting
+}
+
+// MinRuntimesOf reads the min-runtimes a ClusterQueue or Cohort sets.
+func MinRuntimesOf(m tsapi.MinRuntimeSettings) MinRuntimes {
+	var out MinRuntimes
+	if m.PreemptMinRuntime != nil {
+		out.Preempt = Set(m.PreemptMinRuntime.Duration)
+	}
+	if m.ReclaimMinRuntime != nil {
+		out.Reclaim = Set(m.ReclaimMinRuntime.Duration)
+	}
+	return out
 }
 
 // TreeNode is one queue on the path from a ClusterQueue to the root of its cohort tree.
@@ -117,6 +133,23 @@ func (s Source) String() string {
 type Defaults struct {
 	Preempt time.Duration
 	Reclaim time.Duration
+}
+
+// DefaultsOf are the manager configuration's min-runtimes.
+func DefaultsOf(c *tsconfig.Configuration) Defaults {
+	var d Defaults
+	if c.DefaultPreemptMinRuntime != nil {
+		d.Preempt = c.DefaultPreemptMinRuntime.Duration
+	}
+	if c.DefaultReclaimMinRuntime != nil {
+		d.Reclaim = c.DefaultReclaimMinRuntime.Duration
+	}
+	return d
+}
+
+// String names the defaults as the manager configuration's fields.
+func (d Defaults) String() string {
+	return fmt.Sprintf("defaultPreemptMinRuntime %s, defaultReclaimMinRuntime %s", d.Preempt, d.Reclaim)
 }
 
 // ResolvePreempt is the protection of a victim in the preemptor's own ClusterQueue: the first

@@ -47,16 +47,18 @@ type reasonKind int
 
 const (
 	noNotice reasonKind = iota
-	// turnNotice: time-based and expected-runtime preemptions, which always get the period.
+	// turnNotice: preemptions that are turns (ReasonWords.Turn: time-based and expected-runtime),
+	// which always get the period.
 	turnNotice
 	priorityNotice
 	reclaimNotice
 )
 
 func kindOf(reason string) reasonKind {
-	switch reason {
-	case TimeBasedReason, ExpectedRuntimeReason:
+	if ownReasonWords()[reason].Turn {
 		return turnNotice
+	}
+	switch reason {
 	case kueue.InClusterQueueReason:
 		return priorityNotice
 	case kueue.InCohortReclamationReason, kueue.InCohortReclaimWhileBorrowingReason, kueue.InCohortFairSharingReason:

@@ -36,6 +36,16 @@ type Unit struct {
 	// s.Now from some preemptor (the ProtectedWorkloads gauge's setting label); nil when it
 	// protects nothing.
 	Protects func(c *Candidate, s Survey) []string
+	// Takes reports whether src is the unit's source of facts, so that a preemptor given src
+	// turns the feature on; nil when the preemptor feeds it otherwise.
+	Takes func(src any) bool
+	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
+	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
+	// the unit's. nil when the preemptor explains the unit's protection itself.
+	Vetoed func(rule string, c *Candidate) (why string, until time.Time, ok bool)
+	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
+	// plugin's rows); nil when it gives none.
+	Shields func(c *Candidate, now time.Time) []Shield
 	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
 	Reasons map[string]ReasonWords
 }
@@ -47,6 +57,33 @@ type ReasonWords struct {
 	Eviction string
 	// Requeue says why a workload evicted for it went back to its queue.
 	Requeue string
+	// Turn: a preemption for it is a turn, which always gets the notice period.
+	Turn bool
+}
+
+// Shield is a protection a unit gives a running candidate, as the kubectl plugin shows it.
+type Shield struct {
+	// Kind names the protection ("toleration").
+	Kind string
+	// Active: it protects the candidate at now, from some preemptor.
+	Active bool
+	// Until is when it ends; zero when it lasts as long as the candidate runs (Forever) or is
+	// not known yet.
+	Until   time.Time
+	Forever bool
+	// Source says what set it, for a person.
+	Source string
+}
+
+// Shields are the protections the units of t that are on give c at now (see Unit.Shields).
+func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shield {
+	var out []Shield
+	for _, u := range t {
+		if u.Shields != nil && (on == nil || on(u.Feature)) {
+			out = append(out, u.Shields(c, now)...)
+		}
+	}
+	return out
 }
 
 // Reading is what a unit's Read is given besides the workload.

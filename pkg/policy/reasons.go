@@ -3,6 +3,7 @@ package policy
 import (
 	"maps"
 	"slices"
+	"sync"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -11,22 +12,20 @@ import (
 // from every registered unit. A victim preempted for one of them is evicted with that reason on
 // its Evicted condition too (upstream writes "Preempted" there), so it must be requeued by this
 // project's requeue controller: upstream's job reconciler requeues only evictions it knows.
-func OwnReasonWords() map[string]ReasonWords {
+func OwnReasonWords() map[string]ReasonWords { return maps.Clone(ownReasonWords()) }
+
+var ownReasonWords = sync.OnceValue(func() map[string]ReasonWords {
 	out := map[string]ReasonWords{}
 	for _, u := range registered {
 		maps.Copy(out, u.Reasons)
 	}
 	return out
-}
+})
 
 // IsOwnReason reports whether reason is one of this project's preemption reasons.
 func IsOwnReason(reason string) bool {
-	for _, u := range registered {
-		if _, ok := u.Reasons[reason]; ok {
-			return true
-		}
-	}
-	return false
+	_, ok := ownReasonWords()[reason]
+	return ok
 }
 
 // OwnReasons lists this project's preemption reasons, sorted.

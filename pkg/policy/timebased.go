@@ -18,6 +18,7 @@ func init() {
 		MayChange: func(WakeSettings) bool { return false },
 		Reasons: map[string]ReasonWords{TimeBasedReason: {
 			Eviction: "time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration",
+			Turn:     true,
 			Requeue:  "Requeued after time-sharing preemption",
 		}},
 	})

@@ -34,7 +34,26 @@ func init() {
 				return []string{"toleration"}
 			}
 			return nil
-		}})
+		},
+		Shields: tolerationShields,
+		Takes:   func(src any) bool { _, ok := src.(ClassTolerations); return ok },
+		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
+			if rule != RuleToleration {
+				return "", time.Time{}, false
+			}
+			return "the preemption toleration of " + c.Toleration.Source, ToleranceEnds(c), true
+		},
+	})
+}
+
+// tolerationShields is c's toleration, if it has one, against the lowest preemptor there is.
+func tolerationShields(c *Candidate, now time.Time) []Shield {
+	t := c.Toleration
+	if t == nil {
+		return nil
+	}
+	return []Shield{{Kind: "toleration", Active: Tolerated(c, math.MinInt64, now), Forever: t.Forever, Until: ToleranceEnds(c),
+		Source: fmt.Sprintf("the preemption toleration of %s (preemptors below priority %d)", t.Source, t.MinimumPreemptablePriority)}}
 }
 
 // readToleration reads the toleration of wl's priority class from the registered

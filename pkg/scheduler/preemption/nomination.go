@@ -17,6 +17,20 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
+// DefaultCooldown is the cooldown a workload preempted for its expected runtime gets when it
+// sets no requeue delay: given to WithSources, it turns on expected-runtime requeue.
+type DefaultCooldown time.Duration
+
+func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		d, ok := src.(DefaultCooldown)
+		if !ok {
+			return nil, false
+		}
+		return WithExpectedRuntimeRequeue(time.Duration(d)), true
+	})
+}
+
 // WithExpectedRuntimeRequeue lets workloads that ran past their expected runtime be preempted by
 // workloads of equal or higher priority of their ClusterQueue (see policy.WithExpectedRuntimeRequeue),
 // while the ExpectedRuntimeRequeue gate is on. After such a preemption the victim gets a cooldown

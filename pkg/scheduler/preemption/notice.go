@@ -47,6 +47,16 @@ type NoticeSource interface {
 	NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration)
 }
 
+func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(NoticeSource)
+		if !ok {
+			return nil, false
+		}
+		return WithPreemptionNotice(s), true
+	})
+}
+
 // WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
 // while the PreemptionNotice gate is on (see policy.WithPreemptionNotice).
 func WithPreemptionNotice(src NoticeSource) Option {

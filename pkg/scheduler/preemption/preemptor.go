@@ -146,6 +146,39 @@ func WithPolicy(opts ...policy.Option) Option {
 	return func(c *config) { c.policyOpts = append(c.policyOpts, opts...) }
 }
 
+// allUnits are the victim policy's registered features, in precedence order.
+var allUnits = policy.Units()
+
+// sourceOptions turn a source of facts into the option of the feature it feeds, if it feeds one;
+// each feature's file registers its own.
+var sourceOptions []func(src any) (Option, bool)
+
+// WithSources turns on every feature of the victim policy that one of src feeds (each feature's
+// file says which sources it takes), each still behind its gate: the one registration of the
+// features, by their sources.
+func WithSources(src ...any) Option {
+	return func(c *config) {
+		for _, s := range src {
+			for _, u := range allUnits {
+				if u.Takes != nil && u.Takes(s) {
+					c.features = append(c.features, u.Feature)
+					c.sources = append(c.sources, s)
+				}
+			}
+			for _, of := range sourceOptions {
+				if o, ok := of(s); ok {
+					o(c)
+				}
+			}
+		}
+	}
+}
+
+// QueueSettingsSource gives each ClusterQueue's time-sharing settings.
+type QueueSettingsSource interface {
+	Settings(kueue.ClusterQueueReference) policy.QueueSettings
+}
+
 // WithQueueSettings turns on the per-ClusterQueue features (time-based same-priority preemption),
 // with settings looked up by ClusterQueue at every search.
 func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
@@ -156,6 +189,13 @@ func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSe
 }
 
 func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(QueueSettingsSource)
+		if !ok {
+			return nil, false
+		}
+		return WithQueueSettings(s.Settings), true
+	})
 	// Upstream words eviction messages from this map; our reasons need words too.
 	for reason, words := range policy.OwnReasonWords() {
 		upstream.HumanReadablePreemptionReasons[reason] = words.Eviction
@@ -170,7 +210,7 @@ func (p *Preemptor) on(f policy.Feature) bool {
 // unitsOn are the units of the features that are on.
 func (p *Preemptor) unitsOn() policy.Table {
 	var out policy.Table
-	for _, u := range policy.Units() {
+	for _, u := range allUnits {
 		if p.on(u.Feature) {
 			out = append(out, u)
 		}

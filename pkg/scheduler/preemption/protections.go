@@ -27,6 +27,16 @@ import (
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
 type MinRuntimeSource = policy.MinRuntimeSource
 
+func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(MinRuntimeSource)
+		if !ok {
+			return nil, false
+		}
+		return WithMinRuntimeProtection(s), true
+	})
+}
+
 // WithMinRuntimeProtection keeps workloads that have run for less than their resolved
 // preemptMinRuntime or reclaimMinRuntime out of the victims, while the MinRuntimeProtection
 // gate is on.
@@ -79,9 +89,10 @@ func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot)
 }
 
 const (
-	kindPreempt    = "preempt"
-	kindReclaim    = "reclaim"
-	kindToleration = "toleration"
+	kindPreempt = "preempt"
+	kindReclaim = "reclaim"
+	// kindUnit: a protection its feature's unit explains (policy.Unit.Vetoed).
+	kindUnit = "unit"
 	// kindNotice: a candidate under notice for another preemptor, its room promised.
 	kindNotice = "notice"
 )
@@ -136,10 +147,19 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 	switch rule {
 	case policy.RuleMinRuntime:
 		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
-	case policy.RuleToleration:
-		t.add(s, c, "the preemption toleration of "+c.Toleration.Source, kindToleration, policy.ToleranceEnds(c))
 	case policy.RuleUnderNotice:
 		t.add(s, c, "its preemption notice for "+c.Notice.Preemptor, kindNotice, c.Notice.Deadline)
+	default:
+		// A unit that explains its own protection (the preemption toleration).
+		for _, u := range allUnits {
+			if u.Vetoed == nil {
+				continue
+			}
+			if why, until, ok := u.Vetoed(rule, c); ok {
+				t.add(s, c, why, kindUnit, until)
+				return
+			}
+		}
 	}
 }
 
@@ -183,11 +203,21 @@ func (t *protectedTally) message() string {
 	return msg
 }
 
+// explainsVetoes reports whether a feature that is on explains its own protection.
+func (p *Preemptor) explainsVetoes() bool {
+	for _, u := range allUnits {
+		if u.Vetoed != nil && p.on(u.Feature) {
+			return true
+		}
+	}
+	return false
+}
+
 // protectionSurvey runs the candidate collection of a search for wl over every flavor/resource its
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.on(policy.FeatureToleration) && !p.noticeOn()) || cq == nil {
+	if (!p.protectionOn() && !p.noticeOn() && !p.explainsVetoes()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()
@@ -209,13 +239,4 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 		p.classicalCandidates(s)
 	}
 	return &s.protected
-}
-
-// WithPreemptionToleration lets priority classes' tolerations keep their workloads from
-// preemptors of lower priority than their minimum, while the PreemptionToleration gate is on.
-func WithPreemptionToleration(src policy.ClassTolerations) Option {
-	return func(c *config) {
-		c.sources = append(c.sources, src)
-		c.features = append(c.features, policy.FeatureToleration)
-	}
 }
