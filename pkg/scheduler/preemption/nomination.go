@@ -22,6 +22,8 @@ import (
 type DefaultCooldown time.Duration
 
 func init() {
+	// A victim of its expected runtime gets a cooldown.
+	afterEviction[policy.ExpectedRuntimeReason] = (*Preemptor).writeCooldown
 	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
 		d, ok := src.(DefaultCooldown)
 		if !ok {
