@@ -10,7 +10,7 @@ import (
 // defaults: the manager's, and the simulator's, which has no manager.
 func NewSettingsStore(ts *tsconfig.Configuration) *queuesettings.Store {
 	s := queuesettings.NewStore(
-		policy.Defaults{Preempt: ts.DefaultPreemptMinRuntime.Duration, Reclaim: ts.DefaultReclaimMinRuntime.Duration},
+		policy.DefaultsOf(ts),
 		policy.ResolveMethod(ts.ReclaimResolveMethod))
 	if ts.DefaultNoticePeriod != nil {
 		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)

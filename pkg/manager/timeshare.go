@@ -51,22 +51,13 @@ func (p timesharePreemptor) Hooks() scheduler.Hooks {
 // the default expected-runtime cooldown, plus extra options. The manager passes it to
 // scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
 func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
-	// The one registration of each feature of the victim policy's precedence table.
-	features := map[policy.Feature]preemption.Option{
-		policy.FeatureTimeBased:       preemption.WithQueueSettings(func(cq kueue.ClusterQueueReference) policy.QueueSettings { return store.Settings(cq) }),
-		policy.FeatureExpectedRuntime: preemption.WithExpectedRuntimeRequeue(requeueDelay),
-		policy.FeatureMinRuntime:      preemption.WithMinRuntimeProtection(store),
-		policy.FeatureToleration:      preemption.WithPreemptionToleration(tolerations),
-		policy.FeatureNotice:          preemption.WithPreemptionNotice(store),
-	}
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		opts := []preemption.Option{
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
-		}
-		for _, f := range policy.Precedence() {
-			opts = append(opts, features[f])
+			// The one registration of the victim policy's features: each takes the source it reads.
+			preemption.WithSources(store, tolerations, preemption.DefaultCooldown(requeueDelay)),
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
@@ -122,7 +113,7 @@ func (m *Manager) setupTimeshare() error {
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		tick = c
 	}
-	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Tolerations: m.tolerations.For, Log: log,
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Sources: policy.Sources{m.tolerations}, Log: log,
 		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock), RoleTracker: m.roleTracker,
 		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin,
 		Waits: &queuesettings.WaitGauges{LongWaitThreshold: m.timeshareCfg.Metrics.LongWaitThreshold.Duration, LocalQueueMetrics: m.lqMetrics}}

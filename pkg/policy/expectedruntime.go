@@ -9,6 +9,33 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
+// FeatureExpectedRuntime is expected-runtime requeue.
+const FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
+
+func init() {
+	register(Unit{
+		Feature: FeatureExpectedRuntime, Option: WithExpectedRuntimeRequeue, Changes: expectedRuntimeChanges,
+		Read: readExpectedRuntime,
+		Reasons: map[string]ReasonWords{ExpectedRuntimeReason: {
+			Eviction: "expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota",
+			Turn:     true,
+			Requeue:  "Requeued after preemption for running past its expected runtime",
+		}},
+	})
+}
+
+// readExpectedRuntime reads the expected-runtime annotations. A candidate for a preemptor of
+// another ClusterQueue is not read: the rule applies within a ClusterQueue only, and the
+// nominations are counted for the preemptor's own queue.
+func readExpectedRuntime(c *Candidate, wl *kueue.Workload, r Reading) {
+	if r.OtherQueue {
+		return
+	}
+	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
+		c.ExpectedRuntime = &er
+	}
+}
+
 // ExpectedRuntimeReason is the preemption reason of a workload preempted because it ran past its
 // expected runtime.
 const ExpectedRuntimeReason = "InClusterQueueExpectedRuntime"

@@ -2,8 +2,12 @@ package policy
 
 import (
 	"fmt"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // Setting is a duration that may be unset. Unset inherits from the next queue up; a set 0s stops
@@ -20,6 +24,18 @@ func Set(d time.Duration) Setting { return Setting{Set: true, Value: d} }
 type MinRuntimes struct {
 	Preempt Setting
 	Reclaim Setting
+}
+
+// MinRuntimesOf reads the min-runtimes a ClusterQueue or Cohort sets.
+func MinRuntimesOf(m tsapi.MinRuntimeSettings) MinRuntimes {
+	var out MinRuntimes
+	if m.PreemptMinRuntime != nil {
+		out.Preempt = Set(m.PreemptMinRuntime.Duration)
+	}
+	if m.ReclaimMinRuntime != nil {
+		out.Reclaim = Set(m.ReclaimMinRuntime.Duration)
+	}
+	return out
 }
 
 // TreeNode is one queue on the path from a ClusterQueue to the root of its cohort tree.
@@ -119,6 +135,23 @@ type Defaults struct {
 	Reclaim time.Duration
 }
 
+// DefaultsOf are the manager configuration's min-runtimes.
+func DefaultsOf(c *tsconfig.Configuration) Defaults {
+	var d Defaults
+	if c.DefaultPreemptMinRuntime != nil {
+		d.Preempt = c.DefaultPreemptMinRuntime.Duration
+	}
+	if c.DefaultReclaimMinRuntime != nil {
+		d.Reclaim = c.DefaultReclaimMinRuntime.Duration
+	}
+	return d
+}
+
+// String names the defaults as the manager configuration's fields.
+func (d Defaults) String() string {
+	return fmt.Sprintf("defaultPreemptMinRuntime %s, defaultReclaimMinRuntime %s", d.Preempt, d.Reclaim)
+}
+
 // ResolvePreempt is the protection of a victim in the preemptor's own ClusterQueue: the first
 // preemptMinRuntime set from the victim's ClusterQueue up, else the default.
 func ResolvePreempt(victim Path, d Defaults) Protection {
@@ -159,6 +192,45 @@ func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, de
 		}
 	}
 	return Protection{MinRuntime: def, Source: defaultSource(defaultField, def)}
+}
+
+// FeatureMinRuntime is min-runtime protection (preemptMinRuntime, reclaimMinRuntime).
+const FeatureMinRuntime Feature = "MinRuntimeProtection"
+
+func init() {
+	register(Unit{
+		Feature: FeatureMinRuntime, Option: WithMinRuntimeProtection, Changes: minRuntimeChanges,
+		MayChange: func(s WakeSettings) bool { return len(s.MinRuntimes) > 0 },
+		Protects:  protectedByMinRuntime,
+	})
+}
+
+// MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree: the
+// min-runtime unit's source of facts (see Sources).
+type MinRuntimeSource interface {
+	MinRuntimeLookup
+	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
+	MinRuntimeDefaults() (Defaults, ResolveMethod)
+}
+
+// protectedByMinRuntime names the min-runtimes protecting c at s.Now: its ClusterQueue's
+// preemptMinRuntime, and its reclaimMinRuntime resolved from its own queue up (the nearest a
+// reclaiming queue can be).
+func protectedByMinRuntime(c *Candidate, s Survey) []string {
+	src, ok := sourceOf[MinRuntimeSource](s.Sources)
+	if !ok {
+		return nil
+	}
+	defaults, _ := src.MinRuntimeDefaults()
+	path := PathOf(s.ClusterQueue, s.Parents(), src)
+	var out []string
+	if Protected(c, ResolvePreempt(path, defaults), s.Now) {
+		out = append(out, "preemptMinRuntime")
+	}
+	if Protected(c, ResolveReclaim(ResolveQueue, nil, path, defaults), s.Now) {
+		out = append(out, "reclaimMinRuntime")
+	}
+	return out
 }
 
 // RuleMinRuntime names the protection WithMinRuntimeProtection adds.

@@ -47,16 +47,18 @@ type reasonKind int
 
 const (
 	noNotice reasonKind = iota
-	// turnNotice: time-based and expected-runtime preemptions, which always get the period.
+	// turnNotice: preemptions that are turns (ReasonWords.Turn: time-based and expected-runtime),
+	// which always get the period.
 	turnNotice
 	priorityNotice
 	reclaimNotice
 )
 
 func kindOf(reason string) reasonKind {
-	switch reason {
-	case TimeBasedReason, ExpectedRuntimeReason:
+	if ownReasonWords()[reason].Turn {
 		return turnNotice
+	}
+	switch reason {
 	case kueue.InClusterQueueReason:
 		return priorityNotice
 	case kueue.InCohortReclamationReason, kueue.InCohortReclaimWhileBorrowingReason, kueue.InCohortFairSharingReason:
@@ -104,6 +106,18 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 		}
 	}
 	return false, Source{}
+}
+
+// FeatureNotice is notice before eviction.
+const FeatureNotice Feature = "PreemptionNotice"
+
+func init() {
+	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice})
+}
+
+// readNotice reads the notice in force on wl; a record that is not one the manager gave is none.
+func readNotice(c *Candidate, wl *kueue.Workload, _ Reading) {
+	c.Notice, _ = ReadNotice(wl)
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.

@@ -80,16 +80,6 @@ type Candidate struct {
 	Notice *annotations.Notice
 }
 
-// QueueSettings are this project's per-ClusterQueue settings, resolved for the preemptor's
-// ClusterQueue. The zero value means none is set: upstream behaviour.
-type QueueSettings struct {
-	// MinAdmitDuration is spec.preemption.withinClusterQueueConfig.minAdmitDuration (KEP-8522).
-	MinAdmitDuration time.Duration
-	// StrictFIFO: spec.queueingStrategy is StrictFIFO, so a turn never passes over the workload
-	// whose turn it is, even one that cannot use it (upstream's head-of-line blocking).
-	StrictFIFO bool
-}
-
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?
 type Input struct {
 	Preemptor *Pending

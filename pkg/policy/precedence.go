@@ -3,67 +3,211 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/featuregate"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
-// Feature names one of this project's features on the victim policy (the name of its feature
-// gate).
+// Feature names one of this project's features on the victim policy: the name of its feature
+// gate.
 type Feature string
 
-const (
-	FeatureTimeBased       Feature = "TimeBasedSamePriorityPreemption"
-	FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
-	FeatureMinRuntime      Feature = "MinRuntimeProtection"
-	FeatureToleration      Feature = "PreemptionToleration"
-	FeatureNotice          Feature = "PreemptionNotice"
-)
-
-// precedence is the precedence table: when several features apply to one candidate, the one
-// listed first decides. Upstream's rows (Never, Any, LowerPriority, NewerEqualPriority) come
-// before every feature's, PriorityNotLower after them; a protection vetoes any eligible row.
-// docs/configuration.md shows this table.
-// Each row also names when the feature's decisions about a running candidate change (see Changes).
-var precedence = []precedenceRow{
-	// Refuses a same-priority candidate when another pending workload has the turn, before
-	// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
-	{FeatureTimeBased, WithTimeBasedPreemption, timeBasedChanges},
-	// Makes a candidate past its expected runtime eligible.
-	{FeatureExpectedRuntime, WithExpectedRuntimeRequeue, expectedRuntimeChanges},
-	// Vetoes an eligible candidate inside its min-runtime.
-	{FeatureMinRuntime, WithMinRuntimeProtection, minRuntimeChanges},
-	// Vetoes an eligible candidate whose priority class tolerates the preemptor.
-	{FeatureToleration, WithPreemptionToleration, tolerationChanges},
-	// Vetoes a candidate whose room is promised to another preemptor by a notice.
-	{FeatureNotice, WithPreemptionNotice, noticeChanges},
+// Unit is one feature of the victim policy: everything about it that the rest of the manager asks
+// (the preemptor, the waker, the gauges, the kubectl plugin, the simulator), so that none of them
+// reads a feature's facts or checks its gate itself. Each feature's file registers its unit.
+type Unit struct {
+	Feature Feature
+	// Option adds its rules, protections and ordering keys.
+	Option func() Option
+	// Read sets on c the facts it reads off wl, a workload holding quota, beyond its conditions;
+	// nil when it reads none.
+	Read func(c *Candidate, wl *kueue.Workload, r Reading)
+	// Changes gives when its decisions about a running candidate change (see Changes).
+	Changes func(*Candidate, WakeSettings, func(Change))
+	// MayChange reports whether it may change a decision about some running workload when no
+	// ClusterQueue sets a minAdmitDuration; nil: it may.
+	MayChange func(WakeSettings) bool
+	// Protects names the settings under which c, running in a ClusterQueue, is protected at
+	// s.Now from some preemptor (the ProtectedWorkloads gauge's setting label); nil when it
+	// protects nothing.
+	Protects func(c *Candidate, s Survey) []string
+	// Takes reports whether src is the unit's source of facts, so that a preemptor given src
+	// turns the feature on; nil when the preemptor feeds it otherwise.
+	Takes func(src any) bool
+	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
+	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
+	// the unit's. nil when the preemptor explains the unit's protection itself.
+	Vetoed func(rule string, c *Candidate) (why string, until time.Time, ok bool)
+	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
+	// plugin's rows); nil when it gives none.
+	Shields func(c *Candidate, now time.Time) []Shield
+	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
+	Reasons map[string]ReasonWords
 }
 
-type precedenceRow struct {
-	feature Feature
-	option  func() Option
-	changes func(*Candidate, WakeSettings, func(Change))
+// ReasonWords say in words what a preemption reason means.
+type ReasonWords struct {
+	// Eviction is the eviction message's account of the reason (upstream's
+	// HumanReadablePreemptionReasons).
+	Eviction string
+	// Requeue says why a workload evicted for it went back to its queue.
+	Requeue string
+	// Turn: a preemption for it is a turn, which always gets the notice period.
+	Turn bool
 }
 
-// Precedence lists the features, the one that decides first.
-func Precedence() []Feature {
-	out := make([]Feature, len(precedence))
-	for i, p := range precedence {
-		out[i] = p.feature
+// Shield is a protection a unit gives a running candidate, as the kubectl plugin shows it.
+type Shield struct {
+	// Kind names the protection ("toleration").
+	Kind string
+	// Active: it protects the candidate at now, from some preemptor.
+	Active bool
+	// Until is when it ends; zero when it lasts as long as the candidate runs (Forever) or is
+	// not known yet.
+	Until   time.Time
+	Forever bool
+	// Source says what set it, for a person.
+	Source string
+}
+
+// Shields are the protections the units of t that are on give c at now (see Unit.Shields).
+func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shield {
+	var out []Shield
+	for _, u := range t {
+		if u.Shields != nil && (on == nil || on(u.Feature)) {
+			out = append(out, u.Shields(c, now)...)
+		}
 	}
 	return out
 }
 
-// WithFeatures adds the rules and keys of the named features in the order of the precedence
-// table, whatever the order they are named in.
-func WithFeatures(features ...Feature) Option {
+// Reading is what a unit's Read is given besides the workload.
+type Reading struct {
+	// Sources are the manager's sources of facts; the unit takes its own from them.
+	Sources Sources
+	// OtherQueue: the workload is read as a candidate for a preemptor of another ClusterQueue.
+	OtherQueue bool
+}
+
+// Survey is what a unit's Protects is given besides the candidate.
+type Survey struct {
+	Now time.Time
+	// Sources are the manager's sources of facts; the unit takes its own from them.
+	Sources Sources
+	// ClusterQueue is the candidate's; Parents gives the Cohorts above it, nearest first.
+	ClusterQueue kueue.ClusterQueueReference
+	Parents      func() []kueue.CohortReference
+}
+
+// Protections names the settings under which c is protected at s.Now, by the units of t that
+// are on, each with its source among src.
+func (t Table) Protections(c *Candidate, s Survey, src Sources, on func(Feature) bool) []string {
+	var out []string
+	for _, u := range t {
+		if u.Protects != nil && (on == nil || on(u.Feature)) {
+			s.Sources = src
+			out = append(out, u.Protects(c, s)...)
+		}
+	}
+	return out
+}
+
+// Sources are the sources of facts the manager gives the units: for example the store of the
+// preemption toleration of priority classes. Each unit takes the one that implements the
+// interface it reads through (sourceOf), so the manager registers sources, not features.
+type Sources []any
+
+// sourceOf is the first of src that is a T.
+func sourceOf[T any](src Sources) (T, bool) {
+	for _, s := range src {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+// registered are the units, by feature; their order is the precedence table's.
+var registered = map[Feature]Unit{}
+
+func register(u Unit) {
+	registered[u.Feature] = u
+}
+
+// Table is a list of units, the one that decides first listed first.
+type Table []Unit
+
+// Units is the precedence table: when several features apply to one candidate, the one listed
+// first decides (features.PolicyPrecedence gives the order). Upstream's rows (Never, Any,
+// LowerPriority, NewerEqualPriority) come before every feature's, PriorityNotLower after them; a
+// protection vetoes any eligible row. docs/configuration.md shows this table.
+func Units() Table { return slices.Clone(units()) }
+
+// units is the precedence table, built once every unit has registered (at its first use, after
+// the package's init functions).
+var units = sync.OnceValue(func() Table {
+	out := make(Table, 0, len(registered))
+	for _, g := range features.PolicyPrecedence {
+		if u, ok := registered[Feature(g)]; ok {
+			out = append(out, u)
+		}
+	}
+	return out
+})
+
+// Without is t without feature f's unit.
+func (t Table) Without(f Feature) Table {
+	return slices.DeleteFunc(slices.Clone(t), func(u Unit) bool { return u.Feature == f })
+}
+
+// Features names the units of t, in order.
+func (t Table) Features() []Feature {
+	out := make([]Feature, len(t))
+	for i, u := range t {
+		out[i] = u.Feature
+	}
+	return out
+}
+
+// With adds the rules and keys of the named features of t in the table's order, whatever the
+// order they are named in.
+func (t Table) With(features ...Feature) Option {
 	for _, f := range features {
-		if !slices.ContainsFunc(precedence, func(row precedenceRow) bool { return row.feature == f }) {
+		if !slices.ContainsFunc(t, func(u Unit) bool { return u.Feature == f }) {
 			panic(fmt.Sprintf("policy: no feature named %q", f))
 		}
 	}
 	return func(p *Policy) {
-		for _, row := range precedence {
-			if slices.Contains(features, row.feature) {
-				row.option()(p)
+		for _, u := range t {
+			if slices.Contains(features, u.Feature) {
+				u.Option()(p)
 			}
 		}
 	}
 }
+
+// ReadFacts sets on c what the units of t that are on read off wl (see Unit.Read), each from its
+// source among src.
+func (t Table) ReadFacts(c *Candidate, wl *kueue.Workload, src Sources, on func(Feature) bool, otherQueue bool) {
+	for _, u := range t {
+		if u.Read != nil && (on == nil || on(u.Feature)) {
+			u.Read(c, wl, Reading{Sources: src, OtherQueue: otherQueue})
+		}
+	}
+}
+
+// Precedence lists the features, the one that decides first.
+func Precedence() []Feature { return Units().Features() }
+
+// WithFeatures adds the rules and keys of the named features in the order of the precedence
+// table, whatever the order they are named in.
+func WithFeatures(features ...Feature) Option { return Units().With(features...) }
+
+// GateOn reports whether feature f's gate is on in the process-wide gate.
+func GateOn(f Feature) bool { return features.Enabled(featuregate.Feature(f)) }

@@ -1,35 +1,46 @@
 package policy
 
 import (
+	"maps"
 	"slices"
+	"sync"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// ownReasons are the preemption reasons this project adds to upstream's. A victim preempted for
-// one of them is evicted with that reason on its Evicted condition too (upstream writes
-// "Preempted" there), so it must be requeued by this project's requeue controller: upstream's job
-// reconciler requeues only evictions it knows.
-var ownReasons = []string{TimeBasedReason, ExpectedRuntimeReason}
+// OwnReasonWords are the preemption reasons this project adds to upstream's, with their words,
+// from every registered unit. A victim preempted for one of them is evicted with that reason on
+// its Evicted condition too (upstream writes "Preempted" there), so it must be requeued by this
+// project's requeue controller: upstream's job reconciler requeues only evictions it knows.
+func OwnReasonWords() map[string]ReasonWords { return maps.Clone(ownReasonWords()) }
+
+var ownReasonWords = sync.OnceValue(func() map[string]ReasonWords {
+	out := map[string]ReasonWords{}
+	for _, u := range registered {
+		maps.Copy(out, u.Reasons)
+	}
+	return out
+})
 
 // IsOwnReason reports whether reason is one of this project's preemption reasons.
 func IsOwnReason(reason string) bool {
-	return slices.Contains(ownReasons, reason)
+	_, ok := ownReasonWords()[reason]
+	return ok
 }
 
-// OwnReasons lists this project's preemption reasons.
+// OwnReasons lists this project's preemption reasons, sorted.
 func OwnReasons() []string {
-	return append([]string(nil), ownReasons...)
+	return slices.Sorted(maps.Keys(OwnReasonWords()))
 }
 
-// preemptionReasons are every reason a victim is preempted for: upstream's and ours. A reason
-// read back from an annotation may be anything a tenant wrote; only these are known.
-var preemptionReasons = append([]string{kueue.InClusterQueueReason, kueue.InCohortReclamationReason,
-	kueue.InCohortFairSharingReason, kueue.InCohortReclaimWhileBorrowingReason}, ownReasons...)
+// upstreamReasons are upstream's preemption reasons. A reason read back from an annotation may be
+// anything a tenant wrote; only these and ours are known.
+var upstreamReasons = []string{kueue.InClusterQueueReason, kueue.InCohortReclamationReason,
+	kueue.InCohortFairSharingReason, kueue.InCohortReclaimWhileBorrowingReason}
 
 // IsPreemptionReason reports whether reason is a known preemption reason, upstream's or ours.
 func IsPreemptionReason(reason string) bool {
-	return slices.Contains(preemptionReasons, reason)
+	return slices.Contains(upstreamReasons, reason) || IsOwnReason(reason)
 }
 
 // IsNoticeOutcome reports whether outcome is one of the NoticeOutcomes.

@@ -8,6 +8,22 @@ import (
 	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 )
 
+// FeatureTimeBased is time-based same-priority preemption (KEP-8522).
+const FeatureTimeBased Feature = "TimeBasedSamePriorityPreemption"
+
+func init() {
+	register(Unit{
+		Feature: FeatureTimeBased, Option: WithTimeBasedPreemption, Changes: timeBasedChanges,
+		// Without a minAdmitDuration it changes nothing.
+		MayChange: func(WakeSettings) bool { return false },
+		Reasons: map[string]ReasonWords{TimeBasedReason: {
+			Eviction: "time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration",
+			Turn:     true,
+			Requeue:  "Requeued after time-sharing preemption",
+		}},
+	})
+}
+
 // TimeBasedReason is the preemption reason of a same-priority workload preempted because it held
 // quota longer than its ClusterQueue's minAdmitDuration (KEP-8522).
 const TimeBasedReason = "InClusterQueueTimeBased"
@@ -73,6 +89,16 @@ func WithTimeBasedPreemption() Option {
 	}
 }
 
+// QueueSettings are a ClusterQueue's time-sharing settings, resolved for the preemptor's
+// ClusterQueue. The zero value means none is set: upstream behaviour.
+type QueueSettings struct {
+	// MinAdmitDuration is spec.preemption.withinClusterQueueConfig.minAdmitDuration (KEP-8522).
+	MinAdmitDuration time.Duration
+	// StrictFIFO: spec.queueingStrategy is StrictFIFO, so a turn never passes over the workload
+	// whose turn it is, even one that cannot use it (upstream's head-of-line blocking).
+	StrictFIFO bool
+}
+
 // TakesTurns reports whether the ClusterQueue's same-priority workloads take time-sharing turns:
 // it sets a minAdmitDuration (read with its gate on).
 func (s QueueSettings) TakesTurns() bool { return s.MinAdmitDuration > 0 }
@@ -84,20 +110,15 @@ func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
 
 // timeBasedChanges gives when pastMinAdmitDuration changes for c under its ClusterQueue's window.
 func timeBasedChanges(c *Candidate, s WakeSettings, add func(Change)) {
-	add(minAdmitDurationChange(c, s.MinAdmitDuration))
+	add(Change{At: s.Queue.TurnEnds(c), After: true})
 }
 
-// minAdmitDurationChange is when pastMinAdmitDuration turns true for c: just after the window
-// ends, since it counts only once strictly passed.
-func minAdmitDurationChange(c *Candidate, window time.Duration) Change {
-	return Change{At: MinAdmitDurationEnds(c, window), After: true}
-}
-
-// MinAdmitDurationEnds is when c's window ends (its turn, under time-sharing): c becomes
-// preemptible for it just after. Zero without a window or a quota reservation.
-func MinAdmitDurationEnds(c *Candidate, window time.Duration) time.Time {
-	if window <= 0 || c.QuotaReservedAt.IsZero() {
+// TurnEnds is when c's turn ends under these settings (its minAdmitDuration, counted from its
+// quota reservation): c becomes preemptible for it just after, since the window counts only once
+// strictly passed. Zero without a window or a quota reservation.
+func (s QueueSettings) TurnEnds(c *Candidate) time.Time {
+	if s.MinAdmitDuration <= 0 || c.QuotaReservedAt.IsZero() {
 		return time.Time{}
 	}
-	return c.QuotaReservedAt.Add(window)
+	return c.QuotaReservedAt.Add(s.MinAdmitDuration)
 }

@@ -2,7 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
@@ -12,6 +15,53 @@ type Toleration struct {
 	annotations.Toleration
 	// Source names the class, e.g. "WorkloadPriorityClass low-non-preempted".
 	Source string
+}
+
+// FeatureToleration is preemption toleration.
+const FeatureToleration Feature = "PreemptionToleration"
+
+// ClassTolerations supplies the preemption toleration of priority classes: the toleration unit's
+// source of facts (see Sources).
+type ClassTolerations interface {
+	For(*kueue.PriorityClassRef) *Toleration
+}
+
+func init() {
+	register(Unit{Feature: FeatureToleration, Option: WithPreemptionToleration, Changes: tolerationChanges, Read: readToleration,
+		Protects: func(c *Candidate, s Survey) []string {
+			// Protected by its toleration from some preemptor: the lowest priority there is.
+			if Tolerated(c, math.MinInt64, s.Now) {
+				return []string{"toleration"}
+			}
+			return nil
+		},
+		Shields: tolerationShields,
+		Takes:   func(src any) bool { _, ok := src.(ClassTolerations); return ok },
+		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
+			if rule != RuleToleration {
+				return "", time.Time{}, false
+			}
+			return "the preemption toleration of " + c.Toleration.Source, ToleranceEnds(c), true
+		},
+	})
+}
+
+// tolerationShields is c's toleration, if it has one, against the lowest preemptor there is.
+func tolerationShields(c *Candidate, now time.Time) []Shield {
+	t := c.Toleration
+	if t == nil {
+		return nil
+	}
+	return []Shield{{Kind: "toleration", Active: Tolerated(c, math.MinInt64, now), Forever: t.Forever, Until: ToleranceEnds(c),
+		Source: fmt.Sprintf("the preemption toleration of %s (preemptors below priority %d)", t.Source, t.MinimumPreemptablePriority)}}
+}
+
+// readToleration reads the toleration of wl's priority class from the registered
+// ClassTolerations; none without one.
+func readToleration(c *Candidate, wl *kueue.Workload, r Reading) {
+	if src, ok := sourceOf[ClassTolerations](r.Sources); ok {
+		c.Toleration = src.For(wl.Spec.PriorityClassRef)
+	}
 }
 
 // RuleToleration names the protection WithPreemptionToleration adds.

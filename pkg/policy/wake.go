@@ -8,8 +8,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // WakePrecision is the resolution of wake-up times: a decision that changes just after an
@@ -19,13 +17,15 @@ const WakePrecision = time.Millisecond
 // WakeSettings are what the features read, besides a running candidate, to say when their
 // decisions about it can change.
 type WakeSettings struct {
-	// MinAdmitDuration is the minAdmitDuration of the candidate's ClusterQueue.
-	MinAdmitDuration time.Duration
+	// Queue are the settings of the candidate's ClusterQueue.
+	Queue QueueSettings
 	// MinRuntimes are every min-runtime configured anywhere: which one protects a candidate
 	// depends on the preemptor, so the end of each is a change (a spare wake-up costs one retry).
 	MinRuntimes []time.Duration
 	// Enabled says which features are on (their feature gates); nil: all of them.
 	Enabled func(Feature) bool
+	// Units are the registered features; nil: all of them (Units).
+	Units Table
 }
 
 func (s WakeSettings) on(f Feature) bool {
@@ -35,25 +35,25 @@ func (s WakeSettings) on(f Feature) bool {
 // MayChange reports whether, with no minAdmitDuration anywhere, a feature that is on may still
 // change a decision about some running workload.
 func (s WakeSettings) MayChange() bool {
-	return (s.on(FeatureMinRuntime) && len(s.MinRuntimes) > 0) || s.on(FeatureToleration) || s.on(FeatureExpectedRuntime) || s.on(FeatureNotice)
+	for _, u := range s.units() {
+		if s.on(u.Feature) && (u.MayChange == nil || u.MayChange(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadFacts sets on c what the features that are on read from wl, a workload holding quota,
-// beyond its conditions: the preemption toleration of its priority class (looked up by
-// tolerationOf; nil: none known), its expected runtime and the preemption notice in force on it.
-func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, tolerationOf func(*kueue.PriorityClassRef) *Toleration) {
-	if tolerationOf != nil && s.on(FeatureToleration) {
-		c.Toleration = tolerationOf(wl.Spec.PriorityClassRef)
+// beyond its conditions, each from its source among src (none: nothing known).
+func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, src Sources) {
+	s.units().ReadFacts(c, wl, src, s.on, false)
+}
+
+func (s WakeSettings) units() Table {
+	if s.Units != nil {
+		return s.Units
 	}
-	if s.on(FeatureNotice) {
-		c.Notice, _ = ReadNotice(wl)
-	}
-	if !s.on(FeatureExpectedRuntime) {
-		return
-	}
-	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
-		c.ExpectedRuntime = &er
-	}
+	return units()
 }
 
 // Change is an instant at which a feature's decision about a candidate changes while the
@@ -84,9 +84,9 @@ func Changes(c *Candidate, s WakeSettings) []Change {
 			out = append(out, ch)
 		}
 	}
-	for _, row := range precedence {
-		if s.on(row.feature) {
-			row.changes(c, s, add)
+	for _, u := range s.units() {
+		if s.on(u.Feature) {
+			u.Changes(c, s, add)
 		}
 	}
 	return out
@@ -114,7 +114,7 @@ func (w *Wakes) Add(ch Change, since, now time.Time) {
 
 // CandidateOf reads the facts the features' timing needs off a workload holding quota, without
 // the preemptor-relative ones (priority, queue order): for readers that have no scheduler
-// snapshot (the waker, the kubectl plugin). Toleration and ExpectedRuntime are left to the caller.
+// snapshot (the waker, the kubectl plugin). The features' own facts are left to ReadFacts.
 func CandidateOf(wl *kueue.Workload, clock RuntimeClock) Candidate {
 	c := Candidate{Info: &workload.Info{Obj: wl}, Evicted: apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted)}
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {

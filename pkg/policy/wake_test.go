@@ -30,7 +30,7 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 	c := &wc.c
 	var out []bool
 	if wc.s.on(FeatureTimeBased) {
-		out = append(out, pastMinAdmitDuration(c, QueueSettings{MinAdmitDuration: wc.s.MinAdmitDuration}, t))
+		out = append(out, pastMinAdmitDuration(c, wc.s.Queue, t))
 	}
 	if wc.s.on(FeatureMinRuntime) {
 		for _, d := range wc.s.MinRuntimes {
@@ -53,7 +53,7 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 func (wc *wakeCase) breakpoints() []time.Time {
 	c := &wc.c
 	bases := []time.Time{c.QuotaReservedAt, c.AdmittedAt, c.RunningSince}
-	durs := []time.Duration{0, wc.s.MinAdmitDuration}
+	durs := []time.Duration{0, wc.s.Queue.MinAdmitDuration}
 	durs = append(durs, wc.s.MinRuntimes...)
 	if c.Toleration != nil {
 		durs = append(durs, c.Toleration.Duration)
@@ -157,7 +157,7 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 		wc.c.ExpectedRuntime = er
 	}
 	if r.Intn(4) != 0 {
-		wc.s.MinAdmitDuration = dur()
+		wc.s.Queue.MinAdmitDuration = dur()
 	}
 	for range r.Intn(4) {
 		if d := dur(); d > 0 {
@@ -220,7 +220,7 @@ func TestChangesEdges(t *testing.T) {
 		want []Change
 	}{
 		"minAdmitDuration counts once strictly passed": {
-			c: running, s: WakeSettings{MinAdmitDuration: time.Minute},
+			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}},
 			want: []Change{{At: t0.Add(time.Minute), After: true}},
 		},
 		"a min-runtime ends at its last instant, counted from admission": {
@@ -229,7 +229,7 @@ func TestChangesEdges(t *testing.T) {
 		},
 		"an evicted workload has no protection to end": {
 			c:    Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0, Evicted: true},
-			s:    WakeSettings{MinRuntimes: []time.Duration{time.Minute}, MinAdmitDuration: time.Minute},
+			s:    WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Queue: QueueSettings{MinAdmitDuration: time.Minute}},
 			want: []Change{{At: t0.Add(time.Minute), After: true}},
 		},
 		"not started by the runtime clock: no min-runtime end known": {
@@ -251,7 +251,7 @@ func TestChangesEdges(t *testing.T) {
 			c: running, s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Enabled: func(f Feature) bool { return f != FeatureMinRuntime }},
 		},
 		"time-based preemption off": {
-			c: running, s: WakeSettings{MinAdmitDuration: time.Minute, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
+			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
 		},
 		"expected-runtime requeue off": {
 			c: Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute}},

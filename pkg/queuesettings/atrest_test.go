@@ -75,8 +75,7 @@ func atRestWaker(t *testing.T, clk clock.WithTicker, sweeps *atomic.Int64) *Wake
 			return c.List(ctx, list, opts...)
 		}}).Build()
 	return &Waker{Clock: clk, Client: cl, Store: NewStore(policy.Defaults{}, policy.ResolveLCA), Log: logr.Discard(),
-		Tolerations: func(*kueue.PriorityClassRef) *policy.Toleration { return nil },
-		Lead:        RequeueBatchPeriod() - LeadMargin}
+		Lead: RequeueBatchPeriod() - LeadMargin}
 }
 
 // resettingClock is a fake clock that reports every wait its timers are reset to.

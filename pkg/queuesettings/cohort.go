@@ -98,5 +98,5 @@ func parseCohort(u *unstructured.Unstructured) (policy.MinRuntimes, policy.Notic
 	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
 		return policy.MinRuntimes{}, policy.NoticeSettings{}, errs.ToAggregate().Error()
 	}
-	return minRuntimes(ext.MinRuntimes()), notices(ext.Notice()), ""
+	return policy.MinRuntimesOf(ext.MinRuntimes()), notices(ext.Notice()), ""
 }

@@ -66,18 +66,17 @@ func FuzzWakeTimes(f *testing.F) {
 			},
 		}
 		tol, errs := annotations.ParseToleration(map[string]string{annotations.TolerationSeconds: strconv.FormatInt(tolerationSeconds, 10)}, 0)
-		w := &Waker{Lead: RequeueBatchPeriod() - LeadMargin, Tolerations: func(*kueue.PriorityClassRef) *policy.Toleration {
-			if len(errs) > 0 {
-				return nil
-			}
-			return &policy.Toleration{Toleration: tol, Source: "fuzz"}
-		}}
+		w := &Waker{Lead: RequeueBatchPeriod() - LeadMargin}
+		var classes classTolerations
+		if len(errs) == 0 {
+			classes = classTolerations{Toleration: tol, Source: "fuzz"}
+		}
 		ws := policy.WakeSettings{MinRuntimes: []time.Duration{time.Duration(minRuntime)}}
 
 		// Every change's wake-up is at or after its boundary: the precision added never wraps.
 		c := policy.CandidateOf(wl, "")
-		ws.ReadFacts(&c, wl, w.Tolerations)
-		ws.MinAdmitDuration = time.Duration(window)
+		ws.ReadFacts(&c, wl, policy.Sources{classes})
+		ws.Queue.MinAdmitDuration = time.Duration(window)
 		for _, ch := range policy.Changes(&c, ws) {
 			if ch.Wake().Before(ch.At) {
 				t.Fatalf("change %+v wakes at %s, before its boundary", ch, ch.Wake())
@@ -90,7 +89,7 @@ func FuzzWakeTimes(f *testing.F) {
 		var reached time.Time
 		for range 8 {
 			now := clk.Now()
-			next := w.wakes(wl, time.Duration(window), ws, since, now).Next
+			next := w.wakes(wl, ws.Queue, ws, policy.Sources{classes}, since, now).Next
 			if next.At.IsZero() {
 				return
 			}
@@ -116,4 +115,15 @@ func FuzzWakeTimes(f *testing.F) {
 			since = now
 		}
 	})
+}
+
+// classTolerations gives every priority class one toleration; none when zero.
+type classTolerations policy.Toleration
+
+func (c classTolerations) For(*kueue.PriorityClassRef) *policy.Toleration {
+	if c == (classTolerations{}) {
+		return nil
+	}
+	t := policy.Toleration(c)
+	return &t
 }

@@ -2,7 +2,6 @@ package queuesettings
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +10,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -28,10 +26,10 @@ type gauges struct {
 }
 
 // setGauges computes the gauges at now from holding (unfinished workloads holding quota, by
-// ClusterQueue) and windows (minAdmitDuration by ClusterQueue).
-func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, windows map[kueue.ClusterQueueReference]time.Duration, now time.Time) {
+// ClusterQueue) and turns (the settings of the ClusterQueues that take turns).
+func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, turns map[kueue.ClusterQueueReference]policy.QueueSettings, now time.Time) {
 	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}, notices: map[gaugeKey]float64{}}
-	for cq, window := range windows {
+	for cq, qs := range turns {
 		var n int
 		next := time.Duration(-1)
 		for _, wl := range holding[cq] {
@@ -40,7 +38,7 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 				continue
 			}
 			n++
-			left := max(policy.MinAdmitDurationEnds(&c, window).Sub(now), 0)
+			left := max(qs.TurnEnds(&c).Sub(now), 0)
 			if next < 0 || left < next {
 				next = left
 			}
@@ -51,46 +49,33 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 			g.nextTurn[k] = next.Seconds()
 		}
 	}
-	minRuntimes := features.Enabled(features.MinRuntimeProtection)
-	tolerations := w.Tolerations != nil && features.Enabled(features.PreemptionToleration)
-	if minRuntimes || tolerations {
-		defaults, _ := w.Store.MinRuntimeDefaults()
-		for cq, wls := range holding {
-			var path policy.Path
-			if minRuntimes {
-				path = w.treePath(ctx, cq)
-			}
-			for _, wl := range wls {
-				c := policy.CandidateOf(wl, w.RuntimeClock)
-				if c.Evicted || !c.Admitted {
-					continue
-				}
-				if minRuntimes {
-					if policy.Protected(&c, policy.ResolvePreempt(path, defaults), now) {
-						g.protected[gaugeKey{string(cq), "preemptMinRuntime"}]++
-					}
-					if policy.Protected(&c, policy.ResolveReclaim(policy.ResolveQueue, nil, path, defaults), now) {
-						g.protected[gaugeKey{string(cq), "reclaimMinRuntime"}]++
-					}
-				}
-				if tolerations {
-					// Protected by its toleration from some preemptor: the lowest priority there is.
-					c.Toleration = w.Tolerations(wl.Spec.PriorityClassRef)
-					if policy.Tolerated(&c, math.MinInt64, now) {
-						g.protected[gaugeKey{string(cq), "toleration"}]++
-					}
-				}
-			}
-		}
-	}
-	// Notices are read as the waker reads them, so that the gauge counts the notices it acts on.
-	facts := policy.WakeSettings{Enabled: FeatureEnabled}
+	// Facts are read as the waker reads them, so that the gauges count what it acts on; each
+	// feature names the settings that protect a running workload.
+	units := policy.Units()
+	facts := policy.WakeSettings{Enabled: FeatureEnabled, Units: units}
+	sources := w.sources()
 	for cq, wls := range holding {
+		var parents []kueue.CohortReference
+		read := false
+		survey := policy.Survey{Now: now, ClusterQueue: cq, Parents: func() []kueue.CohortReference {
+			if !read {
+				// A read error leaves the path as far as it was read: the gauge shows the nearer settings.
+				parents, _ = cohorttree.Read(ctx, w.Client, cq)
+				read = true
+			}
+			return parents
+		}}
 		for _, wl := range wls {
 			c := policy.CandidateOf(wl, w.RuntimeClock)
-			facts.ReadFacts(&c, wl, nil)
+			facts.ReadFacts(&c, wl, sources)
 			if c.Notice != nil && !c.Evicted {
 				g.notices[gaugeKey{string(cq), c.Notice.Reason}]++
+			}
+			if c.Evicted || !c.Admitted {
+				continue
+			}
+			for _, setting := range units.Protections(&c, survey, sources, FeatureEnabled) {
+				g.protected[gaugeKey{string(cq), setting}]++
 			}
 		}
 	}
@@ -119,12 +104,4 @@ func setAll[K comparable](vec *prometheus.GaugeVec, cur, prev map[K]float64, lab
 			vec.DeleteLabelValues(labels(k)...)
 		}
 	}
-}
-
-// treePath is cq's path up its cohort tree with the min-runtimes the store holds, read from the
-// informer cache.
-func (w *Waker) treePath(ctx context.Context, cq kueue.ClusterQueueReference) policy.Path {
-	// A read error leaves the path as far as it was read: the gauge shows the nearer settings.
-	parents, _ := cohorttree.Read(ctx, w.Client, cq)
-	return policy.PathOf(cq, parents, w.Store)
 }

@@ -119,7 +119,7 @@ func TestWakerGauges(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w.setGauges(context.Background(), map[kueue.ClusterQueueReference][]*kueue.Workload{"cq": tc.holding},
-				map[kueue.ClusterQueueReference]time.Duration{"cq": 5 * time.Minute}, t0.Add(tc.at))
+				map[kueue.ClusterQueueReference]policy.QueueSettings{"cq": {MinAdmitDuration: 5 * time.Minute}}, t0.Add(tc.at))
 			for what, c := range map[string]struct {
 				vec  *prometheus.GaugeVec
 				want map[string]float64

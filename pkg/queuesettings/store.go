@@ -342,23 +342,12 @@ func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntim
 		return fail(errs.ToAggregate().Error())
 	}
 	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
-	return qs, minRuntimes(ext.MinRuntimes()), notices(ext.Notice()), ""
+	return qs, policy.MinRuntimesOf(ext.MinRuntimes()), notices(ext.Notice()), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
 	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
 	return json.Marshal(spec)
-}
-
-func minRuntimes(m tsapi.MinRuntimeSettings) policy.MinRuntimes {
-	var out policy.MinRuntimes
-	if m.PreemptMinRuntime != nil {
-		out.Preempt = policy.Set(m.PreemptMinRuntime.Duration)
-	}
-	if m.ReclaimMinRuntime != nil {
-		out.Reclaim = policy.Set(m.ReclaimMinRuntime.Duration)
-	}
-	return out
 }
 
 // SetClusterQueue stores the settings of one ClusterQueue, given as the raw object (the extension

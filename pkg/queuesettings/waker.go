@@ -40,9 +40,9 @@ type Waker struct {
 	Client client.Client
 	Queues *qcache.Manager
 	Store  *Store
-	// Tolerations, if set, gives the preemption toleration of priority classes, whose end the
-	// waker also watches for.
-	Tolerations func(*kueue.PriorityClassRef) *policy.Toleration
+	// Sources are the features' sources of facts besides Store (see policy.Sources): the
+	// preemption toleration of priority classes, whose end the waker also watches for.
+	Sources policy.Sources
 	// RuntimeClock is the condition min-runtimes and expected runtimes count from (Admitted if
 	// empty); toleration counts from Admitted.
 	RuntimeClock policy.RuntimeClock
@@ -138,14 +138,14 @@ func (w *Waker) sweep(ctx context.Context) {
 	if w.Waits != nil {
 		w.setWaitGauges(ctx, now)
 	}
-	windows := map[kueue.ClusterQueueReference]time.Duration{}
+	turns := map[kueue.ClusterQueueReference]policy.QueueSettings{}
 	for cq, qs := range w.Store.snapshot() {
-		if qs.MinAdmitDuration > 0 {
-			windows[cq] = qs.MinAdmitDuration
+		if qs.TakesTurns() {
+			turns[cq] = qs
 		}
 	}
 	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled}
-	if len(windows) == 0 && !ws.MayChange() {
+	if len(turns) == 0 && !ws.MayChange() {
 		w.setGauges(ctx, nil, nil, now)
 		return
 	}
@@ -158,12 +158,13 @@ func (w *Waker) sweep(ctx context.Context) {
 		return
 	}
 	holding := map[kueue.ClusterQueueReference][]*kueue.Workload{}
+	sources := w.sources()
 	woken := sets.New[kueue.ClusterQueueReference]()
 	for i := range list.Items {
 		wl := &list.Items[i]
 		cq := wl.Status.Admission.ClusterQueue
 		holding[cq] = append(holding[cq], wl)
-		wakes := w.wakes(wl, windows[cq], ws, since, now)
+		wakes := w.wakes(wl, turns[cq], ws, sources, since, now)
 		if next := wakes.Next.At; !next.IsZero() && (w.next.IsZero() || next.Before(w.next)) {
 			w.next = next
 		}
@@ -173,15 +174,15 @@ func (w *Waker) sweep(ctx context.Context) {
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
 		}
 	}
-	w.setGauges(ctx, holding, windows, now)
+	w.setGauges(ctx, holding, turns, now)
 }
 
 // wakes sorts the changes of decisions about wl, and the early wake-ups Lead before them, against
 // (since, now].
-func (w *Waker) wakes(wl *kueue.Workload, window time.Duration, ws policy.WakeSettings, since, now time.Time) policy.Wakes {
+func (w *Waker) wakes(wl *kueue.Workload, qs policy.QueueSettings, ws policy.WakeSettings, sources policy.Sources, since, now time.Time) policy.Wakes {
 	c := policy.CandidateOf(wl, w.RuntimeClock)
-	ws.ReadFacts(&c, wl, w.Tolerations)
-	ws.MinAdmitDuration = window
+	ws.ReadFacts(&c, wl, sources)
+	ws.Queue = qs
 	var out policy.Wakes
 	for _, ch := range policy.Changes(&c, ws) {
 		if w.Lead > 0 {
@@ -208,4 +209,9 @@ func Wake(ctx context.Context, c client.Client, queues *qcache.Manager, cq kueue
 	if err := queues.UpdateClusterQueue(ctx, &obj, true); err != nil {
 		log.V(2).Info("Could not wake ClusterQueue", "clusterQueue", cq, "error", err.Error())
 	}
+}
+
+// sources are the store and the other sources of facts the features read from.
+func (w *Waker) sources() policy.Sources {
+	return append(policy.Sources{w.Store}, w.Sources...)
 }

@@ -4,10 +4,10 @@
 // Upstream's job reconciler (and its concurrent-admission variant reconciler), when it gives back
 // the quota of an evicted workload, marks the workload Requeued=True only for evictions it knows
 // ("Preempted", node failures). For any other reason it writes Requeued=False with the eviction's
-// reason, and upstream's queue then never offers the workload to the scheduler again. Victims of
-// time-sharing (InClusterQueueTimeBased) and of expected-runtime requeue
-// (InClusterQueueExpectedRuntime) carry our reason on their Evicted condition, so this controller
-// does for them what the job reconciler does for "Preempted": it sets Requeued=True.
+// reason, and upstream's queue then never offers the workload to the scheduler again. Victims
+// preempted for one of our reasons (policy.IsOwnReason: time-sharing, expected-runtime requeue)
+// carry it on their Evicted condition, so this controller does for them what the job reconciler
+// does for "Preempted": it sets Requeued=True.
 package requeue
 
 import (
@@ -37,11 +37,15 @@ import (
 // ReasonRequeued is the reason of the Normal event recorded on a workload this controller requeues.
 const ReasonRequeued = "Requeued"
 
-// messages say in words why a workload went back to its queue, by preemption reason.
-var messages = map[string]string{
-	policy.TimeBasedReason:       "Requeued after time-sharing preemption",
-	policy.ExpectedRuntimeReason: "Requeued after preemption for running past its expected runtime",
-}
+// messages say in words why a workload went back to its queue, by preemption reason: each
+// feature's unit words its own.
+var messages = func() map[string]string {
+	out := map[string]string{}
+	for reason, words := range policy.OwnReasonWords() {
+		out[reason] = words.Requeue
+	}
+	return out
+}()
 
 // Reconciler sets Requeued=True on workloads that upstream left out of their queue after an
 // eviction for one of our reasons.

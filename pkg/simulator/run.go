@@ -276,9 +276,9 @@ func (w *world) wakes(since, now time.Duration) policy.Wakes {
 		at := w.start.Add(j.since)
 		c := policy.Candidate{QuotaReservedAt: at, Admitted: true, AdmittedAt: at}
 		s := ws
-		s.MinAdmitDuration = w.settings.Settings(kueue.ClusterQueueReference(j.spec.ClusterQueue)).MinAdmitDuration
+		s.Queue = w.settings.Settings(kueue.ClusterQueueReference(j.spec.ClusterQueue))
 		if wl := w.seen[j.key]; wl != nil {
-			s.ReadFacts(&c, wl, w.tolerate.For)
+			s.ReadFacts(&c, wl, policy.Sources{w.tolerate})
 		}
 		for _, ch := range policy.Changes(&c, s) {
 			out.Add(ch, from, to)

@@ -223,7 +223,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)
-	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Tolerations: w.tolerate.For, Log: log}
+	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log}
 	if mode == ModeBooster {
 		if window == 0 {
 			w.note("the priority booster never boosts: no ClusterQueue sets minAdmitDuration, which gives its interval")

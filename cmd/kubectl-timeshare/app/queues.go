@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +19,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -196,11 +194,10 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	clock := policy.RuntimeClockAdmitted
 	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted", ClusterQueues: []ClusterQueueReport{}}
 	if m.Known {
-		defaults = policy.Defaults{Preempt: m.Config.DefaultPreemptMinRuntime.Duration, Reclaim: m.Config.DefaultReclaimMinRuntime.Duration}
+		defaults = policy.DefaultsOf(&m.Config)
 		method = policy.ResolveMethod(m.Config.ReclaimResolveMethod)
 		clock = policy.RuntimeClock(m.Config.RuntimeClock)
-		rep.Manager = fmt.Sprintf("from --manager-config: defaultPreemptMinRuntime %s, defaultReclaimMinRuntime %s, reclaimResolveMethod %s, runtimeClock %s",
-			defaults.Preempt, defaults.Reclaim, method, clock)
+		rep.Manager = fmt.Sprintf("from --manager-config: %s, reclaimResolveMethod %s, runtimeClock %s", defaults, method, clock)
 	}
 	store := queuesettings.NewStore(defaults, method)
 	if m.Known && m.Config.DefaultNoticePeriod != nil {
@@ -215,11 +212,9 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	for _, pc := range c.PriorityClasses {
 		_ = tolerations.Set(kueue.PodPriorityClassKind, pc.Name, pc.Annotations, pc.Value)
 	}
-	tolerationOf := tolerations.For
-	if m.gateOff(string(features.PreemptionToleration)) {
-		tolerationOf = func(*kueue.PriorityClassRef) *policy.Toleration { return nil }
-	}
-	expectedRuntimes := !m.gateOff(string(features.ExpectedRuntimeRequeue))
+	// Each feature reads its facts as the manager does, unless its gate is off.
+	units, sources := policy.Units(), policy.Sources{tolerations}
+	on := func(f policy.Feature) bool { return !m.gateOff(string(f)) }
 	problems := map[string]string{}
 	parents := map[string]string{}
 	for i := range c.Cohorts {
@@ -305,17 +300,15 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			}
 			cand := policy.CandidateOf(wl, clock)
 			a := admitted(wl, &cand, window, clock, protections, m.Known, now)
-			if t := tolerationOf(wl.Spec.PriorityClassRef); t != nil {
-				cand.Toleration = t
-				pr := Protection{Kind: "toleration", Active: policy.Tolerated(&cand, math.MinInt64, now), Forever: t.Forever,
-					Source: fmt.Sprintf("the preemption toleration of %s (preemptors below priority %d)", t.Source, t.MinimumPreemptablePriority)}
-				if end := policy.ToleranceEnds(&cand); !end.IsZero() {
-					pr.Until = ptrTime(metav1.NewTime(end))
+			units.ReadFacts(&cand, wl, sources, on, false)
+			for _, sh := range units.Shields(&cand, now, on) {
+				pr := Protection{Kind: sh.Kind, Active: sh.Active, Forever: sh.Forever, Source: sh.Source}
+				if !sh.Until.IsZero() && !sh.Forever {
+					pr.Until = ptrTime(metav1.NewTime(sh.Until))
 				}
 				a.Protections = append(a.Protections, pr)
 			}
-			if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && expectedRuntimes {
-				cand.ExpectedRuntime = &er
+			if er := cand.ExpectedRuntime; er != nil {
 				a.ExpectedRuntime = er.Expected.String()
 				if er.Problem != "" {
 					a.ExpectedRuntime = er.Problem
@@ -419,7 +412,7 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 	if !c.QuotaReservedAt.IsZero() {
 		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
 		if window > 0 {
-			a.TurnEnds = ptrTime(metav1.NewTime(policy.MinAdmitDurationEnds(c, window)))
+			a.TurnEnds = ptrTime(metav1.NewTime(policy.QueueSettings{MinAdmitDuration: window}.TurnEnds(c)))
 			a.TurnSetting = "minAdmitDuration " + window.String()
 		}
 	}

@@ -95,7 +95,7 @@ func allPolicies() []Option {
 			cohorts:  map[kueue.CohortReference]policy.MinRuntimes{"left": {Reclaim: policy.Set(time.Minute)}},
 			defaults: policy.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
 		}),
-		WithPreemptionToleration(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
+		WithSources(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithExpectedRuntimeRequeue(10 * time.Minute),
 		WithPreemptionNotice(noNoticeSettings{}),
 		WithNoticeIndex(syncedEmptyIndex()),

@@ -97,6 +97,10 @@ func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, pr
 // issueOwn evicts targets preempted for one of our reasons, a few at a time. After the first
 // failure no further eviction starts; the scheduler retries the preemptor later. It returns how
 // many targets are being evicted (now or already), how many evictions failed, and one error.
+// afterEviction is what a feature does once a victim is evicted for one of its reasons, by
+// reason; each feature's file registers its own.
+var afterEviction = map[string]func(p *Preemptor, ctx context.Context, wl *kueue.Workload){}
+
 func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (preempted, failed int, firstErr error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -104,8 +108,8 @@ func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemp
 	workqueue.ParallelizeUntil(ctx, concurrentEvictions, len(targets), func(i int) {
 		t := targets[i]
 		err := p.evict(ctx, cache, preemptor, t, snap)
-		if err == nil && t.Reason == policy.ExpectedRuntimeReason {
-			p.writeCooldown(ctx, t.WorkloadInfo.Obj)
+		if after := afterEviction[t.Reason]; err == nil && after != nil {
+			after(p, ctx, t.WorkloadInfo.Obj)
 		}
 		mu.Lock()
 		defer mu.Unlock()

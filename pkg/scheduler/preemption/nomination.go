@@ -11,17 +11,26 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
+// DefaultCooldown is the cooldown a workload preempted for its expected runtime gets when it
+// sets no requeue delay: given to WithSources, it turns on expected-runtime requeue.
+type DefaultCooldown time.Duration
+
 func init() {
-	upstream.HumanReadablePreemptionReasons[policy.ExpectedRuntimeReason] =
-		"expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota"
+	// A victim of its expected runtime gets a cooldown.
+	afterEviction[policy.ExpectedRuntimeReason] = (*Preemptor).writeCooldown
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		d, ok := src.(DefaultCooldown)
+		if !ok {
+			return nil, false
+		}
+		return WithExpectedRuntimeRequeue(time.Duration(d)), true
+	})
 }
 
 // WithExpectedRuntimeRequeue lets workloads that ran past their expected runtime be preempted by
@@ -30,14 +39,9 @@ func init() {
 // (its requeue-delay annotation, else defaultDelay), written with the preemptor's client.
 func WithExpectedRuntimeRequeue(defaultDelay time.Duration) Option {
 	return func(c *config) {
-		c.expectedRuntime = true
 		c.defaultRequeueDelay = defaultDelay
 		c.features = append(c.features, policy.FeatureExpectedRuntime)
 	}
-}
-
-func (p *Preemptor) expectedRuntimeOn() bool {
-	return p.expectedRuntime && features.Enabled(features.ExpectedRuntimeRequeue)
 }
 
 // nominationTally counts nominations and skips of one search.
@@ -52,8 +56,11 @@ type nominationKey struct {
 	key, skip string
 }
 
-// add records what the search made of a candidate that opted in.
+// add records what the search made of a candidate, if it opted in.
 func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision) {
+	if c.ExpectedRuntime == nil {
+		return
+	}
 	nominated, skip := policy.Nominate(c, s.now)
 	switch {
 	case nominated && d.Rule == policy.RuleMinRuntime:

@@ -29,7 +29,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -48,6 +47,16 @@ type NoticeSource interface {
 	NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration)
 }
 
+func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(NoticeSource)
+		if !ok {
+			return nil, false
+		}
+		return WithPreemptionNotice(s), true
+	})
+}
+
 // WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
 // while the PreemptionNotice gate is on (see policy.WithPreemptionNotice).
 func WithPreemptionNotice(src NoticeSource) Option {
@@ -58,7 +67,7 @@ func WithPreemptionNotice(src NoticeSource) Option {
 }
 
 func (p *Preemptor) noticeOn() bool {
-	return p.notices != nil && features.Enabled(features.PreemptionNotice)
+	return p.notices != nil && p.on(policy.FeatureNotice)
 }
 
 // noticed is a workload under notice for a preemptor.

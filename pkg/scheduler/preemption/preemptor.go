@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -69,14 +68,15 @@ type Preemptor struct {
 	cohortKnown func(kueue.CohortReference) bool
 	// minRuntimes, when set, feeds min-runtime protection.
 	minRuntimes MinRuntimeSource
-	// tolerations, when set, feeds preemption toleration.
-	tolerations ClassTolerations
+	// features are the victim policy's features turned on (each still behind its gate), and
+	// sources what their units read facts from.
+	features []policy.Feature
+	sources  policy.Sources
 	// notices, when set, gives victims the notice their settings ask for.
 	notices NoticeSource
 	// noticeIndex, when set, lists the workloads that may be under notice.
 	noticeIndex *NoticeIndex
-	// expectedRuntime turns on expected-runtime requeue, with its default cooldown.
-	expectedRuntime     bool
+	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
 	defaultRequeueDelay time.Duration
 	// runtimeClock says from which condition min-runtimes and expected runtimes count.
 	runtimeClock policy.RuntimeClock
@@ -108,10 +108,9 @@ type config struct {
 	settingsKnown       func(kueue.ClusterQueueReference) bool
 	cohortKnown         func(kueue.CohortReference) bool
 	minRuntimes         MinRuntimeSource
-	tolerations         ClassTolerations
+	sources             policy.Sources
 	notices             NoticeSource
 	noticeIndex         *NoticeIndex
-	expectedRuntime     bool
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
 }
@@ -147,6 +146,39 @@ func WithPolicy(opts ...policy.Option) Option {
 	return func(c *config) { c.policyOpts = append(c.policyOpts, opts...) }
 }
 
+// allUnits are the victim policy's registered features, in precedence order.
+var allUnits = policy.Units()
+
+// sourceOptions turn a source of facts into the option of the feature it feeds, if it feeds one;
+// each feature's file registers its own.
+var sourceOptions []func(src any) (Option, bool)
+
+// WithSources turns on every feature of the victim policy that one of src feeds (each feature's
+// file says which sources it takes), each still behind its gate: the one registration of the
+// features, by their sources.
+func WithSources(src ...any) Option {
+	return func(c *config) {
+		for _, s := range src {
+			for _, u := range allUnits {
+				if u.Takes != nil && u.Takes(s) {
+					c.features = append(c.features, u.Feature)
+					c.sources = append(c.sources, s)
+				}
+			}
+			for _, of := range sourceOptions {
+				if o, ok := of(s); ok {
+					o(c)
+				}
+			}
+		}
+	}
+}
+
+// QueueSettingsSource gives each ClusterQueue's time-sharing settings.
+type QueueSettingsSource interface {
+	Settings(kueue.ClusterQueueReference) policy.QueueSettings
+}
+
 // WithQueueSettings turns on the per-ClusterQueue features (time-based same-priority preemption),
 // with settings looked up by ClusterQueue at every search.
 func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
@@ -157,9 +189,33 @@ func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSe
 }
 
 func init() {
-	// Upstream words eviction messages from this map; our reason needs words too.
-	upstream.HumanReadablePreemptionReasons[policy.TimeBasedReason] =
-		"time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration"
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(QueueSettingsSource)
+		if !ok {
+			return nil, false
+		}
+		return WithQueueSettings(s.Settings), true
+	})
+	// Upstream words eviction messages from this map; our reasons need words too.
+	for reason, words := range policy.OwnReasonWords() {
+		upstream.HumanReadablePreemptionReasons[reason] = words.Eviction
+	}
+}
+
+// on reports whether feature f is turned on and its gate is on.
+func (p *Preemptor) on(f policy.Feature) bool {
+	return slices.Contains(p.features, f) && policy.GateOn(f)
+}
+
+// unitsOn are the units of the features that are on.
+func (p *Preemptor) unitsOn() policy.Table {
+	var out policy.Table
+	for _, u := range allUnits {
+		if p.on(u.Feature) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // New takes the same arguments as upstream's preemption.New, plus options that extend the
@@ -203,10 +259,10 @@ func New(
 		settingsKnown:       c.settingsKnown,
 		cohortKnown:         c.cohortKnown,
 		minRuntimes:         c.minRuntimes,
-		tolerations:         c.tolerations,
+		features:            c.features,
+		sources:             c.sources,
 		notices:             c.notices,
 		noticeIndex:         c.noticeIndex,
-		expectedRuntime:     c.expectedRuntime,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
 		client:              cl,
@@ -478,7 +534,7 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
 	}
 	pr := p.protectionFor(s, cq)
-	tolerations, expected, notices := p.tolerationOn(), p.expectedRuntimeOn() && cq == s.cq, p.noticeOn()
+	units := p.unitsOn()
 	c := &s.scratch
 	seen := 0
 	for _, info := range cq.Workloads {
@@ -488,21 +544,9 @@ func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, bu
 		}
 		*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
 		c.CountRuntimeFrom(p.runtimeClock)
-		if tolerations {
-			c.Toleration = p.tolerations.For(info.Obj.Spec.PriorityClassRef)
-		}
-		if notices {
-			c.Notice, _ = policy.ReadNotice(info.Obj)
-		}
-		if expected {
-			if er, ok := annotations.ParseExpectedRuntime(info.Obj.Annotations); ok {
-				c.ExpectedRuntime = &er
-			}
-		}
+		units.ReadFacts(&c.Candidate, info.Obj, p.sources, nil, cq != s.cq)
 		d := p.decide(s, &c.Candidate, scope, pol, pr)
-		if c.ExpectedRuntime != nil {
-			s.nominations.add(s, &c.Candidate, d)
-		}
+		s.nominations.add(s, &c.Candidate, d)
 		if !d.Eligible {
 			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
 			continue

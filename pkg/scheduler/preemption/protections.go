@@ -20,16 +20,21 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
-type MinRuntimeSource interface {
-	policy.MinRuntimeLookup
-	// MinRuntimeDefaults are the manager configuration's defaults and reclaim resolve method.
-	MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod)
+type MinRuntimeSource = policy.MinRuntimeSource
+
+func init() {
+	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
+		s, ok := src.(MinRuntimeSource)
+		if !ok {
+			return nil, false
+		}
+		return WithMinRuntimeProtection(s), true
+	})
 }
 
 // WithMinRuntimeProtection keeps workloads that have run for less than their resolved
@@ -44,7 +49,7 @@ func WithMinRuntimeProtection(src MinRuntimeSource) Option {
 
 // protectionOn: the feature is configured and its gate is on.
 func (p *Preemptor) protectionOn() bool {
-	return p.minRuntimes != nil && features.Enabled(features.MinRuntimeProtection)
+	return p.minRuntimes != nil && p.on(policy.FeatureMinRuntime)
 }
 
 // treePath is the path from cq up to its root cohort, with each queue's settings.
@@ -84,9 +89,10 @@ func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot)
 }
 
 const (
-	kindPreempt    = "preempt"
-	kindReclaim    = "reclaim"
-	kindToleration = "toleration"
+	kindPreempt = "preempt"
+	kindReclaim = "reclaim"
+	// kindUnit: a protection its feature's unit explains (policy.Unit.Vetoed).
+	kindUnit = "unit"
 	// kindNotice: a candidate under notice for another preemptor, its room promised.
 	kindNotice = "notice"
 )
@@ -141,10 +147,19 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 	switch rule {
 	case policy.RuleMinRuntime:
 		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
-	case policy.RuleToleration:
-		t.add(s, c, "the preemption toleration of "+c.Toleration.Source, kindToleration, policy.ToleranceEnds(c))
 	case policy.RuleUnderNotice:
 		t.add(s, c, "its preemption notice for "+c.Notice.Preemptor, kindNotice, c.Notice.Deadline)
+	default:
+		// A unit that explains its own protection (the preemption toleration).
+		for _, u := range allUnits {
+			if u.Vetoed == nil {
+				continue
+			}
+			if why, until, ok := u.Vetoed(rule, c); ok {
+				t.add(s, c, why, kindUnit, until)
+				return
+			}
+		}
 	}
 }
 
@@ -188,11 +203,21 @@ func (t *protectedTally) message() string {
 	return msg
 }
 
+// explainsVetoes reports whether a feature that is on explains its own protection.
+func (p *Preemptor) explainsVetoes() bool {
+	for _, u := range allUnits {
+		if u.Vetoed != nil && p.on(u.Feature) {
+			return true
+		}
+	}
+	return false
+}
+
 // protectionSurvey runs the candidate collection of a search for wl over every flavor/resource its
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.tolerationOn() && !p.noticeOn()) || cq == nil {
+	if (!p.protectionOn() && !p.noticeOn() && !p.explainsVetoes()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()
@@ -214,22 +239,4 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 		p.classicalCandidates(s)
 	}
 	return &s.protected
-}
-
-// ClassTolerations supplies the preemption toleration of priority classes.
-type ClassTolerations interface {
-	For(*kueue.PriorityClassRef) *policy.Toleration
-}
-
-// WithPreemptionToleration lets priority classes' tolerations keep their workloads from
-// preemptors of lower priority than their minimum, while the PreemptionToleration gate is on.
-func WithPreemptionToleration(src ClassTolerations) Option {
-	return func(c *config) {
-		c.tolerations = src
-		c.features = append(c.features, policy.FeatureToleration)
-	}
-}
-
-func (p *Preemptor) tolerationOn() bool {
-	return p.tolerations != nil && features.Enabled(features.PreemptionToleration)
 }

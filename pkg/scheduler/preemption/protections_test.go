@@ -229,7 +229,7 @@ func TestTolerationTargets(t *testing.T) {
 					fs = &configapi.FairSharing{}
 				}
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
-					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionToleration(fakeTolerations{tc.toleration}))
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSources(fakeTolerations{tc.toleration}))
 				info := sc.PendingInfo()
 				a := cpuPreemptAssignment(info)
 				snap := snapshotOf(t, ctx, &sc)

@@ -236,7 +236,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
 			continue
 		}
-		end := policy.MinAdmitDurationEnds(&c, settings.MinAdmitDuration)
+		end := settings.TurnEnds(&c)
 		if end.Before(s.now) {
 			continue
 		}
