@@ -155,6 +155,7 @@ func TestTimeBasedTargets(t *testing.T) {
 
 func TestExplainWait(t *testing.T) {
 	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+	oldest := utiltestingapi.MakeWorkload("oldest", "ns").UID("uid-oldest").Priority(10).Creation(snapgen.Epoch.Add(10 * time.Minute)).Obj()
 	cases := map[string]struct {
 		window  time.Duration
 		pending []*kueue.Workload
@@ -167,7 +168,11 @@ func TestExplainWait(t *testing.T) {
 		},
 		"another workload has the turn": {
 			window: time.Hour, pending: []*kueue.Workload{older},
-			want: "waiting for a time-sharing turn: ns/older has waited longer",
+			want: "waiting for a time-sharing turn: same-priority workloads that have waited longer go first",
+		},
+		"another workload has the turn: the message is the same whoever it is, so a handover rewrites no pending status": {
+			window: time.Hour, pending: []*kueue.Workload{oldest},
+			want: "waiting for a time-sharing turn: same-priority workloads that have waited longer go first",
 		},
 	}
 	for name, tc := range cases {
@@ -319,7 +324,7 @@ func TestPendingReadOncePerCycle(t *testing.T) {
 	want := []step{
 		{Targets: []string{"ran-2h30m0s"}, Explain: protected, Reads: 1},
 		{Targets: []string{"ran-2h30m0s"}, Explain: protected, Reads: 1},
-		{Explain: "waiting for a time-sharing turn: ns/older has waited longer", Reads: 2},
+		{Explain: "waiting for a time-sharing turn: same-priority workloads that have waited longer go first", Reads: 2},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("per cycle (-want +got):\n%s", diff)

@@ -227,8 +227,10 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 		return why
 	}
 	s := p.newSearch(ctx, wl, snapshot, nil, workload.Usage{})
-	if who := s.preemptor.WaitingLonger; who != "" {
-		return fmt.Sprintf("waiting for a time-sharing turn: %s has waited longer", who)
+	// Naming the next in turn would change every pending workload's message, and so cost a
+	// status write for each, at every handover; the turn order is in the visibility API.
+	if s.preemptor.WaitingLonger != "" {
+		return waitingForTurn
 	}
 	var first time.Time
 	for _, info := range cq.Workloads {
@@ -251,6 +253,12 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 		settings.MinAdmitDuration, first.UTC().Format(time.RFC3339))
 }
 
+// The pending messages of a workload waiting for its turn. They name no workload: see explainTurn.
+const (
+	waitingForTurn = "waiting for a time-sharing turn: same-priority workloads that have waited longer go first"
+	heldForTurn    = "Workload was preempted for time-sharing and waits for its turn: same-priority workloads that have waited longer go first"
+)
+
 // VetoAdmission holds back a workload that was rotated out for time-sharing while a same-priority
 // workload of its ClusterQueue has waited longer for a turn and can take it now: it goes behind
 // them, as if it had joined the queue when it was preempted. When the one whose turn it is must
@@ -266,7 +274,8 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 	if first == nil || !p.takesTurnNow(ctx, snapshot, wl, first) {
 		return ""
 	}
-	return fmt.Sprintf("Workload was preempted for time-sharing and waits for its turn: %s has waited longer", klog.KObj(first.Obj))
+	log.V(3).Info("Rotated-out workload held back for the one whose turn it is", "workload", klog.KObj(wl.Obj), "turn", klog.KObj(first.Obj))
+	return heldForTurn
 }
 
 // TurnOrder returns a ClusterQueue's pending workloads, given in the queue's own order, in the
