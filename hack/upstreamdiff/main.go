@@ -513,9 +513,9 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly, strict bo
 	fmt.Fprintf(w, "Mirrors of %s (lines: + ours only, - upstream's only; marked: additions marked %q; unmarked: + and - lines no mark covers):\n", moduleVersion, "// "+addition)
 	for _, f := range files {
 		s := sums[f]
-		fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", f, s.mirrors, s.identical, s.added, s.removed, s.marks, s.unAdded, s.unRemoved)
+		fmt.Fprintf(w, "  %-62s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", f, s.mirrors, s.identical, s.added, s.removed, s.marks, s.unAdded, s.unRemoved)
 	}
-	fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", "total", total.mirrors, total.identical, total.added, total.removed, total.marks, total.unAdded, total.unRemoved)
+	fmt.Fprintf(w, "  %-62s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", "total", total.mirrors, total.identical, total.added, total.removed, total.marks, total.unAdded, total.unRemoved)
 	for _, m := range r.mirrors {
 		for _, o := range m.missing {
 			fmt.Fprintf(w, "MISSING: %s:%d: %s names %s in %s, which %s does not have\n", m.path, m.line, m.name, o, m.pkg, moduleVersion)
