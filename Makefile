@@ -106,7 +106,7 @@ build: ## Build the manager, the kubectl plugin and the local control plane into
 UPSTREAM_DIFF_ARGS ?=
 
 .PHONY: upstream-diff
-upstream-diff: ## Diff our mirrored functions against upstream's originals; fail when one is gone or a difference is not marked "// timeshare:".
+upstream-diff: ## Diff our mirrored functions against upstream's originals; fail when one is gone or a difference carries no "// timeshare:" mark.
 	$(GO) run ./hack/upstreamdiff -strict $(UPSTREAM_DIFF_ARGS)
 
 .PHONY: verify
