@@ -125,7 +125,8 @@ type mirror struct {
 	upFiles   []string
 	missing   []original
 	diff      []diffLine
-	// marks counts the comment lines inside the body that mark an addition of ours.
+	// marks counts the comment lines that mark an addition of ours: inside the body, and the
+	// doc comment's last line.
 	marks int
 	// covered are the source lines a mark covers, and srcLines the source line of each line of
 	// ours; unmarked flags the lines of diff that no mark covers.
@@ -211,7 +212,7 @@ func compare(root, module, moduleDir string) (*result, error) {
 		m.upstream = strings.Join(texts, "\n")
 		m.diff = lineDiff(lines(m.upstream), lines(m.ours))
 		if n := len(lines(m.ours)); n != len(m.srcLines) {
-			r.unreadable = append(r.unreadable, fmt.Sprintf("%s:%d: %s prints as %d lines but has %d lines of code (is it gofmt-formatted?)", m.path, m.line, m.name, n, len(m.srcLines)))
+			r.unreadable = append(r.unreadable, fmt.Sprintf("%s:%d: %s: its %d printed lines do not match its %d source lines of code (a blank line inside a string, or not gofmt-formatted)", m.path, m.line, m.name, n, len(m.srcLines)))
 		}
 		m.unmarked = unmarkedLines(m.diff, m.srcLines, m.covered)
 	}
@@ -257,6 +258,9 @@ func (r *result) scanFile(filename, rel, module string) error {
 				continue
 			}
 			marks := 0
+			if isMark(cg.List[len(cg.List)-1]) {
+				marks++ // the signature's
+			}
 			for _, body := range f.Comments {
 				if fd.Body == nil || body.Pos() < fd.Body.Lbrace || body.End() > fd.Body.Rbrace {
 					continue

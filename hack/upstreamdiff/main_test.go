@@ -180,8 +180,14 @@ func TestStrict(t *testing.T) {
 			want: []string{"F: +0 -0", "Pair: +0 -0", "G: +0 -0", "Call: +0 -0", "(*T).M: +1 -0"},
 			contains: []string{
 				"UNMARKED: x.go:39: (*T).M has 1 added and 0 removed lines no mark covers:\n  +\treturn str.ToLower(x)\n",
-				"5 functions,   0 identical, +6    -4      4 marked, unmarked +1 -0\n",
+				"5 functions,   0 identical, +6    -4      5 marked, unmarked +1 -0\n",
 			},
+		},
+		{
+			// printFunc drops the blank line inside the string; the lines after it still map.
+			dir:      "rawstring",
+			want:     []string{"F: +2 -0"},
+			contains: []string{"UNMARKED: x.go:5: F has 2 added and 0 removed lines no mark covers:\n  +\t_ = `a raw string\n  +with a blank line`\n"},
 		},
 		{
 			dir:      "deletion",

@@ -85,7 +85,8 @@ func coveredLines(fset *token.FileSet, fd *ast.FuncDecl, comments []*ast.Comment
 
 // codeLines returns, for each line printFunc prints of fd, the source line it comes from: the
 // printer keeps gofmt-formatted source's line breaks, and printFunc drops comments and blank
-// lines, so the printed lines are the source lines with code on them, in order.
+// lines (even inside a raw string), so the printed lines are the source lines with code on them,
+// in order.
 func codeLines(fset *token.FileSet, fd *ast.FuncDecl, src []byte) []int {
 	tf := fset.File(fd.Pos())
 	from, to := tf.Offset(fd.Pos()), tf.Offset(fd.End())
@@ -104,11 +105,13 @@ func codeLines(fset *token.FileSet, fd *ast.FuncDecl, src []byte) []int {
 			continue
 		}
 		start := sf.Position(pos).Line
-		end := start + strings.Count(lit, "\n")
-		for l := max(start, last+1); l <= end; l++ {
-			out = append(out, base+l)
+		// A token over several lines (a raw string) prints those of its lines that are not blank.
+		for k, part := range strings.Split(lit, "\n") {
+			if l := start + k; l > last && (k == 0 || strings.TrimSpace(part) != "") {
+				out = append(out, base+l)
+				last = l
+			}
 		}
-		last = max(last, end)
 	}
 	return out
 }
