@@ -1,7 +1,9 @@
 // Package preemption finds the admitted workloads to evict so that a pending one fits, for
 // classical preemption (within a ClusterQueue, reclaim in the cohort tree, borrowWithinCohort)
 // and for fair sharing. Which candidates are eligible, and in which order they are tried, is
-// asked of the victim policy (package policy); this package only does the search over quota.
+// asked of the victim policy (package policy); this package only does the search over quota. The
+// search mirrors upstream's (preemption.go, fair_sharing_log.go and package classical), and the
+// victim policy enters it at the calls marked "// timeshare:" (seams.go).
 //
 // Targets are upstream's preemption.Target. Evictions for upstream's reasons are issued by
 // upstream's exported code, so events, conditions and metrics look exactly as with upstream Kueue;
