@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -215,6 +217,73 @@ func TestHeadsPerCycle(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("after one cycle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// turnTaker is a preemptor whose SubstituteHead gives, for a head, the workload turns names, as
+// the queue listed it before the cycle (the preemptor's turn order is read once per cycle).
+type turnTaker struct {
+	Preemptor
+	turns   map[string]string
+	pending map[string]*workload.Info
+}
+
+func (p turnTaker) Hooks() Hooks {
+	return Hooks{SubstituteHead: func(_ context.Context, head *workload.Info, _ *schdcache.Snapshot) *workload.Info {
+		if name, ok := p.turns[head.Obj.Name]; ok {
+			return p.pending[name]
+		}
+		return nil
+	}}
+}
+
+// A round's head steps aside for the workload whose turn it is, as a cycle's head does, but never
+// for one the cycle already took: the turn order, read before the cycle, may still list it.
+func TestMoreHeadsTakeTurns(t *testing.T) {
+	cases := map[string]struct {
+		turns map[string]string
+		want  []string
+	}{
+		"no turns": {want: []string{"w-1", "w-2", "w-3"}},
+		"a round's head steps aside for the workload whose turn it is": {
+			turns: map[string]string{"w-2": "w-4"},
+			want:  []string{"w-1", "w-3", "w-4"},
+		},
+		"an admitted workload is no turn to step aside for": {
+			turns: map[string]string{"w-2": "w-1", "w-3": "w-1"},
+			want:  []string{"w-1", "w-2", "w-3"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var wls []*kueue.Workload
+			for i := 1; i <= 5; i++ {
+				name := fmt.Sprintf("w-%d", i)
+				wls = append(wls, cpuWorkload(name, "cq", "1").Creation(t0.Add(time.Duration(i)*time.Second)).UID(types.UID("uid-"+name)).Obj())
+			}
+			w := newWorld(t, worldObjects{clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "10").Obj()}, workloads: wls})
+			pending := map[string]*workload.Info{}
+			for _, info := range w.queues.PendingWorkloadsInfo("cq") {
+				pending[info.Obj.Name] = info
+			}
+			s, _ := w.scheduler(WithHeadsPerCycle(3), WithPreemptor(func(c PreemptorConfig) Preemptor {
+				return turnTaker{Preemptor: NewUpstreamPreemptor(c), turns: tc.turns, pending: pending}
+			}))
+			s.Cycle(w.ctx)
+			var list kueue.WorkloadList
+			if err := w.client.List(w.ctx, &list); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for i := range list.Items {
+				if workload.HasQuotaReservation(&list.Items[i]) {
+					got = append(got, list.Items[i].Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("reserved after one cycle (-want +got):\n%s", diff)
 			}
 		})
 	}
