@@ -115,9 +115,16 @@ func init() {
 	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice})
 }
 
+// notice is the preemption notice in force on the candidate, if any.
+var notice = newFact[annotations.Notice]()
+
+// NoticeOf is the preemption notice in force on c, if any.
+func NoticeOf(c *Candidate) *annotations.Notice { return notice.Of(c) }
+
 // readNotice reads the notice in force on wl; a record that is not one the manager gave is none.
 func readNotice(c *Candidate, wl *kueue.Workload, _ Reading) {
-	c.Notice, _ = ReadNotice(wl)
+	n, _ := ReadNotice(wl)
+	notice.Set(c, n)
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.
@@ -129,7 +136,7 @@ func WithPreemptionNotice() Option {
 		Name: RuleUnderNotice,
 		When: func(in *Input) bool { return NoticedForOther(in.Candidate, in.Preemptor) },
 		Why: func(in *Input) string {
-			n := in.Candidate.Notice
+			n := notice.Of(in.Candidate)
 			return fmt.Sprintf("under notice of preemption for %s until %s", n.Preemptor, n.Deadline.UTC().Format(time.RFC3339))
 		},
 	})
@@ -137,7 +144,8 @@ func WithPreemptionNotice() Option {
 
 // NoticedForOther reports whether c's room is promised to a preemptor other than p.
 func NoticedForOther(c *Candidate, p *Pending) bool {
-	return c.Notice != nil && !c.Evicted && (p == nil || p.Obj == nil || c.Notice.PreemptorUID != p.Obj.UID)
+	n := notice.Of(c)
+	return n != nil && !c.Evicted && (p == nil || p.Obj == nil || n.PreemptorUID != p.Obj.UID)
 }
 
 // NoticeOutcome says how a notice ended; it is the reason of the PreemptionNotice condition once
@@ -169,8 +177,8 @@ func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, 
 
 // noticeChanges gives when a notice on c falls due: its deadline, for the preemptor waiting on it.
 func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
-	if c.Notice != nil && !c.Evicted {
-		add(Change{At: c.Notice.Deadline})
+	if n := notice.Of(c); n != nil && !c.Evicted {
+		add(Change{At: n.Deadline})
 	}
 }
 

@@ -185,7 +185,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 	p := New(Options{}, WithFeatures(FeatureNotice))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Notice: tc.notice, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}
+			c := withFacts(Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}, tc.notice)
 			got := p.Explain(&Input{Preemptor: tc.preemptor, Candidate: c, Scope: SameClusterQueue, Policy: kueue.PreemptionPolicyLowerPriority, Now: now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)

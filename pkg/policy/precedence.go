@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/featuregate"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -48,6 +49,55 @@ type Unit struct {
 	Shields func(c *Candidate, now time.Time) []Shield
 	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
 	Reasons map[string]ReasonWords
+	// Promises is what a workload promises through it; nil when nothing.
+	Promises *Promise
+	// Metrics are the metrics it owns, registered with the manager's.
+	Metrics []prometheus.Collector
+	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
+	// when it has none.
+	Column *Column
+}
+
+// Promise is a run time a workload announces through a unit's annotation.
+type Promise struct {
+	// Annotation is the one that announces it.
+	Annotation string
+	// Runtime is how long wl says it runs; ok false when it says nothing valid.
+	Runtime func(wl *kueue.Workload) (d time.Duration, ok bool)
+}
+
+// PromisedRuntime is the run time wl announces through the first unit of t that reads one.
+func (t Table) PromisedRuntime(wl *kueue.Workload) (time.Duration, bool) {
+	for _, u := range t {
+		if u.Promises == nil {
+			continue
+		}
+		if d, ok := u.Promises.Runtime(wl); ok {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// Promisers are the annotations through which the units of t read a run time.
+func (t Table) Promisers() []string {
+	var out []string
+	for _, u := range t {
+		if u.Promises != nil {
+			out = append(out, u.Promises.Annotation)
+		}
+	}
+	return out
+}
+
+// Column is a unit's column in the kubectl plugin's table of workloads holding quota.
+type Column struct {
+	// Header is the column's title.
+	Header string
+	// Label names the value in a cell, after the instant.
+	Label string
+	// Cell is c's value (empty: none) and the instant it leads to (zero: none).
+	Cell func(c *Candidate) (value string, from time.Time)
 }
 
 // ReasonWords say in words what a preemption reason means.

@@ -68,8 +68,8 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 		for _, wl := range wls {
 			c := policy.CandidateOf(wl, w.RuntimeClock)
 			facts.ReadFacts(&c, wl, sources)
-			if c.Notice != nil && !c.Evicted {
-				g.notices[gaugeKey{string(cq), c.Notice.Reason}]++
+			if n := policy.NoticeOf(&c); n != nil && !c.Evicted {
+				g.notices[gaugeKey{string(cq), n.Reason}]++
 			}
 			if c.Evicted || !c.Admitted {
 				continue

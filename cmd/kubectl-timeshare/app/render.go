@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // newTable aligns columns as kubectl get does.
@@ -19,6 +20,12 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 
 // RenderQueues writes r as tables: per ClusterQueue its settings, holders and pending workloads.
 func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error {
 	fmt.Fprintf(w, "Manager settings: %s\n", r.Manager)
+	var columns policy.Table
+	for _, u := range policy.Units() {
+		if u.Column != nil {
+			columns = append(columns, u)
+		}
+	}
 	if len(r.ClusterQueues) == 0 {
 		fmt.Fprintln(w, "No ClusterQueues.")
 	}
@@ -48,7 +55,11 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			t = newTable(w)
 			header := "HOLDING QUOTA\tPRIORITY\tSINCE\tPROTECTED UNTIL\tPROTECTED BY\tTURN ENDS\tPREEMPTION NOTICE"
 			if wide {
-				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM\tEXPECTED RUNTIME ENDS\tSTATE"
+				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM"
+				for _, u := range columns {
+					header += "\t" + u.Column.Header
+				}
+				header += "\tSTATE"
 			}
 			fmt.Fprintln(t, header)
 			for _, a := range cq.Admitted {
@@ -60,11 +71,15 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 					if a.Evicting {
 						state = "being evicted"
 					}
-					expected := "<none>"
-					if a.ExpectedRuntime != "" {
-						expected = when(a.ExpectedRuntimeEnds, now) + " (expected-runtime " + a.ExpectedRuntime + ")"
+					fmt.Fprintf(t, "\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted))
+					for _, u := range columns {
+						cell := "<none>"
+						if f, ok := a.Features[string(u.Feature)]; ok {
+							cell = when(f.From, now) + " (" + u.Column.Label + " " + f.Value + ")"
+						}
+						fmt.Fprintf(t, "\t%s", cell)
 					}
-					fmt.Fprintf(t, "\t%s\t%s\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted), expected, state)
+					fmt.Fprintf(t, "\t%s", state)
 				}
 				fmt.Fprintln(t)
 			}

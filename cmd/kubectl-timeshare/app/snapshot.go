@@ -22,6 +22,7 @@ import (
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -81,8 +82,8 @@ func readSnapshot(ctx context.Context, c client.Reader, now time.Time) (*Snapsho
 // runtimeFor chooses a workload's run time: its expected-runtime annotation, else assume, else
 // the median; ok is false when none is known.
 func runtimeFor(wl *kueue.Workload, assume, median time.Duration, finished int) (RuntimeChoice, bool) {
-	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Problem == "" && er.Expected > 0 {
-		return RuntimeChoice{Runtime: er.Expected, Source: RuntimeFromAnnotation}, true
+	if d, ok := policy.Units().PromisedRuntime(wl); ok {
+		return RuntimeChoice{Runtime: d, Source: RuntimeFromAnnotation}, true
 	}
 	if assume > 0 {
 		return RuntimeChoice{Runtime: assume, Source: RuntimeAssumed}, true
@@ -252,7 +253,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 	}
 	if len(unknownRuntime) > 0 {
 		return nil, fmt.Errorf("no run time is known for %s: no %s annotation, no --assume-runtime, and no finished workload in the cluster to take a median from; pass --assume-runtime",
-			strings.Join(unknownRuntime, ", "), annotations.ExpectedRuntime)
+			strings.Join(unknownRuntime, ", "), strings.Join(policy.Units().Promisers(), " or "))
 	}
 	for _, pc := range sortedByName(snap.PriorityClasses, func(pc schedulingv1.PriorityClass) string { return pc.Name }) {
 		if podClasses.Has(pc.Name) {

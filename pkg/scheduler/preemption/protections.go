@@ -148,7 +148,7 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 	case policy.RuleMinRuntime:
 		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
 	case policy.RuleUnderNotice:
-		t.add(s, c, "its preemption notice for "+c.Notice.Preemptor, kindNotice, c.Notice.Deadline)
+		t.add(s, c, "its preemption notice for "+policy.NoticeOf(c).Preemptor, kindNotice, policy.NoticeOf(c).Deadline)
 	default:
 		// A unit that explains its own protection (the preemption toleration).
 		for _, u := range allUnits {
