@@ -163,6 +163,15 @@ const (
 	NoticeWithdrawn NoticeOutcome = "Withdrawn"
 )
 
+// IsNoticeOutcome reports whether outcome is one of the NoticeOutcomes.
+func IsNoticeOutcome(outcome string) bool {
+	switch NoticeOutcome(outcome) {
+	case NoticeEvictedAtDeadline, NoticeEndedEarly, NoticeWithdrawn:
+		return true
+	}
+	return false
+}
+
 // NoticeDue reports whether the notice on wl, given at the latest until n.Deadline, is over at now,
 // and how: the deadline came, or the workload said its checkpoint is done.
 func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, NoticeOutcome) {

@@ -73,6 +73,43 @@ func TestFeatureRemoval(t *testing.T) {
 			tweaks:  []tweak{func(in *Input) { notice.Set(in.Candidate, noticed) }},
 			applies: []Feature{FeatureNotice},
 		},
+		"lower priority under notice for this preemptor": {
+			tweaks: []tweak{func(in *Input) {
+				n := *noticed
+				n.PreemptorUID = in.Preemptor.Obj.UID
+				notice.Set(in.Candidate, &n)
+			}},
+		},
+		"lower priority under notice for another preemptor, already evicted": {
+			tweaks: []tweak{func(in *Input) {
+				notice.Set(in.Candidate, noticed)
+				in.Candidate.Evicted = true
+			}},
+		},
+		"same priority under notice for another preemptor": {
+			tweaks: []tweak{samePriority, func(in *Input) { notice.Set(in.Candidate, noticed) }},
+		},
+		"past minAdmitDuration and under notice": {
+			tweaks:  []tweak{samePriority, window, func(in *Input) { notice.Set(in.Candidate, noticed) }},
+			applies: []Feature{FeatureTimeBased, FeatureNotice},
+			without: map[Feature]string{FeatureNotice: RuleTimeExpired},
+		},
+		"past its expected runtime and under notice": {
+			tweaks: []tweak{samePriority, func(in *Input) {
+				expectedRuntime.Set(in.Candidate, expected)
+				notice.Set(in.Candidate, noticed)
+			}},
+			applies: []Feature{FeatureExpectedRuntime, FeatureNotice},
+			without: map[Feature]string{FeatureNotice: RuleExpectedRuntime},
+		},
+		"lower priority, tolerating and under notice": {
+			tweaks: []tweak{func(in *Input) {
+				toleration.Set(in.Candidate, tolerates)
+				notice.Set(in.Candidate, noticed)
+			}},
+			applies: []Feature{FeatureToleration, FeatureNotice},
+			without: map[Feature]string{FeatureToleration: RuleUnderNotice, FeatureNotice: RuleToleration},
+		},
 		"past minAdmitDuration and tolerating": {
 			tweaks:  []tweak{samePriority, window, func(in *Input) { toleration.Set(in.Candidate, tolerates) }},
 			applies: []Feature{FeatureTimeBased, FeatureToleration},
