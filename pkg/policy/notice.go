@@ -112,7 +112,26 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 const FeatureNotice Feature = "PreemptionNotice"
 
 func init() {
-	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice})
+	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
+		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
+			if rule != RuleUnderNotice {
+				return "", time.Time{}, false
+			}
+			n := notice.Of(c)
+			return "its preemption notice for " + n.Preemptor, n.Deadline, true
+		},
+		Promised: true,
+		Marks:    noticeMark,
+	})
+}
+
+// noticeMark is the message of wl's True NoticeCondition: a notice, or what looks like one.
+func noticeMark(wl *kueue.Workload) (string, bool) {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // notice is the preemption notice in force on the candidate, if any.

@@ -44,6 +44,12 @@ type Unit struct {
 	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
 	// the unit's. nil when the preemptor explains the unit's protection itself.
 	Vetoed func(rule string, c *Candidate) (why string, until time.Time, ok bool)
+	// Promised: a candidate it vetoes has its room promised to another preemptor, so a preemptor
+	// it holds back need not keep the quota it waits for.
+	Promised bool
+	// Marks is the mark it writes on a Workload for a preemptor to find it by (the preemptor's
+	// workload index), ok false when wl carries none; nil when it writes none.
+	Marks func(wl *kueue.Workload) (mark string, ok bool)
 	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
 	// plugin's rows); nil when it gives none.
 	Shields func(c *Candidate, now time.Time) []Shield
@@ -134,6 +140,29 @@ func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shi
 		}
 	}
 	return out
+}
+
+// Marked is the first mark a unit of t reads on wl (see Unit.Marks).
+func (t Table) Marked(wl *kueue.Workload) (string, bool) {
+	for _, u := range t {
+		if u.Marks == nil {
+			continue
+		}
+		if m, ok := u.Marks(wl); ok {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// Marking reports whether a unit of t that is on marks workloads.
+func (t Table) Marking(on func(Feature) bool) bool {
+	for _, u := range t {
+		if u.Marks != nil && on(u.Feature) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reading is what a unit's Read is given besides the workload.
