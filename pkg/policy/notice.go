@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -8,10 +9,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // Notice before eviction: a victim whose settings give it a notice is not evicted when chosen. It
@@ -120,9 +123,27 @@ func init() {
 			n := notice.Of(c)
 			return "its preemption notice for " + n.Preemptor, n.Deadline, true
 		},
-		Promised: true,
-		Marks:    noticeMark,
+		Promised:        true,
+		Marks:           noticeMark,
+		RefusedWhileOff: noticeRefused,
 	})
+}
+
+// noticeRefused refuses notice settings that would change anything while the gate is off. A
+// setting the object already had (stored while the gate was on) is kept on update: refusing it
+// would block every other update, even the finalizer's removal on deletion.
+func noticeRefused(path *field.Path, spec, old json.RawMessage) field.ErrorList {
+	n, err := tsapi.ParseNoticeSettings(spec)
+	if err != nil {
+		return nil
+	}
+	var stored *tsapi.NoticeSettings
+	if old != nil {
+		if o, err := tsapi.ParseNoticeSettings(old); err == nil {
+			stored = &o
+		}
+	}
+	return n.InUse(path, features.NoticeGateOff, stored)
 }
 
 // noticeMark is the message of wl's True NoticeCondition: a notice, or what looks like one.

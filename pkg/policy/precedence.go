@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -55,6 +57,10 @@ type Unit struct {
 	Shields func(c *Candidate, now time.Time) []Shield
 	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
 	Reasons map[string]ReasonWords
+	// RefusedWhileOff is what the webhooks refuse in the spec of a ClusterQueue or Cohort while
+	// its gate is off, so that no setting of it is silently ignored; old is the stored spec on an
+	// update (nil otherwise), whose settings are kept. nil when it has no queue settings to refuse.
+	RefusedWhileOff func(path *field.Path, spec, old json.RawMessage) field.ErrorList
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
@@ -140,6 +146,18 @@ func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shi
 		}
 	}
 	return out
+}
+
+// RefusedWhileOff is what the units of t whose gate is off (on false) refuse in spec (see
+// Unit.RefusedWhileOff).
+func (t Table) RefusedWhileOff(path *field.Path, spec, old json.RawMessage, on func(Feature) bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, u := range t {
+		if u.RefusedWhileOff != nil && !on(u.Feature) {
+			errs = append(errs, u.RefusedWhileOff(path, spec, old)...)
+		}
+	}
+	return errs
 }
 
 // Marked is the first mark a unit of t reads on wl (see Unit.Marks).
