@@ -23,9 +23,11 @@ func init() {
 			Turn:     true,
 			Requeue:  "Requeued after preemption for running past its expected runtime",
 		}},
-		Promises: &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
-		Metrics:  []prometheus.Collector{nominations, nominationsSkipped},
-		Column:   &Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: expectedRuntimeCell},
+		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
+		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
+		Promises:   &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
+		Metrics:    []prometheus.Collector{nominations, nominationsSkipped},
+		Column:     &Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: expectedRuntimeCell},
 	})
 }
 

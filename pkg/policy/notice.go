@@ -13,6 +13,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
@@ -126,7 +127,43 @@ func init() {
 		Promised:        true,
 		Marks:           noticeMark,
 		RefusedWhileOff: noticeRefused,
+		Status:          noticeStatus,
+		NotCarried:      noticeNotCarried,
+		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
+			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
+				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
+			}
+			return nil
+		},
 	})
+}
+
+// noticeStatus is the notice in force on wl, for a one-line view: until when, for whom, and
+// whether its checkpoint is done.
+func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
+	n, err := ReadNotice(wl)
+	if err != nil || n == nil {
+		return "", ""
+	}
+	detail := fmt.Sprintf("under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
+		n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
+	key := n.Deadline.UTC().Format(time.RFC3339)
+	if annotations.CheckpointIsDone(wl.Annotations) {
+		detail += ", checkpoint done"
+		key += " checkpoint done"
+	}
+	return detail, key
+}
+
+// noticeNotCarried drops a notice from a snapshot: it names its preemptor by the cluster's UID,
+// which no simulated workload has, so carried over it would keep the victim from every
+// preemptor. The simulation chooses again instead.
+func noticeNotCarried(ann map[string]string) (string, []string) {
+	var note string
+	if _, ok := ann[annotations.PreemptionNotice]; ok {
+		note = "is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
+	}
+	return note, []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
 }
 
 // noticeRefused refuses notice settings that would change anything while the gate is off. A

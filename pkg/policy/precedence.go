@@ -13,6 +13,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
@@ -61,6 +62,17 @@ type Unit struct {
 	// its gate is off, so that no setting of it is silently ignored; old is the stored spec on an
 	// update (nil otherwise), whose settings are kept. nil when it has no queue settings to refuse.
 	RefusedWhileOff func(path *field.Path, spec, old json.RawMessage) field.ErrorList
+	// RefusedConfig is what the manager refuses in its configuration while the unit's gate is
+	// off; nil when it has no configuration to refuse.
+	RefusedConfig func(c *tsconfig.Configuration) field.ErrorList
+	// Status is what it says of a running workload in a one-line view, and the part of it
+	// that, when it changes, is worth redrawing the view for; "" when nothing. nil when it
+	// never says anything.
+	Status func(wl *kueue.Workload, now time.Time) (detail, key string)
+	// NotCarried is what a simulation from a snapshot of the cluster does not carry of a
+	// workload's annotations ann: the annotations to drop, and a note for the user ("": none).
+	// nil when it carries them all.
+	NotCarried func(ann map[string]string) (note string, drop []string)
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
@@ -155,6 +167,18 @@ func (t Table) RefusedWhileOff(path *field.Path, spec, old json.RawMessage, on f
 	for _, u := range t {
 		if u.RefusedWhileOff != nil && !on(u.Feature) {
 			errs = append(errs, u.RefusedWhileOff(path, spec, old)...)
+		}
+	}
+	return errs
+}
+
+// RefusedConfig is what the units of t whose gate is off (on false) refuse in the manager's
+// configuration c (see Unit.RefusedConfig).
+func (t Table) RefusedConfig(c *tsconfig.Configuration, on func(Feature) bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, u := range t {
+		if u.RefusedConfig != nil && !on(u.Feature) {
+			errs = append(errs, u.RefusedConfig(c)...)
 		}
 	}
 	return errs

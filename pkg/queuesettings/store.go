@@ -23,6 +23,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
@@ -67,6 +68,13 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 
 		cqNotice:     map[kueue.ClusterQueueReference]policy.NoticeSettings{},
 		cohortNotice: map[kueue.CohortReference]policy.NoticeSettings{},
+	}
+}
+
+// Configure takes the defaults of the manager configuration ts that the store resolves to.
+func (s *Store) Configure(ts *tsconfig.Configuration) {
+	if ts.DefaultNoticePeriod != nil {
+		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
 	}
 }
 

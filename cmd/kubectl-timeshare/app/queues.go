@@ -203,8 +203,8 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		rep.Manager = fmt.Sprintf("from --manager-config: %s, reclaimResolveMethod %s, runtimeClock %s", defaults, method, clock)
 	}
 	store := queuesettings.NewStore(defaults, method)
-	if m.Known && m.Config.DefaultNoticePeriod != nil {
-		store.SetDefaultNoticePeriod(m.Config.DefaultNoticePeriod.Duration)
+	if m.Known {
+		store.Configure(&m.Config)
 	}
 	// Tolerations as the manager's store reads them; a class with invalid annotations has none,
 	// as in the manager.

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
@@ -277,15 +276,17 @@ func snapshotWorkload(wl *kueue.Workload, start time.Time, runtime time.Duration
 		Annotations: withPrefix(wl.Annotations, ourPrefix),
 		Snapshot:    &simulator.WorkloadSnapshot{Created: simulator.Duration{Duration: offset(wl.CreationTimestamp.Time, start)}},
 	}
-	delete(w.Annotations, annotations.RequeueNotBefore)
-	// A notice in force names its preemptor by the cluster's UID, which no simulated workload
-	// has: carried over, it would keep the victim from every preemptor. The simulation chooses
-	// again instead (see docs/kubectl-plugin.md).
-	if _, ok := w.Annotations[annotations.PreemptionNotice]; ok {
-		notes = append(notes, fmt.Sprintf("workload %s is under a preemption notice, which the simulation does not carry: its preemptor chooses again", key))
-	}
-	for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone} {
-		delete(w.Annotations, a)
+	for _, u := range policy.Units() {
+		if u.NotCarried == nil {
+			continue
+		}
+		note, drop := u.NotCarried(w.Annotations)
+		if note != "" {
+			notes = append(notes, fmt.Sprintf("workload %s %s", key, note))
+		}
+		for _, a := range drop {
+			delete(w.Annotations, a)
+		}
 	}
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		w.PriorityClass = ref.Name
