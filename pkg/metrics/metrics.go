@@ -206,6 +206,18 @@ func ReportNoticeEnded(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueRefer
 	}
 }
 
+// UnitGauge is the per-ClusterQueue gauge of feature f's unit's counts (policy.Unit.Counts),
+// labelled by ClusterQueue and the unit's label; nil when it has none.
+func UnitGauge(f policy.Feature) *prometheus.GaugeVec {
+	vectorsMu.Lock()
+	defer vectorsMu.Unlock()
+	switch f {
+	case policy.FeatureNotice:
+		return NoticesInForce
+	}
+	return nil
+}
+
 // Other is the value of a label fed from data a tenant can write (an annotation) when the value
 // is outside the label's closed set: each forged value would otherwise be a new series.
 const Other = "Other"

@@ -128,7 +128,14 @@ func init() {
 		Marks:           noticeMark,
 		RefusedWhileOff: noticeRefused,
 		Status:          noticeStatus,
-		NotCarried:      noticeNotCarried,
+		// The notices in force, by preemption reason.
+		Counts: func(c *Candidate) (string, bool) {
+			if n := notice.Of(c); n != nil && !c.Evicted {
+				return n.Reason, true
+			}
+			return "", false
+		},
+		NotCarried: noticeNotCarried,
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}

@@ -73,6 +73,10 @@ type Unit struct {
 	// workload's annotations ann: the annotations to drop, and a note for the user ("": none).
 	// nil when it carries them all.
 	NotCarried func(ann map[string]string) (note string, drop []string)
+	// Counts is the label under which a per-ClusterQueue gauge of the unit counts c, a workload
+	// holding quota (metrics.UnitGauge); ok false when it does not count c. nil when it has no
+	// gauge.
+	Counts func(c *Candidate) (label string, ok bool)
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
