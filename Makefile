@@ -106,8 +106,8 @@ build: ## Build the manager, the kubectl plugin and the local control plane into
 UPSTREAM_DIFF_ARGS ?=
 
 .PHONY: upstream-diff
-upstream-diff: ## Diff our mirrored scheduler functions against upstream's originals; fail when one is gone.
-	$(GO) run ./hack/upstreamdiff $(UPSTREAM_DIFF_ARGS)
+upstream-diff: ## Diff our mirrored functions against upstream's originals; fail when one is gone or a difference carries no "// timeshare:" mark.
+	$(GO) run ./hack/upstreamdiff -strict $(UPSTREAM_DIFF_ARGS)
 
 .PHONY: verify
 verify: ## Fail on unformatted files or go vet findings.

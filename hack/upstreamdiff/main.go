@@ -9,7 +9,10 @@
 // It prints a unified diff per function and a per-file summary, and fails when an original no
 // longer exists (the first thing an upgrade hits) or a convention line cannot be read.
 //
-//	go run ./hack/upstreamdiff [-summary] [-module sigs.k8s.io/kueue] [dir]
+// A "// timeshare:" comment line inside a mirror marks an addition of ours; -strict also fails
+// when a differing line is not covered by one (marks.go says what a mark covers).
+//
+//	go run ./hack/upstreamdiff [-summary] [-strict] [-module sigs.k8s.io/kueue] [dir]
 package main
 
 import (
@@ -46,6 +49,7 @@ var nameRE = regexp.MustCompile(`^(?:\((\*?)([A-Za-z_]\w*)\)\.)?([A-Za-z_]\w*)$`
 
 func main() {
 	summaryOnly := flag.Bool("summary", false, "print the per-file summary only, not the diffs")
+	strict := flag.Bool("strict", false, "fail when a mirror has a line that differs from upstream's and no \"// "+addition+"\" mark covers")
 	module := flag.String("module", "sigs.k8s.io/kueue", "module the originals are in; its version is the one go.mod requires")
 	flag.Parse()
 	root := "."
@@ -62,7 +66,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "upstreamdiff:", err)
 		os.Exit(2)
 	}
-	if !r.write(os.Stdout, *module+"@"+version, *summaryOnly) {
+	if !r.write(os.Stdout, *module+"@"+version, *summaryOnly, *strict) {
 		os.Exit(1)
 	}
 }
@@ -121,8 +125,14 @@ type mirror struct {
 	upFiles   []string
 	missing   []original
 	diff      []diffLine
-	// marks counts the comment lines inside the body that mark an addition of ours.
+	// marks counts the comment lines that mark an addition of ours: inside the body, and the
+	// doc comment's last line.
 	marks int
+	// covered are the source lines a mark covers, and srcLines the source line of each line of
+	// ours; unmarked flags the lines of diff that no mark covers.
+	covered  map[int]bool
+	srcLines []int
+	unmarked []bool
 }
 
 // result is everything compare found.
@@ -130,6 +140,9 @@ type result struct {
 	mirrors []*mirror
 	// problems are convention lines that could not be read or placed.
 	problems []string
+	// unreadable are mirrors whose printed lines could not be traced to their source lines, so
+	// that marks cannot be placed.
+	unreadable []string
 }
 
 // compare scans the non-test Go files under root for convention lines and compares each mirror
@@ -198,6 +211,10 @@ func compare(root, module, moduleDir string) (*result, error) {
 		m.ours = printFunc(m.fset, m.decl, rename)
 		m.upstream = strings.Join(texts, "\n")
 		m.diff = lineDiff(lines(m.upstream), lines(m.ours))
+		if n := len(lines(m.ours)); n != len(m.srcLines) {
+			r.unreadable = append(r.unreadable, fmt.Sprintf("%s:%d: %s: its %d printed lines do not match its %d source lines of code (a blank line inside a string, or not gofmt-formatted)", m.path, m.line, m.name, n, len(m.srcLines)))
+		}
+		m.unmarked = unmarkedLines(m.diff, m.srcLines, m.covered)
 	}
 	return r, nil
 }
@@ -241,18 +258,23 @@ func (r *result) scanFile(filename, rel, module string) error {
 				continue
 			}
 			marks := 0
+			if isMark(cg.List[len(cg.List)-1]) {
+				marks++ // the signature's
+			}
 			for _, body := range f.Comments {
 				if fd.Body == nil || body.Pos() < fd.Body.Lbrace || body.End() > fd.Body.Rbrace {
 					continue
 				}
 				for _, l := range body.List {
-					if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l.Text, "//")), addition) {
+					if isMark(l) {
 						marks++
 					}
 				}
 			}
 			r.mirrors = append(r.mirrors, &mirror{
 				marks:     marks,
+				covered:   coveredLines(fset, fd, f.Comments),
+				srcLines:  codeLines(fset, fd, src),
 				path:      rel,
 				line:      pos.Line,
 				name:      funcName(fd).String(),
@@ -440,8 +462,9 @@ func lines(s string) []string {
 }
 
 // write prints the diffs (unless summaryOnly) and the summary; it reports whether every original
-// was found and every convention line read.
-func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool {
+// was found and every convention line read, and under strict whether every line that differs
+// from upstream's is covered by a mark (those that are not are listed by function).
+func (r *result) write(w io.Writer, moduleVersion string, summaryOnly, strict bool) bool {
 	if !summaryOnly {
 		for _, m := range r.mirrors {
 			if len(m.missing) > 0 || !changed(m.diff) {
@@ -454,7 +477,7 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 		}
 	}
 	type fileSum struct {
-		mirrors, identical, added, removed, marks int
+		mirrors, identical, added, removed, marks, unAdded, unRemoved int
 	}
 	sums := map[string]*fileSum{}
 	var files []string
@@ -480,18 +503,23 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 		s.removed += d
 		total.added += a
 		total.removed += d
+		ua, ud := m.unmarkedCounts()
+		s.unAdded += ua
+		s.unRemoved += ud
+		total.unAdded += ua
+		total.unRemoved += ud
 		if a+d == 0 {
 			s.identical++
 			total.identical++
 		}
 	}
 	slices.Sort(files)
-	fmt.Fprintf(w, "Mirrors of %s (lines: + ours only, - upstream's only; marked: additions marked %q):\n", moduleVersion, "// "+addition)
+	fmt.Fprintf(w, "Mirrors of %s (lines: + ours only, - upstream's only; marked: additions marked %q; unmarked: + and - lines no mark covers):\n", moduleVersion, "// "+addition)
 	for _, f := range files {
 		s := sums[f]
-		fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked\n", f, s.mirrors, s.identical, s.added, s.removed, s.marks)
+		fmt.Fprintf(w, "  %-62s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", f, s.mirrors, s.identical, s.added, s.removed, s.marks, s.unAdded, s.unRemoved)
 	}
-	fmt.Fprintf(w, "  %-52s %3d functions, %3d identical, +%-4d -%-4d %3d marked\n", "total", total.mirrors, total.identical, total.added, total.removed, total.marks)
+	fmt.Fprintf(w, "  %-62s %3d functions, %3d identical, +%-4d -%-4d %3d marked, unmarked +%d -%d\n", "total", total.mirrors, total.identical, total.added, total.removed, total.marks, total.unAdded, total.unRemoved)
 	for _, m := range r.mirrors {
 		for _, o := range m.missing {
 			fmt.Fprintf(w, "MISSING: %s:%d: %s names %s in %s, which %s does not have\n", m.path, m.line, m.name, o, m.pkg, moduleVersion)
@@ -500,7 +528,37 @@ func (r *result) write(w io.Writer, moduleVersion string, summaryOnly bool) bool
 	for _, p := range r.problems {
 		fmt.Fprintln(w, "BAD CONVENTION LINE:", p)
 	}
+	for _, p := range r.unreadable {
+		fmt.Fprintln(w, "CANNOT PLACE MARKS:", p)
+	}
+	if strict {
+		ok = ok && len(r.unreadable) == 0 && total.unAdded+total.unRemoved == 0
+		for _, m := range r.mirrors {
+			if ua, ud := m.unmarkedCounts(); ua+ud > 0 {
+				fmt.Fprintf(w, "UNMARKED: %s:%d: %s has %d added and %d removed lines no mark covers:\n", m.path, m.line, m.name, ua, ud)
+				for k, l := range m.diff {
+					if m.unmarked[k] {
+						fmt.Fprintf(w, "  %c%s\n", l.op, l.text)
+					}
+				}
+			}
+		}
+	}
 	return ok
+}
+
+// unmarkedCounts returns the number of added and removed lines of m's diff no mark covers.
+func (m *mirror) unmarkedCounts() (added, removed int) {
+	for k, l := range m.diff {
+		if k < len(m.unmarked) && m.unmarked[k] {
+			if l.op == '+' {
+				added++
+			} else {
+				removed++
+			}
+		}
+	}
+	return added, removed
 }
 
 func joinOriginals(os []original) string {

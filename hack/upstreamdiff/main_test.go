@@ -95,7 +95,7 @@ func TestCompare(t *testing.T) {
 				t.Errorf("problems: got %q, want %d", r.problems, tc.problems)
 			}
 			var out bytes.Buffer
-			if ok := r.write(&out, "example.com/up@v1", false); ok != tc.ok {
+			if ok := r.write(&out, "example.com/up@v1", false, false); ok != tc.ok {
 				t.Errorf("write reported ok=%v, want %v", ok, tc.ok)
 			}
 			for _, s := range tc.contains {
@@ -149,5 +149,79 @@ func TestWriteUnifiedHunks(t *testing.T) {
 		"@@ -13,6 +13,7 @@\n m\n n\n o\n+Y\n p\n q\n r\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("hunks (-want +got):\n%s", diff)
+	}
+}
+
+func TestStrict(t *testing.T) {
+	up, err := filepath.Abs(filepath.Join("testdata", "up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		dir string
+		// want: per mirror, "name: +added -removed" of the lines no mark covers, in file order.
+		want []string
+		ok   bool
+		// contains are strings the -strict output must have.
+		contains []string
+	}{
+		{dir: "identical", want: []string{"F: +0 -0"}, ok: true},
+		{dir: "marked", want: []string{"F: +0 -0", "G: +0 -0"}, ok: true, contains: []string{"unmarked +0 -0\n"}},
+		{
+			dir:  "additions",
+			want: []string{"F: +2 -1", "G: +0 -0"},
+			contains: []string{
+				"UNMARKED: x.go:5: F has 2 added and 1 removed lines no mark covers:\n  +\tvar prefix = \"n=\"\n  -\treturn s\n  +\treturn prefix + s\n",
+				"2 functions,   1 identical, +2    -1      0 marked, unmarked +2 -1\n",
+			},
+		},
+		{
+			dir:  "covering",
+			want: []string{"F: +0 -0", "Pair: +0 -0", "G: +0 -0", "Call: +0 -0", "(*T).M: +1 -0"},
+			contains: []string{
+				"UNMARKED: x.go:39: (*T).M has 1 added and 0 removed lines no mark covers:\n  +\treturn str.ToLower(x)\n",
+				"5 functions,   0 identical, +6    -4      5 marked, unmarked +1 -0\n",
+			},
+		},
+		{
+			// printFunc drops the blank line inside the string; the lines after it still map.
+			dir:      "rawstring",
+			want:     []string{"F: +2 -0"},
+			contains: []string{"UNMARKED: x.go:5: F has 2 added and 0 removed lines no mark covers:\n  +\t_ = `a raw string\n  +with a blank line`\n"},
+		},
+		{
+			dir:      "deletion",
+			want:     []string{"F: +0 -1"},
+			contains: []string{"UNMARKED: x.go:5: F has 0 added and 1 removed lines no mark covers:\n  -\treturn s\n"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.dir, func(t *testing.T) {
+			r, err := compare(filepath.Join("testdata", "ours", tc.dir), "example.com/up", up)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range r.mirrors {
+				a, d := m.unmarkedCounts()
+				got = append(got, m.name+": +"+itoa(a)+" -"+itoa(d))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("unmarked lines (-want +got):\n%s", diff)
+			}
+			var out bytes.Buffer
+			if ok := r.write(&out, "example.com/up@v1", true, true); ok != tc.ok {
+				t.Errorf("write -strict reported ok=%v, want %v:\n%s", ok, tc.ok, out.String())
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("output lacks %q:\n%s", s, out.String())
+				}
+			}
+			// Without -strict, unmarked lines are counted but fail nothing.
+			if !r.write(&bytes.Buffer{}, "example.com/up@v1", true, false) {
+				t.Error("write without -strict reported a failure")
+			}
+		})
 	}
 }

@@ -34,8 +34,9 @@ const (
 	KeyUID             = "UID"
 )
 
-// standardKeys is upstream Kueue's candidate order, one row per tie-breaker.
-// Upstream's original: CandidatesOrdering in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
+// standardKeys is upstream Kueue's candidate order (CandidatesOrdering in its
+// preemption/common package) as a table, one row per tie-breaker, so that features can add rows;
+// TestParityWithUpstream holds it to upstream's function.
 func standardKeys(o Options) []OrderKey {
 	keys := []OrderKey{
 		{Name: KeyEvicted, Compare: func(_ *OrderContext, a, b *Candidate) int { return cmputil.CompareBool(a.Evicted, b.Evicted) }},
@@ -69,7 +70,6 @@ func (p *Policy) Compare(ctx *OrderContext, a, b *Candidate) int {
 
 // busierLocalQueueFirst is the LocalQueue usage comparison of CandidatesOrdering; it applies only
 // between LocalQueues of one ClusterQueue whose usage is known.
-// Upstream's original: resourceUsagePreemptionEnabled in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func busierLocalQueueFirst(_ *OrderContext, a, b *Candidate) int {
 	ua, ub := a.Info.LocalQueueFSUsage, b.Info.LocalQueueFSUsage
 	if a.Info.ClusterQueue != b.Info.ClusterQueue || a.Info.Obj.Spec.QueueName == b.Info.Obj.Spec.QueueName || ua == nil || ub == nil {
@@ -79,7 +79,6 @@ func busierLocalQueueFirst(_ *OrderContext, a, b *Candidate) int {
 }
 
 // reservedAt treats a candidate without a true QuotaReserved condition as reserved just now.
-// Upstream's original: quotaReservationTime in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
 func reservedAt(c *Candidate, now time.Time) time.Time {
 	if c.QuotaReservedAt.IsZero() {
 		return now

@@ -264,8 +264,9 @@ const (
 	RuleNotLower           = "PriorityNotLower"
 )
 
-// standardRules is upstream Kueue's eligibility, one row per case.
-// Upstream's original: SatisfiesPreemptionPolicy in sigs.k8s.io/kueue/pkg/scheduler/preemption/common.
+// standardRules is upstream Kueue's eligibility (SatisfiesPreemptionPolicy in its
+// preemption/common package) as a table, one row per case, so that features can add rows;
+// TestParityWithUpstream holds it to upstream's function.
 func standardRules(o Options) []Rule {
 	return []Rule{
 		{

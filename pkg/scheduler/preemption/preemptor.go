@@ -1,7 +1,9 @@
 // Package preemption finds the admitted workloads to evict so that a pending one fits, for
 // classical preemption (within a ClusterQueue, reclaim in the cohort tree, borrowWithinCohort)
 // and for fair sharing. Which candidates are eligible, and in which order they are tried, is
-// asked of the victim policy (package policy); this package only does the search over quota.
+// asked of the victim policy (package policy); this package only does the search over quota. The
+// search mirrors upstream's (preemption.go, fair_sharing_log.go and package classical), and the
+// victim policy enters it at the calls marked "// timeshare:" (seams.go).
 //
 // Targets are upstream's preemption.Target. Evictions for upstream's reasons are issued by
 // upstream's exported code, so events, conditions and metrics look exactly as with upstream Kueue;
@@ -30,7 +32,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
-	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/expectations"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
@@ -49,11 +50,13 @@ const timestampBuffer = 5 * time.Minute
 
 // Preemptor chooses preemption targets with the victim policy and issues the evictions.
 type Preemptor struct {
-	clock        clock.Clock
-	ordering     workload.Ordering
-	fairSharing  bool
-	fsStrategies []fairsharing.Strategy
-	policy       *policy.Policy
+	clock             clock.Clock
+	workloadOrdering  workload.Ordering
+	enableFairSharing bool
+	fsStrategies      []fairsharing.Strategy
+	// enabledAfs: admission fair sharing is on (its LocalQueue usage orders candidates).
+	enabledAfs bool
+	policy     *policy.Policy
 	// settings returns a ClusterQueue's kueue-timeshare settings; none means upstream behaviour.
 	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
@@ -247,9 +250,10 @@ func New(
 	}
 	return &Preemptor{
 		clock:               clk,
-		ordering:            ordering,
-		fairSharing:         fairsharing.Enabled(fs),
+		workloadOrdering:    ordering,
+		enableFairSharing:   fairsharing.Enabled(fs),
 		fsStrategies:        parseStrategies(fs),
+		enabledAfs:          admissionFairSharing,
 		policy:              policy.New(po, policyOpts...),
 		settings:            settings,
 		pending:             c.pending,
@@ -272,25 +276,17 @@ func New(
 	}
 }
 
-// search is one preemption problem: a pending workload, the quota it needs, and a snapshot that
-// the search edits and always restores.
+// search is the victim policy's side of one preemption problem (upstream's preemptionCtx, which
+// it embeds): the search edits the snapshot and always restores it.
 type search struct {
-	ctx       context.Context
-	log       logr.Logger
+	preemptionCtx
+	p         *Preemptor
 	now       time.Time
 	preemptor *policy.Pending
 	info      *workload.Info
 	cq        *schdcache.ClusterQueueSnapshot
-	snapshot  *schdcache.Snapshot
-	usage     workload.Usage
-	tas       schdcache.WorkloadTASRequests
-	// contested are the flavor/resources the assignment could only get by preempting.
-	contested sets.Set[resources.FlavorResource]
 	// settings are the preemptor ClusterQueue's kueue-timeshare settings.
 	settings policy.QueueSettings
-	// borrowForbidden and borrowThreshold are the preemptor queue's borrowWithinCohort.
-	borrowForbidden bool
-	borrowThreshold *int32
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
 	// protections are the min-runtimes resolved so far, by victim ClusterQueue.
@@ -302,6 +298,18 @@ type search struct {
 	nominations nominationTally
 	// scratch holds the workload being judged, so that refused ones cost no allocation.
 	scratch candidate
+	// judging is the ClusterQueue whose workloads are being judged.
+	judging judging
+	// order is the victim policy's ordering context, made at the first comparison.
+	order *policy.OrderContext
+	// fair are the fair-sharing search's candidates; reasons the preemption reasons the policy
+	// gave them, if any.
+	fair    []*candidate
+	reasons map[*workload.Info]string
+	// byShare are the targets a fair-sharing strategy allowed; keep those fillBackWorkloads
+	// must not put back.
+	byShare map[*workload.Info]bool
+	keep    map[*workload.Info]bool
 }
 
 // newSearch sets up a search for wl on snapshot: what the GetTargets, the oracle and Wait share.
@@ -312,21 +320,26 @@ func (p *Preemptor) newSearch(ctx context.Context, wl *workload.Info, snapshot *
 // newSearchFor is newSearch; without turns the workload searches as if it had the turn.
 func (p *Preemptor) newSearchFor(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot, contested sets.Set[resources.FlavorResource], usage workload.Usage, turns bool) *search {
 	log := ctrllog.FromContext(ctx)
+	cq := snapshot.ClusterQueue(wl.ClusterQueue)
 	s := &search{
-		ctx:       ctx,
-		log:       log,
+		preemptionCtx: preemptionCtx{
+			ctx:               ctx,
+			clock:             p.clock,
+			log:               log,
+			preemptor:         *wl,
+			preemptorCQ:       cq,
+			snapshot:          snapshot,
+			workloadUsage:     usage,
+			frsNeedPreemption: contested,
+		},
+		p:         p,
 		now:       p.clock.Now(),
-		preemptor: policy.NewPending(log, wl, p.ordering),
+		preemptor: policy.NewPending(log, wl, p.workloadOrdering),
 		info:      wl,
-		cq:        snapshot.ClusterQueue(wl.ClusterQueue),
-		snapshot:  snapshot,
-		contested: contested,
-		usage:     usage,
+		cq:        cq,
 		settings:  p.settings(wl.ClusterQueue),
 	}
-	if s.cq != nil {
-		s.borrowForbidden, s.borrowThreshold = classical.IsBorrowingWithinCohortForbidden(s.cq)
-	}
+	s.search = s
 	p.applyTurns(s, turns)
 	return s
 }
@@ -346,7 +359,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	s := p.newSearch(ctx, &wl, snapshot, flavorResourcesNeedPreemption(assignment),
 		workload.Usage{Quota: assignment.TotalRequestsFor(log, &wl), TAS: wl.TASUsage()})
 	if features.Enabled(features.TopologyAwareScheduling) {
-		s.tas = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
+		s.tasRequests = assignment.WorkloadsTopologyRequests(log, &wl, s.cq)
 	}
 	targets := p.targets(s)
 	role := roletracker.GetRole(p.tracker)
@@ -381,13 +394,6 @@ func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.Cluste
 	}
 }
 
-func (p *Preemptor) targets(s *search) []*Target {
-	if p.fairSharing {
-		return p.fairPreemptions(s)
-	}
-	return p.classicalPreemptions(s)
-}
-
 // IssuePreemptions evicts the targets; see upstream's Preemptor.IssuePreemptions and issue.
 func (p *Preemptor) IssuePreemptions(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
 	return p.issue(ctx, cache, preemptor, targets, snap)
@@ -409,156 +415,8 @@ func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, p
 	return p.policy.Decide(&s.question)
 }
 
-func (p *Preemptor) sortCandidates(s *search, cs []*candidate) {
-	octx := &policy.OrderContext{ClusterQueue: s.cq.Name, Settings: s.settings, Now: s.now}
-	slices.SortFunc(cs, func(a, b *candidate) int { return p.policy.Compare(octx, &a.Candidate, &b.Candidate) })
-}
-
-// candidate is an eligible workload with what the search needs to know about it.
+// candidate is an eligible workload with the preemption reason the policy gave, if any.
 type candidate struct {
 	policy.Candidate
-	variant variant
-	// reason overrides the variant's preemption reason when the policy gave one.
 	reason string
-	// lca is where the candidate's and the preemptor's paths meet in the cohort tree.
-	lca *schdcache.CohortSnapshot
-}
-
-func (c *candidate) preemptionReason() string {
-	if c.reason != "" {
-		return c.reason
-	}
-	return c.variant.reason()
-}
-
-// flavorResourcesNeedPreemption lists the flavor/resources the assignment gets only by preempting.
-// Upstream's original: flavorResourcesNeedPreemption in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func flavorResourcesNeedPreemption(assignment flavorassigner.Assignment) sets.Set[resources.FlavorResource] {
-	resPerFlavor := sets.New[resources.FlavorResource]()
-	for _, ps := range assignment.PodSets {
-		for res, flvAssignment := range ps.Flavors {
-			if flvAssignment.Mode == flavorassigner.Preempt {
-				resPerFlavor.Insert(resources.FlavorResource{Flavor: flvAssignment.Name, Resource: res})
-			}
-		}
-	}
-	return resPerFlavor
-}
-
-// workloadFits reports whether the pending workload fits in the snapshot as it stands, optionally
-// without borrowing, including its topology requests.
-// Upstream's original: workloadFits in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) workloadFits(allowBorrowing bool) bool {
-	for fr, v := range s.usage.Quota {
-		if !allowBorrowing && s.cq.BorrowingWith(fr, v) {
-			return false
-		}
-		if v.Cmp(s.cq.Available(fr)) > 0 {
-			return false
-		}
-	}
-	return s.cq.FindTopologyAssignmentsForWorkload(s.ctx, s.tas, schdcache.WithWorkload(s.info.Obj)).Failure() == nil
-}
-
-func (s *search) remove(ts []*Target) {
-	for _, t := range ts {
-		s.snapshot.RemoveWorkload(t.WorkloadInfo)
-	}
-}
-
-// Upstream's original: restoreSnapshot in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func restoreSnapshot(snapshot *schdcache.Snapshot, targets []*Target) {
-	for _, t := range targets {
-		snapshot.AddWorkload(t.WorkloadInfo)
-	}
-}
-
-// fillBackWorkloads puts targets back, last chosen first, while the workload still fits without them,
-// so that no more workloads are evicted than needed. The snapshot ends with the kept targets removed.
-// Upstream's original: fillBackWorkloads in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func (s *search) fillBackWorkloads(ts []*Target, fits func() bool) []*Target {
-	return s.minimizeKeeping(ts, nil, fits)
-}
-
-// minimizeKeeping is fillBackWorkloads, except that the targets in keep are never put back.
-func (s *search) minimizeKeeping(ts []*Target, keep map[*workload.Info]bool, fits func() bool) []*Target {
-	for i := len(ts) - 2; i >= 0; i-- {
-		if keep[ts[i].WorkloadInfo] {
-			continue
-		}
-		s.snapshot.AddWorkload(ts[i].WorkloadInfo)
-		if fits() {
-			ts[i] = ts[len(ts)-1]
-			ts = ts[:len(ts)-1]
-			continue
-		}
-		s.snapshot.RemoveWorkload(ts[i].WorkloadInfo)
-	}
-	return ts
-}
-
-// Upstream's original: parseStrategies in sigs.k8s.io/kueue/pkg/scheduler/preemption.
-func parseStrategies(fs *configapi.FairSharing) []fairsharing.Strategy {
-	if fs == nil || len(fs.PreemptionStrategies) == 0 {
-		return []fairsharing.Strategy{fairsharing.LessThanOrEqualToFinalShare, fairsharing.LessThanInitialShare}
-	}
-	out := make([]fairsharing.Strategy, 0, len(fs.PreemptionStrategies))
-	for _, name := range fs.PreemptionStrategies {
-		switch name {
-		case configapi.LessThanOrEqualToFinalShare:
-			out = append(out, fairsharing.LessThanOrEqualToFinalShare)
-		case configapi.LessThanInitialShare:
-			out = append(out, fairsharing.LessThanInitialShare)
-		}
-	}
-	return out
-}
-
-// eligibleIn asks the policy about every workload of cq that holds contested quota. Each workload
-// is judged in the search's scratch candidate; eligible ones are copied into one slice per queue,
-// allocated at the first eligible one with room for the rest of the queue, so that a queue without
-// candidates costs nothing and pointers into the slice stay valid. build fills in what the
-// caller's search needs. The candidates are appended to out, which is returned.
-func (p *Preemptor) eligibleIn(s *search, cq *schdcache.ClusterQueueSnapshot, build func(*candidate) bool, out []*candidate) []*candidate {
-	if p.unread(cq, cq.Name) != "" {
-		return out
-	}
-	var chunk []candidate
-	scope, pol, kind := policy.SameClusterQueue, s.cq.Preemption.WithinClusterQueue, kindPreempt
-	if cq != s.cq {
-		scope, pol, kind = policy.OtherClusterQueue, s.cq.Preemption.ReclaimWithinCohort, kindReclaim
-	}
-	pr := p.protectionFor(s, cq)
-	units := p.unitsOn()
-	c := &s.scratch
-	seen := 0
-	for _, info := range cq.Workloads {
-		seen++
-		if !classical.WorkloadUsesResources(info, s.contested) {
-			continue
-		}
-		*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.ordering)}
-		c.CountRuntimeFrom(p.runtimeClock)
-		units.ReadFacts(&c.Candidate, info.Obj, p.sources, nil, cq != s.cq)
-		d := p.decide(s, &c.Candidate, scope, pol, pr)
-		s.nominations.add(s, &c.Candidate, d)
-		if !d.Eligible {
-			s.protected.addDecision(s, &c.Candidate, d.Rule, pr, kind)
-			continue
-		}
-		c.reason = d.Reason
-		if chunk == nil {
-			// Room for the rest of the queue at once, in the slab and in out.
-			chunk = make([]candidate, 0, len(cq.Workloads)-seen+1)
-			out = slices.Grow(out, cap(chunk))
-		}
-		chunk = append(chunk, *c)
-		kept := &chunk[len(chunk)-1]
-		if build(kept) {
-			out = append(out, kept)
-		} else {
-			chunk = chunk[:len(chunk)-1]
-		}
-	}
-	return out
 }

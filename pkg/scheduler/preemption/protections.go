@@ -236,7 +236,7 @@ func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, sna
 		}
 	}
 	s := p.newSearch(ctx, wl, snapshot, contested, workload.Usage{})
-	if p.fairSharing {
+	if p.enableFairSharing {
 		p.fairCandidates(s)
 	} else {
 		p.classicalCandidates(s)

@@ -71,7 +71,7 @@ func (p *Preemptor) applyTurns(s *search, turns bool) {
 	if !s.settings.TakesTurns() {
 		return
 	}
-	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.ordering)
+	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.workloadOrdering)
 	if turns {
 		s.preemptor.WaitingLonger = p.waitingLonger(s)
 	}
@@ -132,11 +132,11 @@ func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kue
 		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
 			continue
 		}
-		if compareTurns(other.Obj, wl, p.ordering) < 0 {
+		if compareTurns(other.Obj, wl, p.workloadOrdering) < 0 {
 			earlier = append(earlier, other)
 		}
 	}
-	slices.SortFunc(earlier, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.ordering) })
+	slices.SortFunc(earlier, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.workloadOrdering) })
 	for _, other := range earlier {
 		if canHold == nil || canHold(other) {
 			return other
@@ -236,7 +236,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 	}
 	var first time.Time
 	for _, info := range cq.Workloads {
-		c := policy.NewCandidate(s.log, info, p.ordering)
+		c := policy.NewCandidate(s.log, info, p.workloadOrdering)
 		if c.Priority != s.preemptor.Priority || c.QuotaReservedAt.IsZero() {
 			continue
 		}

@@ -21,3 +21,17 @@ func (t *T) M(s string) string {
 }
 
 func G() int { return 1 }
+
+func Pair(a int) []int {
+	return []int{
+		a,
+		a + 1,
+	}
+}
+
+func Call(a int) string {
+	return fmt.Sprint(
+		a,
+		a+1,
+	)
+}
