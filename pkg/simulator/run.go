@@ -326,6 +326,15 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
 }
 
+// Comparisons are the modes --compare runs besides upstream's for the scenario: without notices
+// when it gives some, to show the work they save.
+func (s *Scenario) Comparisons() []Mode {
+	if s.NoticesOn() {
+		return []Mode{ModeNoNotice}
+	}
+	return nil
+}
+
 // NoticesOn reports whether the scenario's runs may give notices: the PreemptionNotice gate is on
 // (set so, or by its default) and a queue or the timeshare section sets a notice period, so that a
 // comparison may add a run without them (ModeNoNotice).
