@@ -196,21 +196,31 @@ func TestLostWorkReported(t *testing.T) {
 	if err := WriteJSON(&out, ours, upstream); err != nil {
 		t.Fatal(err)
 	}
+	type lostWork struct {
+		Resource, Unit         string
+		Seconds, ResourceHours float64
+	}
 	var doc struct {
 		Runs []struct {
-			LostWork  jsonLostWork   `json:"lostWork"`
-			Workloads []jsonWorkload `json:"workloads"`
-			Events    []jsonEvent    `json:"events"`
-		} `json:"runs"`
+			LostWork  lostWork
+			Workloads []struct {
+				Name                           string
+				LostSeconds, LostResourceHours float64
+			}
+			Events []struct {
+				Kind                           EventKind
+				LostSeconds, LostResourceHours *float64
+			}
+		}
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	wantTotals := []jsonLostWork{
+	wantTotals := []lostWork{
 		{Resource: "nvidia.com/gpu", Unit: "GPU-hours", Seconds: 12600, ResourceHours: 14},
 		{Resource: "nvidia.com/gpu", Unit: "GPU-hours"},
 	}
-	var gotTotals []jsonLostWork
+	var gotTotals []lostWork
 	for _, r := range doc.Runs {
 		gotTotals = append(gotTotals, r.LostWork)
 	}

@@ -20,7 +20,7 @@ type Result struct {
 	Start time.Time
 	End   time.Duration
 	// Cycles counts scheduling cycles run.
-	Cycles        int
+	Cycles        int `json:"schedulingCycles"`
 	Workloads     []WorkloadResult
 	ClusterQueues []QueueResult
 	// Events lists what happened, in order.
@@ -49,7 +49,7 @@ type LostWork struct {
 	// Unit names resource-hours of it: GPU-hours, CPU-hours, or <resource>-hours.
 	Unit string
 	// Lost is the run time lost; ResourceHours weighs it by the resource each workload holds.
-	Lost          time.Duration
+	Lost          time.Duration `json:"seconds"`
 	ResourceHours float64
 }
 
@@ -81,7 +81,7 @@ type WorkloadResult struct {
 	// Share is its dominant share of its ClusterQueue's capacity while admitted (see
 	// docs/simulator.md); CapacityTime is Share times Admitted, in seconds.
 	Share        float64
-	CapacityTime float64
+	CapacityTime float64 `json:"capacitySeconds"`
 	Intervals    []Interval
 }
 
@@ -104,7 +104,7 @@ type QueueResult struct {
 	CapacityShare map[string]float64
 	// Jain is Jain's fairness index over the workloads' capacity-time: 1 when all got the same,
 	// 1/n when one got everything. NaN when none got any.
-	Jain float64
+	Jain float64 `json:"jainIndex"`
 	// Waits are over the workloads' total waits; LongestWait is the longest continuous one.
 	WaitP50     time.Duration
 	WaitP95     time.Duration
