@@ -3,7 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -213,7 +214,7 @@ func (w WorkloadSpec) Workload(created time.Time, uid types.UID) *kueue.Workload
 			Name:              w.Name,
 			UID:               uid,
 			CreationTimestamp: metav1.NewTime(created),
-			Annotations:       copyMap(w.Annotations),
+			Annotations:       maps.Clone(w.Annotations),
 		},
 		Spec: kueue.WorkloadSpec{
 			QueueName: kueue.LocalQueueName(w.LocalQueue),
@@ -248,20 +249,9 @@ func (w WorkloadSpec) PodTemplate() corev1.PodTemplateSpec {
 	}}
 }
 
-func copyMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // describeRequests renders requests as cpu=1,memory=2Gi.
 func describeRequests(r corev1.ResourceList, pods int32) string {
-	names := sortedKeys(r)
+	names := slices.Sorted(maps.Keys(r))
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		q := r[n]

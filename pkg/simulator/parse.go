@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -614,10 +615,10 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 		typed = &kueue.Cohort{}
 		if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
 			known := tsapi.CohortPreemptionSchema().Properties
-			for _, k := range sortedKeys(pr) {
+			for _, k := range slices.Sorted(maps.Keys(pr)) {
 				if _, ok := known[k]; !ok {
 					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k,
-						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(sortedKeys(known), ", ")})
+						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(slices.Sorted(maps.Keys(known)), ", ")})
 				}
 			}
 		}
