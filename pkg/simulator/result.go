@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -325,38 +324,18 @@ func formatOffset(d time.Duration) string {
 	return shortDuration(d)
 }
 
-// shortDuration renders d without zero components: 4h, 1h30m, 2m5s, 0s.
+// shortDuration renders d in days and FormatDuration's form: 1d2h5m, 4h, 2m5s, 0s.
 func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d < 0 {
+	const day = 24 * time.Hour
+	switch {
+	case d < 0:
 		return "-" + shortDuration(-d)
+	case d < day:
+		return FormatDuration(d)
+	case d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
 	}
-	if d < time.Second {
-		return d.String()
-	}
-	var out string
-	if days := d / (24 * time.Hour); days > 0 {
-		out = fmt.Sprintf("%dd", days)
-		d -= days * 24 * time.Hour
-	}
-	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
-	frac := d % time.Second
-	if h > 0 {
-		out += fmt.Sprintf("%dh", h)
-	}
-	if m > 0 {
-		out += fmt.Sprintf("%dm", m)
-	}
-	if s > 0 || frac > 0 {
-		if frac > 0 {
-			out += strconv.FormatFloat((time.Duration(s)*time.Second+frac).Seconds(), 'f', -1, 64) + "s"
-		} else {
-			out += fmt.Sprintf("%ds", s)
-		}
-	}
-	return out
+	return fmt.Sprintf("%dd%s", d/day, FormatDuration(d%day))
 }
 
 func (n *Notices) add(o Notices) {
