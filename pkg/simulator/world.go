@@ -79,8 +79,6 @@ type world struct {
 	jobs    map[types.NamespacedName]*job
 	// byUID names workloads by UID, to say who preempted whom.
 	byUID map[types.UID]string
-	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
-	minRuntimes []time.Duration
 
 	events []Event
 	cycles int
@@ -209,7 +207,6 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}
 	}
-	w.minRuntimes = w.settings.MinRuntimeValues()
 
 	recorder := discardRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
@@ -223,7 +220,10 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)
-	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log}
+	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log,
+		Candidate: w.candidate}
+	// A first sweep, with nothing admitted yet, so that the next covers only what follows.
+	w.waker.Sweep(w.ctx)
 	if mode == ModeBooster {
 		if window == 0 {
 			w.note("the priority booster never boosts: no ClusterQueue sets minAdmitDuration, which gives its interval")
@@ -561,6 +561,16 @@ func (w *world) clearNotice(wl *kueue.Workload) {
 	if err := w.client.Patch(w.ctx, patched, patch); client.IgnoreNotFound(err) != nil {
 		w.note("clearing the notice of workload %s: %v", wl.Name, err)
 	}
+}
+
+// candidate reads a running job's Workload as the waker does, but from the exact time the job
+// was admitted (a simulated workload reserves quota and is admitted at once).
+func (w *world) candidate(wl *kueue.Workload) policy.Candidate {
+	c := policy.CandidateOf(wl, "")
+	if j := w.jobs[client.ObjectKeyFromObject(wl)]; j != nil && j.state == running {
+		c.QuotaReservedAt, c.Admitted, c.AdmittedAt = w.start.Add(j.since), true, w.start.Add(j.since)
+	}
+	return c
 }
 
 func conditionTrue(wl *kueue.Workload, t string) bool {
