@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -348,8 +349,8 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 				Arrival:            w.Arrival.Duration,
 				Duration:           w.Duration.Duration,
 				Checkpointed:       w.Checkpointed,
-				CheckpointInterval: durationOf(w.CheckpointInterval),
-				CheckpointDuration: durationOf(w.CheckpointDuration),
+				CheckpointInterval: ptr.Deref(w.CheckpointInterval, Duration{}).Duration,
+				CheckpointDuration: ptr.Deref(w.CheckpointDuration, Duration{}).Duration,
 				Pods:               pods,
 				Requests:           requests,
 				Annotations:        w.Annotations,
@@ -377,14 +378,6 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
 	out, _ := s.expand()
 	return out
-}
-
-// durationOf is d's duration, 0 when unset.
-func durationOf(d *Duration) time.Duration {
-	if d == nil {
-		return 0
-	}
-	return d.Duration
 }
 
 // checkpoints checks checkpointInterval and checkpointDuration, which model how much work an

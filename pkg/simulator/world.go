@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,12 +88,6 @@ type world struct {
 	stallLimit int
 	// versions counts the Workload versions handed to the event handlers.
 	versions int
-}
-
-// discardRecorder drops events: the simulator reports from conditions.
-type discardRecorder struct{}
-
-func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
 }
 
 // builderIndexer registers Kueue's field indexes on a fake client builder.
@@ -208,7 +203,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		}
 	}
 
-	recorder := discardRecorder{}
+	// Events are dropped: the simulator reports from conditions.
+	recorder := &events.FakeRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
 		scheduler.WithTimeSource(w.clock),
 		scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
