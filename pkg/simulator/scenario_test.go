@@ -212,6 +212,10 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: {nominal: 1}}\n    duration", 1),
 			want: []string{"s.yaml:14: workloads[0].resources[cpu]: must be a single value, not a mapping"},
 		},
+		"no queues": {
+			yaml: "workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]\n",
+			want: []string{"s.yaml: at least one ResourceFlavor is required", "s.yaml: at least one ClusterQueue is required"},
+		},
 		"the short form of Kueue's objects": {
 			yaml: strings.Replace(minimal, "workloads:", "clusterQueues: [{name: cq}]\nworkloads:", 1),
 			want: []string{"s.yaml:11: clusterQueues: the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)"},

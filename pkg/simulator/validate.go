@@ -130,10 +130,10 @@ func ScenarioGates() []string {
 func (v *validator) objects() {
 	s := v.s
 	if len(s.Flavors) == 0 {
-		v.errorAt(0, "", "at least one ResourceFlavor (or flavors entry) is required")
+		v.errorAt(0, "", "at least one ResourceFlavor is required")
 	}
 	if len(s.ClusterQueues) == 0 {
-		v.errorAt(0, "", "at least one ClusterQueue (or clusterQueues entry) is required")
+		v.errorAt(0, "", "at least one ClusterQueue is required")
 	}
 	seen := sets.New[string]()
 	twice := func(kind, name, what string) {
