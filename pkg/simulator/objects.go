@@ -125,7 +125,7 @@ func (s *Scenario) complete() {
 func (s *Scenario) clusterQueue(name string) *kueue.ClusterQueue {
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == name {
-			cq, _ := typedClusterQueue(u)
+			cq, _ := typedObject[kueue.ClusterQueue](u)
 			return cq
 		}
 	}
@@ -179,30 +179,18 @@ func withoutEmptyMeta(obj any) map[string]any {
 	return m
 }
 
-// typedClusterQueue reads a raw ClusterQueue as Kueue's typed object, which drops our fields, as
-// Kueue's own controllers read it.
-func typedClusterQueue(u *unstructured.Unstructured) (*kueue.ClusterQueue, error) {
-	var cq kueue.ClusterQueue
-	if err := fromRaw(u, &cq); err != nil {
-		return nil, fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
-	}
-	return &cq, nil
-}
-
-func typedCohort(u *unstructured.Unstructured) (*kueue.Cohort, error) {
-	var c kueue.Cohort
-	if err := fromRaw(u, &c); err != nil {
-		return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
-	}
-	return &c, nil
-}
-
-func fromRaw(u *unstructured.Unstructured, out any) error {
+// typedObject reads a raw ClusterQueue or Cohort as Kueue's typed object, which drops our
+// fields, as Kueue's own controllers read it.
+func typedObject[T any](u *unstructured.Unstructured) (*T, error) {
+	var out T
 	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
+	if err == nil {
+		err = json.Unmarshal(data, &out)
 	}
-	return json.Unmarshal(data, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return &out, nil
 }
 
 // Workload is the Workload object of w as the job controller would create it, at created.

@@ -654,7 +654,7 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 // (upstream's ClusterQueue validation and ours for kueue-timeshare's fields) and returns the
 // error the API server would give, or nil.
 func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
-	cq, err := typedClusterQueue(u)
+	cq, err := typedObject[kueue.ClusterQueue](u)
 	if err != nil {
 		return err
 	}
@@ -675,7 +675,7 @@ func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
 // webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
 // or nil.
 func ValidateCohortObject(u *unstructured.Unstructured) error {
-	typed, err := typedCohort(u)
+	typed, err := typedObject[kueue.Cohort](u)
 	if err != nil {
 		return err
 	}

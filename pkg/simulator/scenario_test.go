@@ -334,7 +334,7 @@ workloads:
 	}
 
 	objs := s.Objects
-	cq, err := typedClusterQueue(objs.ClusterQueues[0])
+	cq, err := typedObject[kueue.ClusterQueue](objs.ClusterQueues[0])
 	if err != nil {
 		t.Fatal(err)
 	}

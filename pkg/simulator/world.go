@@ -175,7 +175,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		w.cache.AddOrUpdateResourceFlavor(log, rf)
 	}
 	for _, u := range objs.Cohorts {
-		c, _ := typedCohort(u)
+		c, _ := typedObject[kueue.Cohort](u)
 		if err := w.cache.AddOrUpdateCohort(c); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
 		}
@@ -185,7 +185,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		}
 	}
 	for _, u := range objs.ClusterQueues {
-		cq, _ := typedClusterQueue(u)
+		cq, _ := typedObject[kueue.ClusterQueue](u)
 		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
@@ -688,13 +688,13 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 	}
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == cq || (tree && mine != "" && root(u, "cohortName") == mine) {
-			typed, _ := typedClusterQueue(u)
+			typed, _ := typedObject[kueue.ClusterQueue](u)
 			add(typed.Spec.ResourceGroups)
 		}
 	}
 	for _, u := range s.Cohorts {
 		if tree && mine != "" && (u.GetName() == mine || root(u, "parentName") == mine) {
-			typed, _ := typedCohort(u)
+			typed, _ := typedObject[kueue.Cohort](u)
 			add(typed.Spec.ResourceGroups)
 		}
 	}
