@@ -187,8 +187,8 @@ type manifest struct {
 func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var body *yaml.Node
-	bodyAt, seenAny := -1, false
-	for i := 0; ; i++ {
+	seenAny := false
+	for {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -214,7 +214,7 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 			p.errorAt(root.Line, "", "a scenario has one document of its own fields (without apiVersion and kind); found a second one")
 			return nil
 		}
-		body, bodyAt = root, i
+		body = root
 	}
 	if !seenAny && len(p.errs) == 0 {
 		p.errorAt(0, "", "the file is empty")
@@ -222,33 +222,14 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 	if body == nil || len(p.errs) > 0 {
 		return manifests
 	}
-	for i := 0; i+1 < len(body.Content); i += 2 {
-		if k := body.Content[i]; slices.Contains(removedSections, k.Value) {
-			p.errorAt(k.Line, k.Value, "the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)")
-		}
-	}
-	if len(p.errs) > 0 {
-		return manifests
-	}
 	p.index(body, "", reflect.TypeFor[Scenario]())
-	// Decoded again, from the text, since only a decoder refuses unknown fields.
-	dec = yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	for i := 0; i <= bodyAt; i++ {
-		var err error
-		if i < bodyAt {
-			err = dec.Decode(&yaml.Node{})
-		} else {
-			err = dec.Decode(s)
+	var te *yaml.TypeError
+	if err := body.Decode(s); errors.As(err, &te) {
+		for _, e := range te.Errors {
+			p.decodeError(e)
 		}
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, e := range te.Errors {
-				p.decodeError(e)
-			}
-		} else if err != nil && i == bodyAt {
-			p.errorAt(body.Line, "", "%v", err)
-		}
+	} else if err != nil {
+		p.errorAt(body.Line, "", "%v", err)
 	}
 	return manifests
 }
@@ -259,7 +240,6 @@ var removedSections = []string{"flavors", "cohorts", "clusterQueues", "localQueu
 var (
 	lineMessage  = regexp.MustCompile(`^line (\d+): (?:column (\d+): )?(.*)$`)
 	typeMismatch = regexp.MustCompile("^cannot unmarshal (?:!!(\\w+) ?)?(?:`(.*)` )?into (\\S+)$")
-	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
 	setTwice     = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
 	quotedValue  = regexp.MustCompile("[`\"]([^`\"]*)[`\"]")
 )
@@ -278,8 +258,6 @@ func (p *parser) decodeError(e string) {
 	if f := typeMismatch.FindStringSubmatch(msg); f != nil {
 		named, isKey = f[2], false
 		msg = fmt.Sprintf("must be %s, not %s", typeWord(f[3]), map[string]string{"seq": "a list", "map": "a mapping"}[f[1]]+strings.TrimSuffix(fmt.Sprintf("%q", f[2]), `""`))
-	} else if f := unknownField.FindStringSubmatch(msg); f != nil {
-		named, msg = f[1], "unknown field"
 	} else if f := setTwice.FindStringSubmatch(msg); f != nil {
 		named, msg = f[1], "set twice (first on line "+f[2]+")"
 	} else if f := quotedValue.FindStringSubmatch(msg); f != nil {
@@ -301,7 +279,8 @@ func (p *parser) decodeError(e string) {
 }
 
 // index notes the line of every field of the document, by path, following t to write map keys as
-// [key] and struct fields as .field.
+// [key] and struct fields as .field, and refuses the fields t does not have (decoding a node
+// ignores them).
 func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
 	if p.at == nil {
 		p.at = map[int][]entry{}
@@ -322,6 +301,12 @@ func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
 			sub, ft := child(path, k.Value), fieldType(t, k.Value)
 			if t != nil && t.Kind() == reflect.Map {
 				sub, ft = key(path, k.Value), t.Elem()
+			} else if ft == nil && t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+				msg := "unknown field"
+				if path == "" && slices.Contains(removedSections, k.Value) {
+					msg = "the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)"
+				}
+				p.errorAt(k.Line, sub, "%s", msg)
 			}
 			note(k.Line, sub, k.Value, v)
 			p.index(v, sub, ft)
