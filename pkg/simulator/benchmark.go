@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 )
@@ -120,7 +119,7 @@ func WriteTimeSharingTable(out io.Writer, rows []TimeSharingRow) error {
 		for _, m := range TimeSharingModes {
 			ms := r.Measures[m]
 			waits = append(waits, formatOffset(ms.LongestWait))
-			jains = append(jains, jainCell(ms.Jain))
+			jains = append(jains, orDash(ms.Jain, "%.3f"))
 			rates = append(rates, fmt.Sprintf("%.2f", ms.PreemptionsPerHour))
 			never = append(never, fmt.Sprint(ms.NeverAdmitted))
 		}
@@ -135,11 +134,4 @@ func WriteTimeSharingTable(out io.Writer, rows []TimeSharingRow) error {
 		}
 	}
 	return nil
-}
-
-func jainCell(j float64) string {
-	if math.IsNaN(j) {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f", j)
 }

@@ -49,7 +49,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
 			cells = append(cells, []string{
 				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
-				resourceHours(rw.LostResourceHours), preemptionCell(rw), finishedCell(rw), percent(share),
+				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finishedCell(rw), orDash(share*100, "%.0f%%"),
 			})
 		}
 		row = append(row, joinColumns(cells)...)
@@ -67,9 +67,9 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
-				fmt.Sprint(rq.Finished), jain(rq.Jain), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
+				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
 				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
-				percent(rq.Utilisation),
+				orDash(rq.Utilisation*100, "%.0f%%"),
 			})
 		}
 		row := append([]string{q.Name, fmt.Sprint(q.Workloads)}, joinColumns(cells)...)
@@ -90,12 +90,14 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		}
 		fmt.Fprintf(out, "Preemption notices (ended early: the checkpoint was done before the deadline): %s\n", strings.Join(notices, " / "))
 	}
+	noted := false
 	for _, r := range runs {
 		for _, n := range r.Notes {
 			fmt.Fprintf(out, "\nNote (%s): %s", r.Mode.Title(), n)
+			noted = true
 		}
 	}
-	if hasNotes(runs) {
+	if noted {
 		fmt.Fprintln(out)
 	}
 	return nil
@@ -104,15 +106,6 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 func gaveNotices(runs []*Result) bool {
 	for _, r := range runs {
 		if r.Notices.Given > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func hasNotes(runs []*Result) bool {
-	for _, r := range runs {
-		if len(r.Notes) > 0 {
 			return true
 		}
 	}
@@ -153,10 +146,6 @@ func (r *Result) queue(name string) QueueResult {
 	return QueueResult{Name: name, Jain: math.NaN()}
 }
 
-func preemptionCell(w *WorkloadResult) string {
-	return fmt.Sprint(w.PreemptionCount())
-}
-
 func finishedCell(w *WorkloadResult) string {
 	if !w.Finished {
 		return "no"
@@ -168,18 +157,12 @@ func resourceHours(h float64) string {
 	return fmt.Sprintf("%.2f", h)
 }
 
-func percent(f float64) string {
+// orDash formats f, or writes - for NaN (nothing to measure).
+func orDash(f float64, format string) string {
 	if math.IsNaN(f) {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f%%", f*100)
-}
-
-func jain(f float64) string {
-	if math.IsNaN(f) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", f)
+	return fmt.Sprintf(format, f)
 }
 
 // WriteTimeline writes what happened, in order, one line per event.
