@@ -94,11 +94,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	}
 	modes := []simulator.Mode{simulator.ModeTimeshare}
 	if o.compare {
-		// A scenario with notices is also run without them, to show the work they save.
-		if sc.NoticesOn() {
-			modes = append(modes, simulator.ModeNoNotice)
-		}
-		modes = append(modes, simulator.ModeUpstream)
+		modes = append(append(modes, sc.Comparisons()...), simulator.ModeUpstream)
 	}
 	if o.booster {
 		modes = append(modes, simulator.ModeBooster)

@@ -21,14 +21,18 @@ func init() {
 	}
 }
 
-const scenario = `name: two-jobs
-flavors: [{name: f}]
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 1m}
+const scenario = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 1m}}
+---
+name: two-jobs
 workloads:
   - {name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 2m, checkpointed: true}
   - {name: b, arrival: 1s, clusterQueue: cq, resources: {cpu: 1}, duration: 2m, checkpointed: true}
@@ -75,7 +79,7 @@ func TestSimulateCommand(t *testing.T) {
 		"bad scenario names the line and the field": {
 			args:       []string{"-f", bad},
 			wantCode:   1,
-			wantStderr: []string{`bad.yaml:10: workloads[0].duration: "two minutes" is not a duration (write it like 90s, 15m or 4h)`},
+			wantStderr: []string{`bad.yaml:14: workloads[0].duration: "two minutes" is not a duration (write it like 90s, 15m or 4h)`},
 		},
 		"table with comparison and timeline": {
 			args:     []string{"-f", good, "--compare", "--timeline"},

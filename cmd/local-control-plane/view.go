@@ -23,7 +23,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -101,9 +100,9 @@ type row struct {
 	state, name, detail string
 	// pods says where the workload's Pods are and in which phase; empty without Pods.
 	pods string
-	// notice is the deadline of a preemption notice in force, so that the view is redrawn when
-	// one is given or its checkpoint is done.
-	notice string
+	// units are what the policy's units say of it that is worth a redraw when it changes (a
+	// notice given, its checkpoint done).
+	units string
 }
 
 // render returns the view and a key that changes only when some workload changes state.
@@ -178,7 +177,7 @@ func render(ctx context.Context, c client.Client, withPods bool) (view, key stri
 			if r.pods != "" {
 				fmt.Fprintf(tw, "  \t  pods: %s\t\n", r.pods)
 			}
-			fmt.Fprintf(&k, "%s %s %s %s %s\n", name, r.state, r.name, r.pods, r.notice)
+			fmt.Fprintf(&k, "%s %s %s %s %s\n", name, r.state, r.name, r.pods, r.units)
 		}
 		tw.Flush()
 	}
@@ -195,13 +194,13 @@ func describe(wl *kueue.Workload, now time.Time) row {
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
 			r.detail = "for " + now.Sub(c.LastTransitionTime.Time).Truncate(time.Second).String()
 		}
-		if n, err := policy.ReadNotice(wl); err == nil && n != nil {
-			r.detail += fmt.Sprintf("; under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
-				n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
-			r.notice = n.Deadline.UTC().Format(time.RFC3339)
-			if annotations.CheckpointIsDone(wl.Annotations) {
-				r.detail += ", checkpoint done"
-				r.notice += " checkpoint done"
+		for _, u := range policy.Units() {
+			if u.Status == nil {
+				continue
+			}
+			if detail, key := u.Status(wl, now); detail != "" {
+				r.detail += "; " + detail
+				r.units += key
 			}
 		}
 	case workload.HasQuotaReservation(wl):

@@ -46,10 +46,10 @@ func TestDescribe(t *testing.T) {
 		"admitted": {wl: admitted(nil), want: row{name: "default/w", state: "ADMITTED", detail: "for 1m30s"}},
 		"admitted, under notice": {wl: admitted(notice),
 			want: row{name: "default/w", state: "ADMITTED", detail: "for 1m30s; under preemption notice until 10:00:30 (in 30s) for default/next",
-				notice: "2026-11-25T10:00:30Z"}},
+				units: "2026-11-25T10:00:30Z"}},
 		"under notice, its checkpoint done": {wl: admitted(checkpointed),
 			want: row{name: "default/w", state: "ADMITTED", detail: "for 1m30s; under preemption notice until 10:00:30 (in 30s) for default/next, checkpoint done",
-				notice: "2026-11-25T10:00:30Z checkpoint done"}},
+				units: "2026-11-25T10:00:30Z checkpoint done"}},
 		"pending, evicted": {
 			wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"}, Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
 				{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Message: "insufficient quota"},

@@ -144,8 +144,8 @@ type Manager struct {
 	settings *queuesettings.Store
 	// tolerations are the priority classes' preemption tolerations.
 	tolerations *toleration.Store
-	// noticeIndex lists the workloads that may be under a preemption notice, for our preemptor.
-	noticeIndex *preemption.NoticeIndex
+	// workloadIndex lists the workloads a policy unit may have marked, for our preemptor.
+	workloadIndex *preemption.WorkloadIndex
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -660,7 +660,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
 			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
-				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithNoticeIndex(m.noticeIndex))),
+				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithWorkloadIndex(m.workloadIndex))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 			scheduler.WithTimeSource(m.opts.Clock),
 			scheduler.WithHeadsPerCycle(headsPerCycle(cfg, &m.timeshareCfg)),
@@ -669,9 +669,9 @@ func (m *Manager) setupScheduler() error {
 			}, queuesettings.RequeueBatchPeriod()),
 		}
 		sched := scheduler.New(queues, cache, cl, recorder, opts...)
-		if tsfeatures.Enabled(tsfeatures.PreemptionNotice) {
-			if err := m.Add(nonLeaderRunnable(m.watchNotices)); err != nil {
-				return fmt.Errorf("adding the notice watch of the preemptor: %w", err)
+		if policy.Units().Marking(policy.GateOn) {
+			if err := m.Add(nonLeaderRunnable(m.watchMarks)); err != nil {
+				return fmt.Errorf("adding the marked-workload watch of the preemptor: %w", err)
 			}
 		}
 		if slices.Contains(cfg.Integrations.Frameworks, "batch/job") {
@@ -687,16 +687,16 @@ func (m *Manager) setupScheduler() error {
 	return nil
 }
 
-// watchNotices keeps the preemptor's index of workloads under notice from the Workload informer;
-// until its initial list is delivered the preemptor reads every workload instead.
-func (m *Manager) watchNotices(ctx context.Context) error {
+// watchMarks keeps the preemptor's index of marked workloads from the Workload informer; until
+// its initial list is delivered the preemptor reads every workload instead.
+func (m *Manager) watchMarks(ctx context.Context) error {
 	inf, err := m.GetCache().GetInformer(ctx, &kueue.Workload{})
 	if err != nil {
-		return fmt.Errorf("watching Workloads for notices: %w", err)
+		return fmt.Errorf("watching Workloads for marks: %w", err)
 	}
 	observe := func(obj any) {
 		if wl, ok := obj.(*kueue.Workload); ok {
-			m.noticeIndex.Observe(wl)
+			m.workloadIndex.Observe(wl)
 		}
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -707,16 +707,16 @@ func (m *Manager) watchNotices(ctx context.Context) error {
 				obj = d.Obj
 			}
 			if wl, ok := obj.(*kueue.Workload); ok {
-				m.noticeIndex.Forget(workload.Key(wl))
+				m.workloadIndex.Forget(workload.Key(wl))
 			}
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("watching Workloads for notices: %w", err)
 	}
-	m.noticeIndex.SetSynced(reg.HasSynced)
+	m.workloadIndex.SetSynced(reg.HasSynced)
 	defer func() {
-		m.noticeIndex.SetSynced(nil)
+		m.workloadIndex.SetSynced(nil)
 		_ = inf.RemoveEventHandler(reg)
 	}()
 	<-ctx.Done()

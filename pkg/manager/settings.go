@@ -12,8 +12,6 @@ func NewSettingsStore(ts *tsconfig.Configuration) *queuesettings.Store {
 	s := queuesettings.NewStore(
 		policy.DefaultsOf(ts),
 		policy.ResolveMethod(ts.ReclaimResolveMethod))
-	if ts.DefaultNoticePeriod != nil {
-		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
-	}
+	s.Configure(ts)
 	return s
 }

@@ -96,7 +96,7 @@ func (m *Manager) setupTimeshare() error {
 	}
 	// Misses are read from the cache: a workload may name a class its controller has not reconciled yet.
 	m.tolerations = toleration.NewStore(toleration.ReadMisses(m.GetClient()))
-	m.noticeIndex = preemption.NewNoticeIndex()
+	m.workloadIndex = preemption.NewWorkloadIndex()
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
 	}

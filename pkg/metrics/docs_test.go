@@ -21,8 +21,8 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, c := range []prometheus.Collector{ProtectedCandidates, ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce,
-		PendingLongestWait, PendingWaitingLong, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong} {
+	for _, c := range append([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce,
+		PendingLongestWait, PendingWaitingLong, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong}, unitCollectors()...) {
 		descs := make(chan *prometheus.Desc, 1)
 		c.Describe(descs)
 		m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-descs).String())

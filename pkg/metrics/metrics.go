@@ -170,7 +170,7 @@ var (
 func Register() {
 	vectorsMu.Lock()
 	defer vectorsMu.Unlock()
-	ctrlmetrics.Registry.MustRegister(append(perClusterQueue(), ExpectedRuntimeNominations, ExpectedRuntimeNominationsSkipped)...)
+	ctrlmetrics.Registry.MustRegister(append(perClusterQueue(), unitCollectors()...)...)
 	if kueuefeatures.Enabled(kueuefeatures.LocalQueueMetrics) {
 		ctrlmetrics.Registry.MustRegister(LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong)
 	}
@@ -183,21 +183,14 @@ func ClusterQueueLabels(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueRefe
 	return append(names, cl.CQGet(cq)...)
 }
 
-// ExpectedRuntimeNominations counts admitted workloads found past their expected runtime (and so
-// preemptible by equal or higher priorities of their ClusterQueue) in victim searches.
-var ExpectedRuntimeNominations = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Subsystem: subsystem,
-	Name:      "expected_runtime_nominations_total",
-	Help:      "Workloads nominated as preemption candidates because they ran past their expected runtime, once per workload and admission.",
-}, []string{"replica_role"})
-
-// ExpectedRuntimeNominationsSkipped counts opted-in workloads not nominated, by reason.
-var ExpectedRuntimeNominationsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Subsystem: subsystem,
-	Name:      "expected_runtime_nomination_skipped_total",
-	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
-		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
-}, []string{"reason", "replica_role"})
+// unitCollectors are the metrics the policy's units own (policy.Unit.Metrics).
+func unitCollectors() []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, u := range policy.Units() {
+		out = append(out, u.Metrics...)
+	}
+	return out
+}
 
 // ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
 // ended by an eviction also observes how long after the notice the eviction came. The reason and
@@ -211,6 +204,18 @@ func ReportNoticeEnded(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueRefer
 	if evicted {
 		delay.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), role)...).Observe(max(after, 0).Seconds())
 	}
+}
+
+// UnitGauge is the per-ClusterQueue gauge of feature f's unit's counts (policy.Unit.Counts),
+// labelled by ClusterQueue and the unit's label; nil when it has none.
+func UnitGauge(f policy.Feature) *prometheus.GaugeVec {
+	vectorsMu.Lock()
+	defer vectorsMu.Unlock()
+	switch f {
+	case policy.FeatureNotice:
+		return NoticesInForce
+	}
+	return nil
 }
 
 // Other is the value of a label fed from data a tenant can write (an annotation) when the value

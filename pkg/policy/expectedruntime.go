@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -21,7 +23,66 @@ func init() {
 			Turn:     true,
 			Requeue:  "Requeued after preemption for running past its expected runtime",
 		}},
+		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
+		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
+		Promises:   &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
+		Metrics:    []prometheus.Collector{nominations, nominationsSkipped},
+		Column:     &Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: expectedRuntimeCell},
 	})
+}
+
+// promisedRuntime is wl's valid expected runtime.
+func promisedRuntime(wl *kueue.Workload) (time.Duration, bool) {
+	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Problem == "" && er.Expected > 0 {
+		return er.Expected, true
+	}
+	return 0, false
+}
+
+// nominations counts admitted workloads found past their expected runtime (and so preemptible by
+// equal or higher priorities of their ClusterQueue) in victim searches.
+var nominations = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Subsystem: "kueue",
+	Name:      "expected_runtime_nominations_total",
+	Help:      "Workloads nominated as preemption candidates because they ran past their expected runtime, once per workload and admission.",
+}, []string{"replica_role"})
+
+// nominationsSkipped counts opted-in workloads not nominated, by reason.
+var nominationsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Subsystem: "kueue",
+	Name:      "expected_runtime_nomination_skipped_total",
+	Help: "Workloads with an expected runtime that were not nominated, by reason: cooldown, missing_start, invalid_duration, " +
+		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
+}, []string{"reason", "replica_role"})
+
+// CountNomination counts one nomination (skip empty) or one skip for the reason skip, by a
+// manager in role.
+func CountNomination(skip, role string) {
+	if skip == "" {
+		nominations.WithLabelValues(role).Inc()
+		return
+	}
+	nominationsSkipped.WithLabelValues(skip, role).Inc()
+}
+
+// expectedRuntimeCell is c's expected runtime (or why it is ignored) and when it is nominated.
+func expectedRuntimeCell(c *Candidate) (string, time.Time) {
+	er := expectedRuntime.Of(c)
+	if er == nil {
+		return "", time.Time{}
+	}
+	if er.Problem != "" {
+		return er.Problem, NominatedFrom(c)
+	}
+	return er.Expected.String(), NominatedFrom(c)
+}
+
+// expectedRuntime is the candidate's expected-runtime annotations when it opted in.
+var expectedRuntime = newFact[annotations.ExpectedRuntimeSettings]()
+
+// ExpectedRuntimeOf is c's expected-runtime annotations when it opted in (and was read).
+func ExpectedRuntimeOf(c *Candidate) *annotations.ExpectedRuntimeSettings {
+	return expectedRuntime.Of(c)
 }
 
 // readExpectedRuntime reads the expected-runtime annotations. A candidate for a preemptor of
@@ -32,7 +93,7 @@ func readExpectedRuntime(c *Candidate, wl *kueue.Workload, r Reading) {
 		return
 	}
 	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
-		c.ExpectedRuntime = &er
+		expectedRuntime.Set(c, &er)
 	}
 }
 
@@ -47,7 +108,7 @@ const RuleExpectedRuntime = "NominatedPastExpectedRuntime"
 // runs, has run at least its expected runtime, and is past any cooldown. When it is not, skip is
 // the reason to count, or "" when it simply has not run long enough yet.
 func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
-	er := c.ExpectedRuntime
+	er := expectedRuntime.Of(c)
 	switch {
 	case er == nil:
 		return false, ""
@@ -74,7 +135,7 @@ func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
 // nominated at any instant (not opted in, invalid annotations, not running, or its Pods not ready
 // yet under the PodsReady clock).
 func NominatedFrom(c *Candidate) time.Time {
-	er := c.ExpectedRuntime
+	er := expectedRuntime.Of(c)
 	if er == nil || er.Skip != "" || c.Evicted || !c.Admitted || c.AdmittedAt.IsZero() || c.NotStarted {
 		return time.Time{}
 	}
@@ -113,7 +174,7 @@ func WithExpectedRuntimeRequeue() Option {
 		},
 		Why: func(in *Input) string {
 			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.runningSince()).Round(time.Second),
-				in.Candidate.ExpectedRuntime.Expected)
+				expectedRuntime.Of(in.Candidate).Expected)
 		},
 	})
 }

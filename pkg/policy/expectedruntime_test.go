@@ -42,7 +42,7 @@ func TestNominate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Candidate{ExpectedRuntime: tc.er, Evicted: tc.evicted, Admitted: !tc.notRunning}
+			c := withFacts(Candidate{Evicted: tc.evicted, Admitted: !tc.notRunning}, tc.er)
 			if !tc.notRunning && !tc.noStart {
 				c.AdmittedAt = t0.Add(-tc.running)
 			}
@@ -61,23 +61,23 @@ func TestNominatedFrom(t *testing.T) {
 		want time.Time
 	}{
 		"an hour after admission": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 			want: t0.Add(time.Hour),
 		},
 		"the cooldown ends later": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(90 * time.Minute)}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(90 * time.Minute)}),
 			want: t0.Add(90 * time.Minute),
 		},
 		"counted from PodsReady": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, RunningSince: t0.Add(time.Minute), ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0, RunningSince: t0.Add(time.Minute)}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 			want: t0.Add(61 * time.Minute),
 		},
 		"Pods not ready yet: no instant": {
-			c: Candidate{Admitted: true, AdmittedAt: t0, NotStarted: true, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Hour}},
+			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0, NotStarted: true}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 		},
 		"not opted in: no instant": {c: Candidate{Admitted: true, AdmittedAt: t0}},
 		"invalid annotation: no instant": {
-			c: Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}},
+			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}),
 		},
 	}
 	for name, tc := range cases {
@@ -137,8 +137,8 @@ func TestExpectedRuntimeRule(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
-				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour), ExpectedRuntime: tc.er}
+			c := withFacts(Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
+				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour)}, tc.er)
 			in := &Input{Preemptor: &Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)

@@ -33,10 +33,10 @@ func fuzzCandidate(uid string, cq bool, prio int64, queued, reserved, admitted i
 		} else {
 			t.Duration = time.Duration(tolSecs%100000) * time.Second
 		}
-		c.Toleration = &Toleration{Toleration: t, Source: "class"}
+		toleration.Set(c, &Toleration{Toleration: t, Source: "class"})
 	}
 	if expected != 0 {
-		c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: time.Duration(expected%100000+1) * time.Second}
+		expectedRuntime.Set(c, &annotations.ExpectedRuntimeSettings{Expected: time.Duration(expected%100000+1) * time.Second})
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"time"
@@ -8,10 +9,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // Notice before eviction: a victim whose settings give it a notice is not evicted when chosen. It
@@ -112,12 +116,99 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 const FeatureNotice Feature = "PreemptionNotice"
 
 func init() {
-	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice})
+	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
+		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
+			if rule != RuleUnderNotice {
+				return "", time.Time{}, false
+			}
+			n := notice.Of(c)
+			return "its preemption notice for " + n.Preemptor, n.Deadline, true
+		},
+		Promised:        true,
+		Marks:           noticeMark,
+		RefusedWhileOff: noticeRefused,
+		Status:          noticeStatus,
+		// The notices in force, by preemption reason.
+		Counts: func(c *Candidate) (string, bool) {
+			if n := notice.Of(c); n != nil && !c.Evicted {
+				return n.Reason, true
+			}
+			return "", false
+		},
+		NotCarried: noticeNotCarried,
+		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
+			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
+				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
+			}
+			return nil
+		},
+	})
 }
+
+// noticeStatus is the notice in force on wl, for a one-line view: until when, for whom, and
+// whether its checkpoint is done.
+func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
+	n, err := ReadNotice(wl)
+	if err != nil || n == nil {
+		return "", ""
+	}
+	detail := fmt.Sprintf("under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
+		n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
+	key := n.Deadline.UTC().Format(time.RFC3339)
+	if annotations.CheckpointIsDone(wl.Annotations) {
+		detail += ", checkpoint done"
+		key += " checkpoint done"
+	}
+	return detail, key
+}
+
+// noticeNotCarried drops a notice from a snapshot: it names its preemptor by the cluster's UID,
+// which no simulated workload has, so carried over it would keep the victim from every
+// preemptor. The simulation chooses again instead.
+func noticeNotCarried(ann map[string]string) (string, []string) {
+	var note string
+	if _, ok := ann[annotations.PreemptionNotice]; ok {
+		note = "is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
+	}
+	return note, []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
+}
+
+// noticeRefused refuses notice settings that would change anything while the gate is off. A
+// setting the object already had (stored while the gate was on) is kept on update: refusing it
+// would block every other update, even the finalizer's removal on deletion.
+func noticeRefused(path *field.Path, spec, old json.RawMessage) field.ErrorList {
+	n, err := tsapi.ParseNoticeSettings(spec)
+	if err != nil {
+		return nil
+	}
+	var stored *tsapi.NoticeSettings
+	if old != nil {
+		if o, err := tsapi.ParseNoticeSettings(old); err == nil {
+			stored = &o
+		}
+	}
+	return n.InUse(path, features.NoticeGateOff, stored)
+}
+
+// noticeMark is the message of wl's True NoticeCondition: a notice, or what looks like one.
+func noticeMark(wl *kueue.Workload) (string, bool) {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", false
+	}
+	return c.Message, true
+}
+
+// notice is the preemption notice in force on the candidate, if any.
+var notice = newFact[annotations.Notice]()
+
+// NoticeOf is the preemption notice in force on c, if any.
+func NoticeOf(c *Candidate) *annotations.Notice { return notice.Of(c) }
 
 // readNotice reads the notice in force on wl; a record that is not one the manager gave is none.
 func readNotice(c *Candidate, wl *kueue.Workload, _ Reading) {
-	c.Notice, _ = ReadNotice(wl)
+	n, _ := ReadNotice(wl)
+	notice.Set(c, n)
 }
 
 // RuleUnderNotice names the protection WithPreemptionNotice adds.
@@ -129,7 +220,7 @@ func WithPreemptionNotice() Option {
 		Name: RuleUnderNotice,
 		When: func(in *Input) bool { return NoticedForOther(in.Candidate, in.Preemptor) },
 		Why: func(in *Input) string {
-			n := in.Candidate.Notice
+			n := notice.Of(in.Candidate)
 			return fmt.Sprintf("under notice of preemption for %s until %s", n.Preemptor, n.Deadline.UTC().Format(time.RFC3339))
 		},
 	})
@@ -137,7 +228,8 @@ func WithPreemptionNotice() Option {
 
 // NoticedForOther reports whether c's room is promised to a preemptor other than p.
 func NoticedForOther(c *Candidate, p *Pending) bool {
-	return c.Notice != nil && !c.Evicted && (p == nil || p.Obj == nil || c.Notice.PreemptorUID != p.Obj.UID)
+	n := notice.Of(c)
+	return n != nil && !c.Evicted && (p == nil || p.Obj == nil || n.PreemptorUID != p.Obj.UID)
 }
 
 // NoticeOutcome says how a notice ended; it is the reason of the PreemptionNotice condition once
@@ -155,6 +247,15 @@ const (
 	NoticeWithdrawn NoticeOutcome = "Withdrawn"
 )
 
+// IsNoticeOutcome reports whether outcome is one of the NoticeOutcomes.
+func IsNoticeOutcome(outcome string) bool {
+	switch NoticeOutcome(outcome) {
+	case NoticeEvictedAtDeadline, NoticeEndedEarly, NoticeWithdrawn:
+		return true
+	}
+	return false
+}
+
 // NoticeDue reports whether the notice on wl, given at the latest until n.Deadline, is over at now,
 // and how: the deadline came, or the workload said its checkpoint is done.
 func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, NoticeOutcome) {
@@ -169,8 +270,8 @@ func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, 
 
 // noticeChanges gives when a notice on c falls due: its deadline, for the preemptor waiting on it.
 func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
-	if c.Notice != nil && !c.Evicted {
-		add(Change{At: c.Notice.Deadline})
+	if n := notice.Of(c); n != nil && !c.Evicted {
+		add(Change{At: n.Deadline})
 	}
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -185,7 +187,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 	p := New(Options{}, WithFeatures(FeatureNotice))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Notice: tc.notice, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}
+			c := withFacts(Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}, tc.notice)
 			got := p.Explain(&Input{Preemptor: tc.preemptor, Candidate: c, Scope: SameClusterQueue, Policy: kueue.PreemptionPolicyLowerPriority, Now: now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
@@ -300,5 +302,36 @@ func TestNoticeInForceMessage(t *testing.T) {
 		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
 	if got := NoticeInForceMessage(n); got != want {
 		t.Errorf("NoticeInForceMessage = %q, want %q", got, want)
+	}
+}
+
+// While its gate is off, the notice unit has the webhooks refuse notice settings that would
+// change anything, except those the stored object already has.
+func TestNoticeRefusedWhileOff(t *testing.T) {
+	spec := func(preemption string) json.RawMessage { return json.RawMessage(`{"preemption":{` + preemption + `}}`) }
+	cases := map[string]struct {
+		on        bool
+		spec, old json.RawMessage
+		want      []string
+	}{
+		"gate on":                  {on: true, spec: spec(`"noticePeriod":"5m","noticeOnReclaim":true`)},
+		"a period":                 {spec: spec(`"noticePeriod":"5m"`), want: []string{"spec.preemption.noticePeriod"}},
+		"no notice asked for":      {spec: spec(`"noticePeriod":"0s","noticeOnReclaim":false`)},
+		"both extensions":          {spec: spec(`"noticeOnPriorityPreemption":true,"noticeOnReclaim":true`), want: []string{"spec.preemption.noticeOnPriorityPreemption", "spec.preemption.noticeOnReclaim"}},
+		"kept from the stored one": {spec: spec(`"noticePeriod":"5m"`), old: spec(`"noticePeriod":"5m"`)},
+		"changed from the stored":  {spec: spec(`"noticePeriod":"6m"`), old: spec(`"noticePeriod":"5m"`), want: []string{"spec.preemption.noticePeriod"}},
+		"no preemption at all":     {spec: json.RawMessage(`{}`)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			on := func(Feature) bool { return tc.on }
+			var got []string
+			for _, e := range (Table{registered[FeatureNotice]}).RefusedWhileOff(field.NewPath("spec", "preemption"), tc.spec, tc.old, on) {
+				got = append(got, e.Field)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("refused (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -18,8 +18,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
-
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // Scope says where a candidate runs relative to the preemptor.
@@ -70,14 +68,43 @@ type Candidate struct {
 	NotStarted   bool
 	// Evicted candidates are already on their way out.
 	Evicted bool
-	// Toleration is the preemption toleration of the candidate's priority class, if any.
-	Toleration *Toleration
 	// Admitted: the Admitted condition is true (the workload runs).
 	Admitted bool
-	// ExpectedRuntime holds the candidate's expected-runtime annotations when it opted in.
-	ExpectedRuntime *annotations.ExpectedRuntimeSettings
-	// Notice is the preemption notice in force on the candidate, if any.
-	Notice *annotations.Notice
+	// facts are what the units read off the workload (see Unit.Read), one slot each.
+	facts [factSlots]any
+}
+
+// factSlots is how many units may keep facts on a candidate; an array, so that reading facts
+// allocates nothing.
+const factSlots = 4
+
+// Fact is one unit's slot of facts on a candidate; only that unit's file holds it.
+type Fact[T any] struct{ slot int }
+
+var nextFactSlot int
+
+// newFact gives a unit its slot; called once per unit, from package variables.
+func newFact[T any]() Fact[T] {
+	if nextFactSlot == factSlots {
+		panic("policy: more units with facts than factSlots")
+	}
+	nextFactSlot++
+	return Fact[T]{slot: nextFactSlot - 1}
+}
+
+// Of is the unit's fact on c; nil when the unit read none.
+func (f Fact[T]) Of(c *Candidate) *T {
+	v, _ := c.facts[f.slot].(*T)
+	return v
+}
+
+// Set sets the unit's fact on c; nil clears it.
+func (f Fact[T]) Set(c *Candidate, v *T) {
+	if v == nil {
+		c.facts[f.slot] = nil
+		return
+	}
+	c.facts[f.slot] = v
 }
 
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?

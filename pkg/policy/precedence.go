@@ -1,15 +1,19 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
@@ -43,11 +47,85 @@ type Unit struct {
 	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
 	// the unit's. nil when the preemptor explains the unit's protection itself.
 	Vetoed func(rule string, c *Candidate) (why string, until time.Time, ok bool)
+	// Promised: a candidate it vetoes has its room promised to another preemptor, so a preemptor
+	// it holds back need not keep the quota it waits for.
+	Promised bool
+	// Marks is the mark it writes on a Workload for a preemptor to find it by (the preemptor's
+	// workload index), ok false when wl carries none; nil when it writes none.
+	Marks func(wl *kueue.Workload) (mark string, ok bool)
 	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
 	// plugin's rows); nil when it gives none.
 	Shields func(c *Candidate, now time.Time) []Shield
 	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
 	Reasons map[string]ReasonWords
+	// RefusedWhileOff is what the webhooks refuse in the spec of a ClusterQueue or Cohort while
+	// its gate is off, so that no setting of it is silently ignored; old is the stored spec on an
+	// update (nil otherwise), whose settings are kept. nil when it has no queue settings to refuse.
+	RefusedWhileOff func(path *field.Path, spec, old json.RawMessage) field.ErrorList
+	// RefusedConfig is what the manager refuses in its configuration while the unit's gate is
+	// off; nil when it has no configuration to refuse.
+	RefusedConfig func(c *tsconfig.Configuration) field.ErrorList
+	// Status is what it says of a running workload in a one-line view, and the part of it
+	// that, when it changes, is worth redrawing the view for; "" when nothing. nil when it
+	// never says anything.
+	Status func(wl *kueue.Workload, now time.Time) (detail, key string)
+	// NotCarried is what a simulation from a snapshot of the cluster does not carry of a
+	// workload's annotations ann: the annotations to drop, and a note for the user ("": none).
+	// nil when it carries them all.
+	NotCarried func(ann map[string]string) (note string, drop []string)
+	// Counts is the label under which a per-ClusterQueue gauge of the unit counts c, a workload
+	// holding quota (metrics.UnitGauge); ok false when it does not count c. nil when it has no
+	// gauge.
+	Counts func(c *Candidate) (label string, ok bool)
+	// Promises is what a workload promises through it; nil when nothing.
+	Promises *Promise
+	// Metrics are the metrics it owns, registered with the manager's.
+	Metrics []prometheus.Collector
+	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
+	// when it has none.
+	Column *Column
+}
+
+// Promise is a run time a workload announces through a unit's annotation.
+type Promise struct {
+	// Annotation is the one that announces it.
+	Annotation string
+	// Runtime is how long wl says it runs; ok false when it says nothing valid.
+	Runtime func(wl *kueue.Workload) (d time.Duration, ok bool)
+}
+
+// PromisedRuntime is the run time wl announces through the first unit of t that reads one.
+func (t Table) PromisedRuntime(wl *kueue.Workload) (time.Duration, bool) {
+	for _, u := range t {
+		if u.Promises == nil {
+			continue
+		}
+		if d, ok := u.Promises.Runtime(wl); ok {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// Promisers are the annotations through which the units of t read a run time.
+func (t Table) Promisers() []string {
+	var out []string
+	for _, u := range t {
+		if u.Promises != nil {
+			out = append(out, u.Promises.Annotation)
+		}
+	}
+	return out
+}
+
+// Column is a unit's column in the kubectl plugin's table of workloads holding quota.
+type Column struct {
+	// Header is the column's title.
+	Header string
+	// Label names the value in a cell, after the instant.
+	Label string
+	// Cell is c's value (empty: none) and the instant it leads to (zero: none).
+	Cell func(c *Candidate) (value string, from time.Time)
 }
 
 // ReasonWords say in words what a preemption reason means.
@@ -84,6 +162,53 @@ func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shi
 		}
 	}
 	return out
+}
+
+// RefusedWhileOff is what the units of t whose gate is off (on false) refuse in spec (see
+// Unit.RefusedWhileOff).
+func (t Table) RefusedWhileOff(path *field.Path, spec, old json.RawMessage, on func(Feature) bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, u := range t {
+		if u.RefusedWhileOff != nil && !on(u.Feature) {
+			errs = append(errs, u.RefusedWhileOff(path, spec, old)...)
+		}
+	}
+	return errs
+}
+
+// RefusedConfig is what the units of t whose gate is off (on false) refuse in the manager's
+// configuration c (see Unit.RefusedConfig).
+func (t Table) RefusedConfig(c *tsconfig.Configuration, on func(Feature) bool) field.ErrorList {
+	var errs field.ErrorList
+	for _, u := range t {
+		if u.RefusedConfig != nil && !on(u.Feature) {
+			errs = append(errs, u.RefusedConfig(c)...)
+		}
+	}
+	return errs
+}
+
+// Marked is the first mark a unit of t reads on wl (see Unit.Marks).
+func (t Table) Marked(wl *kueue.Workload) (string, bool) {
+	for _, u := range t {
+		if u.Marks == nil {
+			continue
+		}
+		if m, ok := u.Marks(wl); ok {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// Marking reports whether a unit of t that is on marks workloads.
+func (t Table) Marking(on func(Feature) bool) bool {
+	for _, u := range t {
+		if u.Marks != nil && on(u.Feature) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reading is what a unit's Read is given besides the workload.

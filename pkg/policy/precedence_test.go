@@ -89,13 +89,13 @@ func TestPrecedence(t *testing.T) {
 				in.Settings.MinAdmitDuration = time.Hour
 			}
 			if tc.facts.expected {
-				c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
+				expectedRuntime.Set(c, &annotations.ExpectedRuntimeSettings{Expected: time.Hour})
 			}
 			if tc.facts.minRuntime {
 				in.Protection = Protection{MinRuntime: 3 * time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}}
 			}
 			if tc.facts.toleration {
-				c.Toleration = &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 1000, Forever: true}, Source: "WorkloadPriorityClass sticky"}
+				toleration.Set(c, &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 1000, Forever: true}, Source: "WorkloadPriorityClass sticky"})
 			}
 			forward := append([]Feature(nil), tc.features...)
 			backward := make([]Feature, 0, len(forward))

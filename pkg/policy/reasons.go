@@ -42,12 +42,3 @@ var upstreamReasons = []string{kueue.InClusterQueueReason, kueue.InCohortReclama
 func IsPreemptionReason(reason string) bool {
 	return slices.Contains(upstreamReasons, reason) || IsOwnReason(reason)
 }
-
-// IsNoticeOutcome reports whether outcome is one of the NoticeOutcomes.
-func IsNoticeOutcome(outcome string) bool {
-	switch NoticeOutcome(outcome) {
-	case NoticeEvictedAtDeadline, NoticeEndedEarly, NoticeWithdrawn:
-		return true
-	}
-	return false
-}

@@ -52,11 +52,11 @@ func TestFeatureRemoval(t *testing.T) {
 			applies: []Feature{FeatureTimeBased},
 		},
 		"same priority past its expected runtime": {
-			tweaks:  []tweak{samePriority, func(in *Input) { in.Candidate.ExpectedRuntime = expected }},
+			tweaks:  []tweak{samePriority, func(in *Input) { expectedRuntime.Set(in.Candidate, expected) }},
 			applies: []Feature{FeatureExpectedRuntime},
 		},
 		"past its expected runtime in another ClusterQueue": {
-			tweaks: []tweak{samePriority, otherQueue, func(in *Input) { in.Candidate.ExpectedRuntime = expected }},
+			tweaks: []tweak{samePriority, otherQueue, func(in *Input) { expectedRuntime.Set(in.Candidate, expected) }},
 		},
 		"lower priority inside its min-runtime": {
 			tweaks:  []tweak{func(in *Input) { in.Protection = Protection{MinRuntime: time.Hour} }},
@@ -66,21 +66,58 @@ func TestFeatureRemoval(t *testing.T) {
 			tweaks: []tweak{func(in *Input) { in.Protection = Protection{MinRuntime: time.Minute} }},
 		},
 		"lower priority, its class tolerates the preemptor": {
-			tweaks:  []tweak{func(in *Input) { in.Candidate.Toleration = tolerates }},
+			tweaks:  []tweak{func(in *Input) { toleration.Set(in.Candidate, tolerates) }},
 			applies: []Feature{FeatureToleration},
 		},
 		"lower priority under notice for another preemptor": {
-			tweaks:  []tweak{func(in *Input) { in.Candidate.Notice = noticed }},
+			tweaks:  []tweak{func(in *Input) { notice.Set(in.Candidate, noticed) }},
 			applies: []Feature{FeatureNotice},
 		},
+		"lower priority under notice for this preemptor": {
+			tweaks: []tweak{func(in *Input) {
+				n := *noticed
+				n.PreemptorUID = in.Preemptor.Obj.UID
+				notice.Set(in.Candidate, &n)
+			}},
+		},
+		"lower priority under notice for another preemptor, already evicted": {
+			tweaks: []tweak{func(in *Input) {
+				notice.Set(in.Candidate, noticed)
+				in.Candidate.Evicted = true
+			}},
+		},
+		"same priority under notice for another preemptor": {
+			tweaks: []tweak{samePriority, func(in *Input) { notice.Set(in.Candidate, noticed) }},
+		},
+		"past minAdmitDuration and under notice": {
+			tweaks:  []tweak{samePriority, window, func(in *Input) { notice.Set(in.Candidate, noticed) }},
+			applies: []Feature{FeatureTimeBased, FeatureNotice},
+			without: map[Feature]string{FeatureNotice: RuleTimeExpired},
+		},
+		"past its expected runtime and under notice": {
+			tweaks: []tweak{samePriority, func(in *Input) {
+				expectedRuntime.Set(in.Candidate, expected)
+				notice.Set(in.Candidate, noticed)
+			}},
+			applies: []Feature{FeatureExpectedRuntime, FeatureNotice},
+			without: map[Feature]string{FeatureNotice: RuleExpectedRuntime},
+		},
+		"lower priority, tolerating and under notice": {
+			tweaks: []tweak{func(in *Input) {
+				toleration.Set(in.Candidate, tolerates)
+				notice.Set(in.Candidate, noticed)
+			}},
+			applies: []Feature{FeatureToleration, FeatureNotice},
+			without: map[Feature]string{FeatureToleration: RuleUnderNotice, FeatureNotice: RuleToleration},
+		},
 		"past minAdmitDuration and tolerating": {
-			tweaks:  []tweak{samePriority, window, func(in *Input) { in.Candidate.Toleration = tolerates }},
+			tweaks:  []tweak{samePriority, window, func(in *Input) { toleration.Set(in.Candidate, tolerates) }},
 			applies: []Feature{FeatureTimeBased, FeatureToleration},
 			without: map[Feature]string{FeatureToleration: RuleTimeExpired},
 		},
 		"past its expected runtime inside its min-runtime": {
 			tweaks: []tweak{samePriority, func(in *Input) {
-				in.Candidate.ExpectedRuntime = expected
+				expectedRuntime.Set(in.Candidate, expected)
 				in.Protection = Protection{MinRuntime: time.Hour}
 			}},
 			applies: []Feature{FeatureExpectedRuntime, FeatureMinRuntime},
@@ -88,7 +125,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"inside its min-runtime and under notice": {
 			tweaks: []tweak{func(in *Input) {
-				in.Candidate.Notice = noticed
+				notice.Set(in.Candidate, noticed)
 				in.Protection = Protection{MinRuntime: time.Hour}
 			}},
 			applies: []Feature{FeatureMinRuntime, FeatureNotice},
@@ -174,9 +211,9 @@ func TestFeatureRemovalFacts(t *testing.T) {
 	tol := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Forever: true}, Source: "WorkloadPriorityClass keep"}
 	src := Sources{classTolerations{"keep": tol}}
 	fact := map[Feature]func(*Candidate) any{
-		FeatureExpectedRuntime: func(c *Candidate) any { return c.ExpectedRuntime },
-		FeatureToleration:      func(c *Candidate) any { return c.Toleration },
-		FeatureNotice:          func(c *Candidate) any { return c.Notice },
+		FeatureExpectedRuntime: func(c *Candidate) any { return expectedRuntime.Of(c) },
+		FeatureToleration:      func(c *Candidate) any { return toleration.Of(c) },
+		FeatureNotice:          func(c *Candidate) any { return notice.Of(c) },
 	}
 	var all Candidate
 	WakeSettings{}.ReadFacts(&all, wl, src)

@@ -68,7 +68,7 @@ func TestRuntimeClock(t *testing.T) {
 				t.Errorf("RunningSince = %v, want %v", got, tc.wantSince)
 			}
 			c := NewCandidate(logr.Discard(), workload.NewInfo(wl), workload.Ordering{})
-			c.ExpectedRuntime = &annotations.ExpectedRuntimeSettings{Expected: 10 * time.Minute}
+			expectedRuntime.Set(&c, &annotations.ExpectedRuntimeSettings{Expected: 10 * time.Minute})
 			c.CountRuntimeFrom(tc.clock)
 			p := Protection{MinRuntime: 10 * time.Minute, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 			if got := Protected(&c, p, tc.now); got != tc.wantProtected {

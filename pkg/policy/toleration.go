@@ -17,6 +17,12 @@ type Toleration struct {
 	Source string
 }
 
+// toleration is the preemption toleration of the candidate's priority class, if any.
+var toleration = newFact[Toleration]()
+
+// TolerationOf is the preemption toleration of c's priority class, if any.
+func TolerationOf(c *Candidate) *Toleration { return toleration.Of(c) }
+
 // FeatureToleration is preemption toleration.
 const FeatureToleration Feature = "PreemptionToleration"
 
@@ -41,14 +47,14 @@ func init() {
 			if rule != RuleToleration {
 				return "", time.Time{}, false
 			}
-			return "the preemption toleration of " + c.Toleration.Source, ToleranceEnds(c), true
+			return "the preemption toleration of " + toleration.Of(c).Source, ToleranceEnds(c), true
 		},
 	})
 }
 
 // tolerationShields is c's toleration, if it has one, against the lowest preemptor there is.
 func tolerationShields(c *Candidate, now time.Time) []Shield {
-	t := c.Toleration
+	t := toleration.Of(c)
 	if t == nil {
 		return nil
 	}
@@ -60,7 +66,7 @@ func tolerationShields(c *Candidate, now time.Time) []Shield {
 // ClassTolerations; none without one.
 func readToleration(c *Candidate, wl *kueue.Workload, r Reading) {
 	if src, ok := sourceOf[ClassTolerations](r.Sources); ok {
-		c.Toleration = src.For(wl.Spec.PriorityClassRef)
+		toleration.Set(c, src.For(wl.Spec.PriorityClassRef))
 	}
 }
 
@@ -76,7 +82,7 @@ func WithPreemptionToleration() Option {
 		Name: RuleToleration,
 		When: func(in *Input) bool { return Tolerated(in.Candidate, in.Preemptor.Priority, in.Now) },
 		Why: func(in *Input) string {
-			t := in.Candidate.Toleration
+			t := toleration.Of(in.Candidate)
 			return fmt.Sprintf("%s tolerates preemption by priority %d (below %d) %s", t.Source, in.Preemptor.Priority,
 				t.MinimumPreemptablePriority, tolerationTerm(t.Toleration))
 		},
@@ -85,7 +91,7 @@ func WithPreemptionToleration() Option {
 
 // Tolerated reports whether c's toleration keeps it from a preemptor of priority prio at now.
 func Tolerated(c *Candidate, prio int64, now time.Time) bool {
-	t := c.Toleration
+	t := toleration.Of(c)
 	if t == nil || !t.Tolerates() || c.Evicted || c.AdmittedAt.IsZero() || prio >= t.MinimumPreemptablePriority {
 		return false
 	}
@@ -94,10 +100,11 @@ func Tolerated(c *Candidate, prio int64, now time.Time) bool {
 
 // ToleranceEnds is when c's toleration ends; zero when it lasts for as long as c runs.
 func ToleranceEnds(c *Candidate) time.Time {
-	if c.Toleration == nil || c.Toleration.Forever {
+	t := toleration.Of(c)
+	if t == nil || t.Forever {
 		return time.Time{}
 	}
-	return c.AdmittedAt.Add(c.Toleration.Duration)
+	return c.AdmittedAt.Add(t.Duration)
 }
 
 // tolerationChanges gives when Tolerated changes for c, with toleration on.
@@ -108,7 +115,7 @@ func tolerationChanges(c *Candidate, _ WakeSettings, add func(Change)) {
 // tolerationChange is when Tolerated turns false for c, for every preemptor it tolerates: at the
 // end of the toleration time. None if never while c stays as it is.
 func tolerationChange(c *Candidate) Change {
-	t := c.Toleration
+	t := toleration.Of(c)
 	if t == nil || t.Forever || t.Duration <= 0 || c.Evicted || c.AdmittedAt.IsZero() {
 		return Change{}
 	}

@@ -75,7 +75,7 @@ func TestPreemptionToleration(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &Candidate{Info: &workload.Info{}, Priority: 8000, QueuedAt: t0.Add(-time.Hour), Evicted: tc.evicted, Toleration: tc.toleration}
+			c := withFacts(Candidate{Info: &workload.Info{}, Priority: 8000, QueuedAt: t0.Add(-time.Hour), Evicted: tc.evicted}, tc.toleration)
 			if tc.running > 0 {
 				c.AdmittedAt, c.QuotaReservedAt = t0.Add(-tc.running), t0.Add(-tc.running)
 			}

@@ -37,8 +37,8 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 			out = append(out, Protected(c, Protection{MinRuntime: d}, t))
 		}
 	}
-	if wc.s.on(FeatureToleration) && c.Toleration != nil {
-		out = append(out, Tolerated(c, c.Toleration.MinimumPreemptablePriority-1, t))
+	if wc.s.on(FeatureToleration) && toleration.Of(c) != nil {
+		out = append(out, Tolerated(c, toleration.Of(c).MinimumPreemptablePriority-1, t))
 	}
 	if wc.s.on(FeatureExpectedRuntime) {
 		n, _ := Nominate(c, t)
@@ -55,10 +55,10 @@ func (wc *wakeCase) breakpoints() []time.Time {
 	bases := []time.Time{c.QuotaReservedAt, c.AdmittedAt, c.RunningSince}
 	durs := []time.Duration{0, wc.s.Queue.MinAdmitDuration}
 	durs = append(durs, wc.s.MinRuntimes...)
-	if c.Toleration != nil {
-		durs = append(durs, c.Toleration.Duration)
+	if toleration.Of(c) != nil {
+		durs = append(durs, toleration.Of(c).Duration)
 	}
-	if er := c.ExpectedRuntime; er != nil {
+	if er := expectedRuntime.Of(c); er != nil {
 		durs = append(durs, er.Expected)
 		bases = append(bases, er.NotBefore)
 	}
@@ -144,7 +144,7 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 		} else {
 			t.Duration = dur()
 		}
-		wc.c.Toleration = &Toleration{Toleration: t}
+		toleration.Set(&wc.c, &Toleration{Toleration: t})
 	}
 	if r.Intn(3) != 0 {
 		er := &annotations.ExpectedRuntimeSettings{Expected: dur()}
@@ -154,7 +154,7 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 		if r.Intn(8) == 0 {
 			er.Skip = annotations.SkipInvalidDuration
 		}
-		wc.c.ExpectedRuntime = er
+		expectedRuntime.Set(&wc.c, er)
 	}
 	if r.Intn(4) != 0 {
 		wc.s.Queue.MinAdmitDuration = dur()
@@ -237,14 +237,14 @@ func TestChangesEdges(t *testing.T) {
 			s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}},
 		},
 		"toleration ends after its duration from admission": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}),
 			want: []Change{{At: t0.Add(time.Minute)}},
 		},
 		"a toleration for ever never ends": {
-			c: Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Forever: true}}},
+			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Forever: true}}),
 		},
 		"toleration off": {
-			c: Candidate{Admitted: true, AdmittedAt: t0, Toleration: &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}},
+			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}),
 			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureToleration }},
 		},
 		"min-runtime off": {
@@ -254,15 +254,15 @@ func TestChangesEdges(t *testing.T) {
 			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
 		},
 		"expected-runtime requeue off": {
-			c: Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute}},
+			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute}),
 			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureExpectedRuntime }},
 		},
 		"expected runtime reached": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute}),
 			want: []Change{{At: t0.Add(time.Minute)}},
 		},
 		"expected runtime reached during a cooldown: nominated when it ends": {
-			c:    Candidate{Admitted: true, AdmittedAt: t0, ExpectedRuntime: &annotations.ExpectedRuntimeSettings{Expected: time.Minute, NotBefore: t0.Add(time.Hour)}},
+			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute, NotBefore: t0.Add(time.Hour)}),
 			want: []Change{{At: t0.Add(time.Hour)}},
 		},
 	}

@@ -16,7 +16,6 @@ import (
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // CohortReconciler feeds the store from Cohorts read as unstructured objects.
@@ -63,40 +62,40 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.setCohortRead(name, false)
-			if r.store.setCohort(name, policy.MinRuntimes{}, policy.NoticeSettings{}) && r.onChange != nil {
+			if r.store.setCohort(name, inherited{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	mr, notice, problem := parseCohort(u)
+	in, problem := parseCohort(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "cohort", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
-	changed := r.store.setCohort(name, mr, notice)
+	changed := r.store.setCohort(name, in)
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
 	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
-	log.V(3).Info("Cohort settings", "cohort", req.Name, "preemptMinRuntime", mr.Preempt, "reclaimMinRuntime", mr.Reclaim)
+	log.V(3).Info("Cohort settings", "cohort", req.Name, "preemptMinRuntime", in.min.Preempt, "reclaimMinRuntime", in.min.Reclaim)
 	return ctrl.Result{}, nil
 }
 
-func parseCohort(u *unstructured.Unstructured) (policy.MinRuntimes, policy.NoticeSettings, string) {
+func parseCohort(u *unstructured.Unstructured) (inherited, string) {
 	raw, err := rawSpec(u)
 	if err != nil {
-		return policy.MinRuntimes{}, policy.NoticeSettings{}, err.Error()
+		return inherited{}, err.Error()
 	}
 	ext, err := tsapi.ParseCohortExtension(raw)
 	if err != nil {
-		return policy.MinRuntimes{}, policy.NoticeSettings{}, err.Error()
+		return inherited{}, err.Error()
 	}
 	if errs := tsapi.ValidateCohortExtension(ext); len(errs) > 0 {
-		return policy.MinRuntimes{}, policy.NoticeSettings{}, errs.ToAggregate().Error()
+		return inherited{}, errs.ToAggregate().Error()
 	}
-	return policy.MinRuntimesOf(ext.MinRuntimes()), notices(ext.Notice()), ""
+	return inheritedOf(ext), ""
 }

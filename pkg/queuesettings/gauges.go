@@ -15,20 +15,22 @@ import (
 )
 
 // gaugeKey names one series of a gauge without its replica_role; setting is the protected
-// workloads' setting or the notices' reason.
+// workloads' setting or a unit's label.
 type gaugeKey struct{ cq, setting string }
 
-// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads,
-// notices in force) from the workloads holding quota, and deletes the series of the previous
+// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads, and
+// the units' counts) from the workloads holding quota, and deletes the series of the previous
 // sweep that are gone.
 type gauges struct {
-	holders, nextTurn, protected, notices map[gaugeKey]float64
+	holders, nextTurn, protected map[gaugeKey]float64
+	// counted are the units' counts (policy.Unit.Counts), by feature.
+	counted map[policy.Feature]map[gaugeKey]float64
 }
 
 // setGauges computes the gauges at now from holding (unfinished workloads holding quota, by
 // ClusterQueue) and turns (the settings of the ClusterQueues that take turns).
 func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, turns map[kueue.ClusterQueueReference]policy.QueueSettings, now time.Time) {
-	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}, notices: map[gaugeKey]float64{}}
+	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}, counted: map[policy.Feature]map[gaugeKey]float64{}}
 	for cq, qs := range turns {
 		var n int
 		next := time.Duration(-1)
@@ -68,8 +70,16 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 		for _, wl := range wls {
 			c := policy.CandidateOf(wl, w.RuntimeClock)
 			facts.ReadFacts(&c, wl, sources)
-			if c.Notice != nil && !c.Evicted {
-				g.notices[gaugeKey{string(cq), c.Notice.Reason}]++
+			for _, u := range units {
+				if u.Counts == nil || !FeatureEnabled(u.Feature) {
+					continue
+				}
+				if label, ok := u.Counts(&c); ok {
+					if g.counted[u.Feature] == nil {
+						g.counted[u.Feature] = map[gaugeKey]float64{}
+					}
+					g.counted[u.Feature][gaugeKey{string(cq), label}]++
+				}
 			}
 			if c.Evicted || !c.Admitted {
 				continue
@@ -88,9 +98,13 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 	setAll(metrics.ProtectedWorkloads, g.protected, w.gauges.protected, func(k gaugeKey) []string {
 		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
 	})
-	setAll(metrics.NoticesInForce, g.notices, w.gauges.notices, func(k gaugeKey) []string {
-		return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
-	})
+	for _, u := range units {
+		if vec := metrics.UnitGauge(u.Feature); vec != nil {
+			setAll(vec, g.counted[u.Feature], w.gauges.counted[u.Feature], func(k gaugeKey) []string {
+				return metrics.ClusterQueueLabels(w.CustomLabels, kueue.ClusterQueueReference(k.cq), k.cq, k.setting, role)
+			})
+		}
+	}
 	w.gauges = g
 }
 

@@ -113,7 +113,7 @@ func TestWakerGauges(t *testing.T) {
 	).Build()
 	store := NewStore(policy.Defaults{}, policy.ResolveLCA)
 	store.set("cq", policy.QueueSettings{MinAdmitDuration: 5 * time.Minute})
-	store.setCohort("org", policy.MinRuntimes{Preempt: policy.Set(7 * time.Minute)}, policy.NoticeSettings{})
+	store.setCohort("org", inherited{min: policy.MinRuntimes{Preempt: policy.Set(7 * time.Minute)}})
 	w := &Waker{Client: cl, Store: store, Log: logr.Discard()}
 	// A series left by an earlier sweep is deleted when it no longer applies.
 	for name, tc := range cases {

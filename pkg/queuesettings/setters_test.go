@@ -128,7 +128,10 @@ func TestWakerSweep(t *testing.T) {
 		protection bool
 		// finished: the workload holding the quota has finished (it keeps its admission).
 		finished bool
-		wantHead bool
+		// exactAdmission, when set, is when the Waker's Candidate says the workload was admitted,
+		// instead of its conditions' time.
+		exactAdmission time.Duration
+		wantHead       bool
 		// wantNext is the end the waker saw coming, for its next exact sweep.
 		wantNext time.Time
 	}{
@@ -148,6 +151,8 @@ func TestWakerSweep(t *testing.T) {
 		"protection ended":                   {after: 61 * time.Second, protection: true, wantHead: true},
 		"protection ended, gate off":         {after: 61 * time.Second, protection: true, gateOff: true},
 		"window ended, the holder finished":  {after: 61 * time.Second, finished: true},
+		"an exact admission time, inside":    {after: time.Minute + WakePrecision, exactAdmission: 500 * time.Millisecond, wantNext: t0.Add(time.Minute + 500*time.Millisecond)},
+		"an exact admission time, past":      {after: time.Minute + time.Second, exactAdmission: 500 * time.Millisecond, wantHead: true},
 		"protection ended, holder finished":  {after: 61 * time.Second, protection: true, finished: true},
 		"at the lead, gate off":              {after: time.Minute - lead + WakePrecision, lead: lead, gateOff: true},
 	}
@@ -221,12 +226,22 @@ func TestWakerSweep(t *testing.T) {
 				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
 			}
 			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard(), Lead: tc.lead}
+			if tc.exactAdmission != 0 {
+				w.Candidate = func(wl *kueue.Workload) policy.Candidate {
+					c := policy.CandidateOf(wl, "")
+					c.QuotaReservedAt, c.AdmittedAt = t0.Add(tc.exactAdmission), t0.Add(tc.exactAdmission)
+					return c
+				}
+			}
 			w.last = t0
 			clk.SetTime(t0.Add(tc.after))
 			w.Sweep(ctx)
 			requeuer.ProcessRequeues(ctx)
 			if !w.next.Equal(tc.wantNext) {
 				t.Errorf("next end %s, want %s", w.next, tc.wantNext)
+			}
+			if got := w.Next().At; !got.Equal(tc.wantNext) {
+				t.Errorf("Next() at %s, want %s", got, tc.wantNext)
 			}
 
 			done, cancel := context.WithCancel(ctx)

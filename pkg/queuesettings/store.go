@@ -23,6 +23,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
@@ -70,6 +71,13 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 	}
 }
 
+// Configure takes the defaults of the manager configuration ts that the store resolves to.
+func (s *Store) Configure(ts *tsconfig.Configuration) {
+	if ts.DefaultNoticePeriod != nil {
+		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
+	}
+}
+
 // SetDefaultNoticePeriod sets the manager configuration's defaultNoticePeriod.
 func (s *Store) SetDefaultNoticePeriod(d time.Duration) {
 	s.mu.Lock()
@@ -88,6 +96,20 @@ func (s *Store) NoticePath(cq kueue.ClusterQueueReference, parents []kueue.Cohor
 		path = append(path, policy.NoticeNode{Kind: "Cohort", Name: string(c), Settings: s.cohortNotice[c]})
 	}
 	return path, s.defaultNotice
+}
+
+// inherited are the settings a Cohort passes down its cohort tree.
+type inherited struct {
+	min    policy.MinRuntimes
+	notice policy.NoticeSettings
+}
+
+// inheritedOf reads them off a ClusterQueue's or Cohort's extension fields.
+func inheritedOf(ext interface {
+	MinRuntimes() tsapi.MinRuntimeSettings
+	Notice() tsapi.NoticeSettings
+}) inherited {
+	return inherited{min: policy.MinRuntimesOf(ext.MinRuntimes()), notice: notices(ext.Notice())}
 }
 
 // notices converts a ClusterQueue's or Cohort's notice settings for the policy.
@@ -165,12 +187,12 @@ func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m pol
 	return setOrDelete(s.cqNotice, cq, n) || changed
 }
 
-// setCohort stores a Cohort's min-runtimes and notice settings and reports whether they changed.
-func (s *Store) setCohort(c kueue.CohortReference, m policy.MinRuntimes, n policy.NoticeSettings) bool {
+// setCohort stores a Cohort's settings and reports whether they changed.
+func (s *Store) setCohort(c kueue.CohortReference, in inherited) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := setOrDelete(s.cohorts, c, m)
-	return setOrDelete(s.cohortNotice, c, n) || changed
+	changed := setOrDelete(s.cohorts, c, in.min)
+	return setOrDelete(s.cohortNotice, c, in.notice) || changed
 }
 
 func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
@@ -368,8 +390,8 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 
 // SetCohort is SetClusterQueue for a Cohort.
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
-	mr, notice, problem := parseCohort(u)
-	s.setCohort(kueue.CohortReference(u.GetName()), mr, notice)
+	in, problem := parseCohort(u)
+	s.setCohort(kueue.CohortReference(u.GetName()), in)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
@@ -399,8 +421,8 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		return fmt.Errorf("listing Cohorts: %w", err)
 	}
 	for i := range cohorts.Items {
-		mr, notice, _ := parseCohort(&cohorts.Items[i])
-		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr, notice)
+		in, _ := parseCohort(&cohorts.Items[i])
+		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), in)
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil

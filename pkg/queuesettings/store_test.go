@@ -119,8 +119,8 @@ func TestParseCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, _, problem := parseCohort(tc.obj)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			got, problem := parseCohort(tc.obj)
+			if diff := cmp.Diff(tc.want, got.min); diff != "" {
 				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
 			if problem != tc.wantProblem {
@@ -133,14 +133,14 @@ func TestParseCohort(t *testing.T) {
 func TestMinRuntimeValues(t *testing.T) {
 	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
 	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}, policy.NoticeSettings{})
-	s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}, policy.NoticeSettings{})
+	s.setCohort("team", inherited{min: policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}})
 	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.MinRuntimeValues()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
-	if s.setCohort("team", policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}, policy.NoticeSettings{}) {
+	if s.setCohort("team", inherited{min: policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}}) {
 		t.Error("setting the same value should not report a change")
 	}
-	if !s.setCohort("team", policy.MinRuntimes{}, policy.NoticeSettings{}) {
+	if !s.setCohort("team", inherited{}) {
 		t.Error("clearing should report a change")
 	}
 	if _, ok := s.cohorts["team"]; ok {

@@ -59,12 +59,17 @@ type Waker struct {
 	// a second later. The wake-up at the change itself stays, so an early retry that finds the
 	// window still running costs only the delay the lead was meant to save. Zero: no early wake.
 	Lead time.Duration
+	// Candidate, if set, reads a workload holding quota instead of policy.CandidateOf: the
+	// simulator's, whose clock knows the exact times that the conditions keep to the second.
+	Candidate func(*kueue.Workload) policy.Candidate
 
 	last time.Time
 	// next is the earliest end (of a window, protection or cooldown, or the early wake-up Lead
 	// before one) after the last sweep that it saw coming; zero if none. The exact sweep comes
 	// WakePrecision after it.
 	next time.Time
+	// first is the change the last sweep saw waking first after it (see Next).
+	first policy.Wakes
 	// gauges are the state gauges' series of the last sweep.
 	gauges gauges
 	// waits are the wait gauges' series of the last sweep.
@@ -108,6 +113,12 @@ func exactDelay(now, next time.Time) (time.Duration, bool) {
 	return timeutil.Delay(now, next, WakePrecision), true
 }
 
+// Next is the change that the last sweep saw waking first after it (its At is zero if none): a
+// caller that drives the clock itself steps it there.
+func (w *Waker) Next() policy.Change {
+	return w.first.Next
+}
+
 // RequeueBatchPeriod is how long upstream's queue manager waits before it retries a queue's
 // inadmissible workloads (its own default: a second, ten with SchedulerLongRequeueInterval). The
 // manager builds the queue's requeuer with it, so that the Waker's Lead is known to match.
@@ -134,7 +145,7 @@ func (w *Waker) sweep(ctx context.Context) {
 	now := w.Clock.Now()
 	since := w.last
 	w.last = now
-	w.next = time.Time{}
+	w.next, w.first = time.Time{}, policy.Wakes{}
 	if w.Waits != nil {
 		w.setWaitGauges(ctx, now)
 	}
@@ -168,6 +179,7 @@ func (w *Waker) sweep(ctx context.Context) {
 		if next := wakes.Next.At; !next.IsZero() && (w.next.IsZero() || next.Before(w.next)) {
 			w.next = next
 		}
+		w.first.Add(wakes.Next, since, now)
 		if wakes.Due && !woken.Has(cq) {
 			woken.Insert(cq)
 			w.Log.V(3).Info("A window, protection or cooldown ran out (or runs out within the requeue batch period); re-evaluating pending workloads", "workload", klog.KObj(wl), "clusterQueue", cq)
@@ -181,6 +193,9 @@ func (w *Waker) sweep(ctx context.Context) {
 // (since, now].
 func (w *Waker) wakes(wl *kueue.Workload, qs policy.QueueSettings, ws policy.WakeSettings, sources policy.Sources, since, now time.Time) policy.Wakes {
 	c := policy.CandidateOf(wl, w.RuntimeClock)
+	if w.Candidate != nil {
+		c = w.Candidate(wl)
+	}
 	ws.ReadFacts(&c, wl, sources)
 	ws.Queue = qs
 	var out policy.Wakes

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"time"
 )
@@ -21,16 +20,24 @@ type TimeSharingCase struct {
 
 // Scenario builds the case's scenario.
 func (c TimeSharingCase) Scenario() (*Scenario, error) {
-	text := fmt.Sprintf(`name: time-sharing-%d
+	text := fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: shared}
+spec:
+  resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: %s}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: normal}
+value: 100
+---
+name: time-sharing-%d
 simulation: {until: %s}
-flavors: [{name: gpu}]
-clusterQueues:
-  - name: shared
-    quota: [{flavor: gpu, resources: {nvidia.com/gpu: 1}}]
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: %s}
-priorityClasses: [{name: normal, value: 100}]
 workloads:
   - name: job
     copies: %d
@@ -40,7 +47,7 @@ workloads:
     resources: {nvidia.com/gpu: 1}
     duration: %s
     checkpointed: true
-`, c.N, c.Horizon, c.Window, c.N, 1000*c.Horizon)
+`, c.Window, c.N, c.Horizon, c.N, 1000*c.Horizon)
 	return Parse(fmt.Sprintf("time-sharing-%d.yaml", c.N), []byte(text))
 }
 
@@ -112,7 +119,7 @@ func WriteTimeSharingTable(out io.Writer, rows []TimeSharingRow) error {
 		for _, m := range TimeSharingModes {
 			ms := r.Measures[m]
 			waits = append(waits, formatOffset(ms.LongestWait))
-			jains = append(jains, jainCell(ms.Jain))
+			jains = append(jains, orDash(ms.Jain, "%.3f"))
 			rates = append(rates, fmt.Sprintf("%.2f", ms.PreemptionsPerHour))
 			never = append(never, fmt.Sprint(ms.NeverAdmitted))
 		}
@@ -127,11 +134,4 @@ func WriteTimeSharingTable(out io.Writer, rows []TimeSharingRow) error {
 		}
 	}
 	return nil
-}
-
-func jainCell(j float64) string {
-	if math.IsNaN(j) {
-		return "-"
-	}
-	return fmt.Sprintf("%.3f", j)
 }

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -43,7 +44,7 @@ func newBooster(w *world, window time.Duration) *booster {
 			return nil
 		},
 	})
-	return &booster{w: w, r: boostcontroller.NewPriorityBoostReconciler(shifted, discardRecorder{}, boostcontroller.WithTimeSharingInterval(window))}
+	return &booster{w: w, r: boostcontroller.NewPriorityBoostReconciler(shifted, &events.FakeRecorder{}, boostcontroller.WithTimeSharingInterval(window))}
 }
 
 // reconcile runs the controller on every workload, as its watch would after any change, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,7 +49,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
 			cells = append(cells, []string{
 				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
-				resourceHours(rw.LostResourceHours), preemptionCell(rw), finishedCell(rw), percent(share),
+				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finishedCell(rw), orDash(share*100, "%.0f%%"),
 			})
 		}
 		row = append(row, joinColumns(cells)...)
@@ -66,9 +67,9 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
-				fmt.Sprint(rq.Finished), jain(rq.Jain), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
+				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
 				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
-				percent(rq.Utilisation),
+				orDash(rq.Utilisation*100, "%.0f%%"),
 			})
 		}
 		row := append([]string{q.Name, fmt.Sprint(q.Workloads)}, joinColumns(cells)...)
@@ -89,12 +90,14 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		}
 		fmt.Fprintf(out, "Preemption notices (ended early: the checkpoint was done before the deadline): %s\n", strings.Join(notices, " / "))
 	}
+	noted := false
 	for _, r := range runs {
 		for _, n := range r.Notes {
 			fmt.Fprintf(out, "\nNote (%s): %s", r.Mode.Title(), n)
+			noted = true
 		}
 	}
-	if hasNotes(runs) {
+	if noted {
 		fmt.Fprintln(out)
 	}
 	return nil
@@ -103,15 +106,6 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 func gaveNotices(runs []*Result) bool {
 	for _, r := range runs {
 		if r.Notices.Given > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func hasNotes(runs []*Result) bool {
-	for _, r := range runs {
-		if len(r.Notes) > 0 {
 			return true
 		}
 	}
@@ -152,10 +146,6 @@ func (r *Result) queue(name string) QueueResult {
 	return QueueResult{Name: name, Jain: math.NaN()}
 }
 
-func preemptionCell(w *WorkloadResult) string {
-	return fmt.Sprint(w.PreemptionCount())
-}
-
 func finishedCell(w *WorkloadResult) string {
 	if !w.Finished {
 		return "no"
@@ -167,18 +157,12 @@ func resourceHours(h float64) string {
 	return fmt.Sprintf("%.2f", h)
 }
 
-func percent(f float64) string {
+// orDash formats f, or writes - for NaN (nothing to measure).
+func orDash(f float64, format string) string {
 	if math.IsNaN(f) {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f%%", f*100)
-}
-
-func jain(f float64) string {
-	if math.IsNaN(f) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", f)
+	return fmt.Sprintf(format, f)
 }
 
 // WriteTimeline writes what happened, in order, one line per event.
@@ -221,155 +205,65 @@ func WriteTimeline(out io.Writer, r *Result) error {
 	return tw.Flush()
 }
 
-// The JSON form uses seconds for every duration.
-type jsonRuns struct {
-	Runs []jsonResult `json:"runs"`
-}
-
-type jsonResult struct {
-	Scenario      string         `json:"scenario"`
-	Mode          Mode           `json:"mode"`
-	Start         time.Time      `json:"start"`
-	EndSeconds    float64        `json:"endSeconds"`
-	Cycles        int            `json:"schedulingCycles"`
-	Workloads     []jsonWorkload `json:"workloads"`
-	ClusterQueues []jsonQueue    `json:"clusterQueues"`
-	Events        []jsonEvent    `json:"events"`
-	Notes         []string       `json:"notes"`
-	LostWork      jsonLostWork   `json:"lostWork"`
-	Notices       jsonNotices    `json:"notices"`
-}
-
-type jsonNotices struct {
-	Given      int `json:"given"`
-	EndedEarly int `json:"endedEarly"`
-}
-
-type jsonLostWork struct {
-	Resource      string  `json:"resource"`
-	Unit          string  `json:"unit"`
-	Seconds       float64 `json:"seconds"`
-	ResourceHours float64 `json:"resourceHours"`
-}
-
-type jsonWorkload struct {
-	Name               string         `json:"name"`
-	Namespace          string         `json:"namespace"`
-	ClusterQueue       string         `json:"clusterQueue"`
-	Priority           int32          `json:"priority"`
-	Requests           string         `json:"requests"`
-	ArrivalSeconds     float64        `json:"arrivalSeconds"`
-	DurationSeconds    float64        `json:"durationSeconds"`
-	TotalWaitSeconds   float64        `json:"totalWaitSeconds"`
-	LongestWaitSeconds float64        `json:"longestWaitSeconds"`
-	AdmittedSeconds    float64        `json:"admittedSeconds"`
-	LostSeconds        float64        `json:"lostSeconds"`
-	LostResourceHours  float64        `json:"lostResourceHours"`
-	Admissions         int            `json:"admissions"`
-	Notices            jsonNotices    `json:"notices"`
-	Preemptions        map[string]int `json:"preemptions"`
-	Finished           bool           `json:"finished"`
-	FinishedAtSeconds  *float64       `json:"finishedAtSeconds"`
-	Share              float64        `json:"share"`
-	CapacitySeconds    float64        `json:"capacitySeconds"`
-	Intervals          []jsonInterval `json:"intervals"`
-}
-
-type jsonInterval struct {
-	FromSeconds float64 `json:"fromSeconds"`
-	ToSeconds   float64 `json:"toSeconds"`
-	Admitted    bool    `json:"admitted"`
-}
-
-type jsonQueue struct {
-	Name               string             `json:"name"`
-	Workloads          int                `json:"workloads"`
-	Finished           int                `json:"finished"`
-	CapacityShare      map[string]float64 `json:"capacityShare"`
-	Jain               *float64           `json:"jainIndex"`
-	WaitP50Seconds     float64            `json:"waitP50Seconds"`
-	WaitP95Seconds     float64            `json:"waitP95Seconds"`
-	WaitMaxSeconds     float64            `json:"waitMaxSeconds"`
-	LongestWaitSeconds float64            `json:"longestWaitSeconds"`
-	Preemptions        int                `json:"preemptions"`
-	PreemptionsPerHour float64            `json:"preemptionsPerHour"`
-	LostSeconds        float64            `json:"lostSeconds"`
-	LostResourceHours  float64            `json:"lostResourceHours"`
-	Notices            jsonNotices        `json:"notices"`
-	Utilisation        float64            `json:"utilisation"`
-}
-
-type jsonEvent struct {
-	AtSeconds    float64   `json:"atSeconds"`
-	Kind         EventKind `json:"kind"`
-	Workload     string    `json:"workload"`
-	ClusterQueue string    `json:"clusterQueue"`
-	Reason       string    `json:"reason,omitempty"`
-	By           string    `json:"by,omitempty"`
-	// Set on evictions only, zero included.
-	LostSeconds       *float64 `json:"lostSeconds,omitempty"`
-	LostResourceHours *float64 `json:"lostResourceHours,omitempty"`
-	// A notice's deadline; on an eviction that ended a notice, how it ended.
-	UntilSeconds *float64 `json:"untilSeconds,omitempty"`
-	Notice       string   `json:"notice,omitempty"`
-}
-
-// WriteJSON writes the runs as {"runs": [...]}, with durations in seconds.
+// WriteJSON writes the runs as {"runs": [...]}: every field of Result, in lowerCamelCase (or
+// as its json tag says), durations in seconds with "Seconds" after their name, NaN as null.
 func WriteJSON(out io.Writer, runs ...*Result) error {
-	doc := jsonRuns{Runs: make([]jsonResult, 0, len(runs))}
-	for _, r := range runs {
-		jr := jsonResult{Scenario: r.Scenario, Mode: r.Mode, Start: r.Start.UTC(), EndSeconds: r.End.Seconds(), Cycles: r.Cycles,
-			Workloads: []jsonWorkload{}, ClusterQueues: []jsonQueue{}, Events: []jsonEvent{}, Notes: append([]string{}, r.Notes...),
-			LostWork: jsonLostWork{Resource: r.LostWork.Resource, Unit: r.LostWork.Unit, Seconds: r.LostWork.Lost.Seconds(), ResourceHours: r.LostWork.ResourceHours},
-			Notices:  jsonNotices(r.Notices)}
-		for _, w := range r.Workloads {
-			jw := jsonWorkload{
-				Name: w.Name, Namespace: w.Namespace, ClusterQueue: w.ClusterQueue, Priority: w.Priority, Requests: w.Requests,
-				ArrivalSeconds: w.Arrival.Seconds(), DurationSeconds: w.Duration.Seconds(),
-				TotalWaitSeconds: w.TotalWait.Seconds(), LongestWaitSeconds: w.LongestWait.Seconds(), AdmittedSeconds: w.Admitted.Seconds(), LostSeconds: w.Lost.Seconds(),
-				LostResourceHours: w.LostResourceHours,
-				Admissions:        w.Admissions, Notices: jsonNotices(w.Notices), Preemptions: w.Preemptions, Finished: w.Finished,
-				Share: w.Share, CapacitySeconds: w.CapacityTime, Intervals: []jsonInterval{},
-			}
-			if w.Finished {
-				at := w.FinishedAt.Seconds()
-				jw.FinishedAtSeconds = &at
-			}
-			for _, iv := range w.Intervals {
-				jw.Intervals = append(jw.Intervals, jsonInterval{FromSeconds: iv.From.Seconds(), ToSeconds: iv.To.Seconds(), Admitted: iv.Running})
-			}
-			jr.Workloads = append(jr.Workloads, jw)
-		}
-		for _, q := range r.ClusterQueues {
-			jq := jsonQueue{
-				Name: q.Name, Workloads: q.Workloads, Finished: q.Finished, CapacityShare: q.CapacityShare,
-				WaitP50Seconds: q.WaitP50.Seconds(), WaitP95Seconds: q.WaitP95.Seconds(), WaitMaxSeconds: q.WaitMax.Seconds(),
-				LongestWaitSeconds: q.LongestWait.Seconds(), Preemptions: q.Preemptions, PreemptionsPerHour: q.PreemptionsPerHour, LostSeconds: q.Lost.Seconds(),
-				LostResourceHours: q.LostResourceHours, Notices: jsonNotices(q.Notices), Utilisation: q.Utilisation,
-			}
-			if !math.IsNaN(q.Jain) {
-				j := q.Jain
-				jq.Jain = &j
-			}
-			jr.ClusterQueues = append(jr.ClusterQueues, jq)
-		}
-		for _, e := range r.Events {
-			je := jsonEvent{AtSeconds: e.At.Seconds(), Kind: e.Kind, Workload: e.Workload, ClusterQueue: e.ClusterQueue, Reason: e.Reason, By: e.By, Notice: e.Notice}
-			if e.Kind == EventNoticed {
-				until := e.Until.Seconds()
-				je.UntilSeconds = &until
-			}
-			if e.Kind == EventPreempted || e.Kind == EventEvicted {
-				lost, hours := e.Lost.Seconds(), e.LostResourceHours
-				je.LostSeconds, je.LostResourceHours = &lost, &hours
-			}
-			jr.Events = append(jr.Events, je)
-		}
-		doc.Runs = append(doc.Runs, jr)
-	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return enc.Encode(map[string]any{"runs": jsonValue(reflect.ValueOf(runs))})
+}
+
+func jsonValue(v reflect.Value) any {
+	switch t := v.Type(); {
+	case t == reflect.TypeFor[time.Duration]():
+		return time.Duration(v.Int()).Seconds()
+	case t == reflect.TypeFor[time.Time]():
+		return v.Interface().(time.Time).UTC()
+	case v.Kind() == reflect.Float64 && math.IsNaN(v.Float()):
+		return nil
+	case v.Kind() == reflect.Pointer:
+		return jsonValue(v.Elem())
+	case v.Kind() == reflect.Slice:
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = jsonValue(v.Index(i))
+		}
+		return out
+	case v.Kind() == reflect.Struct:
+		m := map[string]any{}
+		for i := range t.NumField() {
+			name := t.Field(i).Tag.Get("json")
+			if name == "" {
+				name = strings.ToLower(t.Field(i).Name[:1]) + t.Field(i).Name[1:]
+				if t.Field(i).Type == reflect.TypeFor[time.Duration]() {
+					name += "Seconds"
+				}
+			}
+			m[name] = jsonValue(v.Field(i))
+		}
+		// Fields that only mean something in some cases are left out (null for finishedAt).
+		switch x := v.Interface().(type) {
+		case WorkloadResult:
+			if !x.Finished {
+				m["finishedAtSeconds"] = nil
+			}
+		case Event:
+			if x.Kind != EventPreempted && x.Kind != EventEvicted {
+				delete(m, "lostSeconds")
+				delete(m, "lostResourceHours")
+			}
+			if x.Kind != EventNoticed {
+				delete(m, "untilSeconds")
+			}
+			for _, k := range []string{"reason", "by", "notice"} {
+				if m[k] == "" {
+					delete(m, k)
+				}
+			}
+		}
+		return m
+	}
+	return v.Interface()
 }
 
 // Sequence is what happened to whom, in order, without times: admissions, preemptions (with the

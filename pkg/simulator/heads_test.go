@@ -277,24 +277,28 @@ func limitProblems(sc *Scenario, usage usageOf) []string {
 
 // The limit check can fail: usage over each kind of limit is reported.
 func TestLimitProblems(t *testing.T) {
-	sc, err := Parse("limits.yaml", []byte(`name: limits
-flavors:
-  - name: f0
-clusterQueues:
-  - name: alone
-    quota:
-      - flavor: f0
-        resources: {cpu: 2}
-  - name: borrower
-    cohort: co
-    quota:
-      - flavor: f0
-        resources: {cpu: {nominal: 1, borrowingLimit: 2}}
-  - name: lender
-    cohort: co
-    quota:
-      - flavor: f0
-        resources: {cpu: {nominal: 4, lendingLimit: 1}}
+	cq := func(name, cohort, quota string) string {
+		spec := ""
+		if cohort != "" {
+			spec = "\n  cohortName: " + cohort
+		}
+		return fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: %s}
+spec:%s
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f0, resources: [{name: cpu, %s}]}]}]
+---
+`, name, spec, quota)
+	}
+	sc, err := Parse("limits.yaml", []byte(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: co}
+---
+`+cq("alone", "", "nominalQuota: 2")+cq("borrower", "co", "nominalQuota: 1, borrowingLimit: 2")+cq("lender", "co", "nominalQuota: 4, lendingLimit: 1")+`name: limits
 workloads:
   - name: a
     clusterQueue: alone
@@ -343,11 +347,12 @@ workloads:
 // admits them in far fewer cycles, with the same decisions (who is admitted when, and where).
 func TestHeadsPerCycleDrainsDeepQueues(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("name: deep\nflavors:\n  - name: f0\nclusterQueues:\n")
+	b.WriteString("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f0}\n---\n")
 	for i := range 4 {
-		fmt.Fprintf(&b, "  - name: cq%d\n    quota:\n      - flavor: f0\n        resources: {cpu: 250}\n", i)
+		fmt.Fprintf(&b, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq%d}\nspec:\n"+
+			"  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f0, resources: [{name: cpu, nominalQuota: 250}]}]}]\n---\n", i)
 	}
-	b.WriteString("workloads:\n")
+	b.WriteString("name: deep\nworkloads:\n")
 	for i := range 4 {
 		fmt.Fprintf(&b, "  - name: w%d\n    clusterQueue: cq%d\n    copies: 250\n    resources: {cpu: 1}\n    duration: 1h\n", i, i)
 	}

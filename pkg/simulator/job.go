@@ -174,5 +174,5 @@ func (j *job) close(now time.Duration) {
 type Interval struct {
 	From    time.Duration
 	To      time.Duration
-	Running bool
+	Running bool `json:"admitted"`
 }

@@ -188,10 +188,17 @@ func TestManifestMinRuntimeWakesAtItsEnd(t *testing.T) {
 		t.Fatal("the ClusterQueue manifest's preemption section changed; update this test")
 	}
 	text := queues + `---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
 simulation: {until: 2h}
-priorityClasses:
-  - {name: low, value: 10}
-  - {name: high, value: 100}
 workloads:
   - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h}
   - {name: high, clusterQueue: cq, priorityClass: high, arrival: 1m, resources: {cpu: 1}, duration: 10m}

@@ -69,17 +69,23 @@ func TestLostWorkResource(t *testing.T) {
 // preempted. By hand: a runs 0-1h, b 1h-1h30m, c 1h30m-2h30m, a 2h30m-3h30m, c 3h30m-4h30m, a
 // 4h30m-5h30m, c 5h30m-6h30m, a 6h30m-7h (its last 30m of 3h after banking 50m three times),
 // c 7h-9h. Lost: a 3 x 10m = 30m x 4 GPUs = 2 GPU-hours; c 3 x 1h x 4 GPUs = 12 GPU-hours.
-const lostWork = `name: lost-work
-flavors: [{name: a100}]
-clusterQueues:
-  - name: cq
-    quota:
-      - flavor: a100
-        resources: {nvidia.com/gpu: 4}
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 1h}
-priorityClasses: [{name: normal, value: 100}]
+const lostWork = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 1h}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: normal}
+value: 100
+---
+name: lost-work
 workloads:
   - {name: a, arrival: 0s, clusterQueue: cq, priorityClass: normal, pods: 2, resources: {nvidia.com/gpu: 2}, duration: 3h, checkpointInterval: 20m, checkpointDuration: 5m}
   - {name: b, arrival: 1s, clusterQueue: cq, priorityClass: normal, pods: 2, resources: {nvidia.com/gpu: 2}, duration: 30m}
@@ -190,21 +196,31 @@ func TestLostWorkReported(t *testing.T) {
 	if err := WriteJSON(&out, ours, upstream); err != nil {
 		t.Fatal(err)
 	}
+	type lostWork struct {
+		Resource, Unit         string
+		Seconds, ResourceHours float64
+	}
 	var doc struct {
 		Runs []struct {
-			LostWork  jsonLostWork   `json:"lostWork"`
-			Workloads []jsonWorkload `json:"workloads"`
-			Events    []jsonEvent    `json:"events"`
-		} `json:"runs"`
+			LostWork  lostWork
+			Workloads []struct {
+				Name                           string
+				LostSeconds, LostResourceHours float64
+			}
+			Events []struct {
+				Kind                           EventKind
+				LostSeconds, LostResourceHours *float64
+			}
+		}
 	}
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	wantTotals := []jsonLostWork{
+	wantTotals := []lostWork{
 		{Resource: "nvidia.com/gpu", Unit: "GPU-hours", Seconds: 12600, ResourceHours: 14},
 		{Resource: "nvidia.com/gpu", Unit: "GPU-hours"},
 	}
-	var gotTotals []jsonLostWork
+	var gotTotals []lostWork
 	for _, r := range doc.Runs {
 		gotTotals = append(gotTotals, r.LostWork)
 	}

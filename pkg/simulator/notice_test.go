@@ -19,19 +19,24 @@ import (
 // c 3h20m-4h30m, a 4h30m-5h20m (the 50m it has left), c 5h20m-7h20m.
 // Without notice: a 0-1h, c 1h-2h, a 2h-3h, c 3h-4h, a 4h-5h, c 5h-6h, a 6h-6h30m, c 6h30m-8h30m;
 // a loses the 10m after its second checkpoint of each turn, c each whole turn.
-const noticeScenario = `name: notice
+const noticeScenario = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: a100, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 1h}, noticePeriod: 10m}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: normal}
+value: 100
+---
+name: notice
 featureGates: {PreemptionNotice: %s}
-flavors: [{name: a100}]
-clusterQueues:
-  - name: cq
-    quota:
-      - flavor: a100
-        resources: {nvidia.com/gpu: 4}
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 1h}
-      noticePeriod: 10m
-priorityClasses: [{name: normal, value: 100}]
 workloads:
   - {name: a, arrival: 0s, clusterQueue: cq, priorityClass: normal, resources: {nvidia.com/gpu: 4}, duration: 3h, checkpointInterval: 20m, checkpointDuration: 5m}
   - {name: c, arrival: 1s, clusterQueue: cq, priorityClass: normal, resources: {nvidia.com/gpu: 4}, duration: 2h}
@@ -148,13 +153,22 @@ func TestPreemptionNoticeReported(t *testing.T) {
 }
 
 func TestNoticesOn(t *testing.T) {
-	const queues = `flavors: [{name: f}]
-cohorts: [{name: org%s}]
-clusterQueues:
-  - name: cq
-    cohort: org
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption: {withinClusterQueue: LowerPriority%s}
+	const queues = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org%s}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohortName: org
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerPriority%s}
+---
 workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 `
 	cases := map[string]struct {
@@ -163,7 +177,7 @@ workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 	}{
 		"no notice set": {},
 		"a ClusterQueue's period, the gate's default": {cq: ", noticePeriod: 5m", want: true},
-		"a Cohort's period":                           {cohort: ", preemption: {noticePeriod: 5m}", want: true},
+		"a Cohort's period":                           {cohort: "}\nspec: {preemption: {noticePeriod: 5m}", want: true},
 		"the manager's default period":                {head: "timeshare: {defaultNoticePeriod: 5m}\n", want: true},
 		"a period with the gate off":                  {head: "featureGates: {PreemptionNotice: false}\n", cq: ", noticePeriod: 5m"},
 		"0s periods":                                  {head: "timeshare: {defaultNoticePeriod: 0s}\n", cq: ", noticePeriod: 0s"},
@@ -171,7 +185,7 @@ workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := mustParse(t, tc.head+fmt.Sprintf(queues, tc.cohort, tc.cq))
+			s := mustParse(t, fmt.Sprintf(queues, tc.cohort, tc.cq)+tc.head)
 			if got := s.NoticesOn(); got != tc.want {
 				t.Errorf("NoticesOn() = %v, want %v", got, tc.want)
 			}

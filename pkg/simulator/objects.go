@@ -3,7 +3,7 @@ package simulator
 import (
 	"encoding/json"
 	"fmt"
-	"k8s.io/apimachinery/pkg/runtime"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -124,7 +125,7 @@ func (s *Scenario) complete() {
 func (s *Scenario) clusterQueue(name string) *kueue.ClusterQueue {
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == name {
-			cq, _ := typedClusterQueue(u)
+			cq, _ := typedObject[kueue.ClusterQueue](u)
 			return cq
 		}
 	}
@@ -178,30 +179,18 @@ func withoutEmptyMeta(obj any) map[string]any {
 	return m
 }
 
-// typedClusterQueue reads a raw ClusterQueue as Kueue's typed object, which drops our fields, as
-// Kueue's own controllers read it.
-func typedClusterQueue(u *unstructured.Unstructured) (*kueue.ClusterQueue, error) {
-	var cq kueue.ClusterQueue
-	if err := fromRaw(u, &cq); err != nil {
-		return nil, fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
-	}
-	return &cq, nil
-}
-
-func typedCohort(u *unstructured.Unstructured) (*kueue.Cohort, error) {
-	var c kueue.Cohort
-	if err := fromRaw(u, &c); err != nil {
-		return nil, fmt.Errorf("Cohort %s: %w", u.GetName(), err)
-	}
-	return &c, nil
-}
-
-func fromRaw(u *unstructured.Unstructured, out any) error {
+// typedObject reads a raw ClusterQueue or Cohort as Kueue's typed object, which drops our
+// fields, as Kueue's own controllers read it.
+func typedObject[T any](u *unstructured.Unstructured) (*T, error) {
+	var out T
 	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
+	if err == nil {
+		err = json.Unmarshal(data, &out)
 	}
-	return json.Unmarshal(data, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return &out, nil
 }
 
 // Workload is the Workload object of w as the job controller would create it, at created.
@@ -213,7 +202,7 @@ func (w WorkloadSpec) Workload(created time.Time, uid types.UID) *kueue.Workload
 			Name:              w.Name,
 			UID:               uid,
 			CreationTimestamp: metav1.NewTime(created),
-			Annotations:       copyMap(w.Annotations),
+			Annotations:       maps.Clone(w.Annotations),
 		},
 		Spec: kueue.WorkloadSpec{
 			QueueName: kueue.LocalQueueName(w.LocalQueue),
@@ -248,20 +237,9 @@ func (w WorkloadSpec) PodTemplate() corev1.PodTemplateSpec {
 	}}
 }
 
-func copyMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // describeRequests renders requests as cpu=1,memory=2Gi.
 func describeRequests(r corev1.ResourceList, pods int32) string {
-	names := sortedKeys(r)
+	names := slices.Sorted(maps.Keys(r))
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		q := r[n]

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -175,17 +176,6 @@ func kindName(n *yaml.Node) string {
 	return fmt.Sprintf("%q", n.Value)
 }
 
-// document is the scenario's own document as written: its fields, and the short form of Kueue's
-// objects, which read as the manifests they stand for (see shortForms).
-type document struct {
-	Scenario        `yaml:",inline"`
-	Flavors         yaml.Node `yaml:"flavors"`
-	Cohorts         yaml.Node `yaml:"cohorts"`
-	ClusterQueues   yaml.Node `yaml:"clusterQueues"`
-	LocalQueues     yaml.Node `yaml:"localQueues"`
-	PriorityClasses yaml.Node `yaml:"priorityClasses"`
-}
-
 // manifest is a Kueue (or Kubernetes) object written in a scenario file as it would be applied.
 type manifest struct {
 	node *yaml.Node
@@ -197,8 +187,8 @@ type manifest struct {
 func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var body *yaml.Node
-	bodyAt, seenAny := -1, false
-	for i := 0; ; i++ {
+	seenAny := false
+	for {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -224,7 +214,7 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 			p.errorAt(root.Line, "", "a scenario has one document of its own fields (without apiVersion and kind); found a second one")
 			return nil
 		}
-		body, bodyAt = root, i
+		body = root
 	}
 	if !seenAny && len(p.errs) == 0 {
 		p.errorAt(0, "", "the file is empty")
@@ -232,35 +222,24 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 	if body == nil || len(p.errs) > 0 {
 		return manifests
 	}
-	p.index(body, "", reflect.TypeFor[document]())
-	// Decoded again, from the text, since only a decoder refuses unknown fields.
-	dec = yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var doc document
-	for i := 0; i <= bodyAt; i++ {
-		var err error
-		if i < bodyAt {
-			err = dec.Decode(&yaml.Node{})
-		} else {
-			err = dec.Decode(&doc)
+	p.index(body, "", reflect.TypeFor[Scenario]())
+	var te *yaml.TypeError
+	if err := body.Decode(s); errors.As(err, &te) {
+		for _, e := range te.Errors {
+			p.decodeError(e)
 		}
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, e := range te.Errors {
-				p.decodeError(e)
-			}
-		} else if err != nil && i == bodyAt {
-			p.errorAt(body.Line, "", "%v", err)
-		}
+	} else if err != nil {
+		p.errorAt(body.Line, "", "%v", err)
 	}
-	*s = doc.Scenario
-	return append(manifests, p.shortForm(body)...)
+	return manifests
 }
+
+// removedSections held the short form of Kueue's objects, which scenarios no longer use.
+var removedSections = []string{"flavors", "cohorts", "clusterQueues", "localQueues", "priorityClasses"}
 
 var (
 	lineMessage  = regexp.MustCompile(`^line (\d+): (?:column (\d+): )?(.*)$`)
 	typeMismatch = regexp.MustCompile("^cannot unmarshal (?:!!(\\w+) ?)?(?:`(.*)` )?into (\\S+)$")
-	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
 	setTwice     = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
 	quotedValue  = regexp.MustCompile("[`\"]([^`\"]*)[`\"]")
 )
@@ -279,8 +258,6 @@ func (p *parser) decodeError(e string) {
 	if f := typeMismatch.FindStringSubmatch(msg); f != nil {
 		named, isKey = f[2], false
 		msg = fmt.Sprintf("must be %s, not %s", typeWord(f[3]), map[string]string{"seq": "a list", "map": "a mapping"}[f[1]]+strings.TrimSuffix(fmt.Sprintf("%q", f[2]), `""`))
-	} else if f := unknownField.FindStringSubmatch(msg); f != nil {
-		named, msg = f[1], "unknown field"
 	} else if f := setTwice.FindStringSubmatch(msg); f != nil {
 		named, msg = f[1], "set twice (first on line "+f[2]+")"
 	} else if f := quotedValue.FindStringSubmatch(msg); f != nil {
@@ -302,7 +279,8 @@ func (p *parser) decodeError(e string) {
 }
 
 // index notes the line of every field of the document, by path, following t to write map keys as
-// [key] and struct fields as .field.
+// [key] and struct fields as .field, and refuses the fields t does not have (decoding a node
+// ignores them).
 func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
 	if p.at == nil {
 		p.at = map[int][]entry{}
@@ -323,6 +301,12 @@ func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
 			sub, ft := child(path, k.Value), fieldType(t, k.Value)
 			if t != nil && t.Kind() == reflect.Map {
 				sub, ft = key(path, k.Value), t.Elem()
+			} else if ft == nil && t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+				msg := "unknown field"
+				if path == "" && slices.Contains(removedSections, k.Value) {
+					msg = "the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)"
+				}
+				p.errorAt(k.Line, sub, "%s", msg)
 			}
 			note(k.Line, sub, k.Value, v)
 			p.index(v, sub, ft)
@@ -456,159 +440,6 @@ func lineIn(n *yaml.Node, path string) int {
 		}
 	}
 	return line
-}
-
-// shortForms are the short form's sections: each entry stands for a manifest of the kind, with
-// each of its fields at an API field path ("" for the kind).
-var shortForms = []struct {
-	section, kind string
-	fields        map[string]string
-}{
-	{"flavors", "ResourceFlavor", map[string]string{"name": "metadata.name"}},
-	{"cohorts", "Cohort", map[string]string{"name": "metadata.name", "parent": "spec.parentName", "quota": "spec.resourceGroups",
-		"preemption": "spec.preemption", "fairSharing": "spec.fairSharing"}},
-	{"clusterQueues", "ClusterQueue", map[string]string{"name": "metadata.name", "cohort": "spec.cohortName", "quota": "spec.resourceGroups",
-		"queueingStrategy": "spec.queueingStrategy", "preemption": "spec.preemption", "fairSharing": "spec.fairSharing"}},
-	{"localQueues", "LocalQueue", map[string]string{"name": "metadata.name", "namespace": "metadata.namespace", "clusterQueue": "spec.clusterQueue"}},
-	{"priorityClasses", "WorkloadPriorityClass", map[string]string{"name": "metadata.name", "kind": "", "value": "value", "annotations": "metadata.annotations"}},
-}
-
-// shortForm reads the short form's sections of the scenario's document as the manifests they
-// stand for, built of the document's own nodes, so that problems name their lines.
-func (p *parser) shortForm(body *yaml.Node) []manifest {
-	var out []manifest
-	for _, sf := range shortForms {
-		list := mappingValue(body, sf.section)
-		if list == nil || isNull(list) {
-			continue
-		}
-		if list.Kind != yaml.SequenceNode {
-			p.errorf(sf.section, "must be a list, not %s", kindName(list))
-			continue
-		}
-		for i, item := range list.Content {
-			path := index(sf.section, i)
-			if item = resolve(item); item.Kind != yaml.MappingNode {
-				p.errorf(path, "must be a mapping of fields, not %s", kindName(item))
-				continue
-			}
-			apiVersion, kind := kueue.SchemeGroupVersion.String(), sf.kind
-			m := &yaml.Node{Kind: yaml.MappingNode, Line: item.Line}
-			for j := 0; j+1 < len(item.Content); j += 2 {
-				k, v := item.Content[j], item.Content[j+1]
-				to, ok := sf.fields[k.Value]
-				switch {
-				case !ok:
-					p.errorAt(k.Line, child(path, k.Value), "unknown field; known fields: %s", strings.Join(sortedKeys(sf.fields), ", "))
-				case to == "" && v.Value == string(kueue.PodPriorityClassKind):
-					apiVersion, kind = schedulingv1.SchemeGroupVersion.String(), v.Value
-				case to == "":
-					if v.Value != sf.kind {
-						p.errorAt(k.Line, child(path, k.Value), "%q is not supported; use one of %s, %s", v.Value, sf.kind, kueue.PodPriorityClassKind)
-					}
-				case k.Value == "quota":
-					setIn(m, to, k.Line, p.resourceGroups(v, child(path, "quota")))
-				default:
-					setIn(m, to, k.Line, v)
-				}
-			}
-			setIn(m, "apiVersion", item.Line, scalar(item.Line, apiVersion))
-			setIn(m, "kind", item.Line, scalar(item.Line, kind))
-			out = p.addNode(out, m)
-		}
-	}
-	return out
-}
-
-func scalar(line int, v string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: line}
-}
-
-// setIn sets the value at a dotted path of a mapping, adding the mappings on the way.
-func setIn(m *yaml.Node, path string, line int, v *yaml.Node) {
-	first, rest, nested := strings.Cut(path, ".")
-	at := mappingValue(m, first)
-	if at == nil {
-		at = v
-		if nested {
-			at = &yaml.Node{Kind: yaml.MappingNode, Line: line}
-		}
-		m.Content = append(m.Content, scalar(line, first), at)
-	}
-	if nested {
-		setIn(at, rest, line, v)
-	}
-}
-
-// resourceGroups reads the short form's quota (a list of flavors, each with its resources and
-// their quotas) as spec.resourceGroups: flavors that list the same resources form one group.
-func (p *parser) resourceGroups(quota *yaml.Node, path string) *yaml.Node {
-	groups := &yaml.Node{Kind: yaml.SequenceNode, Line: quota.Line}
-	if quota.Kind != yaml.SequenceNode {
-		p.errorAt(quota.Line, path, "must be a list, not %s", kindName(quota))
-		return groups
-	}
-	covered := map[string]*yaml.Node{}
-	for i, fq := range quota.Content {
-		fp := index(path, i)
-		res := mappingValue(fq, "resources")
-		if res == nil || res.Kind != yaml.MappingNode || len(res.Content) == 0 {
-			p.errorAt(fq.Line, child(fp, "resources"), "at least one resource is required")
-			continue
-		}
-		var names []string
-		resources := &yaml.Node{Kind: yaml.SequenceNode, Line: res.Line}
-		// Kueue lists a flavor's resources in the order of its group's coveredResources.
-		var order []int
-		for j := 0; j+1 < len(res.Content); j += 2 {
-			order = append(order, j)
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(res.Content[a].Value, res.Content[b].Value) })
-		for _, j := range order {
-			k, v := res.Content[j], resolve(res.Content[j+1])
-			names = append(names, k.Value)
-			r := &yaml.Node{Kind: yaml.MappingNode, Line: k.Line, Content: []*yaml.Node{scalar(k.Line, "name"), scalar(k.Line, k.Value)}}
-			if v.Kind != yaml.MappingNode {
-				setIn(r, "nominalQuota", k.Line, v)
-			} else if mappingValue(v, "nominal") == nil {
-				p.errorAt(v.Line, child(key(child(fp, "resources"), k.Value), "nominal"), "required")
-			}
-			for l := 0; v.Kind == yaml.MappingNode && l+1 < len(v.Content); l += 2 {
-				to := map[string]string{"nominal": "nominalQuota", "borrowingLimit": "borrowingLimit", "lendingLimit": "lendingLimit"}[v.Content[l].Value]
-				if to == "" {
-					p.errorAt(v.Content[l].Line, child(key(child(fp, "resources"), k.Value), v.Content[l].Value), "unknown field; known fields: borrowingLimit, lendingLimit, nominal")
-					continue
-				}
-				setIn(r, to, v.Content[l].Line, v.Content[l+1])
-			}
-			resources.Content = append(resources.Content, r)
-		}
-		for j := 0; j+1 < len(fq.Content); j += 2 {
-			if k := fq.Content[j]; k.Value != "flavor" && k.Value != "resources" {
-				p.errorAt(k.Line, child(fp, k.Value), "unknown field; known fields: flavor, resources")
-			}
-		}
-		group := covered[strings.Join(names, ",")]
-		if group == nil {
-			cr := &yaml.Node{Kind: yaml.SequenceNode, Line: fq.Line}
-			for _, n := range names {
-				cr.Content = append(cr.Content, scalar(fq.Line, n))
-			}
-			group = &yaml.Node{Kind: yaml.MappingNode, Line: fq.Line}
-			setIn(group, "coveredResources", fq.Line, cr)
-			setIn(group, "flavors", fq.Line, &yaml.Node{Kind: yaml.SequenceNode, Line: fq.Line})
-			covered[strings.Join(names, ",")] = group
-			groups.Content = append(groups.Content, group)
-		}
-		flavor := &yaml.Node{Kind: yaml.MappingNode, Line: fq.Line}
-		if name := mappingValue(fq, "flavor"); name != nil {
-			setIn(flavor, "name", name.Line, name)
-		}
-		setIn(flavor, "resources", res.Line, resources)
-		f := mappingValue(group, "flavors")
-		f.Content = append(f.Content, flavor)
-	}
-	return groups
 }
 
 var quotedField = regexp.MustCompile(`"([^"]+)"`)
@@ -769,10 +600,10 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 		typed = &kueue.Cohort{}
 		if pr, ok, _ := unstructured.NestedMap(u.Object, "spec", "preemption"); ok {
 			known := tsapi.CohortPreemptionSchema().Properties
-			for _, k := range sortedKeys(pr) {
+			for _, k := range slices.Sorted(maps.Keys(pr)) {
 				if _, ok := known[k]; !ok {
 					problems = append(problems, ManifestProblem{Field: "spec.preemption." + k,
-						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(sortedKeys(known), ", ")})
+						Message: "unknown field; a Cohort's spec.preemption has " + strings.Join(slices.Sorted(maps.Keys(known)), ", ")})
 				}
 			}
 		}
@@ -808,7 +639,7 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 // (upstream's ClusterQueue validation and ours for kueue-timeshare's fields) and returns the
 // error the API server would give, or nil.
 func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
-	cq, err := typedClusterQueue(u)
+	cq, err := typedObject[kueue.ClusterQueue](u)
 	if err != nil {
 		return err
 	}
@@ -829,7 +660,7 @@ func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
 // webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
 // or nil.
 func ValidateCohortObject(u *unstructured.Unstructured) error {
-	typed, err := typedCohort(u)
+	typed, err := typedObject[kueue.Cohort](u)
 	if err != nil {
 		return err
 	}

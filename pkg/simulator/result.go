@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +19,7 @@ type Result struct {
 	Start time.Time
 	End   time.Duration
 	// Cycles counts scheduling cycles run.
-	Cycles        int
+	Cycles        int `json:"schedulingCycles"`
 	Workloads     []WorkloadResult
 	ClusterQueues []QueueResult
 	// Events lists what happened, in order.
@@ -49,7 +48,7 @@ type LostWork struct {
 	// Unit names resource-hours of it: GPU-hours, CPU-hours, or <resource>-hours.
 	Unit string
 	// Lost is the run time lost; ResourceHours weighs it by the resource each workload holds.
-	Lost          time.Duration
+	Lost          time.Duration `json:"seconds"`
 	ResourceHours float64
 }
 
@@ -81,7 +80,7 @@ type WorkloadResult struct {
 	// Share is its dominant share of its ClusterQueue's capacity while admitted (see
 	// docs/simulator.md); CapacityTime is Share times Admitted, in seconds.
 	Share        float64
-	CapacityTime float64
+	CapacityTime float64 `json:"capacitySeconds"`
 	Intervals    []Interval
 }
 
@@ -104,7 +103,7 @@ type QueueResult struct {
 	CapacityShare map[string]float64
 	// Jain is Jain's fairness index over the workloads' capacity-time: 1 when all got the same,
 	// 1/n when one got everything. NaN when none got any.
-	Jain float64
+	Jain float64 `json:"jainIndex"`
 	// Waits are over the workloads' total waits; LongestWait is the longest continuous one.
 	WaitP50     time.Duration
 	WaitP95     time.Duration
@@ -325,38 +324,18 @@ func formatOffset(d time.Duration) string {
 	return shortDuration(d)
 }
 
-// shortDuration renders d without zero components: 4h, 1h30m, 2m5s, 0s.
+// shortDuration renders d in days and FormatDuration's form: 1d2h5m, 4h, 2m5s, 0s.
 func shortDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d < 0 {
+	const day = 24 * time.Hour
+	switch {
+	case d < 0:
 		return "-" + shortDuration(-d)
+	case d < day:
+		return FormatDuration(d)
+	case d%day == 0:
+		return fmt.Sprintf("%dd", d/day)
 	}
-	if d < time.Second {
-		return d.String()
-	}
-	var out string
-	if days := d / (24 * time.Hour); days > 0 {
-		out = fmt.Sprintf("%dd", days)
-		d -= days * 24 * time.Hour
-	}
-	h, m, s := d/time.Hour, (d%time.Hour)/time.Minute, (d%time.Minute)/time.Second
-	frac := d % time.Second
-	if h > 0 {
-		out += fmt.Sprintf("%dh", h)
-	}
-	if m > 0 {
-		out += fmt.Sprintf("%dm", m)
-	}
-	if s > 0 || frac > 0 {
-		if frac > 0 {
-			out += strconv.FormatFloat((time.Duration(s)*time.Second+frac).Seconds(), 'f', -1, 64) + "s"
-		} else {
-			out += fmt.Sprintf("%ds", s)
-		}
-	}
-	return out
+	return fmt.Sprintf("%dd%s", d/day, FormatDuration(d%day))
 }
 
 func (n *Notices) add(o Notices) {

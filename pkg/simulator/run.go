@@ -13,12 +13,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -104,7 +101,6 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	arrivals := 0
 	// retries counts steps taken only to retry heads that keep failing while nothing changes.
 	retries := 0
-	lastSweep := time.Duration(-1)
 	var end time.Duration
 	for {
 		if err := ctx.Err(); err != nil {
@@ -126,14 +122,10 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 			arrivals++
 		}
 		w.sync()
-		// The manager's waker sweeps every second; a sweep finds something only once a window,
-		// protection or cooldown has ended, so the simulation sweeps at those times. A sweep
-		// covers everything since the previous one.
-		if w.wakes(lastSweep, now).Due {
-			w.waker.Sweep(w.ctx)
-			w.requeuer.ProcessRequeues(w.ctx)
-			lastSweep = now
-		}
+		// The manager's waker sweeps every second and at each end it sees coming; a sweep covers
+		// everything since the previous one, so one at each step does the same.
+		w.waker.Sweep(w.ctx)
+		w.requeuer.ProcessRequeues(w.ctx)
 		var boosterNext time.Duration
 		if w.booster != nil {
 			boosterNext = w.booster.reconcile(now)
@@ -179,7 +171,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 				}
 			}
 		}
-		if ch := w.wakes(lastSweep, now).Next; !ch.At.IsZero() {
+		// Again, for the ends of what this step admitted.
+		w.waker.Sweep(w.ctx)
+		if ch := w.waker.Next(); !ch.At.IsZero() {
 			next = min(next, ch.Wake().Sub(w.start))
 		}
 		// The scheduler's loop retries such heads at once, over and over; with nothing changing in
@@ -260,33 +254,6 @@ func (s *Scenario) schedulingInterval() time.Duration {
 	return DefaultSchedulingInterval
 }
 
-// wakes sorts the changes of decisions about the running workloads (policy.Changes) against
-// (since, now]: the times at which the manager's waker, on one of its sweeps, finds that a
-// decision changed, so that the simulation steps to those sweeps. Every configured min-runtime is
-// tried, as the waker does.
-func (w *world) wakes(since, now time.Duration) policy.Wakes {
-	ws := policy.WakeSettings{MinRuntimes: w.minRuntimes, Enabled: queuesettings.FeatureEnabled}
-	from, to := w.start.Add(since), w.start.Add(now)
-	var out policy.Wakes
-	for _, j := range w.jobs {
-		if j.state != running {
-			continue
-		}
-		// A simulated workload reserves quota and is admitted at once, and runs from then.
-		at := w.start.Add(j.since)
-		c := policy.Candidate{QuotaReservedAt: at, Admitted: true, AdmittedAt: at}
-		s := ws
-		s.Queue = w.settings.Settings(kueue.ClusterQueueReference(j.spec.ClusterQueue))
-		if wl := w.seen[j.key]; wl != nil {
-			s.ReadFacts(&c, wl, policy.Sources{w.tolerate})
-		}
-		for _, ch := range policy.Changes(&c, s) {
-			out.Add(ch, from, to)
-		}
-	}
-	return out
-}
-
 // setGates sets the process-wide feature gates for mode and returns what restores them.
 func setGates(sc *Scenario, mode Mode) (func(), error) {
 	want := map[string]bool{}
@@ -324,6 +291,15 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 		return func() {}, fmt.Errorf("setting feature gates: %w", err)
 	}
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
+}
+
+// Comparisons are the modes --compare runs besides upstream's for the scenario: without notices
+// when it gives some, to show the work they save.
+func (s *Scenario) Comparisons() []Mode {
+	if s.NoticesOn() {
+		return []Mode{ModeNoNotice}
+	}
+	return nil
 }
 
 // NoticesOn reports whether the scenario's runs may give notices: the PreemptionNotice gate is on

@@ -24,17 +24,23 @@ func TestMain(m *testing.M) {
 
 // threeJobs are three same-priority jobs that each need the whole one-CPU queue, with
 // minAdmitDuration 1m: the honesty check's scenario.
-const threeJobs = `name: three-jobs
-flavors: [{name: default-flavor}]
-clusterQueues:
-  - name: cq
-    quota:
-      - flavor: default-flavor
-        resources: {cpu: 1}
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 1m}
-priorityClasses: [{name: normal, value: 100}]
+const threeJobs = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 1m}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: normal}
+value: 100
+---
+name: three-jobs
 workloads:
   - {name: a, arrival: 0s, clusterQueue: cq, priorityClass: normal, resources: {cpu: 1}, duration: 150s, checkpointed: true}
   - {name: b, arrival: 1s, clusterQueue: cq, priorityClass: normal, resources: {cpu: 1}, duration: 150s, checkpointed: true}
@@ -110,7 +116,7 @@ func TestRunStories(t *testing.T) {
 			},
 		},
 		"a scenario can turn the feature off": {
-			scenario: "featureGates: {TimeBasedSamePriorityPreemption: false}\n" + threeJobs,
+			scenario: threeJobs + "featureGates: {TimeBasedSamePriorityPreemption: false}\n",
 			want: []string{
 				"+0s a admitted",
 				"+2m30s a finished", "+2m30s b admitted",
@@ -133,13 +139,17 @@ func TestRunStories(t *testing.T) {
 			},
 		},
 		"without checkpoints a preempted job starts over": {
-			scenario: `flavors: [{name: f}]
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 1m}
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 1m}}
+---
 workloads:
   - {name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 90s}
   - {name: b, arrival: 1s, clusterQueue: cq, resources: {cpu: 1}, duration: 30s}
@@ -153,12 +163,27 @@ workloads:
 			},
 		},
 		"preemptMinRuntime holds back a higher priority until the victim has run that long": {
-			scenario: `flavors: [{name: f}]
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption: {withinClusterQueue: LowerPriority, preemptMinRuntime: 10m}
-priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerPriority, preemptMinRuntime: 10m}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low}
+value: 1
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
 workloads:
   - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h}
   - {name: high, arrival: 2m, clusterQueue: cq, priorityClass: high, resources: {cpu: 1}, duration: 5m}
@@ -171,16 +196,31 @@ workloads:
 			},
 		},
 		"reclaimMinRuntime on a Cohort holds back reclaim": {
-			scenario: `flavors: [{name: f}]
-cohorts: [{name: org, preemption: {reclaimMinRuntime: 30m}}]
-clusterQueues:
-  - name: owner
-    cohort: org
-    quota: [{flavor: f, resources: {cpu: 2}}]
-    preemption: {reclaimWithinCohort: Any}
-  - name: borrower
-    cohort: org
-    quota: [{flavor: f, resources: {cpu: 0}}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org}
+spec:
+  preemption: {reclaimMinRuntime: 30m}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: owner}
+spec:
+  cohortName: org
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 2}]}]}]
+  preemption: {reclaimWithinCohort: Any}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: borrower}
+spec:
+  cohortName: org
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 0}]}]}]
+---
 workloads:
   - {name: borrowed, clusterQueue: borrower, resources: {cpu: 2}, duration: 2h}
   - {name: own, arrival: 5m, clusterQueue: owner, resources: {cpu: 2}, duration: 10m}
@@ -193,18 +233,27 @@ workloads:
 			},
 		},
 		"a priority class that tolerates preemption for ten minutes": {
-			scenario: `flavors: [{name: f}]
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption: {withinClusterQueue: LowerPriority}
-priorityClasses:
-  - name: low
-    value: 1
-    annotations:
-      preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "1000"
-      preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"
-  - {name: high, value: 100}
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: low, annotations: {preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "1000", preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"}}
+value: 1
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: WorkloadPriorityClass
+metadata: {name: high}
+value: 100
+---
 workloads:
   - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h, checkpointed: true}
   - {name: high, arrival: 1m, clusterQueue: cq, priorityClass: high, resources: {cpu: 1}, duration: 5m}
@@ -217,12 +266,18 @@ workloads:
 			},
 		},
 		"expected runtime: soft eviction for a waiting workload once reached, then a cooldown": {
-			scenario: `flavors: [{name: f}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
 timeshare: {defaultRequeueDelay: 30m}
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption: {withinClusterQueue: LowerPriority}
 workloads:
   - name: long
     clusterQueue: cq
@@ -250,7 +305,7 @@ workloads:
 		mode     Mode
 		want     []string
 	}{
-		scenario: strings.Replace(threeJobs, "    quota:", "    queueingStrategy: StrictFIFO\n    quota:", 1),
+		scenario: strings.Replace(threeJobs, "  resourceGroups:", "  queueingStrategy: StrictFIFO\n  resourceGroups:", 1),
 		want:     rotation.want,
 	}
 	cases["time-sharing with fair sharing on: the same turns"] = struct {
@@ -258,7 +313,7 @@ workloads:
 		mode     Mode
 		want     []string
 	}{
-		scenario: "fairSharing: {}\n" + threeJobs,
+		scenario: threeJobs + "fairSharing: {}\n",
 		want:     rotation.want,
 	}
 	for name, tc := range cases {
@@ -355,7 +410,7 @@ func TestRunIsDeterministic(t *testing.T) {
 }
 
 func TestRunStopsAtUntil(t *testing.T) {
-	r := mustRun(t, mustParse(t, "simulation: {until: 1m}\n"+threeJobs), ModeUpstream)
+	r := mustRun(t, mustParse(t, threeJobs+"simulation: {until: 1m}\n"), ModeUpstream)
 	if r.End != time.Minute {
 		t.Errorf("end %s, want 1m", r.End)
 	}
@@ -369,7 +424,7 @@ func TestRunStopsAtUntil(t *testing.T) {
 }
 
 func TestRunRestoresFeatureGates(t *testing.T) {
-	s := mustParse(t, "featureGates: {MinRuntimeProtection: false}\n"+threeJobs)
+	s := mustParse(t, threeJobs+"featureGates: {MinRuntimeProtection: false}\n")
 	before := gateValues()
 	mustRun(t, s, ModeBooster)
 	mustRun(t, s, ModeTimeshare)
@@ -395,9 +450,18 @@ func TestRunOddScenarios(t *testing.T) {
 		wantStory []string
 	}{
 		"a workload larger than its queue never runs": {
-			scenario: `simulation: {until: 1000h}
-flavors: [{name: f}]
-clusterQueues: [{name: cq, queueingStrategy: StrictFIFO, quota: [{flavor: f, resources: {cpu: 1}}]}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  queueingStrategy: StrictFIFO
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
+simulation: {until: 1000h}
 workloads:
   - {name: huge, clusterQueue: cq, resources: {cpu: 2}, duration: 1h}
   - {name: small, arrival: 1m, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
@@ -406,12 +470,20 @@ workloads:
 			wantNotes: []string{"stopped at 41d16h (simulation.until) with 2 of 2 workloads unfinished"},
 		},
 		"two flavors: the second is used when the first is full": {
-			scenario: `flavors: [{name: on-demand}, {name: spot}]
-clusterQueues:
-  - name: cq
-    quota:
-      - {flavor: on-demand, resources: {cpu: 1}}
-      - {flavor: spot, resources: {cpu: 1}}
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: on-demand}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: spot}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: on-demand, resources: [{name: cpu, nominalQuota: 1}]}, {name: spot, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
 workloads:
   - {name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
   - {name: b, clusterQueue: cq, resources: {cpu: 1}, duration: 1h}
@@ -419,17 +491,36 @@ workloads:
 			wantStory: []string{"+0s a admitted", "+0s b admitted", "+1h a finished", "+1h b finished"},
 		},
 		"lending limits and a Cohort's own quota": {
-			scenario: `flavors: [{name: f}]
-cohorts:
-  - {name: root, quota: [{flavor: f, resources: {cpu: 1}}]}
-  - {name: team, parent: root}
-clusterQueues:
-  - name: lender
-    cohort: team
-    quota: [{flavor: f, resources: {cpu: {nominal: 2, lendingLimit: 1}}}]
-  - name: borrower
-    cohort: root
-    quota: [{flavor: f, resources: {cpu: 0}}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: root}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: team}
+spec:
+  parentName: root
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: lender}
+spec:
+  cohortName: team
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 2, lendingLimit: 1}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: borrower}
+spec:
+  cohortName: root
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 0}]}]}]
+---
 workloads:
   - {name: big, clusterQueue: borrower, resources: {cpu: 2}, duration: 1h}
   - {name: too-big, clusterQueue: borrower, resources: {cpu: 3}, duration: 1h}
@@ -439,9 +530,27 @@ workloads:
 			wantNotes: []string{"stopped at 4h (the default limit (last arrival plus twice the sum of all durations)) with 1 of 2 workloads unfinished"},
 		},
 		"Kubernetes PriorityClasses": {
-			scenario: `flavors: [{name: f}]
-clusterQueues: [{name: cq, quota: [{flavor: f, resources: {cpu: 1}}], preemption: {withinClusterQueue: LowerPriority}}]
-priorityClasses: [{name: low, kind: PriorityClass, value: 1}, {name: high, kind: PriorityClass, value: 2}]
+			scenario: `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerPriority}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 1
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 2
+---
 workloads:
   - {name: low, clusterQueue: cq, priorityClass: low, resources: {cpu: 1}, duration: 1h}
   - {name: high, arrival: 1m, clusterQueue: cq, priorityClass: high, resources: {cpu: 1}, duration: 1m}

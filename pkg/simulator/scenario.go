@@ -185,14 +185,12 @@ func (d Duration) MarshalYAML() (any, error) { return FormatDuration(d.Duration)
 func (q Quantity) MarshalYAML() (any, error) { return q.String(), nil }
 func (t Time) MarshalYAML() (any, error)     { return t.UTC().Format(time.RFC3339), nil }
 
-// FormatDuration writes a duration as time.ParseDuration reads it, without zero tails: 1h, 1h30m, 90s.
+// FormatDuration writes a duration as time.ParseDuration reads it, without zero parts: 1h, 1h30m,
+// 2h5s, 90s.
 func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
+	s := strings.Replace(d.String(), "h0m", "h", 1)
+	if strings.HasSuffix(s, "m0s") || strings.HasSuffix(s, "h0s") {
 		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

@@ -14,13 +14,16 @@ import (
 )
 
 // minimal is the smallest valid scenario; the bad scenarios below change one thing in it.
-const minimal = `flavors:
-  - name: f
-clusterQueues:
-  - name: cq
-    quota:
-      - flavor: f
-        resources: {cpu: 1}
+const minimal = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+---
 workloads:
   - name: a
     clusterQueue: cq
@@ -36,194 +39,200 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		"empty file":     {yaml: "", want: []string{"s.yaml: the file is empty"}},
 		"only a comment": {yaml: "# nothing\n", want: []string{"s.yaml: the file is empty"}},
 		"not YAML": {
-			yaml: "flavors: [\n  - name: f\n",
+			yaml: "workloads: [\n  - name: a\n",
 			want: []string{"s.yaml:1: invalid YAML: did not find expected node content"},
 		},
 		"two documents": {
 			yaml: minimal + "---\nname: again\n",
-			want: []string{"s.yaml:14: a scenario has one document of its own fields (without apiVersion and kind); found a second one"},
+			want: []string{"s.yaml:17: a scenario has one document of its own fields (without apiVersion and kind); found a second one"},
 		},
 		"a list at the top": {
 			yaml: "- a\n- b\n",
 			want: []string{"s.yaml:1: must be a mapping of fields, not a list"},
 		},
 		"unknown top-level field": {
-			yaml: "flavours: []\n" + minimal,
-			want: []string{"s.yaml:1: flavours: unknown field"},
+			yaml: strings.Replace(minimal, "workloads:", "flavours: []\nworkloads:", 1),
+			want: []string{"s.yaml:11: flavours: unknown field"},
 		},
 		"unknown workload field names its line": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    colour: red\n", 1),
-			want: []string{"s.yaml:13: workloads[0].colour: unknown field"},
+			want: []string{"s.yaml:16: workloads[0].colour: unknown field"},
 		},
 		"field set twice": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    duration: 2m\n", 1),
-			want: []string{"s.yaml:13: workloads[0].duration: set twice (first on line 12)"},
+			want: []string{"s.yaml:16: workloads[0].duration: set twice (first on line 15)"},
 		},
 		"duration that is not one": {
 			yaml: strings.Replace(minimal, "duration: 1m", "duration: soon", 1),
-			want: []string{`s.yaml:12: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`},
+			want: []string{`s.yaml:15: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`},
 		},
 		"negative duration": {
 			yaml: strings.Replace(minimal, "duration: 1m", "duration: -1m", 1),
-			want: []string{"s.yaml:12: workloads[0].duration: must be positive, not -1m0s"},
+			want: []string{"s.yaml:15: workloads[0].duration: must be positive, not -1m0s"},
 		},
 		"missing duration": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "", 1),
-			want: []string{"s.yaml:9: workloads[0].duration: required: the run time the workload needs to finish"},
+			want: []string{"s.yaml:12: workloads[0].duration: required: the run time the workload needs to finish"},
 		},
 		"a list where a mapping is expected": {
 			yaml: strings.Replace(minimal, "resources: {cpu: 1}\n    duration", "resources: [cpu]\n    duration", 1),
-			want: []string{"s.yaml:11: workloads[0].resources: must be a mapping, not a list"},
+			want: []string{"s.yaml:14: workloads[0].resources: must be a mapping, not a list"},
 		},
 		"bad quantity": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: lots}\n    duration", 1),
-			want: []string{`s.yaml:11: workloads[0].resources[cpu]: "lots" is not a quantity (write it like 2, 500m or 8Gi)`},
+			want: []string{`s.yaml:14: workloads[0].resources[cpu]: "lots" is not a quantity (write it like 2, 500m or 8Gi)`},
 		},
 		"zero request": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: 0}\n    duration", 1),
-			want: []string{"s.yaml:11: workloads[0].resources[cpu]: must be positive"},
+			want: []string{"s.yaml:14: workloads[0].resources[cpu]: must be positive"},
 		},
 		"resource the queue has no quota for": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {memory: 1Gi}\n    duration", 1),
-			want: []string{"s.yaml:11: workloads[0].resources[memory]: ClusterQueue cq has no quota for memory, so the workload could never be admitted"},
+			want: []string{"s.yaml:14: workloads[0].resources[memory]: ClusterQueue cq has no quota for memory, so the workload could never be admitted"},
 		},
 		"boolean that is not one": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointed: yes please\n", 1),
-			want: []string{`s.yaml:13: workloads[0].checkpointed: must be true or false, not "yes please"`},
+			want: []string{`s.yaml:16: workloads[0].checkpointed: must be true or false, not "yes please"`},
 		},
 		"number that is not one": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    pods: two\n", 1),
-			want: []string{"s.yaml:13: workloads[0].pods: must be a whole number, not \"two\""},
+			want: []string{"s.yaml:16: workloads[0].pods: must be a whole number, not \"two\""},
 		},
 		"unknown ClusterQueue": {
 			yaml: strings.Replace(minimal, "clusterQueue: cq", "clusterQueue: nope", 1),
-			want: []string{"s.yaml:10: workloads[0].clusterQueue: no ClusterQueue \"nope\""},
+			want: []string{"s.yaml:13: workloads[0].clusterQueue: no ClusterQueue \"nope\""},
 		},
 		"neither queue nor ClusterQueue": {
 			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "", 1),
-			want: []string{"s.yaml:9: workloads[0].queue: required: a LocalQueue name (queue) or a ClusterQueue name (clusterQueue)"},
+			want: []string{"s.yaml:12: workloads[0].queue: required: a LocalQueue name (queue) or a ClusterQueue name (clusterQueue)"},
 		},
 		"both queue and ClusterQueue": {
 			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "    clusterQueue: cq\n    queue: cq\n", 1),
-			want: []string{"s.yaml:10: workloads[0].clusterQueue: set either queue (a LocalQueue) or clusterQueue, not both"},
+			want: []string{"s.yaml:13: workloads[0].clusterQueue: set either queue (a LocalQueue) or clusterQueue, not both"},
 		},
 		"unknown LocalQueue": {
 			yaml: strings.Replace(minimal, "    clusterQueue: cq\n", "    queue: team\n", 1),
-			want: []string{"s.yaml:10: workloads[0].queue: no LocalQueue \"team\""},
+			want: []string{"s.yaml:13: workloads[0].queue: no LocalQueue \"team\""},
 		},
 		"unknown priority class": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    priorityClass: high\n", 1),
-			want: []string{"s.yaml:13: workloads[0].priorityClass: no WorkloadPriorityClass or PriorityClass \"high\""},
+			want: []string{"s.yaml:16: workloads[0].priorityClass: no WorkloadPriorityClass or PriorityClass \"high\""},
 		},
 		"unknown flavor": {
-			yaml: strings.Replace(minimal, "flavor: f\n", "flavor: g\n", 1),
-			want: []string{"s.yaml:6: ClusterQueue cq: spec.resourceGroups[0].flavors[0].name: ResourceFlavor \"g\" is not declared"},
+			yaml: strings.Replace(minimal, "flavors: [{name: f,", "flavors: [{name: g,", 1),
+			want: []string{"s.yaml:9: ClusterQueue cq: spec.resourceGroups[0].flavors[0].name: ResourceFlavor \"g\" is not declared"},
 		},
 		"name the API would refuse": {
-			yaml: strings.Replace(minimal, "name: cq", "name: CQ_1", 1),
-			want: []string{"s.yaml:4: ClusterQueue CQ_1: metadata.name: \"CQ_1\" is not a valid name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
+			yaml: strings.Replace(minimal, "name: cq}", "name: CQ_1}", 1),
+			want: []string{"s.yaml:7: ClusterQueue CQ_1: metadata.name: \"CQ_1\" is not a valid name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"},
 		},
 		"negative quota, as upstream's webhook says": {
-			yaml: strings.Replace(minimal, "        resources: {cpu: 1}", "        resources: {cpu: -1}", 1),
-			want: []string{"s.yaml:7: ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater than or equal to 0"},
+			yaml: strings.Replace(minimal, "nominalQuota: 1", "nominalQuota: -1", 1),
+			want: []string{"s.yaml:9: ClusterQueue cq: spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Invalid value: \"-1\": must be greater than or equal to 0"},
 		},
 		"minAdmitDuration under a minute, as our webhook says": {
-			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerOrNewerEqualPriority\n      withinClusterQueueConfig: {minAdmitDuration: 30s}\nworkloads:", 1),
-			want: []string{"s.yaml:10: ClusterQueue cq: spec.preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: \"30s\": must be at least 1m0s"},
+			yaml: strings.Replace(minimal, "---\nworkloads:", "  preemption:\n    withinClusterQueue: LowerOrNewerEqualPriority\n    withinClusterQueueConfig: {minAdmitDuration: 30s}\n---\nworkloads:", 1),
+			want: []string{"s.yaml:12: ClusterQueue cq: spec.preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: \"30s\": must be at least 1m0s"},
 		},
 		"minAdmitDuration with the wrong policy": {
-			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerPriority\n      withinClusterQueueConfig: {minAdmitDuration: 1h}\nworkloads:", 1),
-			want: []string{"s.yaml:10: ClusterQueue cq: spec.preemption.withinClusterQueueConfig: Invalid value: \"LowerPriority\": requires spec.preemption.withinClusterQueue to be LowerOrNewerEqualPriority, not LowerPriority"},
+			yaml: strings.Replace(minimal, "---\nworkloads:", "  preemption:\n    withinClusterQueue: LowerPriority\n    withinClusterQueueConfig: {minAdmitDuration: 1h}\n---\nworkloads:", 1),
+			want: []string{"s.yaml:12: ClusterQueue cq: spec.preemption.withinClusterQueueConfig: Invalid value: \"LowerPriority\": requires spec.preemption.withinClusterQueue to be LowerOrNewerEqualPriority, not LowerPriority"},
 		},
 		"unknown preemption policy": {
-			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: Sometimes\nworkloads:", 1),
-			want: []string{"s.yaml:9: ClusterQueue cq: spec.preemption.withinClusterQueue: \"Sometimes\" is not supported; use one of Never, LowerPriority, LowerOrNewerEqualPriority"},
+			yaml: strings.Replace(minimal, "---\nworkloads:", "  preemption:\n    withinClusterQueue: Sometimes\n---\nworkloads:", 1),
+			want: []string{"s.yaml:11: ClusterQueue cq: spec.preemption.withinClusterQueue: \"Sometimes\" is not supported; use one of Never, LowerPriority, LowerOrNewerEqualPriority"},
 		},
 		"negative min-runtime on a Cohort": {
-			yaml: "cohorts:\n  - name: org\n    preemption: {reclaimMinRuntime: -5m}\n" + minimal,
-			want: []string{"s.yaml:3: Cohort org: spec.preemption.reclaimMinRuntime: Invalid value: \"-5m0s\": must not be negative"},
+			yaml: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: org}\nspec:\n  preemption: {reclaimMinRuntime: -5m}\n---\n" + minimal,
+			want: []string{"s.yaml:5: Cohort org: spec.preemption.reclaimMinRuntime: Invalid value: \"-5m0s\": must not be negative"},
 		},
 		"Cohort cycle": {
-			yaml: "cohorts:\n  - name: a\n    parent: b\n  - name: b\n    parent: a\n" + minimal,
-			want: []string{"s.yaml:3: Cohort a: spec.parentName: Cohort \"a\" is its own ancestor (the parents form a cycle)", "s.yaml:5: Cohort b: spec.parentName: Cohort \"b\" is its own ancestor (the parents form a cycle)"},
+			yaml: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: a}\nspec: {parentName: b}\n---\n" +
+				"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: b}\nspec: {parentName: a}\n---\n" + minimal,
+			want: []string{"s.yaml:4: Cohort a: spec.parentName: Cohort \"a\" is its own ancestor (the parents form a cycle)", "s.yaml:9: Cohort b: spec.parentName: Cohort \"b\" is its own ancestor (the parents form a cycle)"},
 		},
 		"toleration annotation that is not a number": {
-			yaml: "priorityClasses:\n  - name: low\n    value: 1\n    annotations:\n      preemption-toleration.scheduling.x-k8s.io/toleration-seconds: an hour\n" + minimal,
-			want: []string{"s.yaml:5: WorkloadPriorityClass low: metadata.annotations[preemption-toleration.scheduling.x-k8s.io/toleration-seconds]: Invalid value: \"an hour\": must be a 64-bit integer (seconds; negative: forever)"},
+			yaml: "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata:\n  name: low\n  annotations:\n" +
+				"    preemption-toleration.scheduling.x-k8s.io/toleration-seconds: an hour\nvalue: 1\n---\n" + minimal,
+			want: []string{"s.yaml:6: WorkloadPriorityClass low: metadata.annotations[preemption-toleration.scheduling.x-k8s.io/toleration-seconds]: Invalid value: \"an hour\": must be a 64-bit integer (seconds; negative: forever)"},
 		},
 		"expected runtime that is not a duration": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    annotations:\n      kueue-timeshare.io/expected-runtime: ten minutes\n", 1),
-			want: []string{`s.yaml:14: workloads[0].annotations[kueue-timeshare.io/expected-runtime]: annotation kueue-timeshare.io/expected-runtime: "ten minutes" is not a duration`},
+			want: []string{`s.yaml:17: workloads[0].annotations[kueue-timeshare.io/expected-runtime]: annotation kueue-timeshare.io/expected-runtime: "ten minutes" is not a duration`},
 		},
 		"feature gate that is not ours": {
-			yaml: "featureGates: {TopologyAwareScheduling: true}\n" + minimal,
-			want: []string{"s.yaml:1: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PrioritizePreemptorWorkloads"},
+			yaml: strings.Replace(minimal, "workloads:", "featureGates: {TopologyAwareScheduling: true}\nworkloads:", 1),
+			want: []string{"s.yaml:11: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PrioritizePreemptorWorkloads"},
 		},
 		"bad reclaim resolve method": {
-			yaml: "timeshare: {reclaimResolveMethod: Root}\n" + minimal,
-			want: []string{`s.yaml:1: timeshare.reclaimResolveMethod: Unsupported value: "Root": supported values: "LCA", "Queue"`},
+			yaml: strings.Replace(minimal, "workloads:", "timeshare: {reclaimResolveMethod: Root}\nworkloads:", 1),
+			want: []string{`s.yaml:11: timeshare.reclaimResolveMethod: Unsupported value: "Root": supported values: "LCA", "Queue"`},
 		},
 		"duplicate workload names from copies": {
 			yaml: minimal + "  - name: a\n    clusterQueue: cq\n    resources: {cpu: 1}\n    duration: 1m\n",
-			want: []string{"s.yaml:13: workloads[1].name: workload default/a is declared twice (first at workloads[0])"},
+			want: []string{"s.yaml:16: workloads[1].name: workload default/a is declared twice (first at workloads[0])"},
 		},
 		"every without copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    every: 5m\n", 1),
-			want: []string{"s.yaml:13: workloads[0].every: only applies with copies greater than 1"},
+			want: []string{"s.yaml:16: workloads[0].every: only applies with copies greater than 1"},
 		},
 		"a checkpoint interval that is not positive": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: 0s\n", 1),
-			want: []string{"s.yaml:13: workloads[0].checkpointInterval: must be positive, not 0s"},
+			want: []string{"s.yaml:16: workloads[0].checkpointInterval: must be positive, not 0s"},
 		},
 		"a negative checkpoint duration": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: 10m\n    checkpointDuration: -1s\n", 1),
-			want: []string{"s.yaml:14: workloads[0].checkpointDuration: must not be negative, not -1s"},
+			want: []string{"s.yaml:17: workloads[0].checkpointDuration: must not be negative, not -1s"},
 		},
 		"a checkpoint duration without an interval": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointDuration: 1m\n", 1),
-			want: []string{"s.yaml:13: workloads[0].checkpointDuration: only applies with checkpointInterval"},
+			want: []string{"s.yaml:16: workloads[0].checkpointDuration: only applies with checkpointInterval"},
 		},
 		"a checkpoint interval beside checkpointed": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointed: true\n    checkpointInterval: 10m\n", 1),
-			want: []string{"s.yaml:14: workloads[0].checkpointInterval: not with checkpointed: true, which keeps all progress at every eviction; use one or the other"},
+			want: []string{"s.yaml:17: workloads[0].checkpointInterval: not with checkpointed: true, which keeps all progress at every eviction; use one or the other"},
 		},
 		"a checkpoint interval that is not a duration": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    checkpointInterval: hourly\n", 1),
-			want: []string{"s.yaml:13: workloads[0].checkpointInterval: \"hourly\" is not a duration (write it like 90s, 15m or 4h)"},
+			want: []string{"s.yaml:16: workloads[0].checkpointInterval: \"hourly\" is not a duration (write it like 90s, 15m or 4h)"},
 		},
 		"a notice written by hand": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    annotations:\n      kueue-timeshare.io/preemption-deadline: \"2026-11-25T10:00:00Z\"\n", 1),
-			want: []string{"s.yaml:14: workloads[0].annotations[kueue-timeshare.io/preemption-deadline]: written by the manager when it gives a notice, not by a scenario"},
+			want: []string{"s.yaml:17: workloads[0].annotations[kueue-timeshare.io/preemption-deadline]: written by the manager when it gives a notice, not by a scenario"},
 		},
 		"too many copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),
-			want: []string{"s.yaml:13: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},
+			want: []string{"s.yaml:16: workloads[0].copies: the scenario would have 1000000 workloads; the simulator takes at most 100000"},
 		},
 		"an alias to the wrong kind of node": {
-			yaml: "simulation: &s {until: *s}\n" + minimal,
-			want: []string{"s.yaml:1: simulation: must be a single value, not a mapping"},
+			yaml: strings.Replace(minimal, "workloads:", "simulation: &s {until: *s}\nworkloads:", 1),
+			want: []string{"s.yaml:11: simulation: must be a single value, not a mapping"},
 		},
 		"a mapping where a quantity is expected": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: {nominal: 1}}\n    duration", 1),
-			want: []string{"s.yaml:11: workloads[0].resources[cpu]: must be a single value, not a mapping"},
+			want: []string{"s.yaml:14: workloads[0].resources[cpu]: must be a single value, not a mapping"},
 		},
-		"a quota mapping without nominal": {
-			yaml: strings.Replace(minimal, "        resources: {cpu: 1}", "        resources: {cpu: {borrowingLimit: 1}}", 1),
-			want: []string{"s.yaml:7: clusterQueues[0].quota[0].resources[cpu].nominal: required"},
+		"no queues": {
+			yaml: "workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]\n",
+			want: []string{"s.yaml: at least one ResourceFlavor is required", "s.yaml: at least one ClusterQueue is required"},
+		},
+		"the short form of Kueue's objects": {
+			yaml: strings.Replace(minimal, "workloads:", "clusterQueues: [{name: cq}]\nworkloads:", 1),
+			want: []string{"s.yaml:11: clusterQueues: the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)"},
 		},
 		"negative pod count": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    pods: -3\n", 1),
-			want: []string{"s.yaml:13: workloads[0].pods: must be at least 1, not -3"},
+			want: []string{"s.yaml:16: workloads[0].pods: must be at least 1, not -3"},
 		},
 		"two problems in one ClusterQueue's settings, each at its field": {
-			yaml: strings.Replace(minimal, "workloads:", "    preemption:\n      withinClusterQueue: LowerOrNewerEqualPriority\n      withinClusterQueueConfig: {minAdmitDuration: 30s}\n      reclaimMinRuntime: -1m\nworkloads:", 1),
-			want: []string{"s.yaml:10: ClusterQueue cq: spec.preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: \"30s\": must be at least 1m0s", "s.yaml:11: ClusterQueue cq: spec.preemption.reclaimMinRuntime: Invalid value: \"-1m0s\": must not be negative"},
+			yaml: strings.Replace(minimal, "---\nworkloads:", "  preemption:\n    withinClusterQueue: LowerOrNewerEqualPriority\n    withinClusterQueueConfig: {minAdmitDuration: 30s}\n    reclaimMinRuntime: -1m\n---\nworkloads:", 1),
+			want: []string{"s.yaml:12: ClusterQueue cq: spec.preemption.withinClusterQueueConfig.minAdmitDuration: Invalid value: \"30s\": must be at least 1m0s", "s.yaml:13: ClusterQueue cq: spec.preemption.reclaimMinRuntime: Invalid value: \"-1m0s\": must not be negative"},
 		},
 		"several problems are all reported, in line order": {
-			yaml: strings.Replace(strings.Replace(minimal, "duration: 1m", "duration: soon", 1), "name: f\n", "name: f\n    size: big\n", 1),
+			yaml: strings.Replace(strings.Replace(minimal, "duration: 1m", "duration: soon", 1), "workloads:", "flavours: []\nworkloads:", 1),
 			want: []string{
-				"s.yaml:3: flavors[0].size: unknown field; known fields: name",
-				`s.yaml:13: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`,
+				"s.yaml:11: flavours: unknown field",
+				`s.yaml:16: workloads[0].duration: "soon" is not a duration (write it like 90s, 15m or 4h)`,
 			},
 		},
 	}
@@ -241,7 +250,46 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 }
 
 func TestParseReadsEveryField(t *testing.T) {
-	const text = `name: every-field
+	const text = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org}
+spec:
+  preemption: {preemptMinRuntime: 30m, reclaimMinRuntime: 1h}
+  fairSharing: {weight: 2}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: team}
+spec:
+  parentName: org
+  resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 2}]}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohortName: team
+  queueingStrategy: StrictFIFO
+  resourceGroups: [{coveredResources: [nvidia.com/gpu], flavors: [{name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 4, borrowingLimit: 2, lendingLimit: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, reclaimWithinCohort: Any, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 10}, withinClusterQueueConfig: {minAdmitDuration: 4h}, preemptMinRuntime: 1h, reclaimMinRuntime: 2h}
+  fairSharing: {weight: 1}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: team-a}
+spec:
+  clusterQueue: cq
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low, annotations: {preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"}}
+value: 10
+---
+name: every-field
 simulation:
   start: 2026-03-01T08:00:00Z
   until: 12h
@@ -253,40 +301,6 @@ timeshare:
   defaultReclaimMinRuntime: 10m
   reclaimResolveMethod: Queue
   defaultRequeueDelay: 15m
-flavors: [{name: gpu}]
-cohorts:
-  - name: org
-    preemption: {preemptMinRuntime: 30m, reclaimMinRuntime: 1h}
-    fairSharing: {weight: 2}
-  - name: team
-    parent: org
-    quota:
-      - flavor: gpu
-        resources: {nvidia.com/gpu: 2}
-clusterQueues:
-  - name: cq
-    cohort: team
-    queueingStrategy: StrictFIFO
-    quota:
-      - flavor: gpu
-        resources:
-          nvidia.com/gpu: {nominal: 4, borrowingLimit: 2, lendingLimit: 1}
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      reclaimWithinCohort: Any
-      borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 10}
-      withinClusterQueueConfig: {minAdmitDuration: 4h}
-      preemptMinRuntime: 1h
-      reclaimMinRuntime: 2h
-    fairSharing: {weight: 1}
-localQueues:
-  - {name: lq, namespace: team-a, clusterQueue: cq}
-priorityClasses:
-  - name: low
-    kind: PriorityClass
-    value: 10
-    annotations:
-      preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"
 workloads:
   - name: job
     queue: lq
@@ -320,7 +334,7 @@ workloads:
 	}
 
 	objs := s.Objects
-	cq, err := typedClusterQueue(objs.ClusterQueues[0])
+	cq, err := typedObject[kueue.ClusterQueue](objs.ClusterQueues[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,40 +362,3 @@ workloads:
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// TestShortFormQuota: flavors of the short form's quota that list the same resources form one
-// resource group, in order of appearance, their resources in name order.
-func TestShortFormQuota(t *testing.T) {
-	s := mustParse(t, `flavors: [{name: a100}, {name: spot}, {name: h100}]
-clusterQueues:
-  - name: cq
-    cohort: team
-    quota:
-      - {flavor: a100, resources: {nvidia.com/gpu: 8, cpu: 64}}
-      - {flavor: spot, resources: {memory: 1Ti}}
-      - {flavor: h100, resources: {cpu: 32, nvidia.com/gpu: {nominal: 4, borrowingLimit: 2}}}
-workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
-`)
-	q := resource.MustParse
-	quota := func(name string, nominal resource.Quantity) kueue.ResourceQuota {
-		return kueue.ResourceQuota{Name: corev1.ResourceName(name), NominalQuota: nominal}
-	}
-	borrowing := quota("nvidia.com/gpu", q("4"))
-	borrowing.BorrowingLimit = ptrTo(q("2"))
-	want := []kueue.ResourceGroup{
-		{CoveredResources: []corev1.ResourceName{"cpu", "nvidia.com/gpu"}, Flavors: []kueue.FlavorQuotas{
-			{Name: "a100", Resources: []kueue.ResourceQuota{quota("cpu", q("64")), quota("nvidia.com/gpu", q("8"))}},
-			{Name: "h100", Resources: []kueue.ResourceQuota{quota("cpu", q("32")), borrowing}},
-		}},
-		{CoveredResources: []corev1.ResourceName{"memory"}, Flavors: []kueue.FlavorQuotas{
-			{Name: "spot", Resources: []kueue.ResourceQuota{quota("memory", q("1Ti"))}},
-		}},
-	}
-	cq, err := typedClusterQueue(s.ClusterQueues[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(want, cq.Spec.ResourceGroups, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
-		t.Errorf("resource groups (-want +got):\n%s", diff)
-	}
-}

@@ -3,6 +3,7 @@ package simulator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -87,7 +88,7 @@ func (v *validator) snapshotFlavors(w WorkloadSpec) {
 		return
 	}
 	cq := v.s.clusterQueue(w.ClusterQueue)
-	for _, r := range sortedKeys(w.Snapshot.Flavors) {
+	for _, r := range slices.Sorted(maps.Keys(w.Snapshot.Flavors)) {
 		f := w.Snapshot.Flavors[r]
 		p := key(child(w.path, "snapshot.flavors"), r)
 		if _, asked := w.Requests[corev1.ResourceName(r)]; !asked {

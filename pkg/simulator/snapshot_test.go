@@ -12,13 +12,17 @@ import (
 // midRotation is three same-priority workloads taking turns on one CPU, taken five minutes into
 // the cluster's life: a holds the quota since 3m before the start, c was rotated out 3m before
 // the start, b has waited since its creation and never ran.
-const midRotation = `flavors: [{name: f}]
-clusterQueues:
-  - name: cq
-    quota: [{flavor: f, resources: {cpu: 1}}]
-    preemption:
-      withinClusterQueue: LowerOrNewerEqualPriority
-      withinClusterQueueConfig: {minAdmitDuration: 5m}
+const midRotation = `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority, withinClusterQueueConfig: {minAdmitDuration: 5m}}
+---
 simulation: {until: 20m}
 workloads:
   - {name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1h, snapshot: {created: -10m, quotaReserved: -3m}}
@@ -47,8 +51,8 @@ func TestRunStartsMidFlight(t *testing.T) {
 			want: []string{"+-3m a admitted", "+0s a finished", "+0s b admitted"},
 		},
 		"a flavor given for the holder's reservation": {
-			scenario: strings.NewReplacer("flavors: [{name: f}]", "flavors: [{name: f}, {name: g}]",
-				"quota: [{flavor: f, resources: {cpu: 1}}]", "quota: [{flavor: f, resources: {cpu: 1}}, {flavor: g, resources: {cpu: 1}}]",
+			scenario: strings.NewReplacer("metadata: {name: f}\n", "metadata: {name: f}\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: g}\n",
+				"flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]", "flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}, {name: g, resources: [{name: cpu, nominalQuota: 1}]}]",
 				"quotaReserved: -3m}", "quotaReserved: -3m, flavors: {cpu: g}}").Replace(midRotation),
 			// a holds g: b takes f at once; c waits for a turn in either.
 			want: []string{"+-3m a admitted", "+0s b admitted",
@@ -98,31 +102,31 @@ func TestParseRejectsBadSnapshots(t *testing.T) {
 	}{
 		"created after the start": {
 			replace: [2]string{"snapshot: {created: -10m}", "snapshot: {created: 1m}"},
-			want:    []string{"s.yaml:11: workloads[1].snapshot.created: must not be after the start (zero or negative), not 1m0s"},
+			want:    []string{"s.yaml:15: workloads[1].snapshot.created: must not be after the start (zero or negative), not 1m0s"},
 		},
 		"reserved before it was created": {
 			replace: [2]string{"quotaReserved: -3m", "quotaReserved: -20m"},
-			want:    []string{"s.yaml:10: workloads[0].snapshot.quotaReserved: must not be before snapshot.created (-10m0s), not -20m0s"},
+			want:    []string{"s.yaml:14: workloads[0].snapshot.quotaReserved: must not be before snapshot.created (-10m0s), not -20m0s"},
 		},
 		"an arrival too": {
 			replace: [2]string{"{name: b, clusterQueue: cq,", "{name: b, arrival: 1m, clusterQueue: cq,"},
-			want:    []string{"s.yaml:11: workloads[1].arrival: a workload with a snapshot is already in the cluster and arrives at the start; leave arrival out"},
+			want:    []string{"s.yaml:15: workloads[1].arrival: a workload with a snapshot is already in the cluster and arrives at the start; leave arrival out"},
 		},
 		"a preemption of a holder": {
 			replace: [2]string{"quotaReserved: -3m}", "quotaReserved: -3m, preempted: {at: -4m, reason: InClusterQueueTimeBased}}"},
-			want:    []string{"s.yaml:10: workloads[0].snapshot.preempted: only applies to a pending workload (Kueue clears the Preempted condition when it reserves quota again)"},
+			want:    []string{"s.yaml:14: workloads[0].snapshot.preempted: only applies to a pending workload (Kueue clears the Preempted condition when it reserves quota again)"},
 		},
 		"flavors of a pending workload": {
 			replace: [2]string{"snapshot: {created: -10m}", "snapshot: {created: -10m, flavors: {cpu: f}}"},
-			want:    []string{"s.yaml:11: workloads[1].snapshot.flavors: only applies with quotaReserved"},
+			want:    []string{"s.yaml:15: workloads[1].snapshot.flavors: only applies with quotaReserved"},
 		},
 		"a flavor without quota": {
 			replace: [2]string{"quotaReserved: -3m}", "quotaReserved: -3m, flavors: {cpu: g}}"},
-			want:    []string{`s.yaml:10: workloads[0].snapshot.flavors[cpu]: ClusterQueue cq has no quota for cpu in flavor "g"`},
+			want:    []string{`s.yaml:14: workloads[0].snapshot.flavors[cpu]: ClusterQueue cq has no quota for cpu in flavor "g"`},
 		},
 		"a preemption without a reason": {
 			replace: [2]string{"preempted: {at: -3m, reason: InClusterQueueTimeBased}", "preempted: {at: -3m}"},
-			want:    []string{"s.yaml:12: workloads[2].snapshot.preempted.reason: required"},
+			want:    []string{"s.yaml:16: workloads[2].snapshot.preempted.reason: required"},
 		},
 	}
 	for name, tc := range cases {

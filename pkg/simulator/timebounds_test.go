@@ -79,9 +79,18 @@ func TestJobInstantsSaturate(t *testing.T) {
 // 9999, the largest durations) neither stop the simulation nor make it step without end: it runs
 // to its end in a bounded number of steps.
 func TestRunFarFutureAnnotations(t *testing.T) {
-	s := mustParse(t, `simulation: {until: 2h}
-flavors: [{name: f}]
-clusterQueues: [{name: cq, quota: [{flavor: f, resources: {cpu: 1}}], preemption: {withinClusterQueue: LowerOrNewerEqualPriority}}]
+	s := mustParse(t, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1}]}]}]
+  preemption: {withinClusterQueue: LowerOrNewerEqualPriority}
+---
+simulation: {until: 2h}
 workloads:
   - name: cooldown
     clusterQueue: cq

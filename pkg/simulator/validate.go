@@ -2,15 +2,17 @@ package simulator
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -78,7 +80,7 @@ func (p *parser) validate(s *Scenario) {
 		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
 	}
 	allowed := ScenarioGates()
-	for _, name := range sortedKeys(s.FeatureGates) {
+	for _, name := range slices.Sorted(maps.Keys(s.FeatureGates)) {
 		if !slices.Contains(allowed, name) {
 			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
 		}
@@ -120,7 +122,7 @@ func (v *validator) nonNegative(path string, d *Duration) {
 // ScenarioGates are the feature gates a scenario may set: ours, and Kueue's whose default the
 // manager changes.
 func ScenarioGates() []string {
-	return append(ourGates(), sortedKeys(tsfeatures.KueueDefaults)...)
+	return append(ourGates(), slices.Sorted(maps.Keys(tsfeatures.KueueDefaults))...)
 }
 
 // objects checks what the API server does not: that every object a ClusterQueue, Cohort or
@@ -128,10 +130,10 @@ func ScenarioGates() []string {
 func (v *validator) objects() {
 	s := v.s
 	if len(s.Flavors) == 0 {
-		v.errorAt(0, "", "at least one ResourceFlavor (or flavors entry) is required")
+		v.errorAt(0, "", "at least one ResourceFlavor is required")
 	}
 	if len(s.ClusterQueues) == 0 {
-		v.errorAt(0, "", "at least one ClusterQueue (or clusterQueues entry) is required")
+		v.errorAt(0, "", "at least one ClusterQueue is required")
 	}
 	seen := sets.New[string]()
 	twice := func(kind, name, what string) {
@@ -242,7 +244,7 @@ func (v *validator) workloads() {
 		if len(w.Resources) == 0 {
 			v.errorf(child(p, "resources"), "required: what each pod asks for, like {cpu: 1}")
 		}
-		for _, r := range sortedKeys(w.Resources) {
+		for _, r := range slices.Sorted(maps.Keys(w.Resources)) {
 			if q := w.Resources[r]; q.Sign() <= 0 {
 				v.errorf(key(child(p, "resources"), r), "must be positive")
 			}
@@ -307,20 +309,11 @@ func (v *validator) coveredResources(w WorkloadSpec) {
 	for _, g := range cq.Spec.ResourceGroups {
 		covered.Insert(g.CoveredResources...)
 	}
-	for _, r := range sortedKeys(w.Requests) {
+	for _, r := range slices.Sorted(maps.Keys(w.Requests)) {
 		if !covered.Has(r) {
 			v.errorf(key(child(w.path, "resources"), string(r)), "ClusterQueue %s has no quota for %s, so the workload could never be admitted", cq.Name, r)
 		}
 	}
-}
-
-func sortedKeys[V any, K ~string](m map[K]V) []K {
-	out := make([]K, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // expand lists the scenario's workloads with copies expanded and queues resolved, in arrival
@@ -356,8 +349,8 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 				Arrival:            w.Arrival.Duration,
 				Duration:           w.Duration.Duration,
 				Checkpointed:       w.Checkpointed,
-				CheckpointInterval: durationOf(w.CheckpointInterval),
-				CheckpointDuration: durationOf(w.CheckpointDuration),
+				CheckpointInterval: ptr.Deref(w.CheckpointInterval, Duration{}).Duration,
+				CheckpointDuration: ptr.Deref(w.CheckpointDuration, Duration{}).Duration,
 				Pods:               pods,
 				Requests:           requests,
 				Annotations:        w.Annotations,
@@ -385,14 +378,6 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
 	out, _ := s.expand()
 	return out
-}
-
-// durationOf is d's duration, 0 when unset.
-func durationOf(d *Duration) time.Duration {
-	if d == nil {
-		return 0
-	}
-	return d.Duration
 }
 
 // checkpoints checks checkpointInterval and checkpointDuration, which model how much work an

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,8 +80,6 @@ type world struct {
 	jobs    map[types.NamespacedName]*job
 	// byUID names workloads by UID, to say who preempted whom.
 	byUID map[types.UID]string
-	// minRuntimes are every min-runtime the scenario configures, for wake-up times.
-	minRuntimes []time.Duration
 
 	events []Event
 	cycles int
@@ -89,12 +88,6 @@ type world struct {
 	stallLimit int
 	// versions counts the Workload versions handed to the event handlers.
 	versions int
-}
-
-// discardRecorder drops events: the simulator reports from conditions.
-type discardRecorder struct{}
-
-func (discardRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {
 }
 
 // builderIndexer registers Kueue's field indexes on a fake client builder.
@@ -182,7 +175,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		w.cache.AddOrUpdateResourceFlavor(log, rf)
 	}
 	for _, u := range objs.Cohorts {
-		c, _ := typedCohort(u)
+		c, _ := typedObject[kueue.Cohort](u)
 		if err := w.cache.AddOrUpdateCohort(c); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
 		}
@@ -192,7 +185,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		}
 	}
 	for _, u := range objs.ClusterQueues {
-		cq, _ := typedClusterQueue(u)
+		cq, _ := typedObject[kueue.ClusterQueue](u)
 		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
@@ -209,9 +202,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 			return nil, fmt.Errorf("LocalQueue %s/%s: %w", lq.Namespace, lq.Name, err)
 		}
 	}
-	w.minRuntimes = w.settings.MinRuntimeValues()
 
-	recorder := discardRecorder{}
+	// Events are dropped: the simulator reports from conditions.
+	recorder := &events.FakeRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
 		scheduler.WithTimeSource(w.clock),
 		scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
@@ -224,7 +217,10 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)
-	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log}
+	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log,
+		Candidate: w.candidate}
+	// A first sweep, with nothing admitted yet, so that the next covers only what follows.
+	w.waker.Sweep(w.ctx)
 	if mode == ModeBooster {
 		if window == 0 {
 			w.note("the priority booster never boosts: no ClusterQueue sets minAdmitDuration, which gives its interval")
@@ -564,6 +560,16 @@ func (w *world) clearNotice(wl *kueue.Workload) {
 	}
 }
 
+// candidate reads a running job's Workload as the waker does, but from the exact time the job
+// was admitted (a simulated workload reserves quota and is admitted at once).
+func (w *world) candidate(wl *kueue.Workload) policy.Candidate {
+	c := policy.CandidateOf(wl, "")
+	if j := w.jobs[client.ObjectKeyFromObject(wl)]; j != nil && j.state == running {
+		c.QuotaReservedAt, c.Admitted, c.AdmittedAt = w.start.Add(j.since), true, w.start.Add(j.since)
+	}
+	return c
+}
+
 func conditionTrue(wl *kueue.Workload, t string) bool {
 	return wl != nil && apimeta.IsStatusConditionTrue(wl.Status.Conditions, t)
 }
@@ -683,13 +689,13 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 	}
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == cq || (tree && mine != "" && root(u, "cohortName") == mine) {
-			typed, _ := typedClusterQueue(u)
+			typed, _ := typedObject[kueue.ClusterQueue](u)
 			add(typed.Spec.ResourceGroups)
 		}
 	}
 	for _, u := range s.Cohorts {
 		if tree && mine != "" && (u.GetName() == mine || root(u, "parentName") == mine) {
-			typed, _ := typedCohort(u)
+			typed, _ := typedObject[kueue.Cohort](u)
 			add(typed.Spec.ResourceGroups)
 		}
 	}

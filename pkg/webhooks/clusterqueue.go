@@ -17,7 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ClusterQueuePath is where the ClusterQueue validator is served; config/webhook names it too.
@@ -45,7 +45,7 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	errs := append(tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption), noticeGate(req, ext.Notice())...)
+	errs := append(tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption), refusedWhileOff(req, obj.Spec)...)
 	if len(errs) > 0 {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, req.Name, errs)
 		return admission.Response{AdmissionResponse: invalidResponse(invalid)}
@@ -53,26 +53,19 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 	return admission.Allowed("")
 }
 
-// noticeGate refuses notice settings that would change anything while the PreemptionNotice gate
-// is off, so that none is silently ignored. A setting the object already had (stored while the
-// gate was on) is kept on update: refusing it would block every other update, even the
-// finalizer's removal on deletion.
-func noticeGate(req admission.Request, n tsapi.NoticeSettings) field.ErrorList {
-	if features.Enabled(features.PreemptionNotice) {
-		return nil
-	}
-	var old *tsapi.NoticeSettings
+// refusedWhileOff is what the policy's units refuse in spec while their gate is off
+// (policy.Unit.RefusedWhileOff), given the stored spec on an update.
+func refusedWhileOff(req admission.Request, spec json.RawMessage) field.ErrorList {
+	var old json.RawMessage
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		var obj struct {
 			Spec json.RawMessage `json:"spec"`
 		}
 		if err := json.Unmarshal(req.OldObject.Raw, &obj); err == nil {
-			if stored, err := tsapi.ParseNoticeSettings(obj.Spec); err == nil {
-				old = &stored
-			}
+			old = obj.Spec
 		}
 	}
-	return n.InUse(field.NewPath("spec", "preemption"), features.NoticeGateOff, old)
+	return policy.Units().RefusedWhileOff(field.NewPath("spec", "preemption"), spec, old, policy.GateOn)
 }
 
 // Register adds the validators to the manager's webhook server; manager is the user name of the

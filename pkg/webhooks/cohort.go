@@ -34,7 +34,7 @@ func (CohortValidator) Handle(_ context.Context, req admission.Request) admissio
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	errs := append(tsapi.ValidateCohortExtension(ext), noticeGate(req, ext.Notice())...)
+	errs := append(tsapi.ValidateCohortExtension(ext), refusedWhileOff(req, obj.Spec)...)
 	if len(errs) > 0 {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "Cohort"}, req.Name, errs)
 		return admission.Response{AdmissionResponse: invalidResponse(invalid)}

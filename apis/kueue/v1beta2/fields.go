@@ -29,6 +29,15 @@ func (f Field) String() string {
 	return strings.Join(f.Path(), ".")
 }
 
+// sharedGroups are the groups of fields that ClusterQueues and Cohorts share in spec.preemption
+// besides the min-runtimes, each registered by its feature's file with its printer columns.
+var sharedGroups []sharedGroup
+
+type sharedGroup struct {
+	properties func() map[string]apiextensionsv1.JSONSchemaProps
+	columns    []apiextensionsv1.CustomResourceColumnDefinition
+}
+
 // Fields lists kueue-timeshare's fields by Kueue kind. It is the one place a field is declared:
 // hack/crdpatch adds each to every version of its kind's CRD, and the manager's conversion
 // webhook carries each unchanged between versions (upstream's types, which it converts with,
@@ -40,8 +49,10 @@ func Fields() map[string][]Field {
 	for name, s := range MinRuntimeSchemaProperties() {
 		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
 	}
-	for name, s := range NoticeSchemaProperties() {
-		cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
+	for _, g := range sharedGroups {
+		for name, s := range g.properties() {
+			cq = append(cq, Field{Parent: preemption, Name: name, Schema: s})
+		}
 	}
 	fields := map[string][]Field{
 		"ClusterQueue": cq,
@@ -58,14 +69,16 @@ func Fields() map[string][]Field {
 // hack/crdpatch appends them to upstream's in every version (the paths are the same in all).
 func PrinterColumns() map[string][]apiextensionsv1.CustomResourceColumnDefinition {
 	minRuntimes := func(priority int32) []apiextensionsv1.CustomResourceColumnDefinition {
-		return []apiextensionsv1.CustomResourceColumnDefinition{
+		cols := []apiextensionsv1.CustomResourceColumnDefinition{
 			{Name: "Preempt Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.preemptMinRuntime",
 				Description: "Protection against preemption within the ClusterQueue, where set here (kueue-timeshare)"},
 			{Name: "Reclaim Min Runtime", Type: "string", Priority: priority, JSONPath: ".spec.preemption.reclaimMinRuntime",
 				Description: "Protection against reclaim by other ClusterQueues, where set here (kueue-timeshare)"},
-			{Name: "Notice Period", Type: "string", Priority: 1, JSONPath: ".spec.preemption.noticePeriod",
-				Description: "Time a victim keeps running, with the deadline announced, before its eviction, where set here (kueue-timeshare)"},
 		}
+		for _, g := range sharedGroups {
+			cols = append(cols, g.columns...)
+		}
+		return cols
 	}
 	return map[string][]apiextensionsv1.CustomResourceColumnDefinition{
 		"ClusterQueue": append([]apiextensionsv1.CustomResourceColumnDefinition{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -13,6 +14,42 @@ import (
 // promised to the preemptor and nobody else is admitted into it; a longer notice would keep a
 // preemptor, and every workload queued behind it, waiting for longer than a checkpoint takes.
 const MaximumNoticePeriod = time.Hour
+
+func init() {
+	sharedGroups = append(sharedGroups, sharedGroup{properties: NoticeSchemaProperties,
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Notice Period", Type: "string", Priority: 1, JSONPath: ".spec.preemption.noticePeriod",
+			Description: "Time a victim keeps running, with the deadline announced, before its eviction, where set here (kueue-timeshare)"}}})
+}
+
+const (
+	noticePeriodDescription = "noticePeriod is how long a workload chosen as a victim of a time-based " +
+		"(InClusterQueueTimeBased) or expected-runtime (InClusterQueueExpectedRuntime) preemption keeps running, " +
+		"with the deadline announced, before it is evicted, so that it can save its work (kueue-timeshare). " +
+		"Unset: inherited from the parent Cohort, then the manager's defaultNoticePeriod; 0s: no notice. At most 1h. " +
+		"Needs the PreemptionNotice feature gate (beta, on). A Go duration, for example 5m."
+	noticeOnPriorityPreemptionDescription = "noticeOnPriorityPreemption extends noticePeriod to preemption by a " +
+		"higher-priority workload of the victim's own ClusterQueue (InClusterQueue) (kueue-timeshare). Unset: inherited " +
+		"from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
+	noticeOnReclaimDescription = "noticeOnReclaim extends noticePeriod to preemption by another ClusterQueue of the " +
+		"cohort tree (InCohortReclamation, InCohortReclaimWhileBorrowing, InCohortFairSharing) (kueue-timeshare). " +
+		"Unset: inherited from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
+)
+
+// noticePeriodMaximumRule repeats the webhook's bound (see durationPattern's rules).
+var noticePeriodMaximumRule = apiextensionsv1.ValidationRule{
+	Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) <= duration('%s')", celString(durationPattern), MaximumNoticePeriod),
+	Message: fmt.Sprintf("must be at most %s", MaximumNoticePeriod),
+}
+
+// NoticeSchemaProperties are the notice fields, for spec.preemption of ClusterQueues and Cohorts.
+func NoticeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
+	return map[string]apiextensionsv1.JSONSchemaProps{
+		"noticePeriod": {Type: "string", Description: noticePeriodDescription, Pattern: durationPattern,
+			XValidations: apiextensionsv1.ValidationRules{notNegativeRule, noticePeriodMaximumRule}},
+		"noticeOnPriorityPreemption": {Type: "boolean", Description: noticeOnPriorityPreemptionDescription},
+		"noticeOnReclaim":            {Type: "boolean", Description: noticeOnReclaimDescription},
+	}
+}
 
 // NoticeSettings give a preempted workload time to save its work before it is evicted. A
 // ClusterQueue or Cohort that leaves one unset inherits it from its parent cohort; noticePeriod

@@ -34,20 +34,6 @@ const (
 		"Cohort's ClusterQueues and child Cohorts (kueue-timeshare)."
 )
 
-const (
-	noticePeriodDescription = "noticePeriod is how long a workload chosen as a victim of a time-based " +
-		"(InClusterQueueTimeBased) or expected-runtime (InClusterQueueExpectedRuntime) preemption keeps running, " +
-		"with the deadline announced, before it is evicted, so that it can save its work (kueue-timeshare). " +
-		"Unset: inherited from the parent Cohort, then the manager's defaultNoticePeriod; 0s: no notice. At most 1h. " +
-		"Needs the PreemptionNotice feature gate (beta, on). A Go duration, for example 5m."
-	noticeOnPriorityPreemptionDescription = "noticeOnPriorityPreemption extends noticePeriod to preemption by a " +
-		"higher-priority workload of the victim's own ClusterQueue (InClusterQueue) (kueue-timeshare). Unset: inherited " +
-		"from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
-	noticeOnReclaimDescription = "noticeOnReclaim extends noticePeriod to preemption by another ClusterQueue of the " +
-		"cohort tree (InCohortReclamation, InCohortReclaimWhileBorrowing, InCohortFairSharing) (kueue-timeshare). " +
-		"Unset: inherited from the parent Cohort; default false. Needs the PreemptionNotice feature gate (beta, on)."
-)
-
 // durationPattern accepts Go duration strings; the sign and the minimum are checked by the
 // rules below, whose messages say what the rule is.
 const durationPattern = `^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
@@ -65,10 +51,6 @@ var (
 	notNegativeRule = apiextensionsv1.ValidationRule{
 		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) >= duration('0s')", celString(durationPattern)),
 		Message: "must not be negative",
-	}
-	noticePeriodMaximumRule = apiextensionsv1.ValidationRule{
-		Rule:    fmt.Sprintf("!self.matches(%s) || duration(self) <= duration('%s')", celString(durationPattern), MaximumNoticePeriod),
-		Message: fmt.Sprintf("must be at most %s", MaximumNoticePeriod),
 	}
 	// withinClusterQueueConfigRule sits on spec.preemption, where the policy it depends on is.
 	withinClusterQueueConfigRule = apiextensionsv1.ValidationRule{
@@ -114,20 +96,12 @@ func MinRuntimeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
 	}
 }
 
-// NoticeSchemaProperties are the notice fields, for spec.preemption of ClusterQueues and Cohorts.
-func NoticeSchemaProperties() map[string]apiextensionsv1.JSONSchemaProps {
-	return map[string]apiextensionsv1.JSONSchemaProps{
-		"noticePeriod": {Type: "string", Description: noticePeriodDescription, Pattern: durationPattern,
-			XValidations: apiextensionsv1.ValidationRules{notNegativeRule, noticePeriodMaximumRule}},
-		"noticeOnPriorityPreemption": {Type: "boolean", Description: noticeOnPriorityPreemptionDescription},
-		"noticeOnReclaim":            {Type: "boolean", Description: noticeOnReclaimDescription},
-	}
-}
-
 // CohortPreemptionSchema is the OpenAPI schema of a Cohort's spec.preemption.
 func CohortPreemptionSchema() apiextensionsv1.JSONSchemaProps {
 	props := MinRuntimeSchemaProperties()
-	maps.Copy(props, NoticeSchemaProperties())
+	for _, g := range sharedGroups {
+		maps.Copy(props, g.properties())
+	}
 	return apiextensionsv1.JSONSchemaProps{
 		Type:        "object",
 		Description: cohortPreemptionDescription,

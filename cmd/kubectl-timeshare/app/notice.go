@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
+
+func init() {
+	holdingColumns = append(holdingColumns, holdingColumn{header: "PREEMPTION NOTICE",
+		cell: func(a *AdmittedWorkload, now time.Time) string { return noticeColumn(a.Notice, now) }})
+	explainSections = append(explainSections, renderNotices)
+}
 
 // NoticeInProgress is a preemption notice in force on a workload, read from its annotations: it
 // keeps running until Deadline at the latest, then is evicted to make room for Preemptor.
@@ -113,4 +120,41 @@ func noticeColumn(n *NoticeInProgress, now time.Time) string {
 		s += ", checkpoint done"
 	}
 	return s
+}
+
+// renderNotices writes the notice in force on the workload, or how its last one ended, and the
+// workloads under notice for it; explained reports whether it had a notice to explain.
+func renderNotices(w io.Writer, r *ExplainReport, now time.Time) (explained bool, err error) {
+	explained = r.NoticeState != nil || r.Notice != nil
+	if n := r.Notice; n != nil {
+		if n.Problem != "" {
+			fmt.Fprintf(w, "Its preemption notice annotations are unreadable, and ignored by the manager: %s\n", n.Problem)
+		} else {
+			checkpoint := "not yet done (set the annotation " + annotations.CheckpointDone + "=true on its job once its work is saved)"
+			if n.CheckpointDone {
+				checkpoint = "done: it is evicted at the preemptor's next attempt"
+			}
+			fmt.Fprintf(w, "Under preemption notice (given %s, reason %s):\n  evicted at %s at the latest, to make room for %s; checkpoint %s\n",
+				when(n.Given, now), n.Reason, when(n.Deadline, now), n.Preemptor, checkpoint)
+		}
+	} else if d := r.NoticeState; d != nil && d.Status == string(metav1.ConditionFalse) {
+		fmt.Fprintf(w, "Its last preemption notice (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, d.Reason, when(d.Since, now), d.Message)
+	}
+	if r.NoticedForItUnknown != "" {
+		fmt.Fprintf(w, "Workloads under notice for it: not known (%s)\n", r.NoticedForItUnknown)
+	}
+	if len(r.NoticedForIt) == 0 {
+		return explained, nil
+	}
+	fmt.Fprintln(w, "Workloads under notice to make room for it:")
+	t := newTable(w)
+	fmt.Fprintln(t, "  WORKLOAD\tDEADLINE\tREASON\tCHECKPOINT")
+	for _, n := range r.NoticedForIt {
+		checkpoint := "not done"
+		if n.CheckpointDone {
+			checkpoint = "done"
+		}
+		fmt.Fprintf(t, "  %s\t%s\t%s\t%s\n", n.Workload, when(n.Deadline, now), n.Reason, checkpoint)
+	}
+	return explained, t.Flush()
 }

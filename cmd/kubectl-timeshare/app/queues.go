@@ -70,13 +70,16 @@ type AdmittedWorkload struct {
 	TurnEnds       *metav1.Time `json:"turnEnds,omitempty"`
 	TurnSetting    string       `json:"turnSetting,omitempty"`
 	RunningCounted string       `json:"runningCountedFrom,omitempty"`
-	// ExpectedRuntime is the workload's kueue-timeshare.io/expected-runtime (or why the manager
-	// ignores it); ExpectedRuntimeEnds is when it may be preempted for a waiting workload of
-	// equal priority of its ClusterQueue (its expected runtime, or its cooldown if later).
-	ExpectedRuntime     string       `json:"expectedRuntime,omitempty"`
-	ExpectedRuntimeEnds *metav1.Time `json:"expectedRuntimeEnds,omitempty"`
+	// Features are the units' columns (policy.Column), by feature gate.
+	Features map[string]FeatureCell `json:"features,omitempty"`
 	// Notice is the preemption notice in force on it, if any.
 	Notice *NoticeInProgress `json:"notice,omitempty"`
+}
+
+// FeatureCell is a unit's value for a workload and the instant it leads to.
+type FeatureCell struct {
+	Value string       `json:"value"`
+	From  *metav1.Time `json:"from,omitempty"`
 }
 
 // Protection is one min-runtime or toleration protecting (or having protected) a workload.
@@ -200,8 +203,8 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		rep.Manager = fmt.Sprintf("from --manager-config: %s, reclaimResolveMethod %s, runtimeClock %s", defaults, method, clock)
 	}
 	store := queuesettings.NewStore(defaults, method)
-	if m.Known && m.Config.DefaultNoticePeriod != nil {
-		store.SetDefaultNoticePeriod(m.Config.DefaultNoticePeriod.Duration)
+	if m.Known {
+		store.Configure(&m.Config)
 	}
 	// Tolerations as the manager's store reads them; a class with invalid annotations has none,
 	// as in the manager.
@@ -308,15 +311,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				}
 				a.Protections = append(a.Protections, pr)
 			}
-			if er := cand.ExpectedRuntime; er != nil {
-				a.ExpectedRuntime = er.Expected.String()
-				if er.Problem != "" {
-					a.ExpectedRuntime = er.Problem
-				}
-				if at := policy.NominatedFrom(&cand); !at.IsZero() {
-					a.ExpectedRuntimeEnds = ptrTime(metav1.NewTime(at))
-				}
-			}
+			a.Features = cells(units, &cand, on)
 			a.Notice = noticeOf(wl)
 			r.Admitted = append(r.Admitted, a)
 		}
@@ -432,6 +427,23 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 		a.Protections = append(a.Protections, pr)
 	}
 	return a
+}
+
+// cells are the columns of the units of t that are on for c.
+func cells(t policy.Table, c *policy.Candidate, on func(policy.Feature) bool) map[string]FeatureCell {
+	var out map[string]FeatureCell
+	for _, u := range t {
+		if u.Column == nil || !on(u.Feature) {
+			continue
+		}
+		if v, at := u.Column.Cell(c); v != "" {
+			if out == nil {
+				out = map[string]FeatureCell{}
+			}
+			out[string(u.Feature)] = FeatureCell{Value: v, From: ptrTime(metav1.NewTime(at))}
+		}
+	}
+	return out
 }
 
 // waiting lists cq's active workloads that hold no quota and have not finished, by creation time.

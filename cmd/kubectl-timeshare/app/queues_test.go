@@ -283,7 +283,7 @@ func TestRenderQueues(t *testing.T) {
 			},
 			Admitted: []AdmittedWorkload{{Namespace: "ns", Name: "new", LocalQueue: "lq", QuotaReserved: mt(-10 * time.Minute), Admitted: mt(-10 * time.Minute),
 				Protections: []Protection{{Kind: "preempt", Until: mt(20 * time.Minute), Active: true, Source: "preemptMinRuntime 30m0s from Cohort org"}},
-				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted", ExpectedRuntime: "25m0s", ExpectedRuntimeEnds: mt(15 * time.Minute)},
+				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted", Features: map[string]FeatureCell{"ExpectedRuntimeRequeue": {Value: "25m0s", From: mt(15 * time.Minute)}}},
 				{Namespace: "ns", Name: "victim", LocalQueue: "lq", QuotaReserved: mt(-65 * time.Minute), Admitted: mt(-65 * time.Minute),
 					TurnEnds: mt(-5 * time.Minute), RunningCounted: "Admitted",
 					Notice: &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(4 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/first", CheckpointDone: true}}},
@@ -614,8 +614,7 @@ func TestAdmittedTolerationAndExpectedRuntime(t *testing.T) {
 	}
 	want := map[string]struct {
 		protections   []Protection
-		expected      string
-		expectedEnds  *metav1.Time
+		features      map[string]FeatureCell
 		protectedCols [2]string
 	}{
 		"a-tolerant": {
@@ -628,8 +627,8 @@ func TestAdmittedTolerationAndExpectedRuntime(t *testing.T) {
 				Source: "the preemption toleration of WorkloadPriorityClass stubborn (preemptors below priority 10000)"}},
 			protectedCols: [2]string{"for as long as it runs", "the preemption toleration of WorkloadPriorityClass stubborn (preemptors below priority 10000)"},
 		},
-		"c-sweep": {expected: "25m0s", expectedEnds: mt(15 * time.Minute), protectedCols: [2]string{"<none>", "<none>"}},
-		"d-typo": {expected: `annotation kueue-timeshare.io/expected-runtime: "soon" is not a duration`,
+		"c-sweep": {features: map[string]FeatureCell{"ExpectedRuntimeRequeue": {Value: "25m0s", From: mt(15 * time.Minute)}}, protectedCols: [2]string{"<none>", "<none>"}},
+		"d-typo": {features: map[string]FeatureCell{"ExpectedRuntimeRequeue": {Value: `annotation kueue-timeshare.io/expected-runtime: "soon" is not a duration`}},
 			protectedCols: [2]string{"<none>", "<none>"}},
 	}
 	for name, w := range want {
@@ -638,8 +637,8 @@ func TestAdmittedTolerationAndExpectedRuntime(t *testing.T) {
 			if diff := cmp.Diff(w.protections, a.Protections); diff != "" {
 				t.Errorf("protections (-want +got):\n%s", diff)
 			}
-			if a.ExpectedRuntime != w.expected || !cmp.Equal(a.ExpectedRuntimeEnds, w.expectedEnds) {
-				t.Errorf("expected runtime = %q until %v, want %q until %v", a.ExpectedRuntime, a.ExpectedRuntimeEnds, w.expected, w.expectedEnds)
+			if diff := cmp.Diff(w.features, a.Features); diff != "" {
+				t.Errorf("features (-want +got):\n%s", diff)
 			}
 			until, by := protectionColumns(a.Protections, t0)
 			if diff := cmp.Diff(w.protectedCols, [2]string{until, by}); diff != "" {

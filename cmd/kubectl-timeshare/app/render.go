@@ -10,8 +10,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
+
+// What a feature's file of the plugin adds to the tables and explanations, in the order the files
+// register it.
+var (
+	// holdingColumns follow TURN ENDS in the table of workloads holding quota.
+	holdingColumns []holdingColumn
+	// explainSections follow a workload's wait and last preemption; each reports whether it
+	// had anything to explain.
+	explainSections []func(w io.Writer, r *ExplainReport, now time.Time) (explained bool, err error)
+)
+
+// holdingColumn is a column of the table of workloads holding quota.
+type holdingColumn struct {
+	header string
+	cell   func(a *AdmittedWorkload, now time.Time) string
+}
 
 // newTable aligns columns as kubectl get does.
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0) }
@@ -19,6 +35,12 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 
 // RenderQueues writes r as tables: per ClusterQueue its settings, holders and pending workloads.
 func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error {
 	fmt.Fprintf(w, "Manager settings: %s\n", r.Manager)
+	var columns policy.Table
+	for _, u := range policy.Units() {
+		if u.Column != nil {
+			columns = append(columns, u)
+		}
+	}
 	if len(r.ClusterQueues) == 0 {
 		fmt.Fprintln(w, "No ClusterQueues.")
 	}
@@ -46,25 +68,38 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			fmt.Fprintln(w, "No workloads hold quota.")
 		} else {
 			t = newTable(w)
-			header := "HOLDING QUOTA\tPRIORITY\tSINCE\tPROTECTED UNTIL\tPROTECTED BY\tTURN ENDS\tPREEMPTION NOTICE"
+			header := "HOLDING QUOTA\tPRIORITY\tSINCE\tPROTECTED UNTIL\tPROTECTED BY\tTURN ENDS"
+			for _, c := range holdingColumns {
+				header += "\t" + c.header
+			}
 			if wide {
-				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM\tEXPECTED RUNTIME ENDS\tSTATE"
+				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM"
+				for _, u := range columns {
+					header += "\t" + u.Column.Header
+				}
+				header += "\tSTATE"
 			}
 			fmt.Fprintln(t, header)
 			for _, a := range cq.Admitted {
 				until, by := protectionColumns(a.Protections, now)
-				fmt.Fprintf(t, "%s/%s\t%d\t%s\t%s\t%s\t%s\t%s", a.Namespace, a.Name, a.Priority, when(a.QuotaReserved, now), until, by, when(a.TurnEnds, now),
-					noticeColumn(a.Notice, now))
+				fmt.Fprintf(t, "%s/%s\t%d\t%s\t%s\t%s\t%s", a.Namespace, a.Name, a.Priority, when(a.QuotaReserved, now), until, by, when(a.TurnEnds, now))
+				for _, c := range holdingColumns {
+					fmt.Fprintf(t, "\t%s", c.cell(&a, now))
+				}
 				if wide {
 					state := "holding"
 					if a.Evicting {
 						state = "being evicted"
 					}
-					expected := "<none>"
-					if a.ExpectedRuntime != "" {
-						expected = when(a.ExpectedRuntimeEnds, now) + " (expected-runtime " + a.ExpectedRuntime + ")"
+					fmt.Fprintf(t, "\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted))
+					for _, u := range columns {
+						cell := "<none>"
+						if f, ok := a.Features[string(u.Feature)]; ok {
+							cell = when(f.From, now) + " (" + u.Column.Label + " " + f.Value + ")"
+						}
+						fmt.Fprintf(t, "\t%s", cell)
 					}
-					fmt.Fprintf(t, "\t%s\t%s\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted), expected, state)
+					fmt.Fprintf(t, "\t%s", state)
 				}
 				fmt.Fprintln(t)
 			}
@@ -178,10 +213,15 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 		}
 		fmt.Fprintf(w, "Its last preemption (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, reason, when(d.Since, now), d.Message)
 	}
-	if err := renderNotices(w, r, now); err != nil {
-		return err
+	explained := r.Wait != nil || r.LastPreemption != nil
+	for _, section := range explainSections {
+		shown, err := section(w, r, now)
+		if err != nil {
+			return err
+		}
+		explained = explained || shown
 	}
-	if r.Wait == nil && r.LastPreemption == nil && r.NoticeState == nil && r.Notice == nil {
+	if !explained {
 		fmt.Fprintln(w, "No wait, preemption or notice to explain.")
 	}
 	if len(r.Evictions) > 0 || r.Requeues != nil {
@@ -223,42 +263,6 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 			fmt.Fprintf(t, "\t%s", orNone(c))
 		}
 		fmt.Fprintln(t)
-	}
-	return t.Flush()
-}
-
-// renderNotices writes the notice in force on the workload, or how its last one ended, and the
-// workloads under notice for it.
-func renderNotices(w io.Writer, r *ExplainReport, now time.Time) error {
-	if n := r.Notice; n != nil {
-		if n.Problem != "" {
-			fmt.Fprintf(w, "Its preemption notice annotations are unreadable, and ignored by the manager: %s\n", n.Problem)
-		} else {
-			checkpoint := "not yet done (set the annotation " + annotations.CheckpointDone + "=true on its job once its work is saved)"
-			if n.CheckpointDone {
-				checkpoint = "done: it is evicted at the preemptor's next attempt"
-			}
-			fmt.Fprintf(w, "Under preemption notice (given %s, reason %s):\n  evicted at %s at the latest, to make room for %s; checkpoint %s\n",
-				when(n.Given, now), n.Reason, when(n.Deadline, now), n.Preemptor, checkpoint)
-		}
-	} else if d := r.NoticeState; d != nil && d.Status == string(metav1.ConditionFalse) {
-		fmt.Fprintf(w, "Its last preemption notice (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, d.Reason, when(d.Since, now), d.Message)
-	}
-	if r.NoticedForItUnknown != "" {
-		fmt.Fprintf(w, "Workloads under notice for it: not known (%s)\n", r.NoticedForItUnknown)
-	}
-	if len(r.NoticedForIt) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "Workloads under notice to make room for it:")
-	t := newTable(w)
-	fmt.Fprintln(t, "  WORKLOAD\tDEADLINE\tREASON\tCHECKPOINT")
-	for _, n := range r.NoticedForIt {
-		checkpoint := "not done"
-		if n.CheckpointDone {
-			checkpoint = "done"
-		}
-		fmt.Fprintf(t, "  %s\t%s\t%s\t%s\n", n.Workload, when(n.Deadline, now), n.Reason, checkpoint)
 	}
 	return t.Flush()
 }

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -81,8 +81,8 @@ func readSnapshot(ctx context.Context, c client.Reader, now time.Time) (*Snapsho
 // runtimeFor chooses a workload's run time: its expected-runtime annotation, else assume, else
 // the median; ok is false when none is known.
 func runtimeFor(wl *kueue.Workload, assume, median time.Duration, finished int) (RuntimeChoice, bool) {
-	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && er.Problem == "" && er.Expected > 0 {
-		return RuntimeChoice{Runtime: er.Expected, Source: RuntimeFromAnnotation}, true
+	if d, ok := policy.Units().PromisedRuntime(wl); ok {
+		return RuntimeChoice{Runtime: d, Source: RuntimeFromAnnotation}, true
 	}
 	if assume > 0 {
 		return RuntimeChoice{Runtime: assume, Source: RuntimeAssumed}, true
@@ -252,7 +252,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 	}
 	if len(unknownRuntime) > 0 {
 		return nil, fmt.Errorf("no run time is known for %s: no %s annotation, no --assume-runtime, and no finished workload in the cluster to take a median from; pass --assume-runtime",
-			strings.Join(unknownRuntime, ", "), annotations.ExpectedRuntime)
+			strings.Join(unknownRuntime, ", "), strings.Join(policy.Units().Promisers(), " or "))
 	}
 	for _, pc := range sortedByName(snap.PriorityClasses, func(pc schedulingv1.PriorityClass) string { return pc.Name }) {
 		if podClasses.Has(pc.Name) {
@@ -276,15 +276,17 @@ func snapshotWorkload(wl *kueue.Workload, start time.Time, runtime time.Duration
 		Annotations: withPrefix(wl.Annotations, ourPrefix),
 		Snapshot:    &simulator.WorkloadSnapshot{Created: simulator.Duration{Duration: offset(wl.CreationTimestamp.Time, start)}},
 	}
-	delete(w.Annotations, annotations.RequeueNotBefore)
-	// A notice in force names its preemptor by the cluster's UID, which no simulated workload
-	// has: carried over, it would keep the victim from every preemptor. The simulation chooses
-	// again instead (see docs/kubectl-plugin.md).
-	if _, ok := w.Annotations[annotations.PreemptionNotice]; ok {
-		notes = append(notes, fmt.Sprintf("workload %s is under a preemption notice, which the simulation does not carry: its preemptor chooses again", key))
-	}
-	for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone} {
-		delete(w.Annotations, a)
+	for _, u := range policy.Units() {
+		if u.NotCarried == nil {
+			continue
+		}
+		note, drop := u.NotCarried(w.Annotations)
+		if note != "" {
+			notes = append(notes, fmt.Sprintf("workload %s %s", key, note))
+		}
+		for _, a := range drop {
+			delete(w.Annotations, a)
+		}
 	}
 	if ref := wl.Spec.PriorityClassRef; ref != nil {
 		w.PriorityClass = ref.Name

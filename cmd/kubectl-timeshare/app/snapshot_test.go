@@ -430,10 +430,21 @@ spec:
 }
 
 func TestProposalApply(t *testing.T) {
-	current, err := simulator.Parse("current", []byte(`flavors: [{name: default}]
-cohorts: [{name: team}]
-clusterQueues:
-  - {name: turns, cohort: team, quota: [{flavor: default, resources: {cpu: 2}}]}
+	current, err := simulator.Parse("current", []byte(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: team}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: turns}
+spec:
+  cohortName: team
+  resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 2}]}]}]
+---
 workloads:
   - {name: a, clusterQueue: turns, resources: {cpu: 1}, duration: 1h}
 `))

@@ -98,13 +98,13 @@ func allPolicies() []Option {
 		WithSources(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithExpectedRuntimeRequeue(10 * time.Minute),
 		WithPreemptionNotice(noNoticeSettings{}),
-		WithNoticeIndex(syncedEmptyIndex()),
+		WithWorkloadIndex(syncedEmptyIndex()),
 	}
 }
 
 // syncedEmptyIndex is the manager's notice index when no notice is in force.
-func syncedEmptyIndex() *NoticeIndex {
-	x := NewNoticeIndex()
+func syncedEmptyIndex() *WorkloadIndex {
+	x := NewWorkloadIndex()
 	x.SetSynced(func() bool { return true })
 	return x
 }

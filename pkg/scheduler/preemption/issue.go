@@ -62,14 +62,9 @@ const EventPreemptionRefused = "PreemptionRefused"
 
 // issueTargets writes the evictions and notices of one preemption.
 func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	if p.noticeOn() {
-		// Targets whose notice is due are evicted here whatever their reason, so that the
-		// eviction's own write also ends the notice; new targets may get a notice instead.
-		if hasNotice(targets, preemptor) {
-			return p.issueOwn(ctx, cache, preemptor, targets, snap)
-		}
-		if given, pending, failed, err := p.giveNotices(ctx, preemptor, targets); given {
-			return pending, failed, err
+	for _, first := range issuesFirst {
+		if issued, preempted, failed, err := first(p, ctx, cache, preemptor, targets, snap); issued {
+			return preempted, failed, err
 		}
 	}
 	var theirs, ours []*Target
@@ -163,7 +158,9 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 		p.observed(log, key, victim.UID)
 		return err
 	}
-	p.endNotice(ctx, victim, t.WorkloadInfo.ClusterQueue)
+	for _, after := range afterAnyEviction {
+		after(p, ctx, victim, t.WorkloadInfo.ClusterQueue)
+	}
 
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)
 	log.V(3).Info("Preempted", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),

@@ -58,7 +58,7 @@ type nominationKey struct {
 
 // add records what the search made of a candidate, if it opted in.
 func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision) {
-	if c.ExpectedRuntime == nil {
+	if policy.ExpectedRuntimeOf(c) == nil {
 		return
 	}
 	nominated, skip := policy.Nominate(c, s.now)
@@ -78,7 +78,7 @@ func (t *nominationTally) add(s *search, c *policy.Candidate, d policy.Decision)
 	}
 	t.skipped[skip]++
 	if logV := s.log.V(4); logV.Enabled() {
-		logV.Info("Expected-runtime nomination skipped", "candidate", klog.KObj(c.Info.Obj), "reason", skip, "problem", c.ExpectedRuntime.Problem)
+		logV.Info("Expected-runtime nomination skipped", "candidate", klog.KObj(c.Info.Obj), "reason", skip, "problem", policy.ExpectedRuntimeOf(c).Problem)
 	}
 }
 
@@ -87,11 +87,7 @@ func (t *nominationTally) report(log *metrics.Decisions, role string, now time.T
 		if !log.First(k.key, now, time.Time{}) {
 			continue
 		}
-		if k.skip == "" {
-			metrics.ExpectedRuntimeNominations.WithLabelValues(role).Inc()
-		} else {
-			metrics.ExpectedRuntimeNominationsSkipped.WithLabelValues(k.skip, role).Inc()
-		}
+		policy.CountNomination(k.skip, role)
 	}
 }
 

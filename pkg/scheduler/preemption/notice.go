@@ -55,19 +55,64 @@ func init() {
 		}
 		return WithPreemptionNotice(s), true
 	})
+	waitsOn = append(waitsOn, waiter{targets: (*Preemptor).waitForNotices, explain: (*Preemptor).explainNotice})
+	issuesFirst = append(issuesFirst, (*Preemptor).issueNotices)
+	afterAnyEviction = append(afterAnyEviction, (*Preemptor).endNotice)
 }
 
 // WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
 // while the PreemptionNotice gate is on (see policy.WithPreemptionNotice).
 func WithPreemptionNotice(src NoticeSource) Option {
 	return func(c *config) {
-		c.notices = src
+		c.sources = append(c.sources, src)
 		c.features = append(c.features, policy.FeatureNotice)
 	}
 }
 
+// notices is the source of the notice settings; nil while the feature is off.
+func (p *Preemptor) notices() NoticeSource {
+	if !p.on(policy.FeatureNotice) {
+		return nil
+	}
+	for _, s := range p.sources {
+		if src, ok := s.(NoticeSource); ok {
+			return src
+		}
+	}
+	return nil
+}
+
 func (p *Preemptor) noticeOn() bool {
-	return p.notices != nil && p.on(policy.FeatureNotice)
+	return p.notices() != nil
+}
+
+// waitForNotices is what a preemptor whose victims are under notice does instead of a search
+// (see noticeTargets).
+func (p *Preemptor) waitForNotices(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*Target, bool) {
+	if !p.noticeOn() {
+		return nil, false
+	}
+	targets, held := p.noticeTargets(wl, snapshot)
+	if held {
+		ctrllog.FromContext(ctx).V(3).Info("Victims under preemption notice", "due", len(targets) > 0)
+	}
+	return targets, held
+}
+
+// issueNotices takes a preemption's targets first: those whose notice is due are evicted here
+// whatever their reason, so that the eviction's own write also ends the notice; new targets may
+// get a notice instead of their eviction.
+func (p *Preemptor) issueNotices(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+	snap *schdcache.ClusterQueueSnapshot) (bool, int, int, error) {
+	if !p.noticeOn() {
+		return false, 0, 0, nil
+	}
+	if hasNotice(targets, preemptor) {
+		preempted, failed, err := p.issueOwn(ctx, cache, preemptor, targets, snap)
+		return true, preempted, failed, err
+	}
+	given, pending, failed, err := p.giveNotices(ctx, preemptor, targets)
+	return given, pending, failed, err
 }
 
 // noticed is a workload under notice for a preemptor.
@@ -82,7 +127,7 @@ type noticed struct {
 // synced, it reads every admitted workload of the tree.
 func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	keys, indexed := p.noticeIndex.listed()
+	keys, indexed := p.index.listed()
 	if cq == nil || (indexed && len(keys) == 0) {
 		return nil
 	}
@@ -174,7 +219,7 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	path, def := p.notices.NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
+	path, def := p.notices().NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
 	d, src := policy.ResolveNotice(path, t.Reason, def)
 	return d, src.String()
 }
@@ -253,8 +298,8 @@ func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n a
 	n.Start = n.Start.UTC().Truncate(time.Second)
 	record := policy.NoticeRecord(&n, victim.Generation)
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
-	if p.noticeIndex != nil {
-		p.noticeIndex.add(workload.Key(victim), record.Message)
+	if p.index != nil {
+		p.index.add(workload.Key(victim), record.Message)
 	}
 	if err := applyNoticeCondition(ctx, p.client, victim, victim.ResourceVersion, record); err != nil {
 		return err

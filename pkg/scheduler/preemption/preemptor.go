@@ -75,10 +75,8 @@ type Preemptor struct {
 	// sources what their units read facts from.
 	features []policy.Feature
 	sources  policy.Sources
-	// notices, when set, gives victims the notice their settings ask for.
-	notices NoticeSource
-	// noticeIndex, when set, lists the workloads that may be under notice.
-	noticeIndex *NoticeIndex
+	// index, when set, lists the workloads that a unit may have marked.
+	index *WorkloadIndex
 	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
 	defaultRequeueDelay time.Duration
 	// runtimeClock says from which condition min-runtimes and expected runtimes count.
@@ -112,8 +110,7 @@ type config struct {
 	cohortKnown         func(kueue.CohortReference) bool
 	minRuntimes         MinRuntimeSource
 	sources             policy.Sources
-	notices             NoticeSource
-	noticeIndex         *NoticeIndex
+	index               *WorkloadIndex
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
 }
@@ -265,8 +262,7 @@ func New(
 		minRuntimes:         c.minRuntimes,
 		features:            c.features,
 		sources:             c.sources,
-		notices:             c.notices,
-		noticeIndex:         c.noticeIndex,
+		index:               c.index,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
 		client:              cl,
@@ -355,9 +351,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		log.V(3).Info("No preemption until kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue, "unread", unread)
 		return nil
 	}
-	if p.noticeOn() {
-		if targets, held := p.noticeTargets(&wl, snapshot); held {
-			log.V(3).Info("Victims under preemption notice", "due", len(targets) > 0)
+	for _, w := range waitsOn {
+		if targets, held := w.targets(p, ctx, &wl, snapshot); held {
 			return targets
 		}
 	}

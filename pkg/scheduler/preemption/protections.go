@@ -93,8 +93,9 @@ const (
 	kindReclaim = "reclaim"
 	// kindUnit: a protection its feature's unit explains (policy.Unit.Vetoed).
 	kindUnit = "unit"
-	// kindNotice: a candidate under notice for another preemptor, its room promised.
-	kindNotice = "notice"
+	// kindPromised: a protection that promises the candidate's room to another preemptor
+	// (policy.Unit.Promised).
+	kindPromised = "promised"
 )
 
 // protectedTally counts the candidates a search skipped because of a protection (min-runtime,
@@ -128,9 +129,9 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 		t.byKind[kind]++
 		t.minRuntime = append(t.minRuntime, protectedCandidate{uid: c.Info.Obj.UID, kind: kind, end: end})
 	}
-	// A noticed candidate's room goes to its own preemptor at the deadline: no reason to hold
+	// A promised candidate's room goes to the preemptor it is promised to: no reason to hold
 	// quota for this one (Wait's holdQuota).
-	if c.Info.ClusterQueue != s.cq.Name && kind != kindNotice {
+	if c.Info.ClusterQueue != s.cq.Name && kind != kindPromised {
 		t.reclaim++
 	}
 	if !end.IsZero() && (t.firstEnd.IsZero() || end.Before(t.firstEnd)) {
@@ -147,16 +148,18 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 	switch rule {
 	case policy.RuleMinRuntime:
 		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
-	case policy.RuleUnderNotice:
-		t.add(s, c, "its preemption notice for "+c.Notice.Preemptor, kindNotice, c.Notice.Deadline)
 	default:
-		// A unit that explains its own protection (the preemption toleration).
+		// A unit that explains its own protection.
 		for _, u := range allUnits {
 			if u.Vetoed == nil {
 				continue
 			}
 			if why, until, ok := u.Vetoed(rule, c); ok {
-				t.add(s, c, why, kindUnit, until)
+				kind := kindUnit
+				if u.Promised {
+					kind = kindPromised
+				}
+				t.add(s, c, why, kind, until)
 				return
 			}
 		}
@@ -217,7 +220,7 @@ func (p *Preemptor) explainsVetoes() bool {
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.noticeOn() && !p.explainsVetoes()) || cq == nil {
+	if (!p.protectionOn() && !p.explainsVetoes()) || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()

@@ -203,8 +203,10 @@ func (p *Preemptor) explainWait(ctx context.Context, wl *workload.Info, snapshot
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
 	var notes []string
-	if note := p.explainNotice(wl, snapshot); note != "" {
-		return note
+	for _, w := range waitsOn {
+		if note := w.explain(p, wl, snapshot); note != "" {
+			return note
+		}
 	}
 	for _, note := range []string{p.explainTurn(ctx, wl, snapshot), survey.message()} {
 		if note != "" {

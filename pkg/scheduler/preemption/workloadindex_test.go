@@ -35,18 +35,18 @@ func TestNoticeIndex(t *testing.T) {
 	}
 	synced := func() bool { return true }
 	cases := map[string]struct {
-		steps func(x *NoticeIndex)
+		steps func(x *WorkloadIndex)
 		want  []workload.Reference
 		inUse bool
 	}{
 		"not in use before it has synced": {
-			steps: func(x *NoticeIndex) { x.Observe(wl("a", "first")) },
+			steps: func(x *WorkloadIndex) { x.Observe(wl("a", "first")) },
 		},
 		"not in use while the informer has not delivered its list": {
-			steps: func(x *NoticeIndex) { x.SetSynced(func() bool { return false }); x.Observe(wl("a", "first")) },
+			steps: func(x *WorkloadIndex) { x.SetSynced(func() bool { return false }); x.Observe(wl("a", "first")) },
 		},
 		"lists the workloads the informer shows under notice": {
-			steps: func(x *NoticeIndex) {
+			steps: func(x *WorkloadIndex) {
 				x.SetSynced(synced)
 				x.Observe(wl("a", "first"))
 				x.Observe(wl("b", ""))
@@ -55,7 +55,7 @@ func TestNoticeIndex(t *testing.T) {
 			want: []workload.Reference{"ns/a", "ns/c"}, inUse: true,
 		},
 		"a notice ended or a workload deleted leaves it": {
-			steps: func(x *NoticeIndex) {
+			steps: func(x *WorkloadIndex) {
 				x.SetSynced(synced)
 				x.Observe(wl("a", "first"))
 				x.Observe(wl("c", "first"))
@@ -65,11 +65,11 @@ func TestNoticeIndex(t *testing.T) {
 			want: []workload.Reference{}, inUse: true,
 		},
 		"a notice written here is listed before the informer shows it": {
-			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.add("ns/a", "second") },
+			steps: func(x *WorkloadIndex) { x.SetSynced(synced); x.add("ns/a", "second") },
 			want:  []workload.Reference{"ns/a"}, inUse: true,
 		},
 		"views older than a notice written here do not drop it": {
-			steps: func(x *NoticeIndex) {
+			steps: func(x *WorkloadIndex) {
 				x.SetSynced(synced)
 				x.add("ns/a", "second")
 				x.Observe(wl("a", "first"))
@@ -78,7 +78,7 @@ func TestNoticeIndex(t *testing.T) {
 			want: []workload.Reference{"ns/a"}, inUse: true,
 		},
 		"once the informer has shown that notice, its end drops it": {
-			steps: func(x *NoticeIndex) {
+			steps: func(x *WorkloadIndex) {
 				x.SetSynced(synced)
 				x.add("ns/a", "second")
 				x.Observe(wl("a", "second"))
@@ -87,12 +87,12 @@ func TestNoticeIndex(t *testing.T) {
 			want: []workload.Reference{}, inUse: true,
 		},
 		"taken out of use when its informer stops": {
-			steps: func(x *NoticeIndex) { x.SetSynced(synced); x.Observe(wl("a", "first")); x.SetSynced(nil) },
+			steps: func(x *WorkloadIndex) { x.SetSynced(synced); x.Observe(wl("a", "first")); x.SetSynced(nil) },
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			x := NewNoticeIndex()
+			x := NewWorkloadIndex()
 			tc.steps(x)
 			got, inUse := x.listed()
 			slices.Sort(got)
@@ -110,21 +110,21 @@ func TestNoticeIndex(t *testing.T) {
 // before it has synced, by reading every workload.
 func TestNoticedForThroughTheIndex(t *testing.T) {
 	cases := map[string]struct {
-		index func() *NoticeIndex
+		index func() *WorkloadIndex
 		want  []string
 	}{
-		"no index":         {index: func() *NoticeIndex { return nil }, want: []string{"borrower"}},
-		"index not synced": {index: NewNoticeIndex, want: []string{"borrower"}},
-		"index listing it": {index: func() *NoticeIndex {
-			x := NewNoticeIndex()
+		"no index":         {index: func() *WorkloadIndex { return nil }, want: []string{"borrower"}},
+		"index not synced": {index: NewWorkloadIndex, want: []string{"borrower"}},
+		"index listing it": {index: func() *WorkloadIndex {
+			x := NewWorkloadIndex()
 			x.add("ns/borrower", "n")
 			x.SetSynced(func() bool { return true })
 			return x
 		}, want: []string{"borrower"}},
 		"index listing another": {
 			// A synced index is trusted: what it does not list is not looked at.
-			index: func() *NoticeIndex {
-				x := NewNoticeIndex()
+			index: func() *WorkloadIndex {
+				x := NewWorkloadIndex()
 				x.add("ns/gone", "n")
 				x.SetSynced(func() bool { return true })
 				return x
@@ -138,7 +138,7 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 			giveNotice(sc.Admitted[0], annotations.Notice{Start: sc.Now, Deadline: sc.Now.Add(time.Minute), Reason: kueue.InCohortReclamationReason,
 				Preemptor: "ns/pending", PreemptorUID: "uid-pending"})
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
-				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}), WithNoticeIndex(tc.index()))
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}), WithWorkloadIndex(tc.index()))
 			var got []string
 			for _, n := range p.noticedFor(sc.PendingInfo(), snapshotOf(t, ctx, &sc)) {
 				got = append(got, n.info.Obj.Name)
@@ -157,11 +157,11 @@ func TestWriteNoticeListsTheVictim(t *testing.T) {
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, victim); err != nil {
 		t.Fatal(err)
 	}
-	x := NewNoticeIndex()
+	x := NewWorkloadIndex()
 	x.SetSynced(func() bool { return true })
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	p := New(cl, workload.Ordering{}, nil, nil, false, clocktesting.NewFakeClock(now), nil, preemptexpectations.New(), nil,
-		WithPreemptionNotice(noNoticeSettings{}), WithNoticeIndex(x))
+		WithPreemptionNotice(noNoticeSettings{}), WithWorkloadIndex(x))
 	n := annotations.Notice{Start: now, Deadline: now.Add(time.Minute), Reason: kueue.InClusterQueueReason, Preemptor: "ns/p", PreemptorUID: "uid-p"}
 	if err := p.writeNotice(ctx, victim, n); err != nil {
 		t.Fatal(err)
