@@ -53,6 +53,9 @@ type Configuration struct {
 	// ClusterQueue nor any ancestor cohort sets noticePeriod. 0s: none. Accepted only with the
 	// PreemptionNotice feature gate.
 	DefaultNoticePeriod *metav1.Duration `json:"defaultNoticePeriod,omitempty"`
+	// PreemptionBudget is the budget of each ClusterQueue with none on its path (its own bucket
+	// per ClusterQueue). Accepted only with the PreemptionBudget feature gate.
+	PreemptionBudget *tsapi.PreemptionBudget `json:"preemptionBudget,omitempty"`
 	// Metrics holds the settings of our own metrics (Kueue's are in its top-level metrics).
 	Metrics Metrics `json:"metrics"`
 }
@@ -120,6 +123,7 @@ func Validate(c *Configuration) field.ErrorList {
 	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
 		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))
 	}
+	errs = append(errs, c.PreemptionBudget.Validate(path.Child("preemptionBudget"))...)
 	switch c.ReclaimResolveMethod {
 	case ReclaimResolveLCA, ReclaimResolveQueue:
 	default:
