@@ -63,6 +63,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.setCohortRead(name, false)
+			r.store.readCohortBudget(name, nil)
 			if r.store.setCohort(name, policy.MinRuntimes{}, policy.NoticeSettings{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
@@ -77,6 +78,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.setCohort(name, mr, notice)
+	changed = r.store.readCohortBudget(name, u) || changed
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
 	if changed && r.onChange != nil {

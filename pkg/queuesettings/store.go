@@ -53,6 +53,8 @@ type Store struct {
 	cqNotice      map[kueue.ClusterQueueReference]policy.NoticeSettings
 	cohortNotice  map[kueue.CohortReference]policy.NoticeSettings
 	defaultNotice time.Duration
+	// budget: the preemption budgets, their tree and ledger.
+	budget budgetState
 }
 
 // NewStore returns a store without settings, with the manager's min-runtime defaults.
@@ -73,6 +75,7 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 
 // Configure takes the defaults of the manager configuration ts that the store resolves to.
 func (s *Store) Configure(ts *tsconfig.Configuration) {
+	s.setBudgetDefault(ts.PreemptionBudget)
 	if ts.DefaultNoticePeriod != nil {
 		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
 	}
@@ -306,6 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
 			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, policy.NoticeSettings{})
+			r.store.readClusterQueueBudget(name, nil)
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
@@ -319,6 +323,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr, notice) || changed
+	changed = r.store.readClusterQueueBudget(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
@@ -367,6 +372,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	qs, mr, notice, problem := parse(u)
 	s.set(name, qs)
 	s.setClusterQueueMinRuntimes(name, mr, notice)
+	s.readClusterQueueBudget(name, u)
 	s.setKnown(name, true)
 	if problem != "" {
 		return errors.New(problem)
@@ -378,6 +384,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	mr, notice, problem := parseCohort(u)
 	s.setCohort(kueue.CohortReference(u.GetName()), mr, notice)
+	s.readCohortBudget(kueue.CohortReference(u.GetName()), u)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
@@ -399,6 +406,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		qs, mr, notice, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr, notice)
+		s.readClusterQueueBudget(name, &cqs.Items[i])
 		s.setKnown(name, true)
 	}
 	cohorts := &unstructured.UnstructuredList{}
@@ -409,6 +417,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	for i := range cohorts.Items {
 		mr, notice, _ := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), mr, notice)
+		s.readCohortBudget(kueue.CohortReference(cohorts.Items[i].GetName()), &cohorts.Items[i])
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil
