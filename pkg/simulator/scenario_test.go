@@ -157,7 +157,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"feature gate that is not ours": {
 			yaml: "featureGates: {TopologyAwareScheduling: true}\n" + minimal,
-			want: []string{"s.yaml:1: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PrioritizePreemptorWorkloads"},
+			want: []string{"s.yaml:1: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PreemptionBudget, PrioritizePreemptorWorkloads"},
 		},
 		"bad reclaim resolve method": {
 			yaml: "timeshare: {reclaimResolveMethod: Root}\n" + minimal,
