@@ -35,6 +35,7 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 	unknownKind := write("kind.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: NotAConfiguration\n")
 	podsReadyClock := write("pods-ready-clock.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  runtimeClock: PodsReady\n")
 	notice := write("notice.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultNoticePeriod: 10m\n")
+	budget := write("budget.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  preemptionBudget:\n    maxPreemptions: 2\n    period: 1h\n")
 	preemptorsLast := write("preemptors-last.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  PrioritizePreemptorWorkloads: false\n")
 	badTimeshare := write("bad-timeshare.yaml", "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  reclaimResolveMethod: Root\n  defaultPreemptMinRuntime: -5m\n")
 
@@ -61,8 +62,8 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			wantText: []string{"invalid configuration", "waitForPodsReady.timeout"},
 		},
 		"our gates are set like upstream's": {
-			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,PreemptionNotice=true --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
-			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionNotice":true,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
+			args:     "--feature-gates=TimeBasedSamePriorityPreemption=false,MinRuntimeProtection=false,PreemptionToleration=false,ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,PreemptionNotice=true,PreemptionBudget=true --zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText: []string{`"featureGates":{"ExpectedRuntimeRequeue":false,"HandoverAfterVictimTermination":false,"MinRuntimeProtection":false,"PreemptionBudget":true,"PreemptionNotice":true,"PreemptionToleration":false,"TimeBasedSamePriorityPreemption":false}`, "no-kubeconfig"},
 		},
 		"Kueue's PrioritizePreemptorWorkloads is on by default": {
 			args:     "--zap-log-level=2 --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
@@ -85,6 +86,15 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			args:       "--config=" + notice + " --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
 			wantText:   []string{"no-kubeconfig"},
 			wantAbsent: []string{"invalid configuration", "defaultNoticePeriod"},
+		},
+		"a budget while PreemptionBudget is off (alpha, the default)": {
+			args:     "--config=" + budget,
+			wantText: []string{"invalid configuration", "timeshare.preemptionBudget", "needs the PreemptionBudget feature gate, which is off"},
+		},
+		"a budget with PreemptionBudget on passes the configuration checks": {
+			args:       "--config=" + budget + " --feature-gates=PreemptionBudget=true --kubeconfig=" + filepath.Join(dir, "no-kubeconfig"),
+			wantText:   []string{"no-kubeconfig"},
+			wantAbsent: []string{"invalid configuration", "preemptionBudget"},
 		},
 		"invalid timeshare settings": {
 			args: "--config=" + badTimeshare,

@@ -105,24 +105,29 @@ func TestPatchesEveryVersionOfKueuesCRDs(t *testing.T) {
 	}
 }
 
-// The declared schemas say what kubectl explain shows: each leaf has a description, and each
-// duration a pattern.
+// The declared schemas say what kubectl explain shows: each leaf has a description, each
+// duration a pattern and each count a minimum; objects are walked down to their leaves.
 func TestFieldSchemas(t *testing.T) {
+	var check func(kind string, f tsapi.Field, name string, d apiextensionsv1.JSONSchemaProps)
+	check = func(kind string, f tsapi.Field, name string, d apiextensionsv1.JSONSchemaProps) {
+		if d.Type == "object" {
+			if len(d.Properties) == 0 {
+				t.Errorf("%s %s: %s has no properties", kind, f, name)
+			}
+			for n, p := range d.Properties {
+				check(kind, f, name+"."+n, p)
+			}
+			return
+		}
+		duration := d.Type == "string" && d.Pattern != ""
+		count := d.Type == "integer" && d.Minimum != nil
+		if !(duration || count || d.Type == "boolean") || d.Description == "" {
+			t.Errorf("%s %s: %s schema %+v", kind, f, name, d)
+		}
+	}
 	for kind, fields := range tsapi.Fields() {
 		for _, f := range fields {
-			leaves := map[string]apiextensionsv1.JSONSchemaProps{f.Name: f.Schema}
-			if f.Schema.Type == "object" {
-				leaves = f.Schema.Properties
-			}
-			if len(leaves) == 0 {
-				t.Errorf("%s %s: no properties", kind, f)
-			}
-			for name, d := range leaves {
-				duration := d.Type == "string" && d.Pattern != ""
-				if !(duration || d.Type == "boolean") || d.Description == "" {
-					t.Errorf("%s %s: %s schema %+v", kind, f, name, d)
-				}
-			}
+			check(kind, f, f.Name, f.Schema)
 		}
 	}
 }

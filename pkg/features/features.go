@@ -44,6 +44,11 @@ const (
 	// and Cohorts, and the manager's defaultNoticePeriod). Off: victims are evicted at once, and the
 	// webhooks and the configuration loader refuse those settings rather than ignore them.
 	PreemptionNotice featuregate.Feature = "PreemptionNotice"
+
+	// PreemptionBudget lets spec.preemption.preemptionBudget (on ClusterQueues and Cohorts) and the
+	// manager's preemptionBudget cap how many workloads below a queue, and how often one workload,
+	// are preempted per period. Off: the webhooks and the configuration loader refuse them.
+	PreemptionBudget featuregate.Feature = "PreemptionBudget"
 )
 
 // PolicyPrecedence is the victim policy's precedence table (see policy.Units): when several of
@@ -60,7 +65,12 @@ var PolicyPrecedence = []featuregate.Feature{
 	PreemptionToleration,
 	// Vetoes a candidate whose room is promised to another preemptor by a notice.
 	PreemptionNotice,
+	// Vetoes a candidate whose preemption would overdraw a preemption budget on its path.
+	PreemptionBudget,
 }
+
+// BudgetGateOff is what a refused budget setting is told while PreemptionBudget is off.
+const BudgetGateOff = "needs the PreemptionBudget feature gate, which is off; leave it unset"
 
 // NoticeGateOff is what a refused notice setting is told while PreemptionNotice is off.
 const NoticeGateOff = "needs the PreemptionNotice feature gate, which is off; leave it unset or set it to 0s/false"
@@ -83,6 +93,9 @@ var gates = map[featuregate.Feature]featuregate.VersionedSpecs{
 	},
 	PreemptionNotice: {
 		{Version: version.MustParse("0.19"), Default: true, PreRelease: featuregate.Beta},
+	},
+	PreemptionBudget: {
+		{Version: version.MustParse("0.19"), Default: false, PreRelease: featuregate.Alpha},
 	},
 }
 

@@ -37,4 +37,12 @@ func TestGatesLiveInUpstreamsGate(t *testing.T) {
 	}
 }
 
+func TestAlphaGatesAreOffByDefault(t *testing.T) {
+	for _, gate := range []featuregate.Feature{PreemptionBudget} {
+		if Enabled(gate) {
+			t.Errorf("%s is on by default", gate)
+		}
+	}
+}
+
 func ptr(b bool) *bool { return &b }

@@ -125,6 +125,14 @@ timeshare:
 				}
 			},
 		},
+		"a budget is refused while PreemptionBudget is off (the default), naming the field and the gate": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  preemptionBudget:\n    maxPreemptions: 2\n    period: 1h\n",
+			wantErr: []string{"timeshare.preemptionBudget", "PreemptionBudget feature gate"},
+		},
+		"an invalid budget names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  preemptionBudget:\n    maxPreemptions: 2\n    period: 1h\n    burst: 1\n",
+			wantErr: []string{"invalid configuration", "timeshare.preemptionBudget.burst", "must be at least maxPreemptions (2)"},
+		},
 		"a negative long-wait threshold names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  metrics:\n    longWaitThreshold: -1m\n",
 			wantErr: []string{"invalid configuration", "timeshare.metrics.longWaitThreshold", "must not be negative"},

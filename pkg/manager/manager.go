@@ -782,6 +782,10 @@ func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 			if err == nil {
 				err = m.tolerations.Load(ctx, m.GetAPIReader())
 			}
+			// The budgets' ledger is in memory: rebuilt before the first preemption.
+			if err == nil && policy.GateOn(policy.FeaturePreemptionBudget) {
+				err = m.settings.LoadPreemptions(ctx, m.GetAPIReader())
+			}
 			if err != nil {
 				m.log.Error(err, "Could not load kueue-timeshare settings; the scheduler waits")
 				return false, nil

@@ -118,6 +118,9 @@ type Input struct {
 	// Protection is the candidate's resolved min-runtime against this preemptor.
 	Protection Protection
 	Now        time.Time
+	// eligibleReason is the reason of the rule that found the candidate eligible, for the
+	// protections that spare some reasons.
+	eligibleReason string
 }
 
 // Decision is the policy's answer, with the rule that gave it.
@@ -245,6 +248,7 @@ func (p *Policy) match(in *Input) *Rule {
 		if !p.rules[i].Eligible {
 			return &p.rules[i]
 		}
+		in.eligibleReason = p.rules[i].Reason
 		for j := range p.protections {
 			if p.protections[j].When(in) {
 				return &p.protections[j]

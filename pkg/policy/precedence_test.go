@@ -154,6 +154,7 @@ func TestFeaturesAreGates(t *testing.T) {
 		Feature(features.MinRuntimeProtection),
 		Feature(features.PreemptionToleration),
 		Feature(features.PreemptionNotice),
+		Feature(features.PreemptionBudget),
 	}
 	if diff := cmp.Diff(want, Precedence()); diff != "" {
 		t.Errorf("features (-gates +table):\n%s", diff)

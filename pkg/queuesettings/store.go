@@ -53,6 +53,8 @@ type Store struct {
 	cqNotice      map[kueue.ClusterQueueReference]policy.NoticeSettings
 	cohortNotice  map[kueue.CohortReference]policy.NoticeSettings
 	defaultNotice time.Duration
+	// budget: the preemption budgets, their tree and ledger.
+	budget budgetState
 }
 
 // NewStore returns a store without settings, with the manager's min-runtime defaults.
@@ -73,6 +75,7 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 
 // Configure takes the defaults of the manager configuration ts that the store resolves to.
 func (s *Store) Configure(ts *tsconfig.Configuration) {
+	s.setBudgetDefault(ts.PreemptionBudget)
 	if ts.DefaultNoticePeriod != nil {
 		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
 	}
@@ -320,6 +323,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
 			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, policy.NoticeSettings{})
+			r.store.readClusterQueueBudget(name, nil)
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
@@ -333,6 +337,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr, notice) || changed
+	changed = r.store.readClusterQueueBudget(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
@@ -381,6 +386,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	qs, mr, notice, problem := parse(u)
 	s.set(name, qs)
 	s.setClusterQueueMinRuntimes(name, mr, notice)
+	s.readClusterQueueBudget(name, u)
 	s.setKnown(name, true)
 	if problem != "" {
 		return errors.New(problem)
@@ -392,6 +398,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	in, problem := parseCohort(u)
 	s.setCohort(kueue.CohortReference(u.GetName()), in)
+	s.readCohortBudget(kueue.CohortReference(u.GetName()), u)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
@@ -413,6 +420,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		qs, mr, notice, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr, notice)
+		s.readClusterQueueBudget(name, &cqs.Items[i])
 		s.setKnown(name, true)
 	}
 	cohorts := &unstructured.UnstructuredList{}
@@ -423,6 +431,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	for i := range cohorts.Items {
 		in, _ := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), in)
+		s.readCohortBudget(kueue.CohortReference(cohorts.Items[i].GetName()), &cohorts.Items[i])
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil

@@ -17,14 +17,21 @@ type genModel struct {
 	DefaultPreempt time.Duration
 	DefaultReclaim time.Duration
 	ResolveQueue   bool
-	Flavors        []string
-	Cohorts        []genCohort
-	CQs            []genCQ
-	Classes        []genClass
-	WLs            []genWL
+	// Budget, when set, is the manager's preemptionBudget for every ClusterQueue.
+	Budget  *genBudget
+	Flavors []string
+	Cohorts []genCohort
+	CQs     []genCQ
+	Classes []genClass
+	WLs     []genWL
 }
 
 type genCohort struct{ Name, Parent string }
+
+type genBudget struct {
+	Max    int
+	Period time.Duration
+}
 
 type genQuota struct {
 	Flavor             string
@@ -263,8 +270,15 @@ func (m *genModel) YAML() string {
 	if m.FairSharing {
 		p("fairSharing: {}")
 	}
-	if m.DefaultPreempt > 0 || m.DefaultReclaim > 0 || m.ResolveQueue {
+	if m.Budget != nil {
+		p("featureGates:")
+		p("  PreemptionBudget: true")
+	}
+	if m.DefaultPreempt > 0 || m.DefaultReclaim > 0 || m.ResolveQueue || m.Budget != nil {
 		p("timeshare:")
+		if m.Budget != nil {
+			p("  preemptionBudget: {maxPreemptions: %d, period: %s}", m.Budget.Max, m.Budget.Period)
+		}
 		if m.DefaultPreempt > 0 {
 			p("  defaultPreemptMinRuntime: %s", m.DefaultPreempt)
 		}

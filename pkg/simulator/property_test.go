@@ -694,3 +694,21 @@ func (c *checker) checkStarvation(res *Result, admissions map[string][]time.Dura
 		}
 	}
 }
+
+// TestRotationWithBudget runs generated scenarios with a tight preemption budget on every
+// ClusterQueue: turns neither spend nor wait on it, so every invariant still holds.
+func TestRotationWithBudget(t *testing.T) {
+	cases := min(*rotationCases, 60)
+	for i := range cases {
+		s := *rotationSeed + int64(i)
+		m := generate(s)
+		m.Budget = &genBudget{Max: 1, Period: time.Hour}
+		problems, err := checkModel(m)
+		if err != nil {
+			t.Fatalf("seed %d: %v\n%s", s, err, m.YAML())
+		}
+		if len(problems) > 0 {
+			t.Errorf("seed %d with a budget: %d invariant violations, first: %s\n%s", s, len(problems), problems[0], m.YAML())
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // Scenario is a scenario file, as read: Kueue's objects (Objects, from the file's manifests) and
@@ -70,6 +71,43 @@ type Timeshare struct {
 	DefaultRequeueDelay      *Duration `yaml:"defaultRequeueDelay,omitempty"`
 	DefaultNoticePeriod      *Duration `yaml:"defaultNoticePeriod,omitempty"`
 	HeadsPerCycle            *int32    `yaml:"headsPerCycle,omitempty"`
+	PreemptionBudget         *Budget   `yaml:"preemptionBudget,omitempty"`
+}
+
+// Budget is the configuration's preemptionBudget, with its field names.
+type Budget struct {
+	MaxPreemptions int32           `yaml:"maxPreemptions"`
+	Period         Duration        `yaml:"period"`
+	Burst          *int32          `yaml:"burst,omitempty"`
+	PerWorkload    *WorkloadBudget `yaml:"perWorkload,omitempty"`
+}
+
+// WorkloadBudget is a budget's perWorkload.
+type WorkloadBudget struct {
+	MaxPreemptions int32    `yaml:"maxPreemptions"`
+	Period         Duration `yaml:"period"`
+}
+
+func budgetOf(b *tsapi.PreemptionBudget) *Budget {
+	if b == nil {
+		return nil
+	}
+	out := &Budget{MaxPreemptions: b.MaxPreemptions, Period: Duration{b.Period.Duration}, Burst: b.Burst}
+	if w := b.PerWorkload; w != nil {
+		out.PerWorkload = &WorkloadBudget{MaxPreemptions: w.MaxPreemptions, Period: Duration{w.Period.Duration}}
+	}
+	return out
+}
+
+func (b *Budget) config() *tsapi.PreemptionBudget {
+	if b == nil {
+		return nil
+	}
+	out := &tsapi.PreemptionBudget{MaxPreemptions: b.MaxPreemptions, Period: metav1.Duration{Duration: b.Period.Duration}, Burst: b.Burst}
+	if w := b.PerWorkload; w != nil {
+		out.PerWorkload = &tsapi.WorkloadBudget{MaxPreemptions: w.MaxPreemptions, Period: metav1.Duration{Duration: w.Period.Duration}}
+	}
+	return out
 }
 
 // TimeshareOf is the scenario form of a manager configuration's timeshare section.
@@ -82,7 +120,8 @@ func TimeshareOf(c *tsconfig.Configuration) Timeshare {
 	}
 	return Timeshare{DefaultPreemptMinRuntime: d(c.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: d(c.DefaultReclaimMinRuntime),
 		ReclaimResolveMethod: string(c.ReclaimResolveMethod), DefaultRequeueDelay: d(c.DefaultRequeueDelay), DefaultNoticePeriod: d(c.DefaultNoticePeriod),
-		HeadsPerCycle: c.HeadsPerCycle}
+		HeadsPerCycle:    c.HeadsPerCycle,
+		PreemptionBudget: budgetOf(c.PreemptionBudget)}
 }
 
 func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
@@ -95,7 +134,8 @@ func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
 	t := s.Timeshare
 	c := &tsconfig.Configuration{ReclaimResolveMethod: tsconfig.ReclaimResolveMethod(t.ReclaimResolveMethod),
 		DefaultPreemptMinRuntime: m(t.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: m(t.DefaultReclaimMinRuntime),
-		DefaultRequeueDelay: m(t.DefaultRequeueDelay), DefaultNoticePeriod: m(t.DefaultNoticePeriod), HeadsPerCycle: t.HeadsPerCycle}
+		DefaultRequeueDelay: m(t.DefaultRequeueDelay), DefaultNoticePeriod: m(t.DefaultNoticePeriod), HeadsPerCycle: t.HeadsPerCycle,
+		PreemptionBudget: t.PreemptionBudget.config()}
 	tsconfig.SetDefaults(c)
 	return c
 }

@@ -162,7 +162,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"feature gate that is not ours": {
 			yaml: strings.Replace(minimal, "workloads:", "featureGates: {TopologyAwareScheduling: true}\nworkloads:", 1),
-			want: []string{"s.yaml:11: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PrioritizePreemptorWorkloads"},
+			want: []string{"s.yaml:11: featureGates[TopologyAwareScheduling]: not a feature gate a scenario may set; use one of TimeBasedSamePriorityPreemption, ExpectedRuntimeRequeue, MinRuntimeProtection, PreemptionToleration, PreemptionNotice, PreemptionBudget, PrioritizePreemptorWorkloads"},
 		},
 		"bad reclaim resolve method": {
 			yaml: strings.Replace(minimal, "workloads:", "timeshare: {reclaimResolveMethod: Root}\nworkloads:", 1),

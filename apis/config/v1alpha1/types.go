@@ -58,6 +58,9 @@ type Configuration struct {
 	// its head is admitted, a ClusterQueue gives its next workload, on the same snapshot, up to
 	// this many. 1 (default) is upstream's loop; waitForPodsReady.blockAdmission forces 1.
 	HeadsPerCycle *int32 `json:"headsPerCycle,omitempty"`
+	// PreemptionBudget is the budget of each ClusterQueue with none on its path (its own bucket
+	// per ClusterQueue). Accepted only with the PreemptionBudget feature gate.
+	PreemptionBudget *tsapi.PreemptionBudget `json:"preemptionBudget,omitempty"`
 	// Metrics holds the settings of our own metrics (Kueue's are in its top-level metrics).
 	Metrics Metrics `json:"metrics"`
 }
@@ -138,6 +141,7 @@ func Validate(c *Configuration) field.ErrorList {
 	if n := c.HeadsPerCycle; n != nil && (*n < 1 || *n > MaxHeadsPerCycle) {
 		errs = append(errs, field.Invalid(path.Child("headsPerCycle"), *n, fmt.Sprintf("must be between 1 and %d", MaxHeadsPerCycle)))
 	}
+	errs = append(errs, c.PreemptionBudget.Validate(path.Child("preemptionBudget"))...)
 	switch c.ReclaimResolveMethod {
 	case ReclaimResolveLCA, ReclaimResolveQueue:
 	default:

@@ -34,6 +34,7 @@ type ClusterQueuePreemptionExtension struct {
 	WithinClusterQueueConfig *WithinClusterQueueConfig `json:"withinClusterQueueConfig,omitempty"`
 	MinRuntimeSettings       `json:",inline"`
 	NoticeSettings           `json:",inline"`
+	BudgetSettings           `json:",inline"`
 }
 
 // MinRuntimeSettings protect running workloads from preemption for a while after admission. A
@@ -67,19 +68,23 @@ func (m *MinRuntimeSettings) validate(path *field.Path) field.ErrorList {
 type CohortPreemption struct {
 	MinRuntimeSettings `json:",inline"`
 	NoticeSettings     `json:",inline"`
+	BudgetSettings     `json:",inline"`
 }
 
 // parseShared reads the spec.preemption settings ClusterQueues and Cohorts have alike.
-func parseShared(fields map[string]json.RawMessage, m *MinRuntimeSettings, n *NoticeSettings) error {
+func parseShared(fields map[string]json.RawMessage, m *MinRuntimeSettings, n *NoticeSettings, b *BudgetSettings) error {
 	if err := m.parse(fields); err != nil {
 		return err
 	}
-	return n.parse(fields)
+	if err := n.parse(fields); err != nil {
+		return err
+	}
+	return b.parse(fields)
 }
 
 // validateShared checks the spec.preemption settings ClusterQueues and Cohorts have alike.
-func validateShared(path *field.Path, m *MinRuntimeSettings, n *NoticeSettings) field.ErrorList {
-	return append(m.validate(path), n.validate(path)...)
+func validateShared(path *field.Path, m *MinRuntimeSettings, n *NoticeSettings, b *BudgetSettings) field.ErrorList {
+	return append(append(m.validate(path), n.validate(path)...), b.validate(path)...)
 }
 
 // CohortExtension is the part of a Cohort's spec that Kueue's own type lacks.
@@ -111,7 +116,7 @@ func ParseCohortExtension(spec json.RawMessage) (*CohortExtension, error) {
 		return ext, err
 	}
 	p := &CohortPreemption{}
-	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings); err != nil {
+	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings, &p.BudgetSettings); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -124,7 +129,7 @@ func ValidateCohortExtension(ext *CohortExtension) field.ErrorList {
 		return nil
 	}
 	p := ext.Preemption
-	return validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings)
+	return validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings, &p.BudgetSettings)
 }
 
 // ClusterQueueExtension is the part of a ClusterQueue's spec that Kueue's own type lacks.
@@ -170,7 +175,7 @@ func ParseClusterQueueExtension(spec json.RawMessage) (*ClusterQueueExtension, e
 			return nil, fmt.Errorf("spec.preemption.withinClusterQueueConfig: %w", err)
 		}
 	}
-	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings); err != nil {
+	if err := parseShared(fields, &p.MinRuntimeSettings, &p.NoticeSettings, &p.BudgetSettings); err != nil {
 		return nil, err
 	}
 	ext.Preemption = p
@@ -208,7 +213,7 @@ func ValidateClusterQueueExtension(ext *ClusterQueueExtension, preemption *kueue
 		return nil
 	}
 	p := ext.Preemption
-	errs := validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings)
+	errs := validateShared(field.NewPath("spec", "preemption"), &p.MinRuntimeSettings, &p.NoticeSettings, &p.BudgetSettings)
 	if ext.Preemption.WithinClusterQueueConfig == nil {
 		return errs
 	}

@@ -19,6 +19,10 @@ var (
 		snap *schdcache.ClusterQueueSnapshot) (issued bool, preempted, failed int, err error)
 	// afterAnyEviction follow the eviction of any victim of ours, whatever its reason.
 	afterAnyEviction []func(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference)
+	// afterSearch see a search's outcome, its targets (none: the preemptor waits).
+	afterSearch []func(p *Preemptor, s *search, targets []*Target)
+	// afterIssue follow a preemption whose evictions (or notices) all went through.
+	afterIssue []func(p *Preemptor, preemptor *workload.Info, targets []*Target)
 )
 
 // waiter is one thing a preemptor may wait on instead of a search.

@@ -46,6 +46,9 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 	if !isRefusal(err) {
 		if err == nil {
 			p.refusals.succeeded(preemptor.Obj.UID)
+			for _, after := range afterIssue {
+				after(p, preemptor, targets)
+			}
 		}
 		return preempted, failed, err
 	}

@@ -365,6 +365,9 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	role := roletracker.GetRole(p.tracker)
 	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, p.customLabels, s.now)
 	s.nominations.report(p.decisions, role, s.now)
+	for _, after := range afterSearch {
+		after(p, s, targets)
+	}
 	return targets
 }
 

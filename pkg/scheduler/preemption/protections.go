@@ -111,6 +111,9 @@ type protectedTally struct {
 	firstEnd time.Time
 	// minRuntime lists the min-runtime skips, so that the metric counts each once.
 	minRuntime []protectedCandidate
+	// unitEnds is, by rule of a unit that explains its protection, when the last of its
+	// protections met ends.
+	unitEnds map[string]time.Time
 }
 
 type protectedCandidate struct {
@@ -160,6 +163,12 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 					kind = kindPromised
 				}
 				t.add(s, c, why, kind, until)
+				if t.unitEnds == nil {
+					t.unitEnds = map[string]time.Time{}
+				}
+				if until.After(t.unitEnds[rule]) {
+					t.unitEnds[rule] = until
+				}
 				return
 			}
 		}

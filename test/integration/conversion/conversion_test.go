@@ -39,10 +39,13 @@ var samples = map[string]map[string]any{
 		"spec.preemption.noticePeriod":               "10m",
 		"spec.preemption.noticeOnPriorityPreemption": true,
 		"spec.preemption.noticeOnReclaim":            false,
+		"spec.preemption.preemptionBudget": map[string]any{"maxPreemptions": int64(2), "period": "1h", "burst": int64(3),
+			"perWorkload": map[string]any{"maxPreemptions": int64(1), "period": "24h"}},
 	},
 	"Cohort": {
 		"spec.preemption": map[string]any{"preemptMinRuntime": "30m", "reclaimMinRuntime": "1h",
-			"noticePeriod": "1h", "noticeOnPriorityPreemption": false, "noticeOnReclaim": true},
+			"noticePeriod": "1h", "noticeOnPriorityPreemption": false, "noticeOnReclaim": true,
+			"preemptionBudget": map[string]any{"maxPreemptions": int64(10), "period": "168h"}},
 	},
 }
 

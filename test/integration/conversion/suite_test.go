@@ -24,7 +24,8 @@ var _ = ginkgo.BeforeSuite(func() {
 	var err error
 	// PreemptionNotice (beta, on) lets the webhooks accept the notice fields, so that they are
 	// converted like the others; test/integration/protection checks the refusal with it off.
-	env, err = util.Start(util.Settings{Log: log, FeatureGates: map[string]bool{"PreemptionNotice": true}})
+	// PreemptionBudget (alpha, off) likewise for the budget.
+	env, err = util.Start(util.Settings{Log: log, FeatureGates: map[string]bool{"PreemptionNotice": true, "PreemptionBudget": true}})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 })
 

@@ -43,7 +43,7 @@ var _ = ginkgo.BeforeSuite(func() {
 	var err error
 	// Kueue's custom metric labels, so that our metrics are seen to carry them as Kueue's do.
 	env, err = util.Start(util.Settings{Log: log, Clock: clk,
-		FeatureGates: map[string]bool{"CustomMetricLabels": true},
+		FeatureGates: map[string]bool{"CustomMetricLabels": true, "PreemptionBudget": true},
 		MetricsExtra: "  customLabels:\n  - name: team\n    sourceKind: ClusterQueue\n"})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx := context.Background()

@@ -1,0 +1,314 @@
+package queuesettings
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// budgetState is what the preemption budget needs: each queue's budget, the tree they form and
+// the ledger of the preemptions they paid for. The ledger is in memory only; LoadPreemptions
+// rebuilds it on start from the Workloads' conditions, which only the manager writes.
+type budgetState struct {
+	mu           sync.RWMutex
+	def          *tsapi.PreemptionBudget
+	cq           map[kueue.ClusterQueueReference]*tsapi.PreemptionBudget
+	cohorts      map[kueue.CohortReference]*tsapi.PreemptionBudget
+	cqParent     map[kueue.ClusterQueueReference]kueue.CohortReference
+	cohortParent map[kueue.CohortReference]kueue.CohortReference
+	ledger       []preemption
+}
+
+// preemption is one paid for: its victim, the queues above it then (ClusterQueue first) and when.
+type preemption struct {
+	uid  types.UID
+	path []node
+	at   time.Time
+}
+
+// node is a queue of the tree.
+type node struct {
+	kind, name string
+}
+
+func (n node) String() string { return n.kind + " " + n.name }
+
+// setBudgetDefault sets the manager configuration's budget.
+func (s *Store) setBudgetDefault(b *tsapi.PreemptionBudget) {
+	s.budget.mu.Lock()
+	defer s.budget.mu.Unlock()
+	s.budget.def = b
+}
+
+// readClusterQueueBudget stores the budget and the parent cohort of a ClusterQueue (u nil: it
+// is gone); an invalid budget counts as none, as the other settings. It reports a change.
+func (s *Store) readClusterQueueBudget(name kueue.ClusterQueueReference, u *unstructured.Unstructured) bool {
+	b, parent := readBudget(u, "cohortName")
+	st := &s.budget
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.cq == nil {
+		st.cq, st.cqParent = map[kueue.ClusterQueueReference]*tsapi.PreemptionBudget{}, map[kueue.ClusterQueueReference]kueue.CohortReference{}
+	}
+	changed := setBudget(st.cq, name, b)
+	return setOrDelete(st.cqParent, name, kueue.CohortReference(parent)) || changed
+}
+
+// readCohortBudget is readClusterQueueBudget for a Cohort.
+func (s *Store) readCohortBudget(name kueue.CohortReference, u *unstructured.Unstructured) bool {
+	b, parent := readBudget(u, "parentName")
+	st := &s.budget
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.cohorts == nil {
+		st.cohorts, st.cohortParent = map[kueue.CohortReference]*tsapi.PreemptionBudget{}, map[kueue.CohortReference]kueue.CohortReference{}
+	}
+	changed := setBudget(st.cohorts, name, b)
+	return setOrDelete(st.cohortParent, name, kueue.CohortReference(parent)) || changed
+}
+
+func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.PreemptionBudget) bool {
+	old, ok := m[k]
+	if b == nil {
+		delete(m, k)
+		return ok
+	}
+	m[k] = b
+	return !ok || policy.BudgetOf(old) != policy.BudgetOf(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
+}
+
+// readBudget is u's valid budget, if any, and its parent's name, read from spec.<parentField>.
+func readBudget(u *unstructured.Unstructured, parentField string) (*tsapi.PreemptionBudget, string) {
+	if u == nil {
+		return nil, ""
+	}
+	parent, _, _ := unstructured.NestedString(u.Object, "spec", parentField)
+	raw, err := rawSpec(u)
+	if err != nil {
+		return nil, parent
+	}
+	b, err := tsapi.ParsePreemptionBudget(raw)
+	if err != nil || len(b.Validate(nil)) > 0 {
+		return nil, parent
+	}
+	return b, parent
+}
+
+// pathLocked is cq and the cohorts above it, nearest first; a cycle ends the walk.
+func (st *budgetState) pathLocked(cq kueue.ClusterQueueReference) []node {
+	path := []node{{kind: "ClusterQueue", name: string(cq)}}
+	seen := map[kueue.CohortReference]bool{}
+	for c := st.cqParent[cq]; c != "" && !seen[c]; c = st.cohortParent[c] {
+		seen[c] = true
+		path = append(path, node{kind: "Cohort", name: string(c)})
+	}
+	return path
+}
+
+// budgetOfLocked is the budget n sets itself.
+func (st *budgetState) budgetOfLocked(n node) *tsapi.PreemptionBudget {
+	if n.kind == "ClusterQueue" {
+		return st.cq[kueue.ClusterQueueReference(n.name)]
+	}
+	return st.cohorts[kueue.CohortReference(n.name)]
+}
+
+// BudgetsOf gives the buckets wl, holding quota, needs a token from (policy.BudgetSource): each
+// budget on its path, else the configuration's default for its ClusterQueue, and the nearest
+// perWorkload budget; nil when none.
+func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
+	if wl.Status.Admission == nil {
+		return nil
+	}
+	st := &s.budget
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	if st.def == nil && len(st.cq) == 0 && len(st.cohorts) == 0 {
+		return nil
+	}
+	path := st.pathLocked(wl.Status.Admission.ClusterQueue)
+	var out policy.Budgets
+	var perWorkload *tsapi.PreemptionBudget
+	perWorkloadOwner := ""
+	for _, n := range path {
+		b := st.budgetOfLocked(n)
+		if b == nil {
+			continue
+		}
+		out.Buckets = append(out.Buckets, policy.Bucket{Owner: n.String(), Budget: policy.BudgetOf(b), Spent: st.spentLocked(n)})
+		if perWorkload == nil && b.PerWorkload != nil {
+			perWorkload, perWorkloadOwner = b, n.String()
+		}
+	}
+	if len(out.Buckets) == 0 && st.def != nil {
+		out.Buckets = append(out.Buckets, policy.Bucket{Owner: path[0].String() + " (the manager configuration's preemptionBudget)",
+			Budget: policy.BudgetOf(st.def), Spent: st.spentLocked(path[0])})
+	}
+	if perWorkload == nil && st.def != nil && st.def.PerWorkload != nil {
+		perWorkload, perWorkloadOwner = st.def, "the manager configuration"
+	}
+	if w, ok := policy.PerWorkloadOf(perWorkload); ok {
+		var spent []time.Time
+		for _, p := range st.ledger {
+			if p.uid == wl.UID {
+				spent = append(spent, p.at)
+			}
+		}
+		out.Buckets = append([]policy.Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
+	}
+	if len(out.Buckets) == 0 {
+		return nil
+	}
+	return &out
+}
+
+// spentLocked are the instants of the preemptions of workloads below n.
+func (st *budgetState) spentLocked(n node) []time.Time {
+	var out []time.Time
+	for _, p := range st.ledger {
+		if slices.Contains(p.path, n) {
+			out = append(out, p.at)
+		}
+	}
+	return out
+}
+
+// RecordPreemption enters the preemption of wl, holding quota in cq, at at. A preemption of the
+// same admission already entered (an eviction written again, or one after its notice) is not
+// entered twice.
+func (s *Store) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time) {
+	st := &s.budget
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.recordLocked(preemption{uid: wl.UID, path: st.pathLocked(cq), at: at}, admittedAt(wl))
+}
+
+func (st *budgetState) recordLocked(p preemption, admitted time.Time) {
+	for _, q := range st.ledger {
+		if q.uid == p.uid && !q.at.Before(admitted) {
+			return
+		}
+	}
+	i, _ := slices.BinarySearchFunc(st.ledger, p.at, func(q preemption, t time.Time) int { return q.at.Compare(t) })
+	st.ledger = slices.Insert(st.ledger, i, p)
+	// Older preemptions no longer weigh on a bucket that refilled since.
+	keep := st.memoryLocked()
+	st.ledger = slices.DeleteFunc(st.ledger, func(q preemption) bool { return p.at.Sub(q.at) > keep })
+}
+
+// memoryLocked is how long the ledger keeps a preemption: the longest time a bucket takes to
+// refill from empty.
+func (st *budgetState) memoryLocked() time.Duration {
+	longest := time.Duration(0)
+	consider := func(b *tsapi.PreemptionBudget) {
+		if b == nil {
+			return
+		}
+		budget := policy.BudgetOf(b)
+		if budget.Max > 0 {
+			longest = max(longest, budget.Period*time.Duration(budget.Burst)/time.Duration(budget.Max))
+		}
+		if w, ok := policy.PerWorkloadOf(b); ok {
+			longest = max(longest, w.Period)
+		}
+	}
+	consider(st.def)
+	for _, b := range st.cq {
+		consider(b)
+	}
+	for _, b := range st.cohorts {
+		consider(b)
+	}
+	return max(longest, tsapi.MaximumBudgetPeriod)
+}
+
+// admittedAt is when wl's quota was last reserved.
+func admittedAt(wl *kueue.Workload) time.Time {
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); c != nil {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
+}
+
+// preempteePath finds the victim's path ("/root/parent/cq") in the Preempted condition's message,
+// which the preemptor writes.
+var preempteePath = regexp.MustCompile(`preemptee path: (/[^;\s]*)`)
+
+// LoadPreemptions rebuilds the ledger from the Workloads' Preempted conditions: the status, which
+// tenants cannot write, never their annotations. A condition reset by a later admission keeps
+// only that admission's time, later than the preemption: the rebuilt ledger errs towards waiting.
+// Turns are not entered: they do not spend budgets.
+func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return fmt.Errorf("listing Workloads: %w", err)
+	}
+	st := &s.budget
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range wls.Items {
+		if p, ok := preemptionOf(&wls.Items[i]); ok {
+			st.recordLocked(p, time.Time{})
+		}
+	}
+	return nil
+}
+
+// preemptionOf is the last preemption wl's Preempted condition records, if any.
+func preemptionOf(wl *kueue.Workload) (preemption, bool) {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
+	if c == nil {
+		return preemption{}, false
+	}
+	reason := c.Reason
+	if c.Status != metav1.ConditionTrue {
+		// Reset by an admission: "Previously: <message>"; the reason is lost.
+		if !strings.HasPrefix(c.Message, "Previously: ") {
+			return preemption{}, false
+		}
+		reason = ""
+	}
+	if policy.OwnReasonWords()[reason].Turn || turnWords(c.Message) {
+		return preemption{}, false
+	}
+	m := preempteePath.FindStringSubmatch(c.Message)
+	if m == nil {
+		return preemption{}, false
+	}
+	names := strings.Split(strings.Trim(m[1], "/"), "/")
+	path := make([]node, 0, len(names))
+	for i := len(names) - 1; i >= 0; i-- {
+		kind := "Cohort"
+		if i == len(names)-1 {
+			kind = "ClusterQueue"
+		}
+		path = append(path, node{kind: kind, name: names[i]})
+	}
+	return preemption{uid: wl.UID, path: path, at: c.LastTransitionTime.Time}, true
+}
+
+// turnWords reports whether message words a turn's preemption (a reset condition keeps the
+// message, not the reason).
+func turnWords(message string) bool {
+	for _, w := range policy.OwnReasonWords() {
+		if w.Turn && strings.Contains(message, w.Eviction) {
+			return true
+		}
+	}
+	return false
+}

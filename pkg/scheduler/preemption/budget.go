@@ -1,0 +1,62 @@
+package preemption
+
+import (
+	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// PreemptionLedger is where the preemptor enters the preemptions that budgets pay for (the
+// settings store keeps the ledger, see policy.BudgetSource).
+type PreemptionLedger interface {
+	RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time)
+}
+
+func init() {
+	afterIssue = append(afterIssue, (*Preemptor).payBudgets)
+	afterSearch = append(afterSearch, (*Preemptor).countHeldBack)
+}
+
+// payBudgets enters the victims of a preemption that went through in the ledger; turns do not
+// pay, so that rotation never waits on a budget.
+func (p *Preemptor) payBudgets(_ *workload.Info, targets []*Target) {
+	if !p.on(policy.FeaturePreemptionBudget) {
+		return
+	}
+	ledger, ok := sourceIn[PreemptionLedger](p.sources)
+	if !ok {
+		return
+	}
+	now := p.clock.Now()
+	for _, t := range targets {
+		if policy.OwnReasonWords()[t.Reason].Turn {
+			continue
+		}
+		ledger.RecordPreemption(t.WorkloadInfo.Obj, t.WorkloadInfo.ClusterQueue, now)
+	}
+}
+
+// countHeldBack counts a preemptor left without victims by a spent budget, once per wait.
+func (p *Preemptor) countHeldBack(s *search, targets []*Target) {
+	if len(targets) > 0 || !p.on(policy.FeaturePreemptionBudget) {
+		return
+	}
+	until, ok := s.protected.unitEnds[policy.RuleBudgetSpent]
+	if ok && p.decisions.First(string(s.info.Obj.UID)+"/budget/"+until.String(), s.now, until) {
+		policy.CountHeldBack(s.cq.Name)
+	}
+}
+
+// sourceIn is the first of src that is a T.
+func sourceIn[T any](src policy.Sources) (T, bool) {
+	for _, s := range src {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+	}
+	var zero T
+	return zero, false
+}
