@@ -81,6 +81,11 @@ type Unit struct {
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
 	Metrics []prometheus.Collector
+	// QueueMetrics builds its per-ClusterQueue metrics, whose label names labels gives (its
+	// own, then the manager's ClusterQueue custom labels), and returns them all, with the gauge
+	// Counts feeds (nil: none). The manager rebuilds them when its custom labels change. nil when
+	// it has none.
+	QueueMetrics func(labels func(names ...string) []string) (all []prometheus.Collector, counts *prometheus.GaugeVec)
 	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
 	// when it has none.
 	Column *Column

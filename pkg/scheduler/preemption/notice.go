@@ -29,7 +29,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -348,7 +347,7 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
 		ctrllog.FromContext(ctx).V(2).Info("Could not record the end of a preemption notice", "workload", klog.KObj(victim), "error", err.Error())
 	}
-	metrics.ReportNoticeEnded(p.customLabels, cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
+	policy.ReportNoticeEnded(p.customLabels.CQGet(cq), cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
 }
 
 // ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
