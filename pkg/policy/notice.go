@@ -49,6 +49,39 @@ type NoticeNode struct {
 	Settings NoticeSettings
 }
 
+// noticeSettingsOf reads the notice settings off a ClusterQueue's or Cohort's extension fields
+// (Unit.QueueSettings).
+func noticeSettingsOf(ext any) any {
+	e, ok := ext.(interface{ Notice() tsapi.NoticeSettings })
+	if !ok {
+		return nil
+	}
+	n := e.Notice()
+	var out NoticeSettings
+	if n.NoticePeriod != nil {
+		out.Period = Set(n.NoticePeriod.Duration)
+	}
+	if b := n.NoticeOnPriorityPreemption; b != nil {
+		out.OnPriorityPreemption = Flag{Set: true, Value: *b}
+	}
+	if b := n.NoticeOnReclaim; b != nil {
+		out.OnReclaim = Flag{Set: true, Value: *b}
+	}
+	return out
+}
+
+// NoticePath is the notice settings on path, read by the notice's unit, and the manager's default
+// period def (a duration, or nil), as ResolveNotice takes them.
+func NoticePath(path []QueueNode, def any) ([]NoticeNode, time.Duration) {
+	out := make([]NoticeNode, len(path))
+	for i, n := range path {
+		s, _ := n.Settings.(NoticeSettings)
+		out[i] = NoticeNode{Kind: n.Kind, Name: n.Name, Settings: s}
+	}
+	d, _ := def.(time.Duration)
+	return out, d
+}
+
 // reasonKind sorts preemption reasons by the notice settings that govern them.
 type reasonKind int
 
@@ -138,8 +171,15 @@ func init() {
 			}
 			return "", false
 		},
-		NotCarried:   noticeNotCarried,
-		QueueMetrics: noticeMetrics,
+		NotCarried:    noticeNotCarried,
+		QueueMetrics:  noticeMetrics,
+		QueueSettings: noticeSettingsOf,
+		DefaultSettings: func(c *tsconfig.Configuration) any {
+			if d := c.DefaultNoticePeriod; d != nil {
+				return d.Duration
+			}
+			return nil
+		},
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}

@@ -291,7 +291,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		for _, n := range path[1:] {
 			parents = append(parents, kueue.CohortReference(n.Name))
 		}
-		noticePath, defaultNotice := store.NoticePath(cqRef, parents)
+		noticePath, defaultNotice := policy.NoticePath(store.SettingsPath(policy.FeatureNotice, cqRef, parents))
 		r.Settings = append(r.Settings, noticeSettings(noticePath, defaultNotice, m)...)
 
 		for i := range c.Workloads {

@@ -40,10 +40,10 @@ const (
 	EventNoticeGivenFor = "PreemptionNoticeGiven"
 )
 
-// NoticeSource supplies the notice settings of a ClusterQueue and the Cohorts above it, with the
-// manager's default period.
+// NoticeSource supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
+// manager's default of it: for the notice's unit, the notice settings and default period.
 type NoticeSource interface {
-	NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration)
+	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
 }
 
 func init() {
@@ -218,7 +218,7 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	path, def := p.notices().NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
+	path, def := policy.NoticePath(p.notices().SettingsPath(policy.FeatureNotice, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
 	d, src := policy.ResolveNotice(path, t.Reason, def)
 	return d, src.String()
 }
