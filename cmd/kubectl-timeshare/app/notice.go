@@ -14,12 +14,14 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 func init() {
 	holdingColumns = append(holdingColumns, holdingColumn{header: "PREEMPTION NOTICE",
 		cell: func(a *AdmittedWorkload, now time.Time) string { return noticeColumn(a.Notice, now) }})
 	explainSections = append(explainSections, renderNotices)
+	settingRows = append(settingRows, noticeSettings)
 }
 
 // NoticeInProgress is a preemption notice in force on a workload, read from its annotations: it
@@ -68,9 +70,10 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 	return out
 }
 
-// noticeSettings are the rows of the notice settings in force for a ClusterQueue's workloads,
-// resolved by the policy from the ClusterQueue up (path) with the manager's default period.
-func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettings) []SettingReport {
+// noticeSettings are the rows of the notice settings in force for cq's workloads, resolved by the
+// policy from cq up its cohorts (parents) with the manager's default period.
+func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport {
+	path, def := policy.NoticePath(store.SettingsPath(policy.FeatureNotice, cq, parents))
 	// Each extension is read as the policy reads it for a preemption of that kind.
 	extensions := []struct{ name, reason string }{
 		{"noticeOnPriorityPreemption", kueue.InClusterQueueReason},

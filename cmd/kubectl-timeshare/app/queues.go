@@ -109,6 +109,10 @@ type PendingWorkload struct {
 	Message string `json:"message,omitempty"`
 }
 
+// settingRows add a feature's rows to a ClusterQueue's settings, after the min-runtimes, from what
+// the store read for its unit along the ClusterQueue's path (queuesettings.Store.SettingsPath).
+var settingRows []func(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport
+
 const (
 	orderVisibility = "the scheduler's order, from the visibility API"
 	unknownDefault  = "manager default, not known here (pass --manager-config)"
@@ -291,8 +295,9 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		for _, n := range path[1:] {
 			parents = append(parents, kueue.CohortReference(n.Name))
 		}
-		noticePath, defaultNotice := policy.NoticePath(store.SettingsPath(policy.FeatureNotice, cqRef, parents))
-		r.Settings = append(r.Settings, noticeSettings(noticePath, defaultNotice, m)...)
+		for _, rows := range settingRows {
+			r.Settings = append(r.Settings, rows(store, cqRef, parents, m)...)
+		}
 
 		for i := range c.Workloads {
 			wl := &c.Workloads[i]
