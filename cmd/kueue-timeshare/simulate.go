@@ -51,7 +51,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.file, "f", "", "The scenario file (YAML). Required.")
-	fs.BoolVar(&o.compare, "compare", false, "Also run the scenario with every kueue-timeshare feature off (upstream Kueue's semantics) and show both; a scenario that turns PreemptionNotice on is also run without notices.")
+	fs.BoolVar(&o.compare, "compare", false, "Also run the scenario with every kueue-timeshare feature off (upstream Kueue's semantics) and show both, plus the comparison runs the features the scenario uses add (see docs/simulator.md).")
 	fs.BoolVar(&o.booster, "booster", false, "Also run it with upstream's kueue-priority-booster (negative priority boost after the largest minAdmitDuration).")
 	fs.StringVar(&o.output, "output", "table", "Output format: table or json.")
 	fs.StringVar(&o.svg, "svg", "", "Write a Gantt chart of who held quota when to this SVG file.")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,8 +22,8 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, c := range append([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce,
-		PendingLongestWait, PendingWaitingLong, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong}, unitCollectors()...) {
+	for _, c := range slices.Concat([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads,
+		PendingLongestWait, PendingWaitingLong, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong}, unitVectors, unitCollectors()) {
 		descs := make(chan *prometheus.Desc, 1)
 		c.Describe(descs)
 		m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-descs).String())

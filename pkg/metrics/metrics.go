@@ -5,7 +5,6 @@ package metrics
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -33,15 +32,6 @@ var (
 	// ProtectedWorkloads is, per ClusterQueue and setting, how many running workloads are
 	// protected now.
 	ProtectedWorkloads *prometheus.GaugeVec
-	// PreemptionNotices counts ended preemption notices, by the victim's ClusterQueue, the
-	// preemption reason and the outcome (policy.NoticeOutcome).
-	PreemptionNotices *prometheus.CounterVec
-	// NoticeToEvictionSeconds is, per victim ClusterQueue, the time from a notice to the eviction
-	// that ended it.
-	NoticeToEvictionSeconds *prometheus.HistogramVec
-	// NoticesInForce is, per ClusterQueue and preemption reason, how many workloads holding quota
-	// run under a preemption notice now: the counter above only sees notices once they end.
-	NoticesInForce *prometheus.GaugeVec
 	// PendingLongestWait is, per ClusterQueue, the longest current wait of its pending workloads
 	// (see WaitSince).
 	PendingLongestWait *prometheus.GaugeVec
@@ -54,6 +44,10 @@ var (
 	vectorsMu sync.Mutex
 	// custom is the custom label names the per-ClusterQueue vectors were built with.
 	custom []string
+	// unitVectors are the units' per-ClusterQueue metrics (policy.Unit.QueueMetrics), and
+	// unitGauges the gauges their counts feed, by feature.
+	unitVectors []prometheus.Collector
+	unitGauges  map[policy.Feature]*prometheus.GaugeVec
 	// registered is whether Register ran: InitVectors then moves the registration to the new
 	// vectors, so that a manager restarted in the same process keeps serving them.
 	registered bool
@@ -85,8 +79,8 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 }
 
 func perClusterQueue() []prometheus.Collector {
-	return []prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads, PreemptionNotices, NoticeToEvictionSeconds, NoticesInForce,
-		PendingLongestWait, PendingWaitingLong}
+	return append([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads,
+		PendingLongestWait, PendingWaitingLong}, unitVectors...)
 }
 
 func build(names []string) {
@@ -115,23 +109,6 @@ func build(names []string) {
 		Help: "Running workloads protected from preemption now, by ClusterQueue and setting: preemptMinRuntime, " +
 			"reclaimMinRuntime (resolved from the workload's own ClusterQueue up), toleration.",
 	}, labels("cluster_queue", "setting", "replica_role"))
-	PreemptionNotices = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: subsystem,
-		Name:      "preemption_notices_total",
-		Help: "Preemption notices ended, by the victim's ClusterQueue, preemption reason and outcome: EvictedAtDeadline, " +
-			"EndedEarly (checkpoint done, or the workload stopped first), Withdrawn (the preemptor no longer needed the room).",
-	}, labels("cluster_queue", "reason", "outcome", "replica_role"))
-	NoticeToEvictionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: subsystem,
-		Name:      "preemption_notice_to_eviction_seconds",
-		Help:      "Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.",
-		Buckets:   []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
-	}, labels("cluster_queue", "replica_role"))
-	NoticesInForce = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: subsystem,
-		Name:      "preemption_notices_in_force",
-		Help:      "Workloads holding quota under a preemption notice now (not evicted yet), by ClusterQueue and preemption reason.",
-	}, labels("cluster_queue", "reason", "replica_role"))
 	PendingLongestWait = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: subsystem,
 		Name:      "pending_workloads_longest_wait_time_seconds",
@@ -142,6 +119,17 @@ func build(names []string) {
 		Name:      "pending_workloads_waiting_longer_than_threshold",
 		Help:      "The number of the ClusterQueue's pending workloads that have waited longer than timeshare.metrics.longWaitThreshold, per 'cluster_queue' (no series when the threshold is 0s). " + waitHelp,
 	}, labels("cluster_queue", "replica_role"))
+	unitVectors, unitGauges = nil, map[policy.Feature]*prometheus.GaugeVec{}
+	for _, u := range policy.Units() {
+		if u.QueueMetrics == nil {
+			continue
+		}
+		all, counts := u.QueueMetrics(labels)
+		unitVectors = append(unitVectors, all...)
+		if counts != nil {
+			unitGauges[u.Feature] = counts
+		}
+	}
 }
 
 // waitHelp says what the wait gauges count.
@@ -192,49 +180,10 @@ func unitCollectors() []prometheus.Collector {
 	return out
 }
 
-// ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
-// ended by an eviction also observes how long after the notice the eviction came. The reason and
-// the notice's start come from the victim's annotations: an unknown reason counts as Other, and
-// a start in the future as no time at all.
-func ReportNoticeEnded(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
-	vectorsMu.Lock()
-	notices, delay := PreemptionNotices, NoticeToEvictionSeconds
-	vectorsMu.Unlock()
-	notices.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), ReasonLabel(reason), OutcomeLabel(outcome), role)...).Inc()
-	if evicted {
-		delay.WithLabelValues(ClusterQueueLabels(cl, cq, string(cq), role)...).Observe(max(after, 0).Seconds())
-	}
-}
-
 // UnitGauge is the per-ClusterQueue gauge of feature f's unit's counts (policy.Unit.Counts),
 // labelled by ClusterQueue and the unit's label; nil when it has none.
 func UnitGauge(f policy.Feature) *prometheus.GaugeVec {
 	vectorsMu.Lock()
 	defer vectorsMu.Unlock()
-	switch f {
-	case policy.FeatureNotice:
-		return NoticesInForce
-	}
-	return nil
-}
-
-// Other is the value of a label fed from data a tenant can write (an annotation) when the value
-// is outside the label's closed set: each forged value would otherwise be a new series.
-const Other = "Other"
-
-// ReasonLabel is reason as a preemption reason label: a known reason (policy.IsPreemptionReason),
-// else Other.
-func ReasonLabel(reason string) string {
-	if policy.IsPreemptionReason(reason) {
-		return reason
-	}
-	return Other
-}
-
-// OutcomeLabel is outcome as a notice outcome label: a policy.NoticeOutcome, else Other.
-func OutcomeLabel(outcome string) string {
-	if policy.IsNoticeOutcome(outcome) {
-		return outcome
-	}
-	return Other
+	return unitGauges[f]
 }

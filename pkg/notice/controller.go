@@ -39,7 +39,6 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -408,7 +407,8 @@ func (r *Reconciler) end(ctx context.Context, wl *kueue.Workload, n *annotations
 		return ignoreConflict(err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preemption notice ended without an eviction", "workload", klog.KObj(wl), "preemptor", n.Preemptor, "outcome", d.Outcome, "why", d.Why)
-	metrics.ReportNoticeEnded(r.CustomLabels, r.clusterQueue(ctx, wl), n.Reason, string(d.Outcome), roletracker.GetRole(r.RoleTracker), false, 0)
+	cq := r.clusterQueue(ctx, wl)
+	policy.ReportNoticeEnded(r.CustomLabels.CQGet(cq), cq, n.Reason, string(d.Outcome), roletracker.GetRole(r.RoleTracker), false, 0)
 	reason := ReasonEnded
 	if d.Outcome == policy.NoticeWithdrawn {
 		reason = ReasonWithdrawn

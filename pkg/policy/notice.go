@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +47,39 @@ type NoticeNode struct {
 	Kind     string
 	Name     string
 	Settings NoticeSettings
+}
+
+// noticeSettingsOf reads the notice settings off a ClusterQueue's or Cohort's extension fields
+// (Unit.QueueSettings).
+func noticeSettingsOf(ext any) any {
+	e, ok := ext.(interface{ Notice() tsapi.NoticeSettings })
+	if !ok {
+		return nil
+	}
+	n := e.Notice()
+	var out NoticeSettings
+	if n.NoticePeriod != nil {
+		out.Period = Set(n.NoticePeriod.Duration)
+	}
+	if b := n.NoticeOnPriorityPreemption; b != nil {
+		out.OnPriorityPreemption = Flag{Set: true, Value: *b}
+	}
+	if b := n.NoticeOnReclaim; b != nil {
+		out.OnReclaim = Flag{Set: true, Value: *b}
+	}
+	return out
+}
+
+// NoticePath is the notice settings on path, read by the notice's unit, and the manager's default
+// period def (a duration, or nil), as ResolveNotice takes them.
+func NoticePath(path []QueueNode, def any) ([]NoticeNode, time.Duration) {
+	out := make([]NoticeNode, len(path))
+	for i, n := range path {
+		s, _ := n.Settings.(NoticeSettings)
+		out[i] = NoticeNode{Kind: n.Kind, Name: n.Name, Settings: s}
+	}
+	d, _ := def.(time.Duration)
+	return out, d
 }
 
 // reasonKind sorts preemption reasons by the notice settings that govern them.
@@ -135,7 +171,15 @@ func init() {
 			}
 			return "", false
 		},
-		NotCarried: noticeNotCarried,
+		NotCarried:    noticeNotCarried,
+		QueueMetrics:  noticeMetrics,
+		QueueSettings: noticeSettingsOf,
+		DefaultSettings: func(c *tsconfig.Configuration) any {
+			if d := c.DefaultNoticePeriod; d != nil {
+				return d.Duration
+			}
+			return nil
+		},
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
@@ -254,6 +298,63 @@ func IsNoticeOutcome(outcome string) bool {
 		return true
 	}
 	return false
+}
+
+// The notice's per-ClusterQueue metrics, built by noticeMetrics.
+var (
+	noticeMetricsMu sync.Mutex
+	// noticesEnded counts ended notices, by the victim's ClusterQueue, the preemption reason and
+	// the outcome (NoticeOutcome).
+	noticesEnded *prometheus.CounterVec
+	// noticeToEviction is, per victim ClusterQueue, the time from a notice to the eviction that
+	// ended it.
+	noticeToEviction *prometheus.HistogramVec
+)
+
+// Built without custom labels until the manager's metrics rebuild them with its own.
+func init() { noticeMetrics(func(names ...string) []string { return names }) }
+
+// noticeMetrics builds the notice's metrics (Unit.QueueMetrics); its gauge counts the notices in
+// force, which the counter only sees once they end.
+func noticeMetrics(labels func(names ...string) []string) ([]prometheus.Collector, *prometheus.GaugeVec) {
+	ended := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "kueue",
+		Name:      "preemption_notices_total",
+		Help: "Preemption notices ended, by the victim's ClusterQueue, preemption reason and outcome: EvictedAtDeadline, " +
+			"EndedEarly (checkpoint done, or the workload stopped first), Withdrawn (the preemptor no longer needed the room).",
+	}, labels("cluster_queue", "reason", "outcome", "replica_role"))
+	toEviction := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "kueue",
+		Name:      "preemption_notice_to_eviction_seconds",
+		Help:      "Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.",
+		Buckets:   []float64{1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+	}, labels("cluster_queue", "replica_role"))
+	inForce := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "kueue",
+		Name:      "preemption_notices_in_force",
+		Help:      "Workloads holding quota under a preemption notice now (not evicted yet), by ClusterQueue and preemption reason.",
+	}, labels("cluster_queue", "reason", "replica_role"))
+	noticeMetricsMu.Lock()
+	defer noticeMetricsMu.Unlock()
+	noticesEnded, noticeToEviction = ended, toEviction
+	return []prometheus.Collector{ended, toEviction, inForce}, inForce
+}
+
+// ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
+// ended by an eviction also observes how long after the notice the eviction came. custom are cq's
+// custom label values. The reason and the notice's start come from the victim's annotations: an
+// unknown reason counts as OtherLabel, and a start in the future as no time at all.
+func ReportNoticeEnded(custom []string, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
+	noticeMetricsMu.Lock()
+	ended, delay := noticesEnded, noticeToEviction
+	noticeMetricsMu.Unlock()
+	if !IsNoticeOutcome(outcome) {
+		outcome = OtherLabel
+	}
+	ended.WithLabelValues(append([]string{string(cq), ReasonLabel(reason), outcome, role}, custom...)...).Inc()
+	if evicted {
+		delay.WithLabelValues(append([]string{string(cq), role}, custom...)...).Observe(max(after, 0).Seconds())
+	}
 }
 
 // NoticeDue reports whether the notice on wl, given at the latest until n.Deadline, is over at now,

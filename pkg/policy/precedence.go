@@ -81,9 +81,31 @@ type Unit struct {
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
 	Metrics []prometheus.Collector
+	// QueueSettings reads the settings it takes from ext, the extension fields of a ClusterQueue
+	// or Cohort (*ClusterQueueExtension or *CohortExtension of apis/kueue/v1beta2), as a
+	// comparable value whose zero is "none set"; a ClusterQueue's are resolved up its cohort tree
+	// (see QueueNode). nil when it has no queue settings.
+	QueueSettings func(ext any) any
+	// DefaultSettings is what the manager's configuration c sets for the queues that set nothing;
+	// nil when it sets nothing.
+	DefaultSettings func(c *tsconfig.Configuration) any
+	// QueueMetrics builds its per-ClusterQueue metrics, whose label names labels gives (its
+	// own, then the manager's ClusterQueue custom labels), and returns them all, with the gauge
+	// Counts feeds (nil: none). The manager rebuilds them when its custom labels change. nil when
+	// it has none.
+	QueueMetrics func(labels func(names ...string) []string) (all []prometheus.Collector, counts *prometheus.GaugeVec)
 	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
 	// when it has none.
 	Column *Column
+}
+
+// QueueNode is one queue on the path from a ClusterQueue to the root of its cohort tree, with
+// what a unit read off it (Unit.QueueSettings; nil: nothing set).
+type QueueNode struct {
+	// Kind is "ClusterQueue" or "Cohort".
+	Kind     string
+	Name     string
+	Settings any
 }
 
 // Promise is a run time a workload announces through a unit's annotation.

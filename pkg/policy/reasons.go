@@ -42,3 +42,16 @@ var upstreamReasons = []string{kueue.InClusterQueueReason, kueue.InCohortReclama
 func IsPreemptionReason(reason string) bool {
 	return slices.Contains(upstreamReasons, reason) || IsOwnReason(reason)
 }
+
+// OtherLabel is the value of a metric label fed from data a tenant can write (an annotation) when
+// the value is outside the label's closed set: each forged value would otherwise be a new series.
+const OtherLabel = "Other"
+
+// ReasonLabel is reason as a preemption reason label: a known reason (IsPreemptionReason), else
+// OtherLabel.
+func ReasonLabel(reason string) string {
+	if IsPreemptionReason(reason) {
+		return reason
+	}
+	return OtherLabel
+}

@@ -124,7 +124,7 @@ func TestWakerGauges(t *testing.T) {
 				vec  *prometheus.GaugeVec
 				want map[string]float64
 			}{"turn holders": {metrics.TurnHolders, tc.wantHolders}, "next turn": {metrics.NextTurnSeconds, tc.wantNext}, "protected": {metrics.ProtectedWorkloads, tc.wantPr},
-				"notices in force": {metrics.NoticesInForce, tc.wantNotices}} {
+				"notices in force": {metrics.UnitGauge(policy.FeatureNotice), tc.wantNotices}} {
 				if c.want == nil {
 					c.want = map[string]float64{}
 				}

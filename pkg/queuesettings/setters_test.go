@@ -221,7 +221,7 @@ func TestWakerSweep(t *testing.T) {
 
 			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
 			if tc.protection {
-				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)}, policy.NoticeSettings{})
+				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)}, nil)
 			} else {
 				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
 			}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -49,12 +50,19 @@ type Store struct {
 	cohortExists func(kueue.CohortReference) bool
 	defaults     policy.Defaults
 	method       policy.ResolveMethod
-	// Notice settings per queue of the tree, and the manager's default period.
-	cqNotice      map[kueue.ClusterQueueReference]policy.NoticeSettings
-	cohortNotice  map[kueue.CohortReference]policy.NoticeSettings
-	defaultNotice time.Duration
 	// budget: the preemption budgets, their tree and ledger.
 	budget budgetState
+	// unitSettings are what the units read off each queue of the tree (policy.Unit.QueueSettings),
+	// and unitDefaults what the manager's configuration sets for them (DefaultSettings).
+	unitSettings map[unitKey]any
+	unitDefaults map[policy.Feature]any
+}
+
+// unitKey is a unit's settings on one queue of the tree.
+type unitKey struct {
+	feature policy.Feature
+	kind    string
+	name    string
 }
 
 // NewStore returns a store without settings, with the manager's min-runtime defaults.
@@ -68,66 +76,78 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 		defaults:    defaults,
 		method:      method,
 
-		cqNotice:     map[kueue.ClusterQueueReference]policy.NoticeSettings{},
-		cohortNotice: map[kueue.CohortReference]policy.NoticeSettings{},
+		unitSettings: map[unitKey]any{},
+		unitDefaults: map[policy.Feature]any{},
 	}
 }
 
 // Configure takes the defaults of the manager configuration ts that the store resolves to.
 func (s *Store) Configure(ts *tsconfig.Configuration) {
 	s.setBudgetDefault(ts.PreemptionBudget)
-	if ts.DefaultNoticePeriod != nil {
-		s.SetDefaultNoticePeriod(ts.DefaultNoticePeriod.Duration)
-	}
-}
-
-// SetDefaultNoticePeriod sets the manager configuration's defaultNoticePeriod.
-func (s *Store) SetDefaultNoticePeriod(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.defaultNotice = d
+	for _, u := range policy.Units() {
+		if u.DefaultSettings == nil {
+			continue
+		}
+		if d := u.DefaultSettings(ts); d != nil {
+			s.unitDefaults[u.Feature] = d
+		}
+	}
 }
 
-// NoticePath is the notice settings of cq and of the cohorts above it (parents, nearest first),
-// for policy.ResolveNotice, with the manager's default period.
-func (s *Store) NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration) {
+// SettingsPath is what feature f's unit read off cq and the cohorts above it (parents, nearest
+// first), for the unit to resolve, with the manager's default of it (nil: none).
+func (s *Store) SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	path := make([]policy.NoticeNode, 0, len(parents)+1)
-	path = append(path, policy.NoticeNode{Kind: "ClusterQueue", Name: string(cq), Settings: s.cqNotice[cq]})
+	path := make([]policy.QueueNode, 0, len(parents)+1)
+	path = append(path, policy.QueueNode{Kind: "ClusterQueue", Name: string(cq), Settings: s.unitSettings[unitKey{f, "ClusterQueue", string(cq)}]})
 	for _, c := range parents {
-		path = append(path, policy.NoticeNode{Kind: "Cohort", Name: string(c), Settings: s.cohortNotice[c]})
+		path = append(path, policy.QueueNode{Kind: "Cohort", Name: string(c), Settings: s.unitSettings[unitKey{f, "Cohort", string(c)}]})
 	}
-	return path, s.defaultNotice
+	return path, s.unitDefaults[f]
 }
 
 // inherited are the settings a Cohort passes down its cohort tree.
 type inherited struct {
-	min    policy.MinRuntimes
-	notice policy.NoticeSettings
+	min policy.MinRuntimes
+	// units are what the units read off it, by feature; a unit that read nothing is absent.
+	units map[policy.Feature]any
 }
 
 // inheritedOf reads them off a ClusterQueue's or Cohort's extension fields.
 func inheritedOf(ext interface {
 	MinRuntimes() tsapi.MinRuntimeSettings
-	Notice() tsapi.NoticeSettings
 }) inherited {
-	return inherited{min: policy.MinRuntimesOf(ext.MinRuntimes()), notice: notices(ext.Notice())}
+	return inherited{min: policy.MinRuntimesOf(ext.MinRuntimes()), units: unitSettingsOf(ext)}
 }
 
-// notices converts a ClusterQueue's or Cohort's notice settings for the policy.
-func notices(n tsapi.NoticeSettings) policy.NoticeSettings {
-	var out policy.NoticeSettings
-	if n.NoticePeriod != nil {
-		out.Period = policy.Set(n.NoticePeriod.Duration)
-	}
-	if b := n.NoticeOnPriorityPreemption; b != nil {
-		out.OnPriorityPreemption = policy.Flag{Set: true, Value: *b}
-	}
-	if b := n.NoticeOnReclaim; b != nil {
-		out.OnReclaim = policy.Flag{Set: true, Value: *b}
+// unitSettingsOf is what the units read off ext (policy.Unit.QueueSettings), by feature, without
+// the zero values of those that read nothing.
+func unitSettingsOf(ext any) map[policy.Feature]any {
+	out := map[policy.Feature]any{}
+	for _, u := range policy.Units() {
+		if u.QueueSettings == nil {
+			continue
+		}
+		if v := u.QueueSettings(ext); v != nil && !reflect.ValueOf(v).IsZero() {
+			out[u.Feature] = v
+		}
 	}
 	return out
+}
+
+// setUnitSettings stores what the units read off one queue of the tree and reports whether it
+// changed; s.mu is held.
+func (s *Store) setUnitSettings(kind, name string, read map[policy.Feature]any) bool {
+	changed := false
+	for _, u := range policy.Units() {
+		if u.QueueSettings != nil {
+			changed = setOrDelete(s.unitSettings, unitKey{u.Feature, kind, name}, read[u.Feature]) || changed
+		}
+	}
+	return changed
 }
 
 // SetCohortExists tells the store how to learn that a Cohort object exists before the store has
@@ -181,13 +201,13 @@ func (s *Store) MinRuntimeValues() []time.Duration {
 	return sets.List(seen)
 }
 
-// setClusterQueueMinRuntimes stores cq's min-runtimes and notice settings and reports whether
-// they changed.
-func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes, n policy.NoticeSettings) bool {
+// setClusterQueueMinRuntimes stores cq's min-runtimes and what the units read off it, and reports
+// whether they changed.
+func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes, units map[policy.Feature]any) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := setOrDelete(s.cqMin, cq, m)
-	return setOrDelete(s.cqNotice, cq, n) || changed
+	return s.setUnitSettings("ClusterQueue", string(cq), units) || changed
 }
 
 // setCohort stores a Cohort's settings and reports whether they changed.
@@ -195,7 +215,7 @@ func (s *Store) setCohort(c kueue.CohortReference, in inherited) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := setOrDelete(s.cohorts, c, in.min)
-	return setOrDelete(s.cohortNotice, c, in.notice) || changed
+	return s.setUnitSettings("Cohort", string(c), in.units) || changed
 }
 
 func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
@@ -322,21 +342,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
-			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, policy.NoticeSettings{})
+			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, nil)
 			r.store.readClusterQueueBudget(name, nil)
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	qs, mr, notice, problem := parse(u)
+	qs, mr, units, problem := parse(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.set(name, qs)
-	changed = r.store.setClusterQueueMinRuntimes(name, mr, notice) || changed
+	changed = r.store.setClusterQueueMinRuntimes(name, mr, units) || changed
 	changed = r.store.readClusterQueueBudget(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
@@ -348,10 +368,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// parse returns the settings, or zero settings and what is wrong with them.
-func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, policy.NoticeSettings, string) {
-	fail := func(problem string) (policy.QueueSettings, policy.MinRuntimes, policy.NoticeSettings, string) {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, policy.NoticeSettings{}, problem
+// parse returns the settings, with what the units read off the ClusterQueue, or zero settings and
+// what is wrong with them.
+func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, map[policy.Feature]any, string) {
+	fail := func(problem string) (policy.QueueSettings, policy.MinRuntimes, map[policy.Feature]any, string) {
+		return policy.QueueSettings{}, policy.MinRuntimes{}, nil, problem
 	}
 	raw, err := rawSpec(u)
 	if err != nil {
@@ -369,7 +390,7 @@ func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntim
 		return fail(errs.ToAggregate().Error())
 	}
 	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
-	return qs, policy.MinRuntimesOf(ext.MinRuntimes()), notices(ext.Notice()), ""
+	return qs, policy.MinRuntimesOf(ext.MinRuntimes()), unitSettingsOf(ext), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
@@ -383,9 +404,9 @@ func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
 // the error says what is wrong with them.
 func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	name := kueue.ClusterQueueReference(u.GetName())
-	qs, mr, notice, problem := parse(u)
+	qs, mr, units, problem := parse(u)
 	s.set(name, qs)
-	s.setClusterQueueMinRuntimes(name, mr, notice)
+	s.setClusterQueueMinRuntimes(name, mr, units)
 	s.readClusterQueueBudget(name, u)
 	s.setKnown(name, true)
 	if problem != "" {
@@ -417,9 +438,9 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cqs.Items {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
-		qs, mr, notice, _ := parse(&cqs.Items[i])
+		qs, mr, units, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
-		s.setClusterQueueMinRuntimes(name, mr, notice)
+		s.setClusterQueueMinRuntimes(name, mr, units)
 		s.readClusterQueueBudget(name, &cqs.Items[i])
 		s.setKnown(name, true)
 	}

@@ -5,9 +5,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -132,7 +137,7 @@ func TestParseCohort(t *testing.T) {
 
 func TestMinRuntimeValues(t *testing.T) {
 	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
-	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}, policy.NoticeSettings{})
+	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}, nil)
 	s.setCohort("team", inherited{min: policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}})
 	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.MinRuntimeValues()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
@@ -145,5 +150,71 @@ func TestMinRuntimeValues(t *testing.T) {
 	}
 	if _, ok := s.cohorts["team"]; ok {
 		t.Error("cleared settings should drop the entry")
+	}
+}
+
+// The store keeps what a unit reads off each queue of the tree and gives it back along a path,
+// with the unit's default from the manager's configuration; a queue that sets nothing gives nil.
+func TestSettingsPath(t *testing.T) {
+	object := func(kind, name string, preemption map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		u.SetKind(kind)
+		u.SetName(name)
+		if preemption != nil {
+			u.Object["spec"] = map[string]any{"preemption": preemption}
+		}
+		return u
+	}
+	cases := map[string]struct {
+		cq, cohort map[string]any
+		config     *tsconfig.Configuration
+		wantPath   []policy.QueueNode
+		wantDef    any
+	}{
+		"nothing set anywhere": {
+			config: &tsconfig.Configuration{},
+			wantPath: []policy.QueueNode{{Kind: "ClusterQueue", Name: "a"}, {Kind: "Cohort", Name: "team"},
+				{Kind: "Cohort", Name: "org"}},
+		},
+		"each queue's own settings, and the manager's default": {
+			cq:     map[string]any{"noticePeriod": "5m"},
+			cohort: map[string]any{"noticeOnReclaim": true},
+			config: &tsconfig.Configuration{DefaultNoticePeriod: &metav1.Duration{Duration: time.Minute}},
+			wantPath: []policy.QueueNode{
+				{Kind: "ClusterQueue", Name: "a", Settings: policy.NoticeSettings{Period: policy.Set(5 * time.Minute)}},
+				{Kind: "Cohort", Name: "team", Settings: policy.NoticeSettings{OnReclaim: policy.Flag{Set: true, Value: true}}},
+				{Kind: "Cohort", Name: "org"},
+			},
+			wantDef: time.Minute,
+		},
+		"a zero period is set": {
+			cq:       map[string]any{"noticePeriod": "0s"},
+			config:   &tsconfig.Configuration{},
+			wantPath: []policy.QueueNode{{Kind: "ClusterQueue", Name: "a", Settings: policy.NoticeSettings{Period: policy.Set(0)}}, {Kind: "Cohort", Name: "team"}, {Kind: "Cohort", Name: "org"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore(policy.Defaults{}, "")
+			s.Configure(tc.config)
+			// What the queues set before is replaced, not merged.
+			for _, set := range []map[string]any{{"noticePeriod": "1h", "noticeOnPriorityPreemption": true}, tc.cq} {
+				if err := s.SetClusterQueue(object("ClusterQueue", "a", set)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, set := range []map[string]any{{"noticePeriod": "1h"}, tc.cohort} {
+				if err := s.SetCohort(object("Cohort", "team", set)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path, def := s.SettingsPath(policy.FeatureNotice, "a", []kueue.CohortReference{"team", "org"})
+			if diff := cmp.Diff(tc.wantPath, path); diff != "" {
+				t.Errorf("path (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantDef, def); diff != "" {
+				t.Errorf("default (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -17,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ExplainReport is what `explain workload` shows.
@@ -39,15 +36,20 @@ type ExplainReport struct {
 	// requeue state.
 	Evictions []EvictionCount `json:"evictions,omitempty"`
 	Requeues  *RequeueState   `json:"requeues,omitempty"`
-	// Notice is the preemption notice in force on it; NoticeState its PreemptionNotice condition:
-	// True while a notice runs, False saying how the last one ended.
-	Notice      *NoticeInProgress `json:"notice,omitempty"`
-	NoticeState *Decision         `json:"noticeState,omitempty"`
-	// NoticedForIt lists the workloads under notice to make room for it, while it waits;
-	// NoticedForItUnknown says why they could not be read.
-	NoticedForIt        []NoticeInProgress `json:"noticedForIt,omitempty"`
-	NoticedForItUnknown string             `json:"noticedForItUnknown,omitempty"`
+	// Details are what the plugin's feature files say of it (explainDetails, waitingDetails), by
+	// feature gate.
+	Details map[string]any `json:"details,omitempty"`
 }
+
+var (
+	// explainDetails say what a feature says of a workload, under its gate; ok false when nothing.
+	explainDetails []func(wl *kueue.Workload) (gate string, v any, ok bool)
+	// holdingNotes add to the state of a workload holding quota and not being evicted; "" when
+	// nothing.
+	holdingNotes []func(r *ExplainReport) string
+	// waitingDetails complete r, for a waiting workload wl, with what the cluster says of it.
+	waitingDetails []func(ctx context.Context, c client.Reader, wl *kueue.Workload, r *ExplainReport)
+)
 
 // Decision is a condition written by the manager that explains the workload's state.
 type Decision struct {
@@ -103,12 +105,8 @@ func (e *env) explainWorkload(ctx context.Context, ns, name string) (*ExplainRep
 	}
 	r := BuildExplainReport(&wl, evs.Items, core.Items)
 	if r.Wait != nil {
-		// Its victims under notice may be in any namespace.
-		var all kueue.WorkloadList
-		if err := e.client.List(ctx, &all); err != nil {
-			r.NoticedForItUnknown = fmt.Sprintf("listing Workloads: %v", err)
-		} else {
-			r.NoticedForIt = noticedFor(wl.UID, all.Items)
+		for _, d := range waitingDetails {
+			d(ctx, e.client, &wl, r)
 		}
 	}
 	if r.ClusterQueue == "" && r.LocalQueue != "" {
@@ -183,10 +181,7 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		}
 	}
 
-	r.Notice = noticeOf(wl)
-	if c := apimeta.FindStatusCondition(conds, policy.NoticeCondition); c != nil {
-		r.NoticeState = decision(c)
-	}
+	r.Details = details(wl, explainDetails)
 
 	reserved := apimeta.FindStatusCondition(conds, kueue.WorkloadQuotaReserved)
 	switch {
@@ -196,8 +191,12 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		r.State = "holding quota in ClusterQueue " + r.ClusterQueue
 		if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadEvicted) {
 			r.State += ", being evicted"
-		} else if n := r.Notice; n != nil && n.Deadline != nil {
-			r.State += ", under preemption notice until " + n.Deadline.UTC().Format(time.RFC3339)
+		} else {
+			for _, note := range holdingNotes {
+				if s := note(r); s != "" {
+					r.State += ", " + s
+				}
+			}
 		}
 	case wl.Spec.Active != nil && !*wl.Spec.Active:
 		r.State = "deactivated"

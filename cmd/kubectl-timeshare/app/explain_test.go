@@ -98,9 +98,11 @@ func TestBuildExplainReport(t *testing.T) {
 				return w
 			}(),
 			want: &ExplainReport{Namespace: "ns", Name: "w", ClusterQueue: "gpu", LocalQueue: "lq", Priority: 5,
-				State:       "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z",
-				Notice:      &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"},
-				NoticeState: &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: noticeMsg, Since: mt(-time.Minute)},
+				State: "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z",
+				Details: map[string]any{"PreemptionNotice": &NoticeReport{
+					Notice: &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"},
+					State:  &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: noticeMsg, Since: mt(-time.Minute)},
+				}},
 				History: []HistoryItem{
 					{Time: mt(-time.Hour), Source: "condition", What: "QuotaReserved=True", Reason: "QuotaReserved", Message: "Quota reserved in ClusterQueue gpu"},
 					{Time: mt(-time.Minute), Source: "condition", What: "PreemptionNotice=True", Reason: "InClusterQueueTimeBased", Message: noticeMsg},
@@ -224,8 +226,8 @@ func TestRenderExplainNotices(t *testing.T) {
 		"a victim under notice, its checkpoint not done": {
 			report: func(r *ExplainReport) {
 				r.State = "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z"
-				r.Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"}
-				r.NoticeState = &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted", Since: mt(-time.Minute)}
+				noticeReportOf(r).Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"}
+				noticeReportOf(r).State = &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted", Since: mt(-time.Minute)}
 			},
 			want: `
 Under preemption notice (given 2026-11-24T11:59:00Z (60s ago), reason InClusterQueueTimeBased):
@@ -236,13 +238,13 @@ History:
 		},
 		"a victim whose checkpoint is done": {
 			report: func(r *ExplainReport) {
-				r.Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueue", Preemptor: "ns/next", CheckpointDone: true}
+				noticeReportOf(r).Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueue", Preemptor: "ns/next", CheckpointDone: true}
 			},
 			want: "to make room for ns/next; checkpoint done: it is evicted at the preemptor's next attempt\n",
 		},
 		"how the last notice ended": {
 			report: func(r *ExplainReport) {
-				r.NoticeState = &Decision{Condition: policy.NoticeCondition, Status: "False", Reason: "EndedEarly", Message: "Evicted before its deadline", Since: mt(-2 * time.Minute)}
+				noticeReportOf(r).State = &Decision{Condition: policy.NoticeCondition, Status: "False", Reason: "EndedEarly", Message: "Evicted before its deadline", Since: mt(-2 * time.Minute)}
 			},
 			want: `
 Its last preemption notice (PreemptionNotice=False, reason EndedEarly, at 2026-11-24T11:58:00Z (2m ago)):
@@ -255,7 +257,7 @@ History:
 			report: func(r *ExplainReport) {
 				r.State = "waiting for quota"
 				r.Wait = &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "waiting for the preemption notice of 2 workload(s)", Since: mt(0)}
-				r.NoticedForIt = []NoticeInProgress{
+				noticeReportOf(r).NoticedForIt = []NoticeInProgress{
 					{Workload: "ns/a", Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", CheckpointDone: true},
 					{Workload: "other/b", Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased"},
 				}
@@ -270,7 +272,7 @@ Workloads under notice to make room for it:
 		"its victims not readable": {
 			report: func(r *ExplainReport) {
 				r.Wait = &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient quota", Since: mt(0)}
-				r.NoticedForItUnknown = "listing Workloads: forbidden"
+				noticeReportOf(r).NoticedForItUnknown = "listing Workloads: forbidden"
 			},
 			want: "  insufficient quota\nWorkloads under notice for it: not known (listing Workloads: forbidden)\n",
 		},

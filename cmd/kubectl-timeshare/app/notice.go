@@ -1,25 +1,85 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 func init() {
 	holdingColumns = append(holdingColumns, holdingColumn{header: "PREEMPTION NOTICE",
-		cell: func(a *AdmittedWorkload, now time.Time) string { return noticeColumn(a.Notice, now) }})
+		cell: func(a *AdmittedWorkload, now time.Time) string {
+			n, _ := a.Details[string(features.PreemptionNotice)].(*NoticeInProgress)
+			return noticeColumn(n, now)
+		}})
+	holdingDetails = append(holdingDetails, func(wl *kueue.Workload) (string, any, bool) {
+		n := noticeOf(wl)
+		return string(features.PreemptionNotice), n, n != nil
+	})
+	explainDetails = append(explainDetails, func(wl *kueue.Workload) (string, any, bool) {
+		r := NoticeReport{Notice: noticeOf(wl)}
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition); c != nil {
+			r.State = decision(c)
+		}
+		return string(features.PreemptionNotice), &r, r.Notice != nil || r.State != nil
+	})
+	holdingNotes = append(holdingNotes, func(r *ExplainReport) string {
+		if nr, _ := r.Details[string(features.PreemptionNotice)].(*NoticeReport); nr != nil && nr.Notice != nil && nr.Notice.Deadline != nil {
+			return "under preemption notice until " + nr.Notice.Deadline.UTC().Format(time.RFC3339)
+		}
+		return ""
+	})
+	waitingDetails = append(waitingDetails, func(ctx context.Context, c client.Reader, wl *kueue.Workload, r *ExplainReport) {
+		// Its victims under notice may be in any namespace.
+		var all kueue.WorkloadList
+		if err := c.List(ctx, &all); err != nil {
+			noticeReportOf(r).NoticedForItUnknown = fmt.Sprintf("listing Workloads: %v", err)
+		} else if ns := noticedFor(wl.UID, all.Items); len(ns) > 0 {
+			noticeReportOf(r).NoticedForIt = ns
+		}
+	})
 	explainSections = append(explainSections, renderNotices)
+	settingRows = append(settingRows, noticeSettings)
+}
+
+// NoticeReport is what `explain workload` says of a workload's notices, under
+// details.PreemptionNotice in JSON.
+type NoticeReport struct {
+	// Notice is the preemption notice in force on it; State its PreemptionNotice condition:
+	// True while a notice runs, False saying how the last one ended.
+	Notice *NoticeInProgress `json:"notice,omitempty"`
+	State  *Decision         `json:"noticeState,omitempty"`
+	// NoticedForIt lists the workloads under notice to make room for it, while it waits;
+	// NoticedForItUnknown says why they could not be read.
+	NoticedForIt        []NoticeInProgress `json:"noticedForIt,omitempty"`
+	NoticedForItUnknown string             `json:"noticedForItUnknown,omitempty"`
+}
+
+// noticeReportOf is r's NoticeReport, added to r when it has none (for waitingDetails).
+func noticeReportOf(r *ExplainReport) *NoticeReport {
+	if nr, ok := r.Details[string(features.PreemptionNotice)].(*NoticeReport); ok {
+		return nr
+	}
+	nr := &NoticeReport{}
+	if r.Details == nil {
+		r.Details = map[string]any{}
+	}
+	r.Details[string(features.PreemptionNotice)] = nr
+	return nr
 }
 
 // NoticeInProgress is a preemption notice in force on a workload, read from its annotations: it
@@ -68,9 +128,10 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 	return out
 }
 
-// noticeSettings are the rows of the notice settings in force for a ClusterQueue's workloads,
-// resolved by the policy from the ClusterQueue up (path) with the manager's default period.
-func noticeSettings(path []policy.NoticeNode, def time.Duration, m ManagerSettings) []SettingReport {
+// noticeSettings are the rows of the notice settings in force for cq's workloads, resolved by the
+// policy from cq up its cohorts (parents) with the manager's default period.
+func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport {
+	path, def := policy.NoticePath(store.SettingsPath(policy.FeatureNotice, cq, parents))
 	// Each extension is read as the policy reads it for a preemption of that kind.
 	extensions := []struct{ name, reason string }{
 		{"noticeOnPriorityPreemption", kueue.InClusterQueueReason},
@@ -125,8 +186,12 @@ func noticeColumn(n *NoticeInProgress, now time.Time) string {
 // renderNotices writes the notice in force on the workload, or how its last one ended, and the
 // workloads under notice for it; explained reports whether it had a notice to explain.
 func renderNotices(w io.Writer, r *ExplainReport, now time.Time) (explained bool, err error) {
-	explained = r.NoticeState != nil || r.Notice != nil
-	if n := r.Notice; n != nil {
+	nr, _ := r.Details[string(features.PreemptionNotice)].(*NoticeReport)
+	if nr == nil {
+		return false, nil
+	}
+	explained = nr.State != nil || nr.Notice != nil
+	if n := nr.Notice; n != nil {
 		if n.Problem != "" {
 			fmt.Fprintf(w, "Its preemption notice annotations are unreadable, and ignored by the manager: %s\n", n.Problem)
 		} else {
@@ -137,19 +202,19 @@ func renderNotices(w io.Writer, r *ExplainReport, now time.Time) (explained bool
 			fmt.Fprintf(w, "Under preemption notice (given %s, reason %s):\n  evicted at %s at the latest, to make room for %s; checkpoint %s\n",
 				when(n.Given, now), n.Reason, when(n.Deadline, now), n.Preemptor, checkpoint)
 		}
-	} else if d := r.NoticeState; d != nil && d.Status == string(metav1.ConditionFalse) {
+	} else if d := nr.State; d != nil && d.Status == string(metav1.ConditionFalse) {
 		fmt.Fprintf(w, "Its last preemption notice (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, d.Reason, when(d.Since, now), d.Message)
 	}
-	if r.NoticedForItUnknown != "" {
-		fmt.Fprintf(w, "Workloads under notice for it: not known (%s)\n", r.NoticedForItUnknown)
+	if nr.NoticedForItUnknown != "" {
+		fmt.Fprintf(w, "Workloads under notice for it: not known (%s)\n", nr.NoticedForItUnknown)
 	}
-	if len(r.NoticedForIt) == 0 {
+	if len(nr.NoticedForIt) == 0 {
 		return explained, nil
 	}
 	fmt.Fprintln(w, "Workloads under notice to make room for it:")
 	t := newTable(w)
 	fmt.Fprintln(t, "  WORKLOAD\tDEADLINE\tREASON\tCHECKPOINT")
-	for _, n := range r.NoticedForIt {
+	for _, n := range nr.NoticedForIt {
 		checkpoint := "not done"
 		if n.CheckpointDone {
 			checkpoint = "done"

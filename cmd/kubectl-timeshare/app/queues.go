@@ -72,8 +72,8 @@ type AdmittedWorkload struct {
 	RunningCounted string       `json:"runningCountedFrom,omitempty"`
 	// Features are the units' columns (policy.Column), by feature gate.
 	Features map[string]FeatureCell `json:"features,omitempty"`
-	// Notice is the preemption notice in force on it, if any.
-	Notice *NoticeInProgress `json:"notice,omitempty"`
+	// Details are what the plugin's feature files say of it (holdingDetails), by feature gate.
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // FeatureCell is a unit's value for a workload and the instant it leads to.
@@ -108,6 +108,28 @@ type PendingWorkload struct {
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 }
+
+// holdingDetails say what a feature says of a workload holding quota, under its gate; ok false when
+// nothing.
+var holdingDetails []func(wl *kueue.Workload) (gate string, v any, ok bool)
+
+// details is what ds say of wl, by gate; nil when nothing.
+func details(wl *kueue.Workload, ds []func(*kueue.Workload) (string, any, bool)) map[string]any {
+	var out map[string]any
+	for _, d := range ds {
+		if gate, v, ok := d(wl); ok {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[gate] = v
+		}
+	}
+	return out
+}
+
+// settingRows add a feature's rows to a ClusterQueue's settings, after the min-runtimes, from what
+// the store read for its unit along the ClusterQueue's path (queuesettings.Store.SettingsPath).
+var settingRows []func(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport
 
 const (
 	orderVisibility = "the scheduler's order, from the visibility API"
@@ -291,8 +313,9 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		for _, n := range path[1:] {
 			parents = append(parents, kueue.CohortReference(n.Name))
 		}
-		noticePath, defaultNotice := store.NoticePath(cqRef, parents)
-		r.Settings = append(r.Settings, noticeSettings(noticePath, defaultNotice, m)...)
+		for _, rows := range settingRows {
+			r.Settings = append(r.Settings, rows(store, cqRef, parents, m)...)
+		}
 
 		for i := range c.Workloads {
 			wl := &c.Workloads[i]
@@ -312,7 +335,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				a.Protections = append(a.Protections, pr)
 			}
 			a.Features = cells(units, &cand, on)
-			a.Notice = noticeOf(wl)
+			a.Details = details(wl, holdingDetails)
 			r.Admitted = append(r.Admitted, a)
 		}
 		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {

@@ -94,7 +94,7 @@ func TestBuildQueuesReport(t *testing.T) {
 		{Namespace: "ns", Name: "new", LocalQueue: "lq", QuotaReserved: mt(-10 * time.Minute), Admitted: mt(-10 * time.Minute),
 			Protections: []Protection{{Kind: "preempt", Until: mt(20 * time.Minute), Active: true, Source: "preemptMinRuntime 30m0s from Cohort org"}},
 			TurnEnds:    mt(50 * time.Minute), TurnSetting: "minAdmitDuration 1h0m0s", RunningCounted: "Admitted",
-			Notice: &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(9 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/second"}},
+			Details: map[string]any{"PreemptionNotice": &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(9 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/second"}}},
 	}
 	noticeRows := []SettingReport{
 		{Name: "noticePeriod", Value: "10m0s", Source: "Cohort team"},
@@ -286,7 +286,7 @@ func TestRenderQueues(t *testing.T) {
 				TurnEnds:    mt(50 * time.Minute), RunningCounted: "Admitted", Features: map[string]FeatureCell{"ExpectedRuntimeRequeue": {Value: "25m0s", From: mt(15 * time.Minute)}}},
 				{Namespace: "ns", Name: "victim", LocalQueue: "lq", QuotaReserved: mt(-65 * time.Minute), Admitted: mt(-65 * time.Minute),
 					TurnEnds: mt(-5 * time.Minute), RunningCounted: "Admitted",
-					Notice: &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(4 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/first", CheckpointDone: true}}},
+					Details: map[string]any{"PreemptionNotice": &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(4 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/first", CheckpointDone: true}}}},
 			Pending:      []PendingWorkload{{Position: 0, Namespace: "ns", Name: "first", LocalQueue: "lq", Created: mt(-40 * time.Minute), Reason: "Pending", Message: "insufficient quota"}},
 			PendingOrder: orderVisibility,
 		}, {Name: "empty", Settings: []SettingReport{}, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, PendingOrder: orderVisibility,

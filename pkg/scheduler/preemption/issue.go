@@ -24,7 +24,6 @@ import (
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -177,7 +176,7 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 	p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, "PreemptedWorkload", "PreemptedWorkload",
 		"Preempted workload %s (UID: %s) in ClusterQueue %s; %s", klog.KObj(victim), victim.UID, t.WorkloadInfo.ClusterQueue, both)
 	// A target whose notice is due carries the notice's reason, read from an annotation.
-	workloadevict.ReportPreemption(preemptor.ClusterQueue, metrics.ReasonLabel(t.Reason), t.WorkloadInfo.ClusterQueue, p.tracker, p.customLabels)
+	workloadevict.ReportPreemption(preemptor.ClusterQueue, policy.ReasonLabel(t.Reason), t.WorkloadInfo.ClusterQueue, p.tracker, p.customLabels)
 	return nil
 }
 

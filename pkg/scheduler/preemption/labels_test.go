@@ -9,7 +9,7 @@ import (
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // A target evicted for a reason read from a notice's annotation (anything a tenant wrote) counts
@@ -20,7 +20,7 @@ func TestForgedReasonsAddOnePreemptedSeriesAtMost(t *testing.T) {
 	p := w.preemptor()
 	p.expectations = nil // each eviction writes, as a first one would
 	before := testutil.CollectAndCount(kueuemetrics.PreemptedWorkloadsTotal)
-	others := testutil.ToFloat64(kueuemetrics.PreemptedWorkloadsTotal.WithLabelValues("cq", metrics.Other, "standalone"))
+	others := testutil.ToFloat64(kueuemetrics.PreemptedWorkloadsTotal.WithLabelValues("cq", policy.OtherLabel, "standalone"))
 	for i := range 100 {
 		targets := w.targets(t, map[string]string{"ran-2h30m0s": fmt.Sprintf("Forged%d", i)})
 		if err := p.evict(ctx, w.cache, w.sc.PendingInfo(), targets[0], w.cq); err != nil {
@@ -30,7 +30,7 @@ func TestForgedReasonsAddOnePreemptedSeriesAtMost(t *testing.T) {
 	if got := testutil.CollectAndCount(kueuemetrics.PreemptedWorkloadsTotal); got > before+1 {
 		t.Errorf("kueue_preempted_workloads_total has %d series after 100 forged reasons, want at most %d", got, before+1)
 	}
-	if got := testutil.ToFloat64(kueuemetrics.PreemptedWorkloadsTotal.WithLabelValues("cq", metrics.Other, "standalone")) - others; got != 100 {
+	if got := testutil.ToFloat64(kueuemetrics.PreemptedWorkloadsTotal.WithLabelValues("cq", policy.OtherLabel, "standalone")) - others; got != 100 {
 		t.Errorf("preemptions counted as Other = %v, want 100", got)
 	}
 }

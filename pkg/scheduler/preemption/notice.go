@@ -29,7 +29,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -41,10 +40,10 @@ const (
 	EventNoticeGivenFor = "PreemptionNoticeGiven"
 )
 
-// NoticeSource supplies the notice settings of a ClusterQueue and the Cohorts above it, with the
-// manager's default period.
+// NoticeSource supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
+// manager's default of it: for the notice's unit, the notice settings and default period.
 type NoticeSource interface {
-	NoticePath(cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.NoticeNode, time.Duration)
+	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
 }
 
 func init() {
@@ -219,7 +218,7 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	path, def := p.notices().NoticePath(t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq))
+	path, def := policy.NoticePath(p.notices().SettingsPath(policy.FeatureNotice, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
 	d, src := policy.ResolveNotice(path, t.Reason, def)
 	return d, src.String()
 }
@@ -348,7 +347,7 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
 		ctrllog.FromContext(ctx).V(2).Info("Could not record the end of a preemption notice", "workload", klog.KObj(victim), "error", err.Error())
 	}
-	metrics.ReportNoticeEnded(p.customLabels, cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
+	policy.ReportNoticeEnded(p.customLabels.CQGet(cq), cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
 }
 
 // ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.

@@ -262,8 +262,8 @@ func giveNotice(wl *kueue.Workload, n annotations.Notice) {
 
 type noNoticeSettings struct{}
 
-func (noNoticeSettings) NoticePath(kueue.ClusterQueueReference, []kueue.CohortReference) ([]policy.NoticeNode, time.Duration) {
-	return nil, 0
+func (noNoticeSettings) SettingsPath(policy.Feature, kueue.ClusterQueueReference, []kueue.CohortReference) ([]policy.QueueNode, any) {
+	return nil, nil
 }
 
 // A borrower under notice for another preemptor is promised to it: a reclaiming head leaves it

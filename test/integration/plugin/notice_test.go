@@ -75,7 +75,7 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		gomega.Expect(got.Admitted[0].Name).To(gomega.Equal(lowWL.Name))
 		want := &app.NoticeInProgress{Given: &metav1.Time{Time: notice.Start}, Deadline: &metav1.Time{Time: notice.Deadline},
 			Reason: kueue.InClusterQueueReason, Preemptor: ns + "/" + highWL.Name}
-		gomega.Expect(cmp.Diff(want, got.Admitted[0].Notice)).To(gomega.BeEmpty())
+		gomega.Expect(cmp.Diff(want, noticeDetails[app.NoticeInProgress](gomega.Default, got.Admitted[0].Details))).To(gomega.BeEmpty())
 		gomega.Expect(notice.Deadline.Sub(notice.Start)).To(gomega.BeNumerically(">=", 3*time.Minute))
 
 		ginkgo.By("printing the same in tables")
@@ -91,10 +91,12 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 	ginkgo.It("explains both sides: the victim's deadline and the workloads the preemptor waits on", func() {
 		victim := explainJSON(gomega.Default, lowWL.Name)
 		gomega.Expect(victim.State).To(gomega.Equal("holding quota in ClusterQueue noticed, under preemption notice until " + rfc3339(notice.Deadline)))
-		gomega.Expect(victim.Notice).NotTo(gomega.BeNil())
-		gomega.Expect(victim.Notice.Deadline.Time).To(gomega.BeTemporally("==", notice.Deadline))
-		gomega.Expect(victim.NoticeState).NotTo(gomega.BeNil())
-		gomega.Expect(victim.NoticeState.Status).To(gomega.Equal("True"))
+		victimNotice := noticeDetails[app.NoticeReport](gomega.Default, victim.Details)
+		gomega.Expect(victimNotice).NotTo(gomega.BeNil())
+		gomega.Expect(victimNotice.Notice).NotTo(gomega.BeNil())
+		gomega.Expect(victimNotice.Notice.Deadline.Time).To(gomega.BeTemporally("==", notice.Deadline))
+		gomega.Expect(victimNotice.State).NotTo(gomega.BeNil())
+		gomega.Expect(victimNotice.State.Status).To(gomega.Equal("True"))
 		gomega.Expect(victim.History).To(gomega.ContainElement(gomega.And(
 			gomega.HaveField("Source", "event"), gomega.HaveField("Reason", "PreemptionNotice"))), "the manager's event on the victim")
 
@@ -106,7 +108,7 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		}, timeout, interval).Should(gomega.Succeed())
 		gomega.Expect(cmp.Diff([]app.NoticeInProgress{{Workload: ns + "/" + lowWL.Name, Given: &metav1.Time{Time: notice.Start},
 			Deadline: &metav1.Time{Time: notice.Deadline}, Reason: kueue.InClusterQueueReason, Preemptor: ns + "/" + highWL.Name}},
-			preemptor.NoticedForIt)).To(gomega.BeEmpty())
+			noticeDetails[app.NoticeReport](gomega.Default, preemptor.Details).NoticedForIt)).To(gomega.BeEmpty())
 
 		code, out, errOut := run("explain", "workload", lowWL.Name, "-n", ns)
 		gomega.Expect(code).To(gomega.Equal(0), errOut)
@@ -125,10 +127,12 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		gomega.Eventually(func(g gomega.Gomega) {
 			g.Expect(unsuspended(g, ctx, high)).To(gomega.BeTrue())
 			r := explainJSON(g, lowWL.Name)
-			g.Expect(r.Notice).To(gomega.BeNil(), "the notice annotations are gone")
-			g.Expect(r.NoticeState).NotTo(gomega.BeNil())
-			g.Expect(r.NoticeState.Status).To(gomega.Equal("False"))
-			g.Expect(r.NoticeState.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
+			nr := noticeDetails[app.NoticeReport](g, r.Details)
+			g.Expect(nr).NotTo(gomega.BeNil())
+			g.Expect(nr.Notice).To(gomega.BeNil(), "the notice annotations are gone")
+			g.Expect(nr.State).NotTo(gomega.BeNil())
+			g.Expect(nr.State.Status).To(gomega.Equal("False"))
+			g.Expect(nr.State.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
 			g.Expect(r.LastPreemption).NotTo(gomega.BeNil())
 			g.Expect(r.LastPreemption.Reason).To(gomega.Equal(kueue.InClusterQueueReason))
 		}, timeout, interval).Should(gomega.Succeed())
@@ -138,7 +142,21 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		expectLine(out, "Its last preemption notice (PreemptionNotice=False, reason "+string(policy.NoticeEvictedAtDeadline))
 		r := queuesJSON(gomega.Default, "noticed")
 		for _, a := range r.ClusterQueues[0].Admitted {
-			gomega.Expect(a.Notice).To(gomega.BeNil(), "no notice in force on %s", a.Name)
+			gomega.Expect(noticeDetails[app.NoticeInProgress](gomega.Default, a.Details)).To(gomega.BeNil(), "no notice in force on %s", a.Name)
 		}
 	})
 })
+
+// noticeDetails is what a report decoded from JSON says under details.PreemptionNotice, as a T;
+// nil when it says nothing.
+func noticeDetails[T any](g gomega.Gomega, details map[string]any) *T {
+	d, ok := details["PreemptionNotice"]
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(d)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	v := new(T)
+	g.Expect(json.Unmarshal(data, v)).To(gomega.Succeed())
+	return v
+}

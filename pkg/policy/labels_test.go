@@ -1,4 +1,4 @@
-package metrics
+package policy
 
 import (
 	"fmt"
@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestReasonLabel(t *testing.T) {
@@ -20,12 +18,12 @@ func TestReasonLabel(t *testing.T) {
 		kueue.InCohortReclamationReason:           "InCohortReclamation",
 		kueue.InCohortFairSharingReason:           "InCohortFairSharing",
 		kueue.InCohortReclaimWhileBorrowingReason: "InCohortReclaimWhileBorrowing",
-		policy.TimeBasedReason:                    "InClusterQueueTimeBased",
-		policy.ExpectedRuntimeReason:              "InClusterQueueExpectedRuntime",
-		"":                                        Other,
-		"Forged":                                  Other,
-		"inclusterqueue":                          Other,
-		"InClusterQueue ":                         Other,
+		TimeBasedReason:                           "InClusterQueueTimeBased",
+		ExpectedRuntimeReason:                     "InClusterQueueExpectedRuntime",
+		"":                                        OtherLabel,
+		"Forged":                                  OtherLabel,
+		"inclusterqueue":                          OtherLabel,
+		"InClusterQueue ":                         OtherLabel,
 	}
 	for reason, want := range cases {
 		t.Run(reason, func(t *testing.T) {
@@ -36,18 +34,27 @@ func TestReasonLabel(t *testing.T) {
 	}
 }
 
-func TestOutcomeLabel(t *testing.T) {
+// An outcome outside NoticeOutcome counts as OtherLabel.
+func TestNoticeOutcomeLabel(t *testing.T) {
 	cases := map[string]string{
-		string(policy.NoticeEvictedAtDeadline): "EvictedAtDeadline",
-		string(policy.NoticeEndedEarly):        "EndedEarly",
-		string(policy.NoticeWithdrawn):         "Withdrawn",
-		"":                                     Other,
-		"Forged":                               Other,
+		string(NoticeEvictedAtDeadline): "EvictedAtDeadline",
+		string(NoticeEndedEarly):        "EndedEarly",
+		string(NoticeWithdrawn):         "Withdrawn",
+		"":                              OtherLabel,
+		"Forged":                        OtherLabel,
 	}
 	for outcome, want := range cases {
 		t.Run(outcome, func(t *testing.T) {
-			if diff := cmp.Diff(want, OutcomeLabel(outcome)); diff != "" {
-				t.Errorf("OutcomeLabel(%q) (-want +got):\n%s", outcome, diff)
+			noticeMetrics(func(names ...string) []string { return names })
+			ReportNoticeEnded(nil, "cq", TimeBasedReason, outcome, "standalone", false, 0)
+			got := map[string]float64{}
+			for _, o := range []string{string(NoticeEvictedAtDeadline), string(NoticeEndedEarly), string(NoticeWithdrawn), OtherLabel} {
+				if v := testutil.ToFloat64(noticesEnded.WithLabelValues("cq", TimeBasedReason, o, "standalone")); v > 0 {
+					got[o] = v
+				}
+			}
+			if diff := cmp.Diff(map[string]float64{want: 1}, got); diff != "" {
+				t.Errorf("notices by outcome after one ended with %q (-want +got):\n%s", outcome, diff)
 			}
 		})
 	}
@@ -56,32 +63,31 @@ func TestOutcomeLabel(t *testing.T) {
 // Each forged notice reason (or outcome) was a new series: 100 forged notices made 2 series 102.
 // They now add one at the most, Other.
 func TestForgedNoticeReasonsAddOneSeriesAtMost(t *testing.T) {
-	InitVectors(nil)
+	noticeMetrics(func(names ...string) []string { return names })
 	const cq = "cq-forged"
-	ReportNoticeEnded(nil, cq, policy.TimeBasedReason, string(policy.NoticeEvictedAtDeadline), "standalone", true, time.Minute)
-	ReportNoticeEnded(nil, cq, kueue.InClusterQueueReason, string(policy.NoticeWithdrawn), "standalone", false, 0)
-	notices, delays := testutil.CollectAndCount(PreemptionNotices), testutil.CollectAndCount(NoticeToEvictionSeconds)
+	ReportNoticeEnded(nil, cq, TimeBasedReason, string(NoticeEvictedAtDeadline), "standalone", true, time.Minute)
+	ReportNoticeEnded(nil, cq, kueue.InClusterQueueReason, string(NoticeWithdrawn), "standalone", false, 0)
+	notices, delays := testutil.CollectAndCount(noticesEnded), testutil.CollectAndCount(noticeToEviction)
 	for i := range 100 {
-		ReportNoticeEnded(nil, cq, fmt.Sprintf("Forged%d", i), string(policy.NoticeEvictedAtDeadline), "standalone", true, time.Minute)
-		ReportNoticeEnded(nil, cq, policy.TimeBasedReason, fmt.Sprintf("Forged%d", i), "standalone", false, 0)
+		ReportNoticeEnded(nil, cq, fmt.Sprintf("Forged%d", i), string(NoticeEvictedAtDeadline), "standalone", true, time.Minute)
+		ReportNoticeEnded(nil, cq, TimeBasedReason, fmt.Sprintf("Forged%d", i), "standalone", false, 0)
 	}
-	if got := testutil.CollectAndCount(PreemptionNotices); got > notices+2 {
+	if got := testutil.CollectAndCount(noticesEnded); got > notices+2 {
 		t.Errorf("kueue_preemption_notices_total has %d series after 100 forged reasons and outcomes, want at most %d", got, notices+2)
 	}
-	if got := testutil.CollectAndCount(NoticeToEvictionSeconds); got != delays {
+	if got := testutil.CollectAndCount(noticeToEviction); got != delays {
 		t.Errorf("kueue_preemption_notice_to_eviction_seconds has %d series, want %d", got, delays)
 	}
-	if got := testutil.ToFloat64(PreemptionNotices.WithLabelValues(cq, Other, string(policy.NoticeEvictedAtDeadline), "standalone")); got != 100 {
+	if got := testutil.ToFloat64(noticesEnded.WithLabelValues(cq, OtherLabel, string(NoticeEvictedAtDeadline), "standalone")); got != 100 {
 		t.Errorf("notices with reason Other = %v, want 100", got)
 	}
 }
 
 // A notice that says it started in the future is observed as evicted at once, not a negative time.
 func TestNoticeToEvictionNeverNegative(t *testing.T) {
-	InitVectors(nil)
-	NoticeToEvictionSeconds.Reset()
+	noticeToEviction.Reset()
 	const cq = "cq-future-start"
-	ReportNoticeEnded(nil, cq, policy.TimeBasedReason, string(policy.NoticeEvictedAtDeadline), "standalone", true, -time.Hour)
+	ReportNoticeEnded(nil, cq, TimeBasedReason, string(NoticeEvictedAtDeadline), "standalone", true, -time.Hour)
 	const want = `
 # HELP kueue_preemption_notice_to_eviction_seconds Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.
 # TYPE kueue_preemption_notice_to_eviction_seconds histogram
@@ -100,7 +106,7 @@ kueue_preemption_notice_to_eviction_seconds_bucket{cluster_queue="cq-future-star
 kueue_preemption_notice_to_eviction_seconds_sum{cluster_queue="cq-future-start",replica_role="standalone"} 0
 kueue_preemption_notice_to_eviction_seconds_count{cluster_queue="cq-future-start",replica_role="standalone"} 1
 `
-	if err := testutil.CollectAndCompare(NoticeToEvictionSeconds, strings.NewReader(want)); err != nil {
+	if err := testutil.CollectAndCompare(noticeToEviction, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 }
