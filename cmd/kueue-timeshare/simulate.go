@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -51,7 +52,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.file, "f", "", "The scenario file (YAML). Required.")
-	fs.BoolVar(&o.compare, "compare", false, "Also run the scenario with every kueue-timeshare feature off (upstream Kueue's semantics) and show both; a scenario that turns PreemptionNotice on is also run without notices.")
+	fs.BoolVar(&o.compare, "compare", false, "Also run the scenario with every kueue-timeshare feature off (upstream Kueue's semantics) and show both; a scenario that makes one of "+comparedFeatures()+" act is also run with that gate off.")
 	fs.BoolVar(&o.booster, "booster", false, "Also run it with upstream's kueue-priority-booster (negative priority boost after the largest minAdmitDuration).")
 	fs.StringVar(&o.output, "output", "table", "Output format: table or json.")
 	fs.StringVar(&o.svg, "svg", "", "Write a Gantt chart of who held quota when to this SVG file.")
@@ -189,4 +190,15 @@ func (p *progressBar) done() {
 	if p != nil && p.drawn {
 		fmt.Fprint(p.out, "\r\033[K")
 	}
+}
+
+// comparedFeatures names the features --compare may also turn off one at a time.
+func comparedFeatures() string {
+	var out []string
+	for _, u := range policy.Units() {
+		if u.Compared != nil {
+			out = append(out, string(u.Feature))
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -136,6 +136,7 @@ func init() {
 			return "", false
 		},
 		NotCarried: noticeNotCarried,
+		Compared:   noticeCompared,
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
@@ -171,6 +172,17 @@ func noticeNotCarried(ann map[string]string) (string, []string) {
 		note = "is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
 	}
 	return note, []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
+}
+
+// noticeCompared: notices are given only where some period is positive; an extension without
+// one gives none.
+func noticeCompared(c *tsconfig.Configuration, specs []json.RawMessage) bool {
+	positive := c.DefaultNoticePeriod != nil && c.DefaultNoticePeriod.Duration > 0
+	for _, spec := range specs {
+		n, err := tsapi.ParseNoticeSettings(spec)
+		positive = positive || (err == nil && n.NoticePeriod != nil && n.NoticePeriod.Duration > 0)
+	}
+	return positive
 }
 
 // noticeRefused refuses notice settings that would change anything while the gate is off. A
