@@ -137,6 +137,7 @@ func init() {
 		},
 		NotCarried: noticeNotCarried,
 		Compared:   noticeCompared,
+		Clears:     noticeAnnotations,
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
@@ -171,8 +172,11 @@ func noticeNotCarried(ann map[string]string) (string, []string) {
 	if _, ok := ann[annotations.PreemptionNotice]; ok {
 		note = "is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
 	}
-	return note, []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
+	return note, noticeAnnotations
 }
+
+// noticeAnnotations are those of a notice: the copy the manager writes, and the victim's answer.
+var noticeAnnotations = []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
 
 // noticeCompared: notices are given only where some period is positive; an extension without
 // one gives none.

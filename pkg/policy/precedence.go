@@ -65,6 +65,9 @@ type Unit struct {
 	// RefusedConfig is what the manager refuses in its configuration while the unit's gate is
 	// off; nil when it has no configuration to refuse.
 	RefusedConfig func(c *tsconfig.Configuration) field.ErrorList
+	// Clears are the annotations its controller removes from a Workload once it is evicted, so
+	// that none applies to its next admission; nil when none.
+	Clears []string
 	// Compared reports whether configuration c and the specs of the ClusterQueues and Cohorts
 	// make it act, so that a simulation's comparison adds a run with its gate off to show what
 	// it changes; nil when it is never compared so.
