@@ -138,6 +138,15 @@ func blockAdmissionUntilPodsReady(cfg *configapi.Configuration) bool {
 	return b != nil && *b
 }
 
+// headsPerCycle is the scheduler's budget of heads per ClusterQueue per cycle: one under
+// blockAdmission, which admits one workload at a time.
+func headsPerCycle(cfg *configapi.Configuration, ts *tsconfig.Configuration) int {
+	if blockAdmissionUntilPodsReady(cfg) || ts.HeadsPerCycle == nil {
+		return 1
+	}
+	return int(*ts.HeadsPerCycle)
+}
+
 func requeuingTimestamp(cfg *configapi.Configuration) configapi.RequeuingTimestamp {
 	w := cfg.WaitForPodsReady
 	if w == nil || w.RequeuingStrategy == nil || w.RequeuingStrategy.Timestamp == nil {

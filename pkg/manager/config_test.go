@@ -21,6 +21,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 	DefaultNoticePeriod:      &metav1.Duration{},
+	HeadsPerCycle:            ptr.To[int32](1),
 	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
 
@@ -90,12 +91,17 @@ timeshare:
 					DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 					DefaultNoticePeriod:      &metav1.Duration{},
+					HeadsPerCycle:            ptr.To[int32](1),
 					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
 					t.Errorf("timeshare section (-want +got):\n%s", diff)
 				}
 			},
+		},
+		"headsPerCycle out of range names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  headsPerCycle: 0\n",
+			wantErr: []string{"invalid configuration", "timeshare.headsPerCycle", "must be between 1 and 1000"},
 		},
 		"negative min-runtime names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultReclaimMinRuntime: -1m\n",
@@ -202,6 +208,49 @@ integrations:
 				t.Fatalf("unexpected error: %v", err)
 			}
 			tc.check(t, cfg)
+		})
+	}
+}
+
+func TestHeadsPerCycle(t *testing.T) {
+	cases := map[string]struct {
+		file string
+		want int
+	}{
+		"the default is upstream's one head": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n",
+			want: 1,
+		},
+		"as configured": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  headsPerCycle: 32\n",
+			want: 32,
+		},
+		"blockAdmission keeps one workload at a time": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  blockAdmission: true\ntimeshare:\n  headsPerCycle: 32\n",
+			want: 1,
+		},
+		"waitForPodsReady without blockAdmission": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nwaitForPodsReady:\n  blockAdmission: false\ntimeshare:\n  headsPerCycle: 32\n",
+			want: 32,
+		},
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, cfg, err := LoadConfig(scheme, path, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, headsPerCycle(&cfg.Kueue, &cfg.Timeshare)); diff != "" {
+				t.Errorf("heads per cycle (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

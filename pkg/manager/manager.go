@@ -663,6 +663,7 @@ func (m *Manager) setupScheduler() error {
 				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithWorkloadIndex(m.workloadIndex))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 			scheduler.WithTimeSource(m.opts.Clock),
+			scheduler.WithHeadsPerCycle(headsPerCycle(cfg, &m.timeshareCfg)),
 			scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
 				queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
 			}, queuesettings.RequeueBatchPeriod()),

@@ -24,7 +24,8 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 	for i := range heads {
 		h := &heads[i]
 		turn := s.hooks.SubstituteHead(ctx, &h.Info, snap)
-		if turn == nil || turn.Obj.UID == h.Obj.UID {
+		// A workload the cycle already took (admitted, say) is no longer the queue's to give.
+		if turn == nil || turn.Obj.UID == h.Obj.UID || s.takenInCycle.Has(workload.Key(turn.Obj)) {
 			continue
 		}
 		cq := h.ClusterQueue

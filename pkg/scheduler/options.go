@@ -34,6 +34,7 @@ type options struct {
 	apiReader                   client.Reader
 	wakeQueue                   func(context.Context, kueue.ClusterQueueReference)
 	requeueBatchPeriod          time.Duration
+	headsPerCycle               int
 }
 
 var defaultOptions = options{
@@ -41,6 +42,7 @@ var defaultOptions = options{
 	clock:                       clock.RealClock{},
 	newPreemptor:                NewUpstreamPreemptor,
 	wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
+	headsPerCycle:               1,
 }
 
 // WithTimeSource sets the clock of the loop, its preemptor and its wake-ups: the manager's
@@ -81,5 +83,15 @@ func WithPreemptor(factory PreemptorFactory) Option {
 		if factory != nil {
 			o.newPreemptor = factory
 		}
+	}
+}
+
+// WithHeadsPerCycle sets how many workloads of one ClusterQueue a cycle may take: after its head
+// is admitted, a ClusterQueue gives its next workload, on the snapshot as the cycle's admissions
+// left it, up to n in all. 1 (the default, and what values below 1 give) is upstream's loop, one
+// head per ClusterQueue per cycle. Upstream's scheduler has no such option.
+func WithHeadsPerCycle(n int) Option {
+	return func(o *options) {
+		o.headsPerCycle = max(n, 1)
 	}
 }

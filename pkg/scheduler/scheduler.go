@@ -95,6 +95,11 @@ type Scheduler struct {
 	// waitedForTurn are this cycle's ClusterQueues where a head stepped aside or was held back
 	// for the workload whose turn it was.
 	waitedForTurn sets.Set[kueue.ClusterQueueReference]
+	// headsPerCycle is how many workloads of one ClusterQueue a cycle may take (WithHeadsPerCycle).
+	headsPerCycle int
+	// takenInCycle are the workloads this cycle took out of the queues after its heads, with
+	// the heads themselves; nil while it took none.
+	takenInCycle sets.Set[workload.Reference]
 }
 
 // usageOp says whether updateEntryPenalty charges a penalty or takes it back.
@@ -407,6 +412,8 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	for iterator.hasNext() {
 		s.processEntry(ctx, iterator.pop(), snapshot, preemptedWorkloads, skippedPreemptions)
 	}
+	// timeshare: the ClusterQueues whose head was admitted go on with their next workloads.
+	entries, inadmissibleEntries = s.moreHeads(ctx, entries, inadmissibleEntries, snapshot, preemptedWorkloads, skippedPreemptions)
 	result := metrics.AdmissionResultInadmissible
 	for _, e := range entries {
 		logAdmissionAttemptIfVerbose(log, &e)

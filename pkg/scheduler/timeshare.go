@@ -22,6 +22,7 @@ func (s *Scheduler) initTimeshare(o options) {
 	s.hooks = s.preemptor.Hooks()
 	s.drains = newDrainHolds(s.client, o.clock, o.wakeQueue).withLead(o.requeueBatchPeriod)
 	s.refusalWakes = newQueueWakes(o.clock, o.wakeQueue)
+	s.headsPerCycle = o.headsPerCycle
 }
 
 // beforeNomination applies the drain holds to the snapshot and lets the preemptor substitute
@@ -31,6 +32,7 @@ func (s *Scheduler) beforeNomination(ctx context.Context, heads []qcache.Head, s
 	// After the snapshot (and the quota of draining victims): whose turn it is depends on who
 	// could use it.
 	s.waitedForTurn = sets.New[kueue.ClusterQueueReference]()
+	s.takenInCycle = nil
 	return s.substituteHeads(ctx, heads, snapshot, s.waitedForTurn)
 }
 

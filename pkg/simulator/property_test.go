@@ -259,6 +259,7 @@ func (c *checker) observe(now time.Duration, w *world) {
 	if w == nil {
 		return
 	}
+	c.checkLimits(now, w)
 	snap, err := w.cache.Snapshot(w.ctx)
 	if err != nil {
 		c.failf("snapshot at +%s: %v", formatOffset(now), err)

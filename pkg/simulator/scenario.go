@@ -69,6 +69,7 @@ type Timeshare struct {
 	ReclaimResolveMethod     string    `yaml:"reclaimResolveMethod,omitempty"`
 	DefaultRequeueDelay      *Duration `yaml:"defaultRequeueDelay,omitempty"`
 	DefaultNoticePeriod      *Duration `yaml:"defaultNoticePeriod,omitempty"`
+	HeadsPerCycle            *int32    `yaml:"headsPerCycle,omitempty"`
 }
 
 // TimeshareOf is the scenario form of a manager configuration's timeshare section.
@@ -80,7 +81,8 @@ func TimeshareOf(c *tsconfig.Configuration) Timeshare {
 		return &Duration{m.Duration}
 	}
 	return Timeshare{DefaultPreemptMinRuntime: d(c.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: d(c.DefaultReclaimMinRuntime),
-		ReclaimResolveMethod: string(c.ReclaimResolveMethod), DefaultRequeueDelay: d(c.DefaultRequeueDelay), DefaultNoticePeriod: d(c.DefaultNoticePeriod)}
+		ReclaimResolveMethod: string(c.ReclaimResolveMethod), DefaultRequeueDelay: d(c.DefaultRequeueDelay), DefaultNoticePeriod: d(c.DefaultNoticePeriod),
+		HeadsPerCycle: c.HeadsPerCycle}
 }
 
 func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
@@ -93,7 +95,7 @@ func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
 	t := s.Timeshare
 	c := &tsconfig.Configuration{ReclaimResolveMethod: tsconfig.ReclaimResolveMethod(t.ReclaimResolveMethod),
 		DefaultPreemptMinRuntime: m(t.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: m(t.DefaultReclaimMinRuntime),
-		DefaultRequeueDelay: m(t.DefaultRequeueDelay), DefaultNoticePeriod: m(t.DefaultNoticePeriod)}
+		DefaultRequeueDelay: m(t.DefaultRequeueDelay), DefaultNoticePeriod: m(t.DefaultNoticePeriod), HeadsPerCycle: t.HeadsPerCycle}
 	tsconfig.SetDefaults(c)
 	return c
 }

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	kjson "sigs.k8s.io/json"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
@@ -53,9 +54,20 @@ type Configuration struct {
 	// ClusterQueue nor any ancestor cohort sets noticePeriod. 0s: none. Accepted only with the
 	// PreemptionNotice feature gate.
 	DefaultNoticePeriod *metav1.Duration `json:"defaultNoticePeriod,omitempty"`
+	// HeadsPerCycle is how many workloads of one ClusterQueue a scheduling cycle may admit: after
+	// its head is admitted, a ClusterQueue gives its next workload, on the same snapshot, up to
+	// this many. 1 (default) is upstream's loop; waitForPodsReady.blockAdmission forces 1.
+	HeadsPerCycle *int32 `json:"headsPerCycle,omitempty"`
 	// Metrics holds the settings of our own metrics (Kueue's are in its top-level metrics).
 	Metrics Metrics `json:"metrics"`
 }
+
+// DefaultHeadsPerCycle is one head per ClusterQueue per cycle, as upstream's loop; MaxHeadsPerCycle
+// bounds a cycle's length.
+const (
+	DefaultHeadsPerCycle = 1
+	MaxHeadsPerCycle     = 1000
+)
 
 // DefaultLongWaitThreshold is the wait past which a pending workload counts as waiting long when
 // the configuration does not say.
@@ -98,6 +110,9 @@ func SetDefaults(c *Configuration) {
 	if c.DefaultNoticePeriod == nil {
 		c.DefaultNoticePeriod = &metav1.Duration{}
 	}
+	if c.HeadsPerCycle == nil {
+		c.HeadsPerCycle = ptr.To[int32](DefaultHeadsPerCycle)
+	}
 	if c.Metrics.LongWaitThreshold == nil {
 		c.Metrics.LongWaitThreshold = &metav1.Duration{Duration: DefaultLongWaitThreshold}
 	}
@@ -119,6 +134,9 @@ func Validate(c *Configuration) field.ErrorList {
 	nonNegative("metrics", c.Metrics.LongWaitThreshold, "longWaitThreshold")
 	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
 		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))
+	}
+	if n := c.HeadsPerCycle; n != nil && (*n < 1 || *n > MaxHeadsPerCycle) {
+		errs = append(errs, field.Invalid(path.Child("headsPerCycle"), *n, fmt.Sprintf("must be between 1 and %d", MaxHeadsPerCycle)))
 	}
 	switch c.ReclaimResolveMethod {
 	case ReclaimResolveLCA, ReclaimResolveQueue:

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
@@ -60,6 +61,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		ginkgo.Entry("an upstream feature gate is a boolean too", "featureGates.TopologyAwareScheduling=1", "/featureGates/TopologyAwareScheduling"),
 		ginkgo.Entry("a default runtime is a duration", "timeshare.defaultPreemptMinRuntime=4 hours", "/timeshare/defaultPreemptMinRuntime"),
 		ginkgo.Entry("a requeue delay is a duration", "timeshare.defaultRequeueDelay=soon", "/timeshare/defaultRequeueDelay"),
+		ginkgo.Entry("heads per cycle are at least one", "timeshare.headsPerCycle=0", "/timeshare/headsPerCycle"),
 		ginkgo.Entry("a notice is a duration", "timeshare.defaultNoticePeriod=briefly", "/timeshare/defaultNoticePeriod"),
 		ginkgo.Entry("a long-wait threshold is a duration", "timeshare.metrics.longWaitThreshold=a while", "/timeshare/metrics/longWaitThreshold"),
 		ginkgo.Entry("an integration is one Kueue knows", "integrations.frameworks={batch/jobs}", "/integrations/frameworks/0"),
@@ -187,6 +189,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 10 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 			DefaultNoticePeriod:      &metav1.Duration{},
+			HeadsPerCycle:            ptr.To[int32](1),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
@@ -212,6 +215,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.defaultReclaimMinRuntime=1h30m",
 			"timeshare.defaultRequeueDelay=2m",
 			"timeshare.runtimeClock=PodsReady",
+			"timeshare.headsPerCycle=32",
 			"timeshare.metrics.longWaitThreshold=30m",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
@@ -226,6 +230,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultRequeueDelay:      &metav1.Duration{Duration: 2 * time.Minute},
 			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 			DefaultNoticePeriod:      &metav1.Duration{},
+			HeadsPerCycle:            ptr.To[int32](32),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
