@@ -180,6 +180,8 @@ func init() {
 			}
 			return nil
 		},
+		Compared: noticeCompared,
+		Clears:   noticeAnnotations,
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
@@ -214,7 +216,21 @@ func noticeNotCarried(ann map[string]string) (string, []string) {
 	if _, ok := ann[annotations.PreemptionNotice]; ok {
 		note = "is under a preemption notice, which the simulation does not carry: its preemptor chooses again"
 	}
-	return note, []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
+	return note, noticeAnnotations
+}
+
+// noticeAnnotations are those of a notice: the copy the manager writes, and the victim's answer.
+var noticeAnnotations = []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone}
+
+// noticeCompared: notices are given only where some period is positive; an extension without
+// one gives none.
+func noticeCompared(c *tsconfig.Configuration, specs []json.RawMessage) bool {
+	positive := c.DefaultNoticePeriod != nil && c.DefaultNoticePeriod.Duration > 0
+	for _, spec := range specs {
+		n, err := tsapi.ParseNoticeSettings(spec)
+		positive = positive || (err == nil && n.NoticePeriod != nil && n.NoticePeriod.Duration > 0)
+	}
+	return positive
 }
 
 // noticeRefused refuses notice settings that would change anything while the gate is off. A

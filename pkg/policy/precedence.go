@@ -65,6 +65,13 @@ type Unit struct {
 	// RefusedConfig is what the manager refuses in its configuration while the unit's gate is
 	// off; nil when it has no configuration to refuse.
 	RefusedConfig func(c *tsconfig.Configuration) field.ErrorList
+	// Clears are the annotations its controller removes from a Workload once it is evicted, so
+	// that none applies to its next admission; nil when none.
+	Clears []string
+	// Compared reports whether configuration c and the specs of the ClusterQueues and Cohorts
+	// make it act, so that a simulation's comparison adds a run with its gate off to show what
+	// it changes; nil when it is never compared so.
+	Compared func(c *tsconfig.Configuration, specs []json.RawMessage) bool
 	// Status is what it says of a running workload in a one-line view, and the part of it
 	// that, when it changes, is worth redrawing the view for; "" when nothing. nil when it
 	// never says anything.

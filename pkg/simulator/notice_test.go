@@ -77,7 +77,7 @@ func TestPreemptionNotice(t *testing.T) {
 			finishedAt: map[string]time.Duration{"a": 320 * time.Minute, "c": 440 * time.Minute},
 		},
 		"the same scenario run without notice (--compare)": {
-			gate: "true", mode: ModeNoNotice, evictions: withoutNotice,
+			gate: "true", mode: ModeWithout(policy.FeatureNotice), evictions: withoutNotice,
 			lost:       map[string]time.Duration{"a": 30 * time.Minute, "c": 3 * time.Hour},
 			finishedAt: map[string]time.Duration{"a": 390 * time.Minute, "c": 510 * time.Minute},
 		},
@@ -141,7 +141,7 @@ func TestPreemptionNoticeReported(t *testing.T) {
 	if len(leftover) > 0 {
 		t.Errorf("running workloads with no notice carry notice annotations: %v", leftover)
 	}
-	without := mustRun(t, s, ModeNoNotice)
+	without := mustRun(t, s, ModeWithout(policy.FeatureNotice))
 	var table bytes.Buffer
 	if err := WriteTable(&table, with, without); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestPreemptionNoticeReported(t *testing.T) {
 	}
 }
 
-func TestNoticesOn(t *testing.T) {
+func TestComparisons(t *testing.T) {
 	const queues = `apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: f}
@@ -171,14 +171,15 @@ spec:
 ---
 workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 `
+	without := []Mode{ModeWithout(policy.FeatureNotice)}
 	cases := map[string]struct {
 		head, cohort, cq string
-		want             bool
+		want             []Mode
 	}{
 		"no notice set": {},
-		"a ClusterQueue's period, the gate's default": {cq: ", noticePeriod: 5m", want: true},
-		"a Cohort's period":                           {cohort: "}\nspec: {preemption: {noticePeriod: 5m}", want: true},
-		"the manager's default period":                {head: "timeshare: {defaultNoticePeriod: 5m}\n", want: true},
+		"a ClusterQueue's period, the gate's default": {cq: ", noticePeriod: 5m", want: without},
+		"a Cohort's period":                           {cohort: "}\nspec: {preemption: {noticePeriod: 5m}", want: without},
+		"the manager's default period":                {head: "timeshare: {defaultNoticePeriod: 5m}\n", want: without},
 		"a period with the gate off":                  {head: "featureGates: {PreemptionNotice: false}\n", cq: ", noticePeriod: 5m"},
 		"0s periods":                                  {head: "timeshare: {defaultNoticePeriod: 0s}\n", cq: ", noticePeriod: 0s"},
 		"an extension without a period":               {cq: ", noticeOnPriorityPreemption: true"},
@@ -186,8 +187,8 @@ workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := mustParse(t, fmt.Sprintf(queues, tc.cohort, tc.cq)+tc.head)
-			if got := s.NoticesOn(); got != tc.want {
-				t.Errorf("NoticesOn() = %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, s.Comparisons()); diff != "" {
+				t.Errorf("Comparisons() (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -3,12 +3,13 @@ package simulator
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
@@ -16,6 +17,7 @@ import (
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -34,21 +36,31 @@ const (
 	// negative priority boost, and ClusterQueues with withinClusterQueue LowerOrNewerEqualPriority
 	// use LowerPriority, as the booster requires.
 	ModeBooster Mode = "booster"
-	// ModeNoNotice is kueue-timeshare as configured but with the PreemptionNotice gate off: every
-	// victim is evicted when chosen. --compare adds it when the scenario turns notices on, to show
-	// the work the notices save.
-	ModeNoNotice Mode = "timeshare-no-notice"
+	// modeWithout, followed by a feature, is kueue-timeshare as configured but with that feature's
+	// gate off (ModeWithout).
+	modeWithout = "timeshare-without-"
 )
+
+// ModeWithout is kueue-timeshare as configured but with f's gate off: --compare adds it when the
+// scenario makes f act (policy.Unit.Compared), to show what f changes.
+func ModeWithout(f policy.Feature) Mode { return Mode(modeWithout + string(f)) }
+
+// without is the feature a ModeWithout turns off.
+func (m Mode) without() (policy.Feature, bool) {
+	f, ok := strings.CutPrefix(string(m), modeWithout)
+	return policy.Feature(f), ok
+}
 
 // Title is how output names a mode.
 func (m Mode) Title() string {
+	if f, ok := m.without(); ok {
+		return "kueue-timeshare without " + string(f)
+	}
 	switch m {
 	case ModeUpstream:
 		return "upstream (features off)"
 	case ModeBooster:
 		return "upstream + priority booster"
-	case ModeNoNotice:
-		return "kueue-timeshare without notice"
 	default:
 		return "kueue-timeshare"
 	}
@@ -257,17 +269,10 @@ func (s *Scenario) schedulingInterval() time.Duration {
 // setGates sets the process-wide feature gates for mode and returns what restores them.
 func setGates(sc *Scenario, mode Mode) (func(), error) {
 	want := map[string]bool{}
-	defaults := utilfeature.DefaultMutableFeatureGate.GetAll()
-	ours := mode == ModeTimeshare || mode == ModeNoNotice
+	off, without := mode.without()
+	ours := mode == ModeTimeshare || without
 	for _, g := range ourGates() {
-		on, set := sc.FeatureGates[g]
-		if !set {
-			on = defaults[featuregate.Feature(g)].Default
-		}
-		want[g] = ours && on
-	}
-	if mode == ModeNoNotice {
-		want[string(tsfeatures.PreemptionNotice)] = false
+		want[g] = ours && sc.gateOn(g) && g != string(off)
 	}
 	// Kueue's gates whose default the manager changes: its default for our semantics, upstream's
 	// otherwise, unless the scenario sets them (then in every mode, as upstream reads them too).
@@ -293,28 +298,28 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	return func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(prev) }, nil
 }
 
-// Comparisons are the modes --compare runs besides upstream's for the scenario: without notices
-// when it gives some, to show the work they save.
+// Comparisons are the modes --compare runs besides upstream's for the scenario: one without each
+// feature that is on and that the scenario makes act, where its unit compares it.
 func (s *Scenario) Comparisons() []Mode {
-	if s.NoticesOn() {
-		return []Mode{ModeNoNotice}
+	var specs []json.RawMessage
+	for _, u := range append(slices.Clone(s.ClusterQueues), s.Cohorts...) {
+		spec, _ := json.Marshal(u.Object["spec"])
+		specs = append(specs, spec)
 	}
-	return nil
+	var modes []Mode
+	for _, u := range policy.Units() {
+		if u.Compared != nil && s.gateOn(string(u.Feature)) && u.Compared(s.timeshareConfig(), specs) {
+			modes = append(modes, ModeWithout(u.Feature))
+		}
+	}
+	return modes
 }
 
-// NoticesOn reports whether the scenario's runs may give notices: the PreemptionNotice gate is on
-// (set so, or by its default) and a queue or the timeshare section sets a notice period, so that a
-// comparison may add a run without them (ModeNoNotice).
-func (s *Scenario) NoticesOn() bool {
-	on, set := s.FeatureGates[string(tsfeatures.PreemptionNotice)]
+// gateOn reports whether the scenario turns gate g on, by setting it or by its default.
+func (s *Scenario) gateOn(g string) bool {
+	on, set := s.FeatureGates[g]
 	if !set {
-		on = utilfeature.DefaultMutableFeatureGate.GetAll()[tsfeatures.PreemptionNotice].Default
+		on = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
 	}
-	positive := s.Timeshare.DefaultNoticePeriod != nil && s.Timeshare.DefaultNoticePeriod.Duration > 0
-	for _, u := range append(slices.Clone(s.ClusterQueues), s.Cohorts...) {
-		period, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "noticePeriod")
-		d, err := time.ParseDuration(period)
-		positive = positive || (err == nil && d > 0)
-	}
-	return on && positive
+	return on
 }

@@ -198,7 +198,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"a notice written by hand": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    annotations:\n      kueue-timeshare.io/preemption-deadline: \"2026-11-25T10:00:00Z\"\n", 1),
-			want: []string{"s.yaml:17: workloads[0].annotations[kueue-timeshare.io/preemption-deadline]: written by the manager when it gives a notice, not by a scenario"},
+			want: []string{"s.yaml:17: workloads[0].annotations[kueue-timeshare.io/preemption-deadline]: written by the manager, not by a scenario"},
 		},
 		"too many copies": {
 			yaml: strings.Replace(minimal, "    duration: 1m\n", "    duration: 1m\n    copies: 1000000\n", 1),

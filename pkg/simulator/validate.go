@@ -194,6 +194,21 @@ func (v *validator) objects() {
 	}
 }
 
+// managerState are the manager-owned annotations that a unit's controller also clears at an
+// eviction (policy.Unit.Clears): state of the manager's own decisions, which a scenario cannot
+// start a workload in.
+func managerState() []string {
+	var out []string
+	for _, u := range policy.Units() {
+		for _, a := range u.Clears {
+			if slices.Contains(annotations.ManagerOwned(), a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
 // MaxWorkloads bounds the workloads of a scenario, copies included.
 const MaxWorkloads = 100000
 
@@ -253,9 +268,9 @@ func (v *validator) workloads() {
 			name, _, _ := strings.Cut(strings.TrimPrefix(er.Problem, "annotation "), ":")
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
-		for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline} {
+		for _, a := range managerState() {
 			if _, ok := w.Annotations[a]; ok {
-				v.errorf(key(child(p, "annotations"), a), "written by the manager when it gives a notice, not by a scenario")
+				v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
 			}
 		}
 	}

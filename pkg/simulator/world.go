@@ -390,7 +390,7 @@ func (w *world) sync() bool {
 			if w.requeueEvicted(wl) {
 				acted = true
 			}
-			w.clearNotice(wl)
+			w.clearEvicted(wl)
 		}
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
@@ -534,17 +534,18 @@ func (w *world) saveCheckpoints(order []*job) error {
 	return nil
 }
 
-// clearNotice removes the notice's annotations from an evicted Workload, as the manager's notice
-// controller does once the eviction is written, so that none of them applies to its next
-// admission.
-func (w *world) clearNotice(wl *kueue.Workload) {
+// clearEvicted removes from an evicted Workload the annotations the units' controllers remove
+// once the eviction is written (policy.Unit.Clears), so that none applies to its next admission.
+func (w *world) clearEvicted(wl *kueue.Workload) {
 	if !conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
 	var drop []string
-	for _, a := range []string{annotations.PreemptionNotice, annotations.PreemptionDeadline, annotations.CheckpointDone} {
-		if _, ok := wl.Annotations[a]; ok {
-			drop = append(drop, a)
+	for _, u := range policy.Units() {
+		for _, a := range u.Clears {
+			if _, ok := wl.Annotations[a]; ok {
+				drop = append(drop, a)
+			}
 		}
 	}
 	if len(drop) == 0 {
@@ -556,7 +557,7 @@ func (w *world) clearNotice(wl *kueue.Workload) {
 		delete(patched.Annotations, a)
 	}
 	if err := w.client.Patch(w.ctx, patched, patch); client.IgnoreNotFound(err) != nil {
-		w.note("clearing the notice of workload %s: %v", wl.Name, err)
+		w.note("clearing the annotations of evicted workload %s: %v", wl.Name, err)
 	}
 }
 
