@@ -1,9 +1,10 @@
 // Package policy is the victim policy: for a preemptor and one admitted candidate it decides
 // whether the candidate may be preempted and why, and it orders the eligible candidates.
 //
-// Everything here is pure: inputs are plain facts read off workloads once, outputs are
-// decisions that carry the name of the rule that made them and a sentence a person can read.
-// Features plug in by adding rules (see Option), never by editing the preemptor.
+// The decisions are pure: inputs are plain facts read off workloads once, outputs carry the
+// name of the rule that made them and a sentence a person can read. Each feature is one Unit
+// (precedence.go), which also owns its metrics, so the package registers collectors but decides
+// nothing from them. Features plug in by adding a unit, never by editing the preemptor.
 package policy
 
 import (
