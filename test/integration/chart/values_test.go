@@ -262,7 +262,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		_, c := managerContainer(objs)
 		gates, _ := flagValue(c.Args, "feature-gates")
-		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,MinRuntimeProtection=false,PreemptionNotice=false,PreemptionToleration=false," +
+		gomega.Expect(gates).To(gomega.Equal("ExpectedRuntimeRequeue=false,HandoverAfterVictimTermination=false,MinRuntimeProtection=false,PreemptionBudget=false,PreemptionNotice=false,PreemptionToleration=false," +
 			"TimeBasedSamePriorityPreemption=false,TopologyAwareScheduling=true,VisibilityOnDemand=false"))
 	})
 
