@@ -254,7 +254,11 @@ func TestRequeueDoesNotWaitForTheClient(t *testing.T) {
 		close(release)
 		t.Fatal("requeueAndUpdate waited for the API server")
 	}
-	<-entered
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write never reached the API server")
+	}
 	close(release)
 	s.pendingStatus.flush(ctx)
 	if got := pendingMessage(t, w.client, "a"); got != "waits for quota" {
