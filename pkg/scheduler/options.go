@@ -97,15 +97,15 @@ func WithHeadsPerCycle(n int) Option {
 	}
 }
 
-// MaxPendingStatusWriters bounds WithPendingStatusWriters: the writers share the loop's client,
+// maxPendingStatusWriters bounds WithPendingStatusWriters: the writers share the loop's client,
 // and its rate limit, with the admissions.
-const MaxPendingStatusWriters = 64
+const maxPendingStatusWriters = 64
 
 // WithPendingStatusWriters sets how many workers write the pending status of heads that wait,
 // off the cycle's path. 0 (the default) writes it inline, as upstream's loop. Upstream's scheduler
 // has no such option.
 func WithPendingStatusWriters(n int) Option {
 	return func(o *options) {
-		o.pendingStatusWriters = min(max(n, 0), MaxPendingStatusWriters)
+		o.pendingStatusWriters = min(max(n, 0), maxPendingStatusWriters)
 	}
 }
