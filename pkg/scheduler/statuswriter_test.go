@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,5 +264,34 @@ func TestRequeueDoesNotWaitForTheClient(t *testing.T) {
 	s.pendingStatus.flush(ctx)
 	if got := pendingMessage(t, w.client, "a"); got != "waits for quota" {
 		t.Errorf("message %q, want %q", got, "waits for quota")
+	}
+}
+
+// TestPendingStatusAfterRestart: writes still queued when the manager stops are lost, and the
+// next manager's first cycle, which reads the waiting heads from the API again, writes them.
+func TestPendingStatusAfterRestart(t *testing.T) {
+	objs := worldObjects{
+		clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "1").Obj()},
+		workloads:     []*kueue.Workload{cpuWorkload("a", "cq", "2").Obj()},
+	}
+	before := newWorld(t, objs)
+	s := New(before.queues, before.cache, before.client, before.recorder, WithClock(t, before.clock), WithPendingStatusWriters(2))
+	ctx, stop := context.WithCancel(before.ctx)
+	s.pendingStatus.start(ctx)
+	stop()
+	s.pendingStatus.running.Wait()
+	s.schedule(before.ctx)
+	if got := pendingMessage(t, before.client, "a"); got != "" {
+		t.Fatalf("a stopped writer wrote %q", got)
+	}
+
+	objs.workloads = []*kueue.Workload{before.workload("a")}
+	after := newWorld(t, objs)
+	s = New(after.queues, after.cache, after.client, after.recorder, WithClock(t, after.clock), WithPendingStatusWriters(2))
+	if heads, _ := s.Cycle(after.ctx); len(heads) != 1 {
+		t.Fatalf("%d heads after the restart, want 1", len(heads))
+	}
+	if got := pendingMessage(t, after.client, "a"); !strings.Contains(got, "insufficient quota") {
+		t.Errorf("message after the restart %q, want the flavor assigner's", got)
 	}
 }
