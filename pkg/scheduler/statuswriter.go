@@ -34,6 +34,7 @@ type pendingStatusWriter struct {
 	mu sync.Mutex
 	// changed is signalled when a write is queued or finished and when the writer stops.
 	changed sync.Cond
+	// order lists the keys of queued, oldest first; writing are the keys being written.
 	order   []types.NamespacedName
 	queued  map[types.NamespacedName]pendingWrite
 	writing sets.Set[types.NamespacedName]
@@ -146,7 +147,11 @@ func (w *pendingStatusWriter) next(block bool) (types.NamespacedName, pendingWri
 		// A Workload is written by one worker at a time, so its writes land in order.
 		if i := slices.IndexFunc(w.order, func(k types.NamespacedName) bool { return !w.writing.Has(k) }); i >= 0 {
 			key := w.order[i]
-			w.order = slices.Delete(w.order, i, i+1)
+			if i == 0 {
+				w.order = w.order[1:]
+			} else {
+				w.order = slices.Delete(w.order, i, i+1)
+			}
 			p := w.queued[key]
 			delete(w.queued, key)
 			w.writing.Insert(key)
@@ -183,7 +188,7 @@ func (w *pendingStatusWriter) write(ctx context.Context, key types.NamespacedNam
 		}
 		return workloadpatching.PatchAdmissionStatus(ctx, w.client, &latest, w.clock, p.update)
 	})
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		log.Error(err, "Could not update Workload status")
 	}
 }
