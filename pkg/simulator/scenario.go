@@ -70,7 +70,7 @@ type Timeshare struct{ tsconfig.Configuration }
 // field again on its own, to name the line of each one that is wrong.
 func (t *Timeshare) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: must be a mapping of fields, not %s", n.Line, n.Column, kindName(n))}}
+		return fmt.Errorf("must be a mapping of fields, not %s", kindName(n))
 	}
 	raw := map[string]any{}
 	if err := n.Decode(&raw); err != nil {
@@ -82,7 +82,7 @@ func (t *Timeshare) UnmarshalYAML(n *yaml.Node) error {
 			return nil
 		}
 	}
-	te := &yaml.TypeError{}
+	var errs ErrorList
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		var value any
 		_ = n.Content[i+1].Decode(&value)
@@ -95,9 +95,9 @@ func (t *Timeshare) UnmarshalYAML(n *yaml.Node) error {
 		if je := (*json.UnmarshalTypeError)(nil); errors.As(err, &je) {
 			msg = fmt.Sprintf("%s must be %s, not a %s", je.Field, typeWord(je.Type.String()), je.Value)
 		}
-		te.Errors = append(te.Errors, fmt.Sprintf("line %d: column %d: %s", n.Content[i+1].Line, n.Content[i+1].Column, msg))
+		errs = append(errs, &FieldError{Line: n.Content[i+1].Line, Path: n.Content[i].Value, Message: msg})
 	}
-	return te
+	return errs
 }
 
 // MarshalYAML writes the section with the manager's field names, leaving out what is unset.
@@ -171,13 +171,13 @@ type Quantity struct{ resource.Quantity }
 // Time is an RFC 3339 time.
 type Time struct{ time.Time }
 
-// scalarError is a bad scalar, in the form yaml.v3 gives its own (so that decoding goes on).
+// scalarError is a bad scalar: not one, or one parse refuses.
 func scalarError(n *yaml.Node, parse func(string) error) error {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: must be a single value, not %s", n.Line, n.Column, kindName(n))}}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("must be a single value, not %s", kindName(n))
 	}
 	if err := parse(n.Value); err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q %v", n.Line, n.Column, n.Value, err)}}
+		return fmt.Errorf("%q %v", n.Value, err)
 	}
 	return nil
 }

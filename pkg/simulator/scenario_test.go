@@ -218,7 +218,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"an alias to the wrong kind of node": {
 			yaml: strings.Replace(minimal, "workloads:", "simulation: &s {until: *s}\nworkloads:", 1),
-			want: []string{"s.yaml:11: simulation: must be a single value, not a mapping"},
+			want: []string{"s.yaml:11: simulation.until: must be a single value, not a mapping"},
 		},
 		"a mapping where a quantity is expected": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: {nominal: 1}}\n    duration", 1),
