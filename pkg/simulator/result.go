@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	utilresource "sigs.k8s.io/kueue/pkg/util/resource"
 )
 
 // Result is what one run of a scenario did.
@@ -257,7 +259,7 @@ func lostWorkResource(sc *Scenario) (resource, unit string) {
 	var extended []string
 	for _, w := range sc.Workloads {
 		for name := range w.Resources {
-			if isExtendedResource(name) && !slices.Contains(extended, name) {
+			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) && !slices.Contains(extended, name) {
 				extended = append(extended, name)
 			}
 		}
@@ -280,13 +282,6 @@ func lostWorkResource(sc *Scenario) (resource, unit string) {
 		return extended[0], "GPU-hours"
 	}
 	return extended[0], extended[0] + "-hours"
-}
-
-// isExtendedResource reports whether name is a resource outside Kubernetes' own (a device such as
-// nvidia.com/gpu), which is what accelerators are.
-func isExtendedResource(name string) bool {
-	domain, _, found := strings.Cut(name, "/")
-	return found && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
 
 // heldOf is how much of resource a workload's pods hold together.
