@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 	"sigs.k8s.io/kueue/test/performance/scheduler/runner/controller"
 	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
@@ -41,6 +43,10 @@ type runOptions struct {
 	cpuProfile bool
 	verbosity  int
 	progress   io.Writer
+	// background are the load's workload classes left out of every figure (load.background).
+	background []string
+	// worth is how many workloads the measured quota holds at once (quotaWorth).
+	worth int
 }
 
 // result is what one run measured.
@@ -69,6 +75,13 @@ type result struct {
 	// load is the machine's mean one-minute load average during the run, sampled every 30 s: the
 	// benchmark shares the machine with whatever else runs on it.
 	load float64
+	// deepRate is the admission rate while the queues were deep, until deepUntil (see deepRate);
+	// deepOK is false when it is not defined for the run.
+	deepRate  float64
+	deepUntil time.Duration
+	deepOK    bool
+	// setupTime is how long the setup part took before the clock started.
+	setupTime time.Duration
 }
 
 // startControlPlane starts etcd and kube-apiserver with our CRDs (config/_output/crd, which carry
@@ -105,7 +118,7 @@ func startControlPlane(root string, webhooks bool) (*controlplane.ControlPlane, 
 
 // runVariant runs cfg through one variant on a fresh control plane and collects what upstream's
 // recorder saw. dir receives the artifacts (summary, CSVs, manager log, stats, profile).
-func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Config, dir string) (*result, error) {
+func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *generator.Config, dir string) (*result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("variant", v.name)
 	ctx = ctrl.LoggerInto(ctx, log)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -135,7 +148,11 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	}
 	gates := maps.Clone(v.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
-	text := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates})
+	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
+	if v.headsPerCycle > 0 {
+		settings.Extra = fmt.Sprintf("timeshare:\n  headsPerCycle: %d\n", v.headsPerCycle)
+	}
+	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
@@ -183,7 +200,9 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	// ClusterQueues' statuses count the last workloads, so it is told only once they do.
 	genFinished, genDone := make(chan struct{}), make(chan struct{})
 	recDone := make(chan error, 1)
-	go func() { recDone <- rec.Run(runCtx, genDone) }()
+	recCtx, stopRecorder := context.WithCancel(runCtx)
+	defer stopRecorder()
+	go func() { recDone <- rec.Run(recCtx, genDone) }()
 	if !mgr.GetCache().WaitForCacheSync(runCtx) {
 		return nil, errors.New("runner cache did not sync")
 	}
@@ -195,6 +214,32 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	genClient = generatorClient{Client: genClient, window: v.minAdmitDuration}
 	res := &result{variant: v}
 	res.workloads, res.clusterQueues = workloadCount(cfg)
+	if setup != nil {
+		setupStart := time.Now()
+		if err := generator.Generate(runCtx, genClient, setup); err != nil {
+			return nil, fmt.Errorf("generator, setup: %w", err)
+		}
+		n, _ := workloadCount(setup)
+		if err := waitAdmitted(runCtx, mgr.GetClient(), n, o.timeout); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+		res.setupTime = time.Since(setupStart)
+		progress("setup done after %s: %d workloads admitted", res.setupTime.Round(time.Millisecond), n)
+	}
+	// With background workloads the ClusterQueues are never empty, so the recorder would not end:
+	// the run ends when every measured workload has finished.
+	measuredDone := make(chan struct{})
+	if len(o.background) > 0 {
+		go func() {
+			for runCtx.Err() == nil {
+				if measuredFinished(runCtx, mgr.GetClient(), o.background) >= res.workloads {
+					close(measuredDone)
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
 	start := time.Now()
 	genErr := make(chan error, 1)
 	go func() {
@@ -228,6 +273,12 @@ wait:
 				break wait
 			}
 			progress("generation done after %s", res.generated.Round(time.Millisecond))
+		case <-measuredDone:
+			stopRecorder()
+			if err := <-recDone; err != nil && !errors.Is(err, context.Canceled) {
+				runErr = fmt.Errorf("recorder: %w", err)
+			}
+			break wait
 		case err := <-recDone:
 			if errors.Is(err, context.DeadlineExceeded) {
 				res.timedOut = true
@@ -297,19 +348,68 @@ wait:
 	if err := yaml.Unmarshal(raw, &res.summary); err != nil {
 		return nil, err
 	}
+	var admittedAt []time.Duration
 	for _, wl := range rec.Store.WL {
+		if slices.Contains(o.background, wl.ClassName) {
+			continue
+		}
 		if wl.LastEvent.Admitted || wl.LastEvent.Finished || wl.TimeToAdmitMs > 0 {
 			res.admitted++
-			res.lastAdmitted = max(res.lastAdmitted, wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs)*time.Millisecond).Sub(start))
+			at := wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs) * time.Millisecond).Sub(start)
+			admittedAt = append(admittedAt, at)
+			res.lastAdmitted = max(res.lastAdmitted, at)
 		}
 		if wl.LastEvent.Finished {
 			res.finished++
 			res.lastFinished = max(res.lastFinished, wl.FirstEventTime.Add(time.Duration(wl.TimeToFinishedMs)*time.Millisecond).Sub(start))
 		}
 	}
+	res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
 	progress("done: %d/%d finished, last admission at %s, last finish at %s",
 		res.finished, res.workloads, res.lastAdmitted.Round(time.Millisecond), res.lastFinished.Round(time.Millisecond))
 	return res, nil
+}
+
+// waitAdmitted waits until n workloads are admitted (read from the runner's cache).
+func waitAdmitted(ctx context.Context, c client.Reader, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var wls kueue.WorkloadList
+		if err := c.List(ctx, &wls); err == nil {
+			admitted := 0
+			for i := range wls.Items {
+				if workload.IsAdmitted(&wls.Items[i]) {
+					admitted++
+				}
+			}
+			if admitted >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d workloads to be admitted: %w", n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// measuredFinished counts the finished workloads outside the background classes (from the
+// runner's cache).
+func measuredFinished(ctx context.Context, c client.Reader, background []string) int {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return 0
+	}
+	n := 0
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workloadfinish.IsFinished(wl) {
+			n++
+		}
+	}
+	return n
 }
 
 // queueTotals sums the ClusterQueues' status counters, from the runner's cache.
