@@ -302,6 +302,9 @@ func printReport(w io.Writer, results []*result, classes []string) {
 		if r.setupTime > 0 {
 			fmt.Fprintf(w, ", setup before the clock %s", r.setupTime.Round(time.Millisecond))
 		}
+		if r.placed != 0 {
+			fmt.Fprintf(w, ", %d/%d workloads placed by topology", r.placed, r.workloads)
+		}
 		if r.deepOK {
 			fmt.Fprintf(w, ", queues deep until %s", r.deepUntil.Round(time.Millisecond))
 		}

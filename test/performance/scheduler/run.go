@@ -72,8 +72,8 @@ type result struct {
 	timedOut bool
 	// windows: ClusterQueues whose stored spec carries minAdmitDuration, read back at the end.
 	windows, clusterQueues int
-	// load is the machine's mean one-minute load average during the run, sampled every 30 s: the
-	// benchmark shares the machine with whatever else runs on it.
+	// load is the machine's mean one-minute load average during the run, sampled at its start, every
+	// 30 s and at its end: the benchmark shares the machine with whatever else runs on it.
 	load float64
 	// deepRate is the admission rate while the queues were deep, until deepUntil (see deepRate);
 	// deepOK is false when it is not defined for the run.
@@ -82,6 +82,9 @@ type result struct {
 	deepOK    bool
 	// setupTime is how long the setup part took before the clock started.
 	setupTime time.Duration
+	// placed counts, on a load with a topology, the workloads whose admission carries a topology
+	// assignment: proof that topology-aware scheduling placed them.
+	placed int
 }
 
 // startControlPlane starts etcd and kube-apiserver with our CRDs (config/_output/crd, which carry
@@ -264,6 +267,12 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	defer tick.Stop()
 	var runErr error
 	var loads []float64
+	sampleLoad := func() {
+		if l, ok := loadAverage(); ok {
+			loads = append(loads, l)
+		}
+	}
+	sampleLoad()
 wait:
 	for {
 		select {
@@ -291,9 +300,7 @@ wait:
 			runErr = fmt.Errorf("runner manager stopped: %w", err)
 			break wait
 		case <-tick.C:
-			if l, ok := loadAverage(); ok {
-				loads = append(loads, l)
-			}
+			sampleLoad()
 			if proc.exited() {
 				runErr = fmt.Errorf("manager process exited; see %s", filepath.Join(dir, "manager.log"))
 				break wait
@@ -302,6 +309,7 @@ wait:
 		}
 	}
 	res.recorded = time.Since(start)
+	sampleLoad()
 	for _, l := range loads {
 		res.load += l / float64(len(loads))
 	}
@@ -309,6 +317,9 @@ wait:
 		return nil, runErr
 	}
 	res.windows = countWindows(runCtx, genClient)
+	if setup != nil && setup.Topology != nil {
+		res.placed = countPlaced(runCtx, genClient)
+	}
 	cancel()
 	<-mgrDone
 
@@ -450,6 +461,21 @@ func workloadsAccounted(ctx context.Context, c client.Reader, total int) bool {
 		}
 	}
 	return finished >= total
+}
+
+// countPlaced counts the workloads whose admission has a topology assignment.
+func countPlaced(ctx context.Context, c client.Reader) int {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return -1
+	}
+	n := 0
+	for _, wl := range wls.Items {
+		if a := wl.Status.Admission; a != nil && slices.ContainsFunc(a.PodSetAssignments, func(p kueue.PodSetAssignment) bool { return p.TopologyAssignment != nil }) {
+			n++
+		}
+	}
+	return n
 }
 
 // countWindows reads the ClusterQueues back as stored and counts those with a minAdmitDuration:
