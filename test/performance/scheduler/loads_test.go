@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
+	"sigs.k8s.io/kueue/test/performance/scheduler/runner/recorder"
 )
 
 func cohort(quota string, queues int, workloads ...generator.WorkloadsSet) generator.CohortSet {
@@ -272,5 +275,41 @@ func TestGeneratorClientFlavorExists(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]bool{"ResourceFlavor": true, "ClusterQueue": false}, got); diff != "" {
 		t.Errorf("creations that succeed (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrintSummary(t *testing.T) {
+	vs, err := variants([]string{"upstream", "heads"}, time.Minute, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(v variant, round int, admittedSecs, rate float64) *result {
+		return &result{variant: v, round: round, lastAdmitted: time.Duration(admittedSecs * float64(time.Second)), deepRate: rate,
+			summary: recorder.Summary{WorkloadClasses: map[string]*recorder.WorkloadsClassSummary{"deep": {AverageTimeToAdmissionMs: 1000}}}}
+	}
+	var out bytes.Buffer
+	printSummary(&out, []*result{
+		mk(vs[0], 0, 10, 5), mk(vs[1], 0, 5, 50),
+		mk(vs[1], 1, 4, 40), mk(vs[0], 1, 10, 4),
+	}, []string{"deep"}, 3*time.Second, 90)
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if name, rest, ok := strings.Cut(strings.TrimSpace(line), "  "); ok {
+			rows[name] = strings.Fields(rest)
+		}
+	}
+	want := map[string][]string{
+		// Medians over the two rounds; the bound beside the times and the rate; ratios per round
+		// (0.5, 0.4 and 10, 10), then their median.
+		"median over rounds":      {"upstream", "heads", "capacity", "bound", "heads/upstream"},
+		"all admitted":            {"10.0", "s", "4.5", "s", "3.0", "s", "0.45x"},
+		"all finished":            {"0.0", "s", "0.0", "s", "3.0", "s", "-"},
+		"avg admission deep":      {"1.0", "s", "1.0", "s", "1.00x"},
+		"admissions/s while deep": {"4.5/s", "45.0/s", "90.0/s", "10.00x"},
+		"manager CPU":             {"0.0", "s", "0.0", "s", "-"},
+		"manager max RSS":         {"0", "MB", "0", "MB", "-"},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("summary rows (-want +got):\n%s\n%s", diff, out.String())
 	}
 }
