@@ -37,6 +37,10 @@ type load struct {
 	// background are workload classes that run through the whole measurement and are left out of
 	// every figure (the deep load's setup workloads).
 	background []string
+	// hold: the measured workloads are all created, with their ClusterQueues held, before the
+	// clock starts; the clock starts when the ClusterQueues are released. Without it the deep load
+	// would measure how fast the API server creates workloads.
+	hold bool
 }
 
 // Shape of the deep load at scale 1, after upstream issue 14477: deepQueues ClusterQueues in one
@@ -98,6 +102,7 @@ func buildLoad(name, path, moduleDir, shownModule string, scale float64) (*load,
 			setup:      setup,
 			cfg:        cfg,
 			background: []string{backgroundClass},
+			hold:       true,
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown load %q (known: %v)", name, loadNames)

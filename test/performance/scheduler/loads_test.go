@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -142,8 +143,12 @@ func TestDeepLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"background"}, l.background); diff != "" {
-		t.Errorf("background classes (-want +got):\n%s", diff)
+	type got struct {
+		Background []string
+		Hold       bool
+	}
+	if diff := cmp.Diff(got{Background: []string{"background"}, Hold: true}, got{l.background, l.hold}); diff != "" {
+		t.Errorf("deep load (-want +got):\n%s", diff)
 	}
 	if _, err := buildLoad("deep", "some.yaml", "", "", 1); err == nil {
 		t.Error("a generator configuration was accepted for the deep load")
@@ -311,5 +316,27 @@ func TestPrintSummary(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("summary rows (-want +got):\n%s\n%s", diff, out.String())
+	}
+}
+
+func TestGeneratorClientHold(t *testing.T) {
+	cases := map[string]struct {
+		hold bool
+		want *kueue.StopPolicy
+	}{
+		"held":     {hold: true, want: ptr.To(kueue.Hold)},
+		"not held": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			capture := &captureClient{}
+			cq := clusterQueue(kueue.PreemptionPolicyLowerPriority)
+			if err := (generatorClient{Client: capture, hold: tc.hold}).Create(context.Background(), cq); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, cq.Spec.StopPolicy); diff != "" {
+				t.Errorf("stopPolicy (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -134,7 +134,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, verbosity: *verbosity, progress: os.Stderr,
-		background: ld.background, worth: worth}
+		background: ld.background, worth: worth, hold: ld.hold}
 
 	var results []*result
 	var classes []string

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,8 @@ type runOptions struct {
 	background []string
 	// worth is how many workloads the measured quota holds at once (quotaWorth).
 	worth int
+	// hold: the measured part is created with its ClusterQueues held (load.hold).
+	hold bool
 }
 
 // result is what one run measured.
@@ -210,11 +213,11 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		return nil, errors.New("runner cache did not sync")
 	}
 
-	genClient, err := client.New(cp.Config, client.Options{Scheme: o.scheme})
+	apiClient, err := client.New(cp.Config, client.Options{Scheme: o.scheme})
 	if err != nil {
 		return nil, err
 	}
-	genClient = generatorClient{Client: genClient, window: v.minAdmitDuration}
+	var genClient client.Client = generatorClient{Client: apiClient, window: v.minAdmitDuration}
 	res := &result{variant: v}
 	res.workloads, res.clusterQueues = workloadCount(cfg)
 	if setup != nil {
@@ -243,10 +246,31 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 			}
 		}()
 	}
+	if o.hold {
+		holdStart := time.Now()
+		held := generatorClient{Client: apiClient, window: v.minAdmitDuration, hold: true}
+		if err := generator.Generate(runCtx, held, cfg); err != nil {
+			return nil, fmt.Errorf("generator: %w", err)
+		}
+		res.generated = time.Since(holdStart)
+		if err := waitPending(runCtx, mgr.GetClient(), o.background, res.workloads, o.timeout); err != nil {
+			return nil, err
+		}
+		progress("%d workloads created and pending in held ClusterQueues after %s", res.workloads, time.Since(holdStart).Round(time.Millisecond))
+	}
 	start := time.Now()
+	if o.hold {
+		if err := release(runCtx, apiClient); err != nil {
+			return nil, err
+		}
+	}
 	genErr := make(chan error, 1)
 	go func() {
 		defer close(genFinished)
+		if o.hold {
+			genErr <- nil
+			return
+		}
 		err := generator.Generate(runCtx, genClient, cfg)
 		res.generated = time.Since(start)
 		genErr <- err
@@ -360,6 +384,9 @@ wait:
 		return nil, err
 	}
 	var admittedAt []time.Duration
+	// sumAdmission, count by class: time to admission counted from the release for held loads
+	// (the recorder counts from creation).
+	sumAdmission, admittedOf := map[string]time.Duration{}, map[string]int{}
 	for _, wl := range rec.Store.WL {
 		if slices.Contains(o.background, wl.ClassName) {
 			continue
@@ -369,10 +396,19 @@ wait:
 			at := wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs) * time.Millisecond).Sub(start)
 			admittedAt = append(admittedAt, at)
 			res.lastAdmitted = max(res.lastAdmitted, at)
+			sumAdmission[wl.ClassName] += at
+			admittedOf[wl.ClassName]++
 		}
 		if wl.LastEvent.Finished {
 			res.finished++
 			res.lastFinished = max(res.lastFinished, wl.FirstEventTime.Add(time.Duration(wl.TimeToFinishedMs)*time.Millisecond).Sub(start))
+		}
+	}
+	if o.hold {
+		for class, s := range res.summary.WorkloadClasses {
+			if n := admittedOf[class]; n > 0 {
+				s.AverageTimeToAdmissionMs = (sumAdmission[class] / time.Duration(n)).Milliseconds()
+			}
 		}
 	}
 	res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
@@ -404,6 +440,53 @@ func waitAdmitted(ctx context.Context, c client.Reader, n int, timeout time.Dura
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// waitPending waits until the ClusterQueues outside the background classes report n pending
+// workloads (read from the runner's cache): the manager has queued them all.
+func waitPending(ctx context.Context, c client.Reader, background []string, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var cqs kueue.ClusterQueueList
+		if err := c.List(ctx, &cqs); err == nil {
+			pending := 0
+			for _, cq := range cqs.Items {
+				if !slices.Contains(background, cq.Labels[generator.ClassLabel]) {
+					pending += int(cq.Status.PendingWorkloads)
+				}
+			}
+			if pending >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pending workloads: %w", n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// release lets every held ClusterQueue admit.
+func release(ctx context.Context, c client.Client) error {
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return err
+	}
+	for i := range cqs.Items {
+		cq := &cqs.Items[i]
+		if ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.Hold {
+			continue
+		}
+		// A merge patch of the one field: an update of the typed object would drop the fields it
+		// does not know (minAdmitDuration).
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"stopPolicy":"None"}}`))
+		if err := c.Patch(ctx, cq, patch); err != nil {
+			return fmt.Errorf("releasing ClusterQueue %s: %w", cq.Name, err)
+		}
+	}
+	return nil
 }
 
 // measuredFinished counts the finished workloads outside the background classes (from the

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -121,12 +122,14 @@ func workloadCount(cfg *generator.Config) (workloads, clusterQueues int) {
 // the finalizer with a full Update of its typed object, which drops the fields that type does not
 // have, minAdmitDuration among them. A ResourceFlavor that exists already is left as it is: the
 // generator creates its flavor in every call, and a load's setup and measured part are two calls.
-// With window set, each ClusterQueue also gets
+// With hold set, every ClusterQueue is created with stopPolicy Hold, so that its workloads wait
+// until the run releases it. With window set, each ClusterQueue also gets
 // spec.preemption.withinClusterQueueConfig.minAdmitDuration; upstream's typed ClusterQueue has no
 // such field, so the object is sent unstructured. Everything else passes through.
 type generatorClient struct {
 	client.Client
 	window time.Duration
+	hold   bool
 }
 
 func (c generatorClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -138,6 +141,9 @@ func (c generatorClient) Create(ctx context.Context, obj client.Object, opts ...
 		return c.Client.Create(ctx, obj, opts...)
 	}
 	controllerutil.AddFinalizer(cq, kueue.ResourceInUseFinalizerName)
+	if c.hold {
+		cq.Spec.StopPolicy = ptr.To(kueue.Hold)
+	}
 	if c.window == 0 {
 		return c.Client.Create(ctx, cq, opts...)
 	}
