@@ -223,6 +223,17 @@ func deepRate(admitted []time.Duration, total, worth int) (rate float64, until t
 	return float64(k) / until.Seconds(), until, true
 }
 
+// quotaFilled is when the admission number worth came (admitted as in deepRate): how long the
+// scheduler took to fill the quota once, which no runtime limits. ok is false if it never came.
+func quotaFilled(admitted []time.Duration, worth int) (time.Duration, bool) {
+	if worth < 1 || len(admitted) < worth {
+		return 0, false
+	}
+	sorted := slices.Clone(admitted)
+	slices.Sort(sorted)
+	return sorted[worth-1], true
+}
+
 // copyConfig deep-copies a generator configuration.
 func copyConfig(cfg *generator.Config) (*generator.Config, error) {
 	if cfg == nil {

@@ -239,6 +239,30 @@ func TestDeepRate(t *testing.T) {
 	}
 }
 
+func TestQuotaFilled(t *testing.T) {
+	type out struct {
+		At time.Duration
+		OK bool
+	}
+	cases := map[string]struct {
+		admitted []time.Duration
+		worth    int
+		want     out
+	}{
+		"third":    {admitted: []time.Duration{3, 1, 2, 5}, worth: 3, want: out{At: 3, OK: true}},
+		"never":    {admitted: []time.Duration{3, 1}, worth: 3},
+		"no quota": {admitted: []time.Duration{3, 1}, worth: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			at, ok := quotaFilled(tc.admitted, tc.worth)
+			if diff := cmp.Diff(tc.want, out{at, ok}); diff != "" {
+				t.Errorf("quotaFilled (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestDeepRateBound(t *testing.T) {
 	type out struct {
 		Rate float64
@@ -310,6 +334,7 @@ func TestPrintSummary(t *testing.T) {
 		"all admitted":            {"10.0", "s", "4.5", "s", "3.0", "s", "0.45x"},
 		"all finished":            {"0.0", "s", "0.0", "s", "3.0", "s", "-"},
 		"avg admission deep":      {"1.0", "s", "1.0", "s", "1.00x"},
+		"quota filled":            {"0.0", "s", "0.0", "s", "-"},
 		"admissions/s while deep": {"4.5/s", "45.0/s", "90.0/s", "10.00x"},
 		"manager CPU":             {"0.0", "s", "0.0", "s", "-"},
 		"manager max RSS":         {"0", "MB", "0", "MB", "-"},

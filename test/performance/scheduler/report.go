@@ -84,6 +84,7 @@ func metrics(results []*result, classes []string) []metric {
 			return 0
 		}, seconds})
 	}
+	ms = append(ms, metric{quotaFilledMetric, func(r *result) float64 { return r.filled.Seconds() }, seconds})
 	ms = append(ms, metric{deepRateMetric, func(r *result) float64 { return r.deepRate }, func(v float64) string {
 		if v == 0 {
 			return "-"
@@ -139,13 +140,17 @@ func metrics(results []*result, classes []string) []metric {
 	return ms
 }
 
-// deepRateMetric names the admission rate while the queues are deep (deepRate).
-const deepRateMetric = "admissions/s while deep"
+// deepRateMetric names the admission rate while the queues are deep (deepRate), quotaFilledMetric
+// the time until the quota's worth was admitted (quotaFilled).
+const (
+	deepRateMetric    = "admissions/s while deep"
+	quotaFilledMetric = "quota filled"
+)
 
 // summaryMetrics are the figures printSummary shows, by their names in metrics.
 func summaryMetric(name string) bool {
 	return name == "all admitted" || name == "all finished" || strings.HasPrefix(name, "avg admission ") ||
-		name == deepRateMetric || name == "manager CPU" || name == "manager max RSS"
+		name == deepRateMetric || name == quotaFilledMetric || name == "manager CPU" || name == "manager max RSS"
 }
 
 // printSummary writes the main figures one per row: each variant's median over the rounds, the

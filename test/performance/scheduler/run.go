@@ -83,6 +83,8 @@ type result struct {
 	deepRate  float64
 	deepUntil time.Duration
 	deepOK    bool
+	// filled is when the quota's worth of workloads had been admitted (quotaFilled); 0 if never.
+	filled time.Duration
 	// setupTime is how long the setup part took before the clock started.
 	setupTime time.Duration
 	// placed counts, on a load with a topology, the workloads whose admission carries a topology
@@ -412,6 +414,7 @@ wait:
 		}
 	}
 	res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
+	res.filled, _ = quotaFilled(admittedAt, o.worth)
 	progress("done: %d/%d finished, last admission at %s, last finish at %s",
 		res.finished, res.workloads, res.lastAdmitted.Round(time.Millisecond), res.lastFinished.Round(time.Millisecond))
 	return res, nil
