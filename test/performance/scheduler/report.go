@@ -147,7 +147,7 @@ const (
 	quotaFilledMetric = "quota filled"
 )
 
-// summaryMetrics are the figures printSummary shows, by their names in metrics.
+// summaryMetric reports whether printSummary shows the figure of metrics named name.
 func summaryMetric(name string) bool {
 	return name == "all admitted" || name == "all finished" || strings.HasPrefix(name, "avg admission ") ||
 		name == deepRateMetric || name == quotaFilledMetric || name == "manager CPU" || name == "manager max RSS"
