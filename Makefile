@@ -125,16 +125,19 @@ BENCH_COUNT ?= 1
 bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTargets), with ratios.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
 
-# Throughput benchmark: THROUGHPUT_SCALE is the fraction of each of upstream's workloads sets that
-# is generated (1 = the full 15,000 workloads); THROUGHPUT_ARGS adds flags, e.g. '-cpuprofile',
-# '-variants upstream,off', '-webhooks' (see docs/performance.md, benchmark 1).
+# Throughput benchmark: THROUGHPUT_LOAD is baseline or tas (upstream's generator configurations) or
+# deep (a deep-queue load); THROUGHPUT_SCALE is the fraction of each workloads set that is
+# generated (1 = the full 15,000 workloads of baseline); THROUGHPUT_ARGS adds flags, e.g.
+# '-cpuprofile', '-variants upstream,heads -heads 32', '-webhooks' (see docs/performance.md,
+# benchmark 1).
+THROUGHPUT_LOAD ?= baseline
 THROUGHPUT_SCALE ?= 1
 THROUGHPUT_ARGS ?=
 
 .PHONY: bench-throughput
-bench-throughput: envtest manifests ## Upstream's scheduler performance load on envtest: upstream's scheduler vs ours (features off, minAdmitDuration on), with ratios.
+bench-throughput: envtest manifests ## A scheduler performance load (THROUGHPUT_LOAD) on envtest: upstream's scheduler vs ours, with ratios.
 	$(GO) build -o $(BIN)/bench-throughput ./test/performance/scheduler
-	$(BIN)/bench-throughput -scale $(THROUGHPUT_SCALE) $(THROUGHPUT_ARGS)
+	$(BIN)/bench-throughput -load $(THROUGHPUT_LOAD) -scale $(THROUGHPUT_SCALE) $(THROUGHPUT_ARGS)
 
 # Time-sharing benchmark: minAdmitDuration (and the booster's interval) and simulated time per run.
 TIMESHARING_WINDOW ?= 1h

@@ -182,6 +182,17 @@ func init() {
 		},
 		Compared: noticeCompared,
 		Clears:   noticeAnnotations,
+		Warns: &Warns{Given: noticeGiven, Answer: annotations.CheckpointDone, Event: "noticed",
+			Says: func(until, by, reason string) string {
+				if by != "" {
+					return fmt.Sprintf("is given notice until +%s for %s (%s)", until, by, reason)
+				}
+				return fmt.Sprintf("is given notice until +%s (%s)", until, reason)
+			},
+			Counter: "notices", Title: "Preemption notices (ended early: the checkpoint was done before the deadline)",
+			Early: Ending{Outcome: string(NoticeEndedEarly), Words: "its checkpoint done before the deadline"},
+			Late:  Ending{Outcome: string(NoticeEvictedAtDeadline), Words: "at its notice's deadline"},
+		},
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}
@@ -206,6 +217,19 @@ func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
 		key += " checkpoint done"
 	}
 	return detail, key
+}
+
+// noticeGiven is the notice newly copied onto wl's annotations since old, as its job sees it.
+func noticeGiven(old, wl *kueue.Workload) (*Warning, error) {
+	raw, ok := wl.Annotations[annotations.PreemptionNotice]
+	if !ok || (old != nil && old.Annotations[annotations.PreemptionNotice] == raw) {
+		return nil, nil
+	}
+	n, err := ReadNotice(wl)
+	if err != nil || n == nil {
+		return nil, fmt.Errorf("reading the notice: %v", err)
+	}
+	return &Warning{Until: n.Deadline, By: n.PreemptorUID, Reason: n.Reason}, nil
 }
 
 // noticeNotCarried drops a notice from a snapshot: it names its preemptor by the cluster's UID,

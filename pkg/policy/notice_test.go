@@ -335,3 +335,41 @@ func TestNoticeRefusedWhileOff(t *testing.T) {
 		})
 	}
 }
+
+// The notice unit's warning is what a job reads off its Workload: a notice newly copied onto its
+// annotations, once.
+func TestNoticeWarns(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	n := &annotations.Notice{Start: t0, Deadline: t0.Add(10 * time.Minute), Reason: kueue.InClusterQueueReason, Preemptor: "ns/p", PreemptorUID: "p-uid"}
+	noticed := &kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()},
+		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{NoticeRecord(n, 1)}},
+	}
+	forged := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()}}
+	cases := map[string]struct {
+		old, wl *kueue.Workload
+		want    *Warning
+		wantErr bool
+	}{
+		"no notice":                    {wl: &kueue.Workload{}},
+		"a new workload under one":     {wl: noticed, want: &Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
+		"newly given":                  {old: &kueue.Workload{}, wl: noticed, want: &Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
+		"already seen":                 {old: noticed, wl: noticed},
+		"annotations without a record": {old: &kueue.Workload{}, wl: forged, wantErr: true},
+	}
+	warns := Units().Warner("noticed")
+	if warns == nil || warns.Answer != annotations.CheckpointDone {
+		t.Fatalf("the notice unit warns with event noticed, answered by %s; got %+v", annotations.CheckpointDone, warns)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := warns.Given(tc.old, tc.wl)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Given (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

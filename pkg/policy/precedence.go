@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 
@@ -104,6 +105,52 @@ type Unit struct {
 	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
 	// when it has none.
 	Column *Column
+	// Warns is how it warns a running workload before evicting it, as the workload's job reads
+	// the warning (the simulator's jobs react to it); nil when it gives no warning.
+	Warns *Warns
+}
+
+// Warns is how a unit warns a running workload before its eviction. A job that can save its
+// work starts saving it when warned and, once saved, writes Answer on its Workload to be evicted
+// sooner.
+type Warns struct {
+	// Given is the warning newly written on wl since its version old (nil: none); nil when wl
+	// carries none that old did not. An error: what wl carries is not a warning the manager gave.
+	Given func(old, wl *kueue.Workload) (*Warning, error)
+	// Answer is the annotation a warned job sets to "true" once its work is saved.
+	Answer string
+	// Event names the event of a warning given; Says tells it in a timeline, given the offset of
+	// its deadline, the preemptor ("": unknown) and the preemption reason.
+	Event string
+	Says  func(until, by, reason string) string
+	// Counter names the warnings' counts in a report (given, ended early: answered before the
+	// eviction); Title heads them.
+	Counter, Title string
+	// Early and Late are how an eviction ends a warning: after the job's answer, or without one.
+	Early, Late Ending
+}
+
+// Warning is one warning given to a running workload.
+type Warning struct {
+	// Until is when it is evicted at the latest, for preemptor By and Reason.
+	Until  time.Time
+	By     types.UID
+	Reason string
+}
+
+// Ending is how an eviction ended a warning: its outcome's name, and its words in a timeline.
+type Ending struct {
+	Outcome, Words string
+}
+
+// Warner is the unit of t that gives warnings of event kind event (see Warns); nil if none.
+func (t Table) Warner(event string) *Warns {
+	for _, u := range t {
+		if u.Warns != nil && u.Warns.Event == event {
+			return u.Warns
+		}
+	}
+	return nil
 }
 
 // QueueNode is one queue on the path from a ClusterQueue to the root of its cohort tree, with

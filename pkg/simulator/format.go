@@ -83,12 +83,15 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, formatOffset(r.LostWork.Lost))
 	}
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
-	if gaveNotices(runs) {
-		notices := make([]string, len(runs))
-		for i, r := range runs {
-			notices[i] = fmt.Sprintf("%d given, %d ended early", r.Notices.Given, r.Notices.EndedEarly)
+	for _, u := range policy.Units() {
+		if u.Warns != nil && gaveWarnings(runs, u.Warns.Counter) {
+			counts := make([]string, len(runs))
+			for i, r := range runs {
+				c := r.Counts[u.Warns.Counter]
+				counts[i] = fmt.Sprintf("%d given, %d ended early", c["given"], c["endedEarly"])
+			}
+			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, strings.Join(counts, " / "))
 		}
-		fmt.Fprintf(out, "Preemption notices (ended early: the checkpoint was done before the deadline): %s\n", strings.Join(notices, " / "))
 	}
 	noted := false
 	for _, r := range runs {
@@ -103,9 +106,9 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	return nil
 }
 
-func gaveNotices(runs []*Result) bool {
+func gaveWarnings(runs []*Result, counter string) bool {
 	for _, r := range runs {
-		if r.Notices.Given > 0 {
+		if r.Counts[counter]["given"] > 0 {
 			return true
 		}
 	}
@@ -185,24 +188,32 @@ func WriteTimeline(out io.Writer, r *Result) error {
 			what = fmt.Sprintf("%s is evicted (%s)", e.Workload, e.Reason)
 		case EventFinished:
 			what = fmt.Sprintf("%s finishes", e.Workload)
-		case EventNoticed:
-			what = fmt.Sprintf("%s is given notice until +%s (%s)", e.Workload, formatOffset(e.Until), e.Reason)
-			if e.By != "" {
-				what = fmt.Sprintf("%s is given notice until +%s for %s (%s)", e.Workload, formatOffset(e.Until), e.By, e.Reason)
+		default:
+			if u := policy.Units().Warner(string(e.Kind)); u != nil {
+				what = e.Workload + " " + u.Says(formatOffset(e.Until), e.By, e.Reason)
 			}
 		}
-		switch e.Notice {
-		case string(policy.NoticeEndedEarly):
-			what += ", its checkpoint done before the deadline"
-		case string(policy.NoticeEvictedAtDeadline):
-			what += ", at its notice's deadline"
-		}
+		what += outcomeWords(e.Outcome)
 		if e.Lost > 0 {
 			what += fmt.Sprintf(", losing %s of run time (%s %s)", formatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
 		}
 		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", formatOffset(e.At), e.ClusterQueue, what)
 	}
 	return tw.Flush()
+}
+
+// outcomeWords tell how an eviction ended a warning (policy.Ending), after a comma; "" for none.
+func outcomeWords(outcome string) string {
+	for _, u := range policy.Units() {
+		if w := u.Warns; w != nil && outcome != "" {
+			for _, e := range []policy.Ending{w.Early, w.Late} {
+				if e.Outcome == outcome {
+					return ", " + e.Words
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // WriteJSON writes the runs as {"runs": [...]}: every field of Result, in lowerCamelCase (or
@@ -233,6 +244,12 @@ func jsonValue(v reflect.Value) any {
 		m := map[string]any{}
 		for i := range t.NumField() {
 			name := t.Field(i).Tag.Get("json")
+			if c, ok := v.Field(i).Interface().(Counts); ok && name == ",inline" {
+				for counter, counts := range c {
+					m[counter] = counts
+				}
+				continue
+			}
 			if name == "" {
 				name = strings.ToLower(t.Field(i).Name[:1]) + t.Field(i).Name[1:]
 				if t.Field(i).Type == reflect.TypeFor[time.Duration]() {
@@ -252,10 +269,10 @@ func jsonValue(v reflect.Value) any {
 				delete(m, "lostSeconds")
 				delete(m, "lostResourceHours")
 			}
-			if x.Kind != EventNoticed {
+			if x.Until == 0 {
 				delete(m, "untilSeconds")
 			}
-			for _, k := range []string{"reason", "by", "notice"} {
+			for _, k := range []string{"reason", "by", "outcome"} {
 				if m[k] == "" {
 					delete(m, k)
 				}

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -33,23 +34,49 @@ type job struct {
 	preemptions map[string]int
 	finishedAt  time.Duration
 
-	// notice is the preemption notice in force on a running job, if any.
-	notice *jobNotice
-	// notices counts the notices given; endedEarly those that ended with the job's checkpoint
-	// done before the deadline.
-	notices, endedEarly int
+	// warning is the warning before eviction in force on a running job, if any.
+	warning *jobWarning
+	// counts are the warnings' counts, by the warning unit's counter (policy.Warns).
+	counts Counts
 }
 
-// jobNotice is a preemption notice a running job reacts to, as a training loop that reads the
-// deadline would: it starts a checkpoint at once and, when the checkpoint completes before the
-// deadline, says so (checkpoint-done), so that it is evicted then.
-type jobNotice struct {
+// jobWarning is a warning before eviction (a preemption notice) a running job reacts to, as a
+// training loop that reads the deadline would: it starts a checkpoint at once and, when the
+// checkpoint completes before the deadline, answers (checkpoint-done), so that it is evicted then.
+type jobWarning struct {
+	*policy.Warns
 	given, deadline time.Duration
-	// checkpointAt is when the checkpoint started at the notice completes; 0: the job does not
-	// checkpoint within the notice (no checkpointDuration, or it would not finish in time).
+	// checkpointAt is when the checkpoint started at the warning completes; 0: the job does not
+	// checkpoint within the warning (no checkpointDuration, or it would not finish in time).
 	checkpointAt time.Duration
 	// saved: the checkpoint completed and the job said so.
 	saved bool
+}
+
+// Counts are what a run counts of the units' warnings: by counter (policy.Warns), given and
+// endedEarly.
+type Counts map[string]map[string]int
+
+// newCounts has a zero count of every unit's warnings.
+func newCounts() Counts {
+	c := Counts{}
+	for _, u := range policy.Units() {
+		if u.Warns != nil {
+			c[u.Warns.Counter] = map[string]int{"given": 0, "endedEarly": 0}
+		}
+	}
+	return c
+}
+
+func (c Counts) add(o Counts) {
+	for counter, counts := range o {
+		if c[counter] == nil {
+			c[counter] = map[string]int{}
+		}
+		for k, n := range counts {
+			c[counter][k] += n
+		}
+	}
 }
 
 type jobState int
@@ -67,6 +94,7 @@ func newJob(spec WorkloadSpec, uid types.UID) *job {
 		key:         types.NamespacedName{Namespace: spec.Namespace, Name: spec.Name},
 		uid:         uid,
 		preemptions: map[string]int{},
+		counts:      newCounts(),
 	}
 }
 
@@ -77,7 +105,7 @@ func (j *job) arrived(now time.Duration) {
 func (j *job) admitted(now time.Duration) {
 	j.close(now)
 	j.state, j.since = running, now
-	j.notice = nil
+	j.warning = nil
 	j.admissions++
 	j.finishAt = timeutil.Add(now, j.spec.Duration-j.progress)
 }
@@ -89,14 +117,14 @@ func (j *job) evicted(now time.Duration, reason string) time.Duration {
 	}
 	j.close(now)
 	kept, lost := j.spec.checkpoints().split(now - j.since)
-	if n := j.notice; n != nil && n.saved {
-		// The checkpoint begun at the notice kept the work up to it, and counts as progress as
+	if n := j.warning; n != nil && n.saved {
+		// The checkpoint begun at the warning kept the work up to it, and counts as progress as
 		// the periodic ones do; only what ran after it completed is lost.
 		kept = max(kept, min(n.checkpointAt-j.since, now-j.since))
 		lost = now - j.since - kept
-		j.endedEarly++
+		j.counts.add(Counts{n.Counter: {"endedEarly": 1}})
 	}
-	j.notice = nil
+	j.warning = nil
 	j.progress += kept
 	j.lost += lost
 	j.state, j.since = pending, now
@@ -133,29 +161,29 @@ func (c checkpointing) split(ran time.Duration) (kept, lost time.Duration) {
 	return kept, ran - kept
 }
 
-// noticed starts the job's reaction to a notice given at now until deadline: a job that declares
-// checkpointDuration starts a checkpoint, which saves its work only if it completes before the
-// deadline. A continuously checkpointed job has nothing to save.
-func (j *job) noticed(now, deadline time.Duration) {
+// warned starts the job's reaction to a warning of u given at now until deadline: a job that
+// declares checkpointDuration starts a checkpoint, which saves its work only if it completes
+// before the deadline. A continuously checkpointed job has nothing to save.
+func (j *job) warned(u *policy.Warns, now, deadline time.Duration) {
 	if j.state != running {
 		return
 	}
-	j.notices++
-	j.notice = &jobNotice{given: now, deadline: deadline}
+	j.counts.add(Counts{u.Counter: {"given": 1}})
+	j.warning = &jobWarning{Warns: u, given: now, deadline: deadline}
 	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && timeutil.Add(now, take) < deadline {
-		j.notice.checkpointAt = now + take
+		j.warning.checkpointAt = now + take
 	}
 }
 
-// checkpointDue reports whether the checkpoint begun at a notice completes by now and is not yet
+// checkpointDue reports whether the checkpoint begun at a warning completes by now and is not yet
 // reported.
 func (j *job) checkpointDue(now time.Duration) bool {
-	n := j.notice
+	n := j.warning
 	return j.state == running && n != nil && !n.saved && n.checkpointAt > 0 && n.checkpointAt <= now
 }
 
 func (j *job) finished(now time.Duration) {
-	j.notice = nil
+	j.warning = nil
 	j.close(now)
 	j.state, j.since, j.finishedAt = done, now, now
 }

@@ -63,7 +63,7 @@ func TestPreemptionNotice(t *testing.T) {
 		mode       Mode
 		evictions  []eviction
 		lost       map[string]time.Duration
-		notices    Notices
+		notices    map[string]int
 		finishedAt map[string]time.Duration
 	}{
 		"a notice: a checkpoints and leaves early, c runs to the deadline": {
@@ -73,7 +73,7 @@ func TestPreemptionNotice(t *testing.T) {
 				{200 * time.Minute, "a", 0, early}, {270 * time.Minute, "c", 70 * time.Minute, deadline},
 			},
 			lost:       map[string]time.Duration{"a": 0, "c": 140 * time.Minute},
-			notices:    Notices{Given: 4, EndedEarly: 2},
+			notices:    map[string]int{"given": 4, "endedEarly": 2},
 			finishedAt: map[string]time.Duration{"a": 320 * time.Minute, "c": 440 * time.Minute},
 		},
 		"the same scenario run without notice (--compare)": {
@@ -93,7 +93,7 @@ func TestPreemptionNotice(t *testing.T) {
 			var evictions []eviction
 			for _, e := range r.Events {
 				if e.Kind == EventPreempted || e.Kind == EventEvicted {
-					evictions = append(evictions, eviction{e.At, e.Workload, e.Lost, e.Notice})
+					evictions = append(evictions, eviction{e.At, e.Workload, e.Lost, e.Outcome})
 				}
 			}
 			if diff := cmp.Diff(tc.evictions, evictions, toMinute); diff != "" {
@@ -109,11 +109,15 @@ func TestPreemptionNotice(t *testing.T) {
 			if diff := cmp.Diff(tc.finishedAt, finished, toMinute); diff != "" {
 				t.Errorf("finish times (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.notices, r.Notices); diff != "" {
+			want := tc.notices
+			if want == nil {
+				want = map[string]int{"given": 0, "endedEarly": 0}
+			}
+			if diff := cmp.Diff(want, r.Counts["notices"]); diff != "" {
 				t.Errorf("notices (-want +got):\n%s", diff)
 			}
-			if q := r.queue("cq"); q.Notices != tc.notices {
-				t.Errorf("ClusterQueue notices %+v, want %+v", q.Notices, tc.notices)
+			if diff := cmp.Diff(want, r.queue("cq").Counts["notices"]); diff != "" {
+				t.Errorf("ClusterQueue notices (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -126,7 +130,7 @@ func TestPreemptionNoticeReported(t *testing.T) {
 	var leftover []string
 	with, err := Run(t.Context(), s, Options{observe: func(_ time.Duration, w *world) {
 		for k, wl := range w.seen {
-			if w.jobs[k] != nil && w.jobs[k].state == running && w.jobs[k].notice == nil {
+			if w.jobs[k] != nil && w.jobs[k].state == running && w.jobs[k].warning == nil {
 				for a := range wl.Annotations {
 					if strings.HasPrefix(a, "kueue-timeshare.io/") && a != "kueue-timeshare.io/expected-runtime" {
 						leftover = append(leftover, k.Name+" "+a)

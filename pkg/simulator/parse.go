@@ -77,15 +77,8 @@ func (l ErrorList) Error() string {
 type parser struct {
 	file    string
 	lines   map[string]int
-	at      map[int][]entry
 	objects map[string]*yaml.Node
 	errs    ErrorList
-}
-
-// entry is a field of the scenario's document, for finding the path of a problem on its line.
-type entry struct {
-	path, key, value string
-	col              int
 }
 
 func (p *parser) errorAt(line int, path, format string, args ...any) {
@@ -222,124 +215,108 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 	if body == nil || len(p.errs) > 0 {
 		return manifests
 	}
-	p.index(body, "", reflect.TypeFor[Scenario]())
-	var te *yaml.TypeError
-	if err := body.Decode(s); errors.As(err, &te) {
-		for _, e := range te.Errors {
-			p.decodeError(e)
-		}
-	} else if err != nil {
-		p.errorAt(body.Line, "", "%v", err)
-	}
+	p.decode(body, "", reflect.ValueOf(s).Elem())
 	return manifests
 }
 
 // removedSections held the short form of Kueue's objects, which scenarios no longer use.
 var removedSections = []string{"flavors", "cohorts", "clusterQueues", "localQueues", "priorityClasses"}
 
-var (
-	lineMessage  = regexp.MustCompile(`^line (\d+): (?:column (\d+): )?(.*)$`)
-	typeMismatch = regexp.MustCompile("^cannot unmarshal (?:!!(\\w+) ?)?(?:`(.*)` )?into (\\S+)$")
-	setTwice     = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
-	quotedValue  = regexp.MustCompile("[`\"]([^`\"]*)[`\"]")
-)
-
-// decodeError records one of the decoder's problems ("line 3: ...") at the field it is about:
-// among the fields on that line, the one it names.
-func (p *parser) decodeError(e string) {
-	m := lineMessage.FindStringSubmatch(e)
-	if m == nil {
-		p.errorAt(0, "", "%s", e)
+// decode sets v from n strictly, as yaml.v3 would set it, one field at a time: each problem is
+// recorded at its path and line, and so is the line of every field (p.lines). A type with its own
+// UnmarshalYAML reads its node itself; an ErrorList it returns is placed under path.
+func (p *parser) decode(n *yaml.Node, path string, v reflect.Value) {
+	n = resolve(n)
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok && !isNull(n) {
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			p.note(child(path, n.Content[i].Value), n.Content[i].Line)
+		}
+		var list ErrorList
+		if err := u.UnmarshalYAML(n); errors.As(err, &list) {
+			for _, e := range list {
+				p.errorAt(e.Line, child(path, e.Path), "%s", e.Message)
+			}
+		} else if err != nil {
+			p.errorAt(n.Line, path, "%v", err)
+		}
 		return
 	}
-	line, _ := strconv.Atoi(m[1])
-	col, _ := strconv.Atoi(m[2])
-	msg, named, isKey := m[3], "", true
-	if f := typeMismatch.FindStringSubmatch(msg); f != nil {
-		named, isKey = f[2], false
-		msg = fmt.Sprintf("must be %s, not %s", typeWord(f[3]), map[string]string{"seq": "a list", "map": "a mapping"}[f[1]]+strings.TrimSuffix(fmt.Sprintf("%q", f[2]), `""`))
-	} else if f := setTwice.FindStringSubmatch(msg); f != nil {
-		named, msg = f[1], "set twice (first on line "+f[2]+")"
-	} else if f := quotedValue.FindStringSubmatch(msg); f != nil {
-		named, isKey = f[1], false
+	if isNull(n) {
+		return
 	}
-	path := ""
-	for _, c := range p.at[line] {
-		if strings.HasSuffix(msg, "a mapping of fields, not a list") && c.path == "[0]" {
-			break // the document itself
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		p.decode(n, path, v.Elem())
+	case reflect.Struct, reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			p.errorAt(n.Line, path, "must be %s, not %s", typeWord(v.Type().String()), kindName(n))
+			return
 		}
-		if path == "" || (col > 0 && c.col == col) || (col == 0 && named != "" && ((isKey && c.key == named) || (!isKey && c.value == named))) {
-			path = c.path
+		if v.Kind() == reflect.Map {
+			v.Set(reflect.MakeMap(v.Type()))
 		}
-	}
-	if named != "" && isKey && !strings.HasSuffix(path, named) && !strings.HasSuffix(path, "["+named+"]") {
-		path = child(parentPath(path), named)
-	}
-	p.errorAt(line, path, "%s", msg)
-}
-
-// index notes the line of every field of the document, by path, following t to write map keys as
-// [key] and struct fields as .field, and refuses the fields t does not have (decoding a node
-// ignores them).
-func (p *parser) index(n *yaml.Node, path string, t reflect.Type) {
-	if p.at == nil {
-		p.at = map[int][]entry{}
-	}
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	note := func(line int, path, k string, v *yaml.Node) {
-		if _, seen := p.lines[path]; !seen {
-			p.lines[path] = line
-		}
-		p.at[line] = append(p.at[line], entry{path: path, key: k, value: v.Value, col: v.Column})
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
+		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			sub, ft := child(path, k.Value), fieldType(t, k.Value)
-			if t != nil && t.Kind() == reflect.Map {
-				sub, ft = key(path, k.Value), t.Elem()
-			} else if ft == nil && t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+			k, item := n.Content[i], n.Content[i+1]
+			sub, elem := key(path, k.Value), reflect.Value{}
+			if v.Kind() == reflect.Map {
+				elem = reflect.New(v.Type().Elem()).Elem()
+			} else {
+				sub, elem = child(path, k.Value), fieldNamed(v, k.Value)
+			}
+			if line, twice := first[k.Value]; twice {
+				p.errorAt(k.Line, sub, "set twice (first on line %d)", line)
+				continue
+			}
+			first[k.Value] = k.Line
+			p.note(sub, k.Line)
+			if !elem.IsValid() {
 				msg := "unknown field"
 				if path == "" && slices.Contains(removedSections, k.Value) {
 					msg = "the short form of Kueue's objects is no longer read; write them as manifests (see docs/simulator.md; kubectl timeshare what-if --save-scenario writes them)"
 				}
 				p.errorAt(k.Line, sub, "%s", msg)
+				continue
 			}
-			note(k.Line, sub, k.Value, v)
-			p.index(v, sub, ft)
+			p.decode(item, sub, elem)
+			if v.Kind() == reflect.Map {
+				v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+			}
 		}
-	case yaml.SequenceNode:
-		var elem reflect.Type
-		if t != nil && t.Kind() == reflect.Slice {
-			elem = t.Elem()
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			p.errorAt(n.Line, path, "must be a list, not %s", kindName(n))
+			return
 		}
+		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
 		for i, item := range n.Content {
-			note(item.Line, index(path, i), "", item)
-			p.index(item, index(path, i), elem)
+			p.note(index(path, i), item.Line)
+			p.decode(item, index(path, i), v.Index(i))
+		}
+	default:
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			p.errorAt(n.Line, path, "must be %s, not %s", typeWord(v.Type().String()), kindName(n))
 		}
 	}
 }
 
-// fieldType is the type of the field of struct t that YAML names name; nil if none.
-func fieldType(t reflect.Type, name string) reflect.Type {
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
+// note records the line of the field at path, the first time it is seen.
+func (p *parser) note(path string, line int) {
+	if _, seen := p.lines[path]; !seen {
+		p.lines[path] = line
 	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if opts == "inline" {
-			if ft := fieldType(f.Type, name); ft != nil {
-				return ft
-			}
-		} else if tag == name {
-			return f.Type
+}
+
+// fieldNamed is the field of struct v that YAML names name; invalid if none.
+func fieldNamed(v reflect.Value, name string) reflect.Value {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name && f.IsExported() {
+			return v.Field(i)
 		}
 	}
-	return nil
+	return reflect.Value{}
 }
 
 // typeWord says what a Go type reads from YAML.
@@ -485,20 +462,20 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 		if len(problems) > 0 {
 			continue
 		}
-		apiErrors := func(err error, prefix string) bool {
-			if err == nil {
-				return false
+		refused := func(errs field.ErrorList) bool {
+			for _, e := range errs {
+				fail(e.Field, "%s", e.ErrorBody())
 			}
-			// The message lists "field: problem" after "... is invalid: ".
-			msg := err.Error()
-			if _, rest, ok := strings.Cut(msg, " is invalid: "); ok {
-				msg = rest
+			return len(errs) > 0
+		}
+		// A priority class's toleration problem reads "<field>: <problem>".
+		tolerated := func(kind kueue.PriorityClassKind, ann map[string]string, value int32) bool {
+			err := toleration.NewStore().Set(kind, name, ann, value)
+			if err != nil {
+				f, body, _ := strings.Cut(err.Error(), ": ")
+				fail(f, "%s", body)
 			}
-			for _, part := range splitAggregate(strings.Trim(msg, "[]"), prefix) {
-				field, body, _ := strings.Cut(part, ": ")
-				fail(field, "%s", body)
-			}
-			return true
+			return err == nil
 		}
 		switch obj := typed.(type) {
 		case *kueue.ResourceFlavor:
@@ -512,10 +489,7 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			}
 			s.Flavors = append(s.Flavors, obj)
 		case *kueue.ClusterQueue:
-			if apiErrors(ValidateClusterQueueObject(u), "spec.") {
-				continue
-			}
-			if p.enums(u, fail) {
+			if refused(clusterQueueProblems(u, obj)) || p.enums(u, fail) {
 				continue
 			}
 			if notes := Unsimulated(u); len(notes) > 0 {
@@ -527,17 +501,17 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			}
 			s.ClusterQueues = append(s.ClusterQueues, u)
 		case *kueue.Cohort:
-			if !apiErrors(ValidateCohortObject(u), "spec.") {
+			if !refused(cohortProblems(u, obj)) {
 				s.Cohorts = append(s.Cohorts, u)
 			}
 		case *kueue.LocalQueue:
 			s.LocalQueues = append(s.LocalQueues, obj)
 		case *kueue.WorkloadPriorityClass:
-			if !apiErrors(toleration.NewStore().Set(kueue.WorkloadPriorityClassKind, name, obj.Annotations, obj.Value), "metadata.") {
+			if tolerated(kueue.WorkloadPriorityClassKind, obj.Annotations, obj.Value) {
 				s.WorkloadPriorityClasses = append(s.WorkloadPriorityClasses, obj)
 			}
 		case *schedulingv1.PriorityClass:
-			if !apiErrors(toleration.NewStore().Set(kueue.PodPriorityClassKind, name, obj.Annotations, obj.Value), "metadata.") {
+			if tolerated(kueue.PodPriorityClassKind, obj.Annotations, obj.Value) {
 				s.PriorityClasses = append(s.PriorityClasses, obj)
 			}
 		}
@@ -560,20 +534,6 @@ func (p *parser) enums(u *unstructured.Unstructured, fail func(field, format str
 		}
 	}
 	return bad
-}
-
-// splitAggregate splits the text of a field.ErrorList aggregate ("[a, b]" for several errors, the
-// error itself for one) into its errors, each starting with prefix.
-func splitAggregate(s, prefix string) []string {
-	var out []string
-	for {
-		i := strings.Index(s, ", "+prefix)
-		if i < 0 {
-			return append(out, s)
-		}
-		out = append(out, s[:i])
-		s = s[i+2:]
-	}
 }
 
 // ManifestProblem is a problem with one field of a manifest; Field is empty for the whole object.
@@ -643,17 +603,7 @@ func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
 	if err != nil {
 		return err
 	}
-	errs := kueuewebhooks.ValidateClusterQueue(cq)
-	spec, _ := json.Marshal(u.Object["spec"])
-	ext, err := tsapi.ParseClusterQueueExtension(spec)
-	if err != nil {
-		return fmt.Errorf("ClusterQueue %s: %w", u.GetName(), err)
-	}
-	errs = append(errs, tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption)...)
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, u.GetName(), errs)
-	}
-	return nil
+	return invalid("ClusterQueue", u.GetName(), clusterQueueProblems(u, cq))
 }
 
 // ValidateCohortObject runs the checks the manager's webhooks run on a Cohort (upstream's Cohort
@@ -664,30 +614,52 @@ func ValidateCohortObject(u *unstructured.Unstructured) error {
 	if err != nil {
 		return err
 	}
+	return invalid("Cohort", u.GetName(), cohortProblems(u, typed))
+}
+
+// invalid is the API server's error for errs, nil when there are none.
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: kind}, name, errs)
+}
+
+// clusterQueueProblems are what upstream's ClusterQueue validation and ours of kueue-timeshare's
+// fields refuse in u, read by Kueue as cq.
+func clusterQueueProblems(u *unstructured.Unstructured, cq *kueue.ClusterQueue) field.ErrorList {
+	errs := kueuewebhooks.ValidateClusterQueue(cq)
+	spec, _ := json.Marshal(u.Object["spec"])
+	ext, err := tsapi.ParseClusterQueueExtension(spec)
+	if err != nil {
+		return append(errs, field.Invalid(field.NewPath("spec"), nil, err.Error()))
+	}
+	return append(errs, tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption)...)
+}
+
+// cohortProblems are what upstream's Cohort webhook and ours of kueue-timeshare's fields refuse
+// in u, read by Kueue as c.
+func cohortProblems(u *unstructured.Unstructured, c *kueue.Cohort) field.ErrorList {
 	var errs field.ErrorList
-	if _, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), typed); err != nil {
-		var agg utilerrors.Aggregate
-		if !errors.As(err, &agg) {
-			return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
-		}
+	// Upstream's validation is unexported; its webhook gives its field errors aggregated.
+	_, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), c)
+	if agg, ok := err.(utilerrors.Aggregate); ok {
 		for _, e := range agg.Errors() {
-			var fe *field.Error
-			if !errors.As(e, &fe) {
-				return fmt.Errorf("Cohort %s: %w", u.GetName(), e)
+			if fe, ok := e.(*field.Error); ok {
+				errs = append(errs, fe)
+			} else {
+				errs = append(errs, field.InternalError(nil, e))
 			}
-			errs = append(errs, fe)
 		}
+	} else if err != nil {
+		errs = append(errs, field.InternalError(nil, err))
 	}
 	spec, _ := json.Marshal(u.Object["spec"])
 	ext, err := tsapi.ParseCohortExtension(spec)
 	if err != nil {
-		return fmt.Errorf("Cohort %s: %w", u.GetName(), err)
+		return append(errs, field.Invalid(field.NewPath("spec"), nil, err.Error()))
 	}
-	errs = append(errs, tsapi.ValidateCohortExtension(ext)...)
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "Cohort"}, u.GetName(), errs)
-	}
-	return nil
+	return append(errs, tsapi.ValidateCohortExtension(ext)...)
 }
 
 // Unsimulated names the fields set on a ClusterQueue that the simulator does not model, each as

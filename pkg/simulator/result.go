@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	utilresource "sigs.k8s.io/kueue/pkg/util/resource"
 )
 
 // Result is what one run of a scenario did.
@@ -28,15 +30,9 @@ type Result struct {
 	Notes []string
 	// LostWork is the run time evictions threw away, over every workload.
 	LostWork LostWork
-	// Notices counts preemption notices given, over every workload.
-	Notices Notices
-}
-
-// Notices counts preemption notices: given, and ended early because the victim's checkpoint was
-// done before the deadline (the others ended at the deadline, or have not ended).
-type Notices struct {
-	Given      int
-	EndedEarly int
+	// Counts are the warnings before eviction given, over every workload; in JSON, each counter
+	// beside the other fields.
+	Counts Counts `json:",inline"`
 }
 
 // LostWork measures work lost at evictions in one resource times time: the scenario's
@@ -72,7 +68,7 @@ type WorkloadResult struct {
 	Lost time.Duration
 	// LostResourceHours is Lost in Result.LostWork's unit.
 	LostResourceHours float64
-	Notices           Notices
+	Counts            Counts `json:",inline"`
 	// Preemptions counts evictions by reason (InClusterQueueTimeBased, InCohortReclamation, ...).
 	Preemptions map[string]int
 	Finished    bool
@@ -114,7 +110,7 @@ type QueueResult struct {
 	// is the same in Result.LostWork's unit.
 	Lost              time.Duration
 	LostResourceHours float64
-	Notices           Notices
+	Counts            Counts `json:",inline"`
 	// PreemptionsPerHour is Preemptions over the simulated time.
 	PreemptionsPerHour float64
 	// Utilisation is the capacity-time used over the simulated time: the average fraction of
@@ -131,8 +127,7 @@ const (
 	EventPreempted EventKind = "preempted"
 	EventEvicted   EventKind = "evicted"
 	EventFinished  EventKind = "finished"
-	// EventNoticed: the workload was given a preemption notice (PreemptionNotice gate).
-	EventNoticed EventKind = "noticed"
+	// A warning before eviction given is of the kind its unit names (policy.Warns.Event).
 )
 
 // Event is one thing that happened to a workload.
@@ -149,15 +144,14 @@ type Event struct {
 	// Result.LostWork's unit.
 	Lost              time.Duration
 	LostResourceHours float64
-	// Until is a notice's deadline.
+	// Until is a warning's deadline.
 	Until time.Duration
-	// Notice, on an eviction that ended a notice, says how: EndedEarly (the checkpoint was done)
-	// or EvictedAtDeadline.
-	Notice string
+	// Outcome, on an eviction that ended a warning, says how (policy.Warns: Early or Late).
+	Outcome string
 }
 
 func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration) *Result {
-	r := &Result{Scenario: sc.Name, Mode: mode, Start: w.start, End: end, Cycles: w.cycles, Events: w.events, Notes: w.notes}
+	r := &Result{Scenario: sc.Name, Mode: mode, Start: w.start, End: end, Cycles: w.cycles, Events: w.events, Notes: w.notes, Counts: newCounts()}
 	r.LostWork.Resource, r.LostWork.Unit = lostWorkResource(sc)
 	byQueue := map[string][]*WorkloadResult{}
 	for _, j := range order {
@@ -175,7 +169,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			Duration:     j.spec.Duration,
 			Admissions:   j.admissions,
 			Lost:         j.lost,
-			Notices:      Notices{Given: j.notices, EndedEarly: j.endedEarly},
+			Counts:       j.counts,
 			Preemptions:  j.preemptions,
 			Finished:     j.state == done,
 			FinishedAt:   j.finishedAt,
@@ -195,7 +189,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		wr.LostResourceHours = heldOf(j.spec, r.LostWork.Resource) * wr.Lost.Hours()
 		r.LostWork.Lost += wr.Lost
 		r.LostWork.ResourceHours += wr.LostResourceHours
-		r.Notices.add(wr.Notices)
+		r.Counts.add(wr.Counts)
 		r.Workloads = append(r.Workloads, wr)
 	}
 	weighEvictions(r.Events, order, r.LostWork.Resource)
@@ -210,7 +204,7 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 }
 
 func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueResult {
-	q := QueueResult{Name: name, Workloads: len(wls), CapacityShare: map[string]float64{}, Jain: math.NaN()}
+	q := QueueResult{Name: name, Workloads: len(wls), CapacityShare: map[string]float64{}, Jain: math.NaN(), Counts: newCounts()}
 	var sum, sumSq float64
 	waits := make([]time.Duration, 0, len(wls))
 	for _, w := range wls {
@@ -224,7 +218,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.Preemptions += w.PreemptionCount()
 		q.Lost += w.Lost
 		q.LostResourceHours += w.LostResourceHours
-		q.Notices.add(w.Notices)
+		q.Counts.add(w.Counts)
 	}
 	for _, w := range wls {
 		if sum > 0 {
@@ -265,7 +259,7 @@ func lostWorkResource(sc *Scenario) (resource, unit string) {
 	var extended []string
 	for _, w := range sc.Workloads {
 		for name := range w.Resources {
-			if isExtendedResource(name) && !slices.Contains(extended, name) {
+			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) && !slices.Contains(extended, name) {
 				extended = append(extended, name)
 			}
 		}
@@ -288,13 +282,6 @@ func lostWorkResource(sc *Scenario) (resource, unit string) {
 		return extended[0], "GPU-hours"
 	}
 	return extended[0], extended[0] + "-hours"
-}
-
-// isExtendedResource reports whether name is a resource outside Kubernetes' own (a device such as
-// nvidia.com/gpu), which is what accelerators are.
-func isExtendedResource(name string) bool {
-	domain, _, found := strings.Cut(name, "/")
-	return found && domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
 
 // heldOf is how much of resource a workload's pods hold together.
@@ -336,9 +323,4 @@ func shortDuration(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/day)
 	}
 	return fmt.Sprintf("%dd%s", d/day, FormatDuration(d%day))
-}
-
-func (n *Notices) add(o Notices) {
-	n.Given += o.Given
-	n.EndedEarly += o.EndedEarly
 }

@@ -178,7 +178,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		for _, j := range order {
 			if j.state == running {
 				next = min(next, j.finishAt)
-				if n := j.notice; n != nil && !n.saved && n.checkpointAt > now {
+				if n := j.warning; n != nil && !n.saved && n.checkpointAt > now {
 					next = min(next, n.checkpointAt)
 				}
 			}

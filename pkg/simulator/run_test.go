@@ -366,6 +366,7 @@ func TestRunStatistics(t *testing.T) {
 		// 6 preemptions in 7m30s.
 		PreemptionsPerHour: 48,
 		Utilisation:        1,
+		Counts:             Counts{"notices": {"given": 0, "endedEarly": 0}},
 	}
 	if diff := cmp.Diff([]QueueResult{wantQueue}, r.ClusterQueues, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("ClusterQueue (-want +got):\n%s", diff)

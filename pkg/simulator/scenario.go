@@ -7,6 +7,8 @@ package simulator
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,11 +17,9 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
-	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // Scenario is a scenario file, as read: Kueue's objects (Objects, from the file's manifests) and
@@ -63,81 +63,69 @@ type FairSharing struct {
 	PreemptionStrategies []string `yaml:"preemptionStrategies,omitempty"`
 }
 
-// Timeshare is the manager configuration's timeshare section, with its field names.
-type Timeshare struct {
-	DefaultPreemptMinRuntime *Duration `yaml:"defaultPreemptMinRuntime,omitempty"`
-	DefaultReclaimMinRuntime *Duration `yaml:"defaultReclaimMinRuntime,omitempty"`
-	ReclaimResolveMethod     string    `yaml:"reclaimResolveMethod,omitempty"`
-	DefaultRequeueDelay      *Duration `yaml:"defaultRequeueDelay,omitempty"`
-	DefaultNoticePeriod      *Duration `yaml:"defaultNoticePeriod,omitempty"`
-	HeadsPerCycle            *int32    `yaml:"headsPerCycle,omitempty"`
-	PreemptionBudget         *Budget   `yaml:"preemptionBudget,omitempty"`
-}
+// Timeshare is the manager configuration's timeshare section, read by the manager's own decoder.
+type Timeshare struct{ tsconfig.Configuration }
 
-// Budget is the configuration's preemptionBudget, with its field names.
-type Budget struct {
-	MaxPreemptions int32           `yaml:"maxPreemptions"`
-	Period         Duration        `yaml:"period"`
-	Burst          *int32          `yaml:"burst,omitempty"`
-	PerWorkload    *WorkloadBudget `yaml:"perWorkload,omitempty"`
-}
-
-// WorkloadBudget is a budget's perWorkload.
-type WorkloadBudget struct {
-	MaxPreemptions int32    `yaml:"maxPreemptions"`
-	Period         Duration `yaml:"period"`
-}
-
-func budgetOf(b *tsapi.PreemptionBudget) *Budget {
-	if b == nil {
-		return nil
+// UnmarshalYAML decodes the section as the manager does (tsconfig.Decode); on a problem, each
+// field again on its own, to name the line of each one that is wrong.
+func (t *Timeshare) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("must be a mapping of fields, not %s", kindName(n))
 	}
-	out := &Budget{MaxPreemptions: b.MaxPreemptions, Period: Duration{b.Period.Duration}, Burst: b.Burst}
-	if w := b.PerWorkload; w != nil {
-		out.PerWorkload = &WorkloadBudget{MaxPreemptions: w.MaxPreemptions, Period: Duration{w.Period.Duration}}
+	raw := map[string]any{}
+	if err := n.Decode(&raw); err != nil {
+		return err
 	}
-	return out
+	data, err := json.Marshal(raw)
+	if err == nil {
+		if t.Configuration, err = tsconfig.Decode(data); err == nil {
+			return nil
+		}
+	}
+	var errs ErrorList
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		var value any
+		_ = n.Content[i+1].Decode(&value)
+		one, _ := json.Marshal(map[string]any{n.Content[i].Value: value})
+		_, err := tsconfig.Decode(one)
+		if err == nil {
+			continue
+		}
+		msg := strings.TrimPrefix(err.Error(), tsconfig.SectionKey+": ")
+		if je := (*json.UnmarshalTypeError)(nil); errors.As(err, &je) {
+			msg = fmt.Sprintf("%s must be %s, not a %s", je.Field, typeWord(je.Type.String()), je.Value)
+		}
+		errs = append(errs, &FieldError{Line: n.Content[i+1].Line, Path: n.Content[i].Value, Message: msg})
+	}
+	return errs
 }
 
-func (b *Budget) config() *tsapi.PreemptionBudget {
-	if b == nil {
-		return nil
+// MarshalYAML writes the section with the manager's field names, leaving out what is unset.
+func (t Timeshare) MarshalYAML() (any, error) {
+	data, err := json.Marshal(t.Configuration)
+	out := map[string]any{}
+	if err == nil {
+		err = json.Unmarshal(data, &out)
 	}
-	out := &tsapi.PreemptionBudget{MaxPreemptions: b.MaxPreemptions, Period: metav1.Duration{Duration: b.Period.Duration}, Burst: b.Burst}
-	if w := b.PerWorkload; w != nil {
-		out.PerWorkload = &tsapi.WorkloadBudget{MaxPreemptions: w.MaxPreemptions, Period: metav1.Duration{Duration: w.Period.Duration}}
+	if m, ok := out["metrics"].(map[string]any); ok && len(m) == 0 {
+		delete(out, "metrics")
 	}
-	return out
+	return out, err
 }
 
-// TimeshareOf is the scenario form of a manager configuration's timeshare section.
+// TimeshareOf is the scenario form of a manager configuration's timeshare section: what a
+// simulation reads of it (not runtimeClock or metrics, which it does not model).
 func TimeshareOf(c *tsconfig.Configuration) Timeshare {
-	d := func(m *metav1.Duration) *Duration {
-		if m == nil {
-			return nil
-		}
-		return &Duration{m.Duration}
-	}
-	return Timeshare{DefaultPreemptMinRuntime: d(c.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: d(c.DefaultReclaimMinRuntime),
-		ReclaimResolveMethod: string(c.ReclaimResolveMethod), DefaultRequeueDelay: d(c.DefaultRequeueDelay), DefaultNoticePeriod: d(c.DefaultNoticePeriod),
-		HeadsPerCycle:    c.HeadsPerCycle,
-		PreemptionBudget: budgetOf(c.PreemptionBudget)}
+	t := Timeshare{*c}
+	t.RuntimeClock, t.Metrics = "", tsconfig.Metrics{}
+	return t
 }
 
+// timeshareConfig is the section with the manager's defaults.
 func (s *Scenario) timeshareConfig() *tsconfig.Configuration {
-	m := func(d *Duration) *metav1.Duration {
-		if d == nil {
-			return nil
-		}
-		return &metav1.Duration{Duration: d.Duration}
-	}
-	t := s.Timeshare
-	c := &tsconfig.Configuration{ReclaimResolveMethod: tsconfig.ReclaimResolveMethod(t.ReclaimResolveMethod),
-		DefaultPreemptMinRuntime: m(t.DefaultPreemptMinRuntime), DefaultReclaimMinRuntime: m(t.DefaultReclaimMinRuntime),
-		DefaultRequeueDelay: m(t.DefaultRequeueDelay), DefaultNoticePeriod: m(t.DefaultNoticePeriod), HeadsPerCycle: t.HeadsPerCycle,
-		PreemptionBudget: t.PreemptionBudget.config()}
-	tsconfig.SetDefaults(c)
-	return c
+	c := s.Timeshare.Configuration
+	tsconfig.SetDefaults(&c)
+	return &c
 }
 
 // Workload is one job, or several identical ones (copies).
@@ -183,13 +171,13 @@ type Quantity struct{ resource.Quantity }
 // Time is an RFC 3339 time.
 type Time struct{ time.Time }
 
-// scalarError is a bad scalar, in the form yaml.v3 gives its own (so that decoding goes on).
+// scalarError is a bad scalar: not one, or one parse refuses.
 func scalarError(n *yaml.Node, parse func(string) error) error {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: must be a single value, not %s", n.Line, n.Column, kindName(n))}}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("must be a single value, not %s", kindName(n))
 	}
 	if err := parse(n.Value); err != nil {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: column %d: %q %v", n.Line, n.Column, n.Value, err)}}
+		return fmt.Errorf("%q %v", n.Value, err)
 	}
 	return nil
 }

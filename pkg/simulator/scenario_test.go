@@ -168,6 +168,18 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 			yaml: strings.Replace(minimal, "workloads:", "timeshare: {reclaimResolveMethod: Root}\nworkloads:", 1),
 			want: []string{`s.yaml:11: timeshare.reclaimResolveMethod: Unsupported value: "Root": supported values: "LCA", "Queue"`},
 		},
+		"the timeshare section is read by the manager's decoder, field by field": {
+			yaml: strings.Replace(minimal, "workloads:", "timeshare:\n  defaultNoticePeriod: soon\n  headsPerCycle: two\n  colour: red\nworkloads:", 1),
+			want: []string{
+				`s.yaml:12: timeshare.defaultNoticePeriod: time: invalid duration "soon"`,
+				"s.yaml:13: timeshare.headsPerCycle: headsPerCycle must be a whole number, not a string",
+				`s.yaml:14: timeshare.colour: unknown field "colour"`,
+			},
+		},
+		"the timeshare section's runtimeClock PodsReady is not simulated": {
+			yaml: strings.Replace(minimal, "workloads:", "timeshare: {runtimeClock: PodsReady}\nworkloads:", 1),
+			want: []string{"s.yaml:11: timeshare.runtimeClock: PodsReady is not simulated (no Pod becomes ready); leave it out of a scenario"},
+		},
 		"duplicate workload names from copies": {
 			yaml: minimal + "  - name: a\n    clusterQueue: cq\n    resources: {cpu: 1}\n    duration: 1m\n",
 			want: []string{"s.yaml:16: workloads[1].name: workload default/a is declared twice (first at workloads[0])"},
@@ -206,7 +218,7 @@ func TestParseRejectsBadScenarios(t *testing.T) {
 		},
 		"an alias to the wrong kind of node": {
 			yaml: strings.Replace(minimal, "workloads:", "simulation: &s {until: *s}\nworkloads:", 1),
-			want: []string{"s.yaml:11: simulation: must be a single value, not a mapping"},
+			want: []string{"s.yaml:11: simulation.until: must be a single value, not a mapping"},
 		},
 		"a mapping where a quantity is expected": {
 			yaml: strings.Replace(minimal, "    resources: {cpu: 1}\n    duration", "    resources: {cpu: {nominal: 1}}\n    duration", 1),

@@ -11,10 +11,13 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -135,29 +138,25 @@ func (s *Scenario) resolvedSnapshot(w WorkloadSpec) *WorkloadSnapshot {
 }
 
 // snapshotStatus writes the conditions and admission of a workload already in the cluster, as
-// Kueue's controllers left them.
+// Kueue's controllers left them, with Kueue's own helpers at the times of the snapshot.
 func snapshotStatus(wl *kueue.Workload, w WorkloadSpec, start time.Time) {
 	snap := w.Snapshot
 	if pr := snap.Preempted; pr != nil && snap.QuotaReserved == nil {
-		at := metav1.NewTime(start.Add(pr.At.Duration))
+		at := start.Add(pr.At.Duration)
 		evicted := kueue.WorkloadEvictedByPreemption
 		if policy.IsOwnReason(pr.Reason) {
 			evicted = pr.Reason
 		}
 		msg := "Preempted before the simulation started"
-		for _, c := range []metav1.Condition{
-			{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: pr.Reason, Message: msg},
-			{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: evicted, Message: msg},
-			{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: evicted, Message: msg},
-		} {
-			c.LastTransitionTime = at
-			apimeta.SetStatusCondition(&wl.Status.Conditions, c)
-		}
+		workload.SetPreemptedCondition(wl, at, pr.Reason, msg)
+		workloadevict.SetEvictedCondition(wl, at, evicted, msg)
+		workload.SetRequeuedCondition(wl, evicted, msg, true)
+		apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued).LastTransitionTime = metav1.NewTime(at)
 	}
 	if snap.QuotaReserved == nil {
 		return
 	}
-	at := metav1.NewTime(start.Add(snap.QuotaReserved.Duration))
+	at := start.Add(snap.QuotaReserved.Duration)
 	usage := corev1.ResourceList{}
 	flavors := map[corev1.ResourceName]kueue.ResourceFlavorReference{}
 	for r, q := range w.Requests {
@@ -166,20 +165,13 @@ func snapshotStatus(wl *kueue.Workload, w WorkloadSpec, start time.Time) {
 		usage[r] = total
 		flavors[r] = kueue.ResourceFlavorReference(snap.Flavors[string(r)])
 	}
-	wl.Status.Admission = &kueue.Admission{
+	workload.SetQuotaReservation(wl, &kueue.Admission{
 		ClusterQueue: kueue.ClusterQueueReference(w.ClusterQueue),
 		PodSetAssignments: []kueue.PodSetAssignment{{
 			Name: PodSetName, Flavors: flavors, ResourceUsage: usage, Count: ptr.To(w.Pods),
 		}},
-	}
-	msg := fmt.Sprintf("Quota reserved in ClusterQueue %s before the simulation started", w.ClusterQueue)
-	for _, c := range []metav1.Condition{
-		{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: msg},
-		{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", Message: msg},
-	} {
-		c.LastTransitionTime = at
-		apimeta.SetStatusCondition(&wl.Status.Conditions, c)
-	}
+	}, testingclock.NewFakeClock(at))
+	workload.SetAdmittedCondition(wl, at, "Admitted", fmt.Sprintf("Admitted in ClusterQueue %s before the simulation started", w.ClusterQueue))
 }
 
 // submitSnapshot puts a workload that is already in the cluster at the start into the world,

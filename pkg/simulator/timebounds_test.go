@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 const maxDuration = time.Duration(math.MaxInt64)
@@ -67,8 +69,8 @@ func TestJobInstantsSaturate(t *testing.T) {
 			if diff := cmp.Diff(tc.wantFinishAt, j.finishAt); diff != "" {
 				t.Errorf("finishAt (-want +got):\n%s", diff)
 			}
-			j.noticed(tc.now, tc.deadline)
-			if diff := cmp.Diff(tc.wantCheckpoint, j.notice.checkpointAt); diff != "" {
+			j.warned(&policy.Warns{Counter: "notices"}, tc.now, tc.deadline)
+			if diff := cmp.Diff(tc.wantCheckpoint, j.warning.checkpointAt); diff != "" {
 				t.Errorf("checkpointAt (-want +got):\n%s", diff)
 			}
 		})

@@ -89,6 +89,9 @@ func (p *parser) validate(s *Scenario) {
 		// The configuration's paths start with "timeshare", as the scenario's do.
 		v.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
 	}
+	if s.Timeshare.RuntimeClock == tsconfig.RuntimeClockPodsReady {
+		v.errorf("timeshare.runtimeClock", "%s is not simulated (no Pod becomes ready); leave it out of a scenario", tsconfig.RuntimeClockPodsReady)
+	}
 	if s.FairSharing != nil {
 		for i, st := range s.FairSharing.PreemptionStrategies {
 			if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {

@@ -39,7 +39,6 @@ import (
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -467,7 +466,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: cq})
 		acted = true
 	}
-	w.observeNotice(j, old, wl)
+	w.observeWarning(j, old, wl)
 	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
 	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
 		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
@@ -478,53 +477,58 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 				e.By = w.byUID[preemptorUID(pc.Message)]
 			}
 		}
-		noticed := j.notice != nil
-		early := j.endedEarly
-		e.Lost = j.evicted(now, e.Reason)
-		switch {
-		case j.endedEarly > early:
-			e.Notice = string(policy.NoticeEndedEarly)
-		case noticed:
-			e.Notice = string(policy.NoticeEvictedAtDeadline)
+		if n := j.warning; n != nil {
+			e.Outcome = n.Late.Outcome
+			if n.saved {
+				e.Outcome = n.Early.Outcome
+			}
 		}
+		e.Lost = j.evicted(now, e.Reason)
 		w.record(e)
 		acted = true
 	}
 	return acted
 }
 
-// observeNotice starts a running job's reaction to a notice newly written on its Workload.
-func (w *world) observeNotice(j *job, old, wl *kueue.Workload) {
-	raw, ok := wl.Annotations[annotations.PreemptionNotice]
-	if !ok || (old != nil && old.Annotations[annotations.PreemptionNotice] == raw) || conditionTrue(wl, kueue.WorkloadEvicted) {
+// observeWarning starts a running job's reaction to a warning before eviction that a unit newly
+// wrote on its Workload (policy.Warns).
+func (w *world) observeWarning(j *job, old, wl *kueue.Workload) {
+	if conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	n, err := policy.ReadNotice(wl)
-	if err != nil || n == nil {
-		w.note("reading the notice on workload %s: %v", wl.Name, err)
-		return
+	for _, u := range policy.Units() {
+		if u.Warns == nil {
+			continue
+		}
+		given, err := u.Warns.Given(old, wl)
+		if err != nil {
+			w.note("workload %s: %v", wl.Name, err)
+		}
+		if given == nil {
+			continue
+		}
+		j.warned(u.Warns, w.now(), given.Until.Sub(w.start))
+		w.record(Event{Kind: EventKind(u.Warns.Event), Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: given.Reason,
+			By: w.byUID[given.By], Until: given.Until.Sub(w.start)})
 	}
-	j.noticed(w.now(), n.Deadline.Sub(w.start))
-	w.record(Event{Kind: EventNoticed, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: n.Reason,
-		By: w.byUID[n.PreemptorUID], Until: n.Deadline.Sub(w.start)})
 }
 
-// saveCheckpoints ends the checkpoints that jobs began at a notice and that complete by now: the
-// job says so on its Workload (checkpoint-done, as a sidecar would), and its ClusterQueue's tree is
-// woken so that the preemptor waiting on the notice evicts it now rather than at the deadline.
+// saveCheckpoints ends the checkpoints that jobs began at a warning and that complete by now: the
+// job answers on its Workload (checkpoint-done, as a sidecar would), and its ClusterQueue's tree is
+// woken so that the preemptor waiting on the warning evicts it now rather than at the deadline.
 func (w *world) saveCheckpoints(order []*job) error {
 	now := w.now()
 	for _, j := range order {
 		if !j.checkpointDue(now) {
 			continue
 		}
-		j.notice.saved = true
+		j.warning.saved = true
 		wl := &kueue.Workload{}
 		if err := w.client.Get(w.ctx, j.key, wl); err != nil {
 			return fmt.Errorf("saving the checkpoint of workload %s: %w", j.spec.Name, err)
 		}
 		patch := client.MergeFrom(wl.DeepCopy())
-		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, annotations.CheckpointDone, "true")
+		metav1.SetMetaDataAnnotation(&wl.ObjectMeta, j.warning.Answer, "true")
 		if err := w.client.Patch(w.ctx, wl, patch); err != nil {
 			return fmt.Errorf("saving the checkpoint of workload %s: %w", j.spec.Name, err)
 		}

@@ -239,7 +239,7 @@ func TestBuildScenario(t *testing.T) {
 			want: wantQueues(&simulator.Scenario{
 				FeatureGates: map[string]bool{"MinRuntimeProtection": false, "PrioritizePreemptorWorkloads": false},
 				FairSharing:  &simulator.FairSharing{PreemptionStrategies: []string{"LessThanInitialShare"}},
-				Timeshare:    simulator.Timeshare{DefaultPreemptMinRuntime: dp(time.Minute), ReclaimResolveMethod: "Queue"},
+				Timeshare:    simulator.Timeshare{Configuration: tsconfig.Configuration{DefaultPreemptMinRuntime: &metav1.Duration{Duration: time.Minute}, ReclaimResolveMethod: "Queue"}},
 				Workloads: []simulator.Workload{
 					{Name: "holder", Namespace: "ns", Queue: "lq", Pods: 1, Resources: map[string]simulator.Quantity{"cpu": q("1")}, Duration: d(2 * time.Hour),
 						Annotations: map[string]string{annotations.ExpectedRuntime: "2h"},

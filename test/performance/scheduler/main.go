@@ -1,18 +1,21 @@
-// Command bench-throughput runs upstream Kueue's scheduler performance load (the generator
-// configuration of test/performance/scheduler in the Kueue module, read from the module at run
-// time) through kueue-timeshare's manager three times, each on a fresh envtest control plane:
+// Command bench-throughput plays a scheduler performance load through kueue-timeshare's manager,
+// each run on a fresh envtest control plane, in these variants:
 //
 //	(a) with upstream's admission loop (manager.Options.UpstreamScheduler),
 //	(b) with ours and our feature gates off,
-//	(c) with ours and a minAdmitDuration on every ClusterQueue.
+//	(c) with ours and a minAdmitDuration on every ClusterQueue,
+//	(d) with ours, our gates off and timeshare.headsPerCycle set.
 //
-// The load is played by upstream's runner packages, imported from the module: its generator
-// creates the ClusterQueues and Workloads, its controller finishes each Workload after its runtime,
-// and its recorder measures. The manager runs in a child process (this binary's "manager"
-// subcommand), so that its CPU time and memory are measured apart from the runner's, as upstream's
-// runner does with minimalkueue. It prints, per run, the time until every workload was admitted and
-// finished, the average time to admission per workload class, ClusterQueue usage as upstream's
-// checker computes it, and the ratios ours/upstream. See docs/performance.md (benchmark 1).
+// The loads (-load) are upstream's baseline and TAS generator configurations (read from the Kueue
+// module at run time) and a deep-queue load of ours in the shape of upstream issue 14477, written
+// as a configuration of upstream's generator. They are played by upstream's runner packages,
+// imported from the module: its generator creates the objects, its controller finishes each
+// Workload after its runtime, and its recorder measures. The manager runs in a child process (this
+// binary's "manager" subcommand), so that its CPU time and memory are measured apart from the
+// runner's, as upstream's runner does with minimalkueue. It prints, per run, the time until every
+// workload was admitted and finished, the average time to admission per workload class, the
+// admission rate while the queues are deep, ClusterQueue usage as upstream's checker computes it,
+// the ratios ours/upstream and the load's capacity bound. See docs/performance.md (benchmark 1).
 //
 // It is a plain program, not a test: `go test ./...` never runs it. `make bench-throughput` does.
 package main
@@ -41,9 +44,6 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 )
 
-// baselineConfig is the generator configuration's path inside the Kueue module.
-const baselineConfig = "test/performance/scheduler/configs/baseline/generator.yaml"
-
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == managerCommand {
 		os.Exit(runManagerCommand(os.Args[2:]))
@@ -53,9 +53,11 @@ func main() {
 
 func run() int {
 	var (
-		configPath = flag.String("generator-config", "", "upstream generator configuration; default: "+baselineConfig+" in the sigs.k8s.io/kueue module this repository builds against")
-		scale      = flag.Float64("scale", 1, "fraction of every workloads set's count to generate (rounded up, at least 1); 1 is the full configuration")
-		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on")
+		loadName   = flag.String("load", "baseline", "what to play: baseline (upstream's "+baselineConfig+"), tas (upstream's "+tasConfig+"), deep (a deep-queue load after upstream issue 14477); the configurations are read from the sigs.k8s.io/kueue module this repository builds against")
+		configPath = flag.String("generator-config", "", "another upstream generator configuration for -load baseline or tas")
+		scale      = flag.Float64("scale", 1, "fraction of every workloads set's count to generate (rounded up, at least 1), and of the deep load's quotas; 1 is the full configuration")
+		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads")
+		heads      = flag.Int("heads", 32, "timeshare.headsPerCycle of the \"heads\" run")
 		window     = flag.Duration("min-admit-duration", time.Minute, "minAdmitDuration set on every ClusterQueue in the \"on\" run (at least 1m)")
 		outDir     = flag.String("o", "", "directory for artifacts (summaries, CSVs, manager logs, profiles); default .local/bench-throughput/<time>")
 		timeout    = flag.Duration("timeout", 30*time.Minute, "longest a run may record before it is reported as timed out")
@@ -70,15 +72,14 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
-	shown := *configPath
-	if *configPath == "" {
+	var mod, dir string
+	if *configPath == "" && *loadName != "deep" {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}}@{{.Version}} {{.Dir}}", "sigs.k8s.io/kueue").Output()
-		mod, dir, ok := strings.Cut(strings.TrimSpace(string(out)), " ")
+		var ok bool
+		mod, dir, ok = strings.Cut(strings.TrimSpace(string(out)), " ")
 		if err != nil || !ok {
 			return fail(fmt.Errorf("locating the sigs.k8s.io/kueue module (pass -generator-config): %v", err))
 		}
-		*configPath = filepath.Join(dir, baselineConfig)
-		shown = mod + "/" + baselineConfig
 	}
 	if *rounds < 1 {
 		return fail(fmt.Errorf("-rounds must be at least 1, not %d", *rounds))
@@ -86,11 +87,22 @@ func run() int {
 	if *scale <= 0 || *scale > 1 {
 		return fail(fmt.Errorf("-scale must be in (0, 1], not %g", *scale))
 	}
-	vs, err := variants(strings.Split(*only, ","), *window)
+	if *heads < 1 {
+		return fail(fmt.Errorf("-heads must be at least 1, not %d", *heads))
+	}
+	vs, err := variants(strings.Split(*only, ","), *window, *heads)
 	if err != nil {
 		return fail(err)
 	}
-	base, err := generator.LoadConfig(*configPath)
+	ld, err := buildLoad(*loadName, *configPath, dir, mod, *scale)
+	if err != nil {
+		return fail(err)
+	}
+	bound, err := capacityBound(ld.cfg)
+	if err != nil {
+		return fail(err)
+	}
+	worth, err := quotaWorth(ld.cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -121,7 +133,8 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, verbosity: *verbosity, progress: os.Stderr}
+	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, verbosity: *verbosity, progress: os.Stderr,
+		background: ld.background, worth: worth, hold: ld.hold}
 
 	var results []*result
 	var classes []string
@@ -132,16 +145,22 @@ func run() int {
 			slices.Reverse(order)
 		}
 		for _, v := range order {
-			cfg, err := prepareConfig(base, *scale, v)
+			cfg, err := prepareConfig(ld.cfg, 1, v)
 			if err != nil {
 				return fail(err)
+			}
+			var setup *generator.Config
+			if ld.setup != nil {
+				if setup, err = prepareConfig(ld.setup, 1, v); err != nil {
+					return fail(err)
+				}
 			}
 			classes = workloadClasses(cfg)
 			dir := filepath.Join(*outDir, v.name)
 			if *rounds > 1 {
 				dir = filepath.Join(*outDir, fmt.Sprintf("round-%d", round+1), v.name)
 			}
-			res, err := runVariant(ctx, opts, v, cfg, dir)
+			res, err := runVariant(ctx, opts, v, setup, cfg, dir)
 			if err != nil {
 				return fail(fmt.Errorf("run %s: %w", v.name, err))
 			}
@@ -150,19 +169,30 @@ func run() int {
 		}
 	}
 
-	workloads, cqs := workloadCount(mustPrepare(base, *scale))
-	fmt.Printf("\ngenerator configuration %s, scale %g: %d workloads in %d ClusterQueues\n", shown, *scale, workloads, cqs)
+	workloads, cqs := workloadCount(ld.cfg)
+	fmt.Printf("\nload %s: %s, scale %g: %d workloads in %d ClusterQueues measured", ld.name, ld.shown, *scale, workloads, cqs)
+	if ld.setup != nil {
+		if w, q := workloadCount(ld.setup); w > 0 {
+			fmt.Printf("; created and admitted before the clock: %d workloads in %d ClusterQueues", w, q)
+		}
+		if ld.setup.Topology != nil {
+			fmt.Printf("; created before the clock: topology %s and its nodes", ld.setup.Topology.Name)
+		}
+	}
+	fmt.Printf("\ncapacity bound (work over quota, largest cohort) %s; the quota holds %d workloads at once", bound.Round(100*time.Millisecond), worth)
+	var rateBound float64
+	if runtime, ok := uniformRuntime(ld.cfg); ok {
+		if r, ok := deepRateBound(workloads, worth, runtime); ok {
+			rateBound = r
+			fmt.Printf("; admissions/s while deep at most %.1f (every %s the quota's worth)", r, runtime)
+		}
+	}
+	fmt.Println()
 	fmt.Printf("artifacts in %s\n\n", *outDir)
 	printReport(os.Stdout, results, classes)
+	fmt.Println()
+	printSummary(os.Stdout, results, classes, bound, rateBound)
 	return 0
-}
-
-func mustPrepare(base *generator.Config, scale float64) *generator.Config {
-	cfg, err := prepareConfig(base, scale, variant{})
-	if err != nil {
-		panic(err)
-	}
-	return cfg
 }
 
 func fail(err error) int {

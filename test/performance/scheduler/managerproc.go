@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -47,6 +48,10 @@ type managerCounts struct {
 	// (kueue_admission_attempt_duration_seconds).
 	Cycles       map[string]int `json:"cycles"`
 	CycleSeconds float64        `json:"cycleSeconds"`
+	// ClientQPS and ClientBurst are the manager's client rate limit as its configuration set it
+	// (a negative QPS: none); both schedulers write through it.
+	ClientQPS   float32 `json:"clientQPS"`
+	ClientBurst int32   `json:"clientBurst"`
 }
 
 // admissionCycles reads Kueue's admission cycle metrics from the process's registry.
@@ -136,7 +141,8 @@ func runManagerCommand(args []string) int {
 	}
 	err = m.Start(ctx)
 	if *callsFile != "" {
-		counts := managerCounts{Requests: calls.snapshot()}
+		counts := managerCounts{Requests: calls.snapshot(),
+			ClientQPS: ptr.Deref(cfg.Kueue.ClientConnection.QPS, -1), ClientBurst: ptr.Deref(cfg.Kueue.ClientConnection.Burst, 0)}
 		counts.Cycles, counts.CycleSeconds = admissionCycles()
 		if werr := writeYAML(*callsFile, counts); werr != nil {
 			log.Error(werr, "Writing the counts")

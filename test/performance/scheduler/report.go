@@ -84,6 +84,13 @@ func metrics(results []*result, classes []string) []metric {
 			return 0
 		}, seconds})
 	}
+	ms = append(ms, metric{quotaFilledMetric, func(r *result) float64 { return r.filled.Seconds() }, seconds})
+	ms = append(ms, metric{deepRateMetric, func(r *result) float64 { return r.deepRate }, func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f/s", v)
+	}})
 	var cqClasses []string
 	for _, r := range results {
 		for c := range r.summary.ClusterQueueClasses {
@@ -131,6 +138,91 @@ func metrics(results []*result, classes []string) []metric {
 		metric{"manager max RSS", func(r *result) float64 { return float64(r.manager.Maxrss) / 1024 }, func(v float64) string { return fmt.Sprintf("%.0f MB", v) }},
 	)
 	return ms
+}
+
+// deepRateMetric names the admission rate while the queues are deep (deepRate), quotaFilledMetric
+// the time until the quota's worth was admitted (quotaFilled).
+const (
+	deepRateMetric    = "admissions/s while deep"
+	quotaFilledMetric = "quota filled"
+)
+
+// summaryMetric reports whether printSummary shows the figure of metrics named name.
+func summaryMetric(name string) bool {
+	return name == "all admitted" || name == "all finished" || strings.HasPrefix(name, "avg admission ") ||
+		name == deepRateMetric || name == quotaFilledMetric || name == "manager CPU" || name == "manager max RSS"
+}
+
+// printSummary writes the main figures one per row: each variant's median over the rounds, the
+// load's capacity bound beside the figures it bounds, and each variant's median ratio to upstream.
+// rateBound, when not 0, is the bound of the admission rate while deep (deepRateBound).
+func printSummary(w io.Writer, results []*result, classes []string, bound time.Duration, rateBound float64) {
+	var names []string
+	byName := map[string][]*result{}
+	for _, r := range results {
+		if _, seen := byName[r.variant.name]; !seen {
+			names = append(names, r.variant.name)
+		}
+		byName[r.variant.name] = append(byName[r.variant.name], r)
+	}
+	// upstreamOf[round] is that round's upstream run.
+	upstreamOf := map[int]*result{}
+	for _, r := range results {
+		if r.variant.upstream {
+			upstreamOf[r.round] = r
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"median over rounds"}
+	for _, n := range names {
+		header = append(header, n)
+	}
+	header = append(header, "capacity bound")
+	for _, n := range names {
+		if len(upstreamOf) > 0 && n != "upstream" {
+			header = append(header, n+"/upstream")
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, m := range metrics(results, classes) {
+		if !summaryMetric(m.name) {
+			continue
+		}
+		row := []string{m.name}
+		for _, n := range names {
+			var vals []float64
+			for _, r := range byName[n] {
+				vals = append(vals, m.value(r))
+			}
+			row = append(row, m.format(median(vals)))
+		}
+		switch {
+		case m.name == "all admitted" || m.name == "all finished":
+			row = append(row, seconds(bound.Seconds()))
+		case m.name == deepRateMetric && rateBound > 0:
+			row = append(row, m.format(rateBound))
+		default:
+			row = append(row, "")
+		}
+		for _, n := range names {
+			if len(upstreamOf) == 0 || n == "upstream" {
+				continue
+			}
+			var ratios []float64
+			for _, r := range byName[n] {
+				if up := upstreamOf[r.round]; up != nil && m.value(up) != 0 {
+					ratios = append(ratios, m.value(r)/m.value(up))
+				}
+			}
+			if len(ratios) == 0 {
+				row = append(row, "-")
+			} else {
+				row = append(row, fmt.Sprintf("%.2fx", median(ratios)))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	_ = tw.Flush()
 }
 
 // printReport writes one row per run and, for each round that has an upstream run, one row of
@@ -209,9 +301,18 @@ func printReport(w io.Writer, results []*result, classes []string) {
 
 	fmt.Fprintln(w)
 	for _, r := range results {
-		fmt.Fprintf(w, "%s: generation %s, recorder ended at %s, manager wall %s, mean load average %.1f",
+		fmt.Fprintf(w, "%s: generation %s, recorder ended at %s, manager wall %s, mean load average %.1f, client QPS %g burst %d",
 			label(r.variant.title, r.round), r.generated.Round(time.Millisecond), r.recorded.Round(time.Millisecond),
-			(time.Duration(r.manager.WallMs) * time.Millisecond).Round(time.Millisecond), r.load)
+			(time.Duration(r.manager.WallMs) * time.Millisecond).Round(time.Millisecond), r.load, r.counts.ClientQPS, r.counts.ClientBurst)
+		if r.setupTime > 0 {
+			fmt.Fprintf(w, ", setup before the clock %s", r.setupTime.Round(time.Millisecond))
+		}
+		if r.placed != 0 {
+			fmt.Fprintf(w, ", %d/%d workloads placed by topology", r.placed, r.workloads)
+		}
+		if r.deepOK {
+			fmt.Fprintf(w, ", queues deep until %s", r.deepUntil.Round(time.Millisecond))
+		}
 		if r.variant.minAdmitDuration > 0 {
 			fmt.Fprintf(w, ", withinClusterQueue LowerOrNewerEqualPriority, %d/%d ClusterQueues store minAdmitDuration", r.windows, r.clusterQueues)
 		}
@@ -223,7 +324,7 @@ func printReport(w io.Writer, results []*result, classes []string) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "ratios are ours/upstream from this invocation; below 1.00 is faster for times, above 1.00 is better for usage")
+	fmt.Fprintln(w, "ratios are ours/upstream from this invocation; below 1.00 is faster for times, above 1.00 is better for usage and rates")
 }
 
 func median(vals []float64) float64 {

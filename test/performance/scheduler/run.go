@@ -8,12 +8,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 	"sigs.k8s.io/kueue/test/performance/scheduler/runner/controller"
 	"sigs.k8s.io/kueue/test/performance/scheduler/runner/generator"
@@ -41,6 +44,12 @@ type runOptions struct {
 	cpuProfile bool
 	verbosity  int
 	progress   io.Writer
+	// background are the load's workload classes left out of every figure (load.background).
+	background []string
+	// worth is how many workloads the measured quota holds at once (quotaWorth).
+	worth int
+	// hold: the measured part is created with its ClusterQueues held (load.hold).
+	hold bool
 }
 
 // result is what one run measured.
@@ -66,9 +75,21 @@ type result struct {
 	timedOut bool
 	// windows: ClusterQueues whose stored spec carries minAdmitDuration, read back at the end.
 	windows, clusterQueues int
-	// load is the machine's mean one-minute load average during the run, sampled every 30 s: the
-	// benchmark shares the machine with whatever else runs on it.
+	// load is the machine's mean one-minute load average during the run, sampled at its start, every
+	// 30 s and at its end: the benchmark shares the machine with whatever else runs on it.
 	load float64
+	// deepRate is the admission rate while the queues were deep, until deepUntil (see deepRate);
+	// deepOK is false when it is not defined for the run.
+	deepRate  float64
+	deepUntil time.Duration
+	deepOK    bool
+	// filled is when the quota's worth of workloads had been admitted (quotaFilled); 0 if never.
+	filled time.Duration
+	// setupTime is how long the setup part took before the clock started.
+	setupTime time.Duration
+	// placed counts, on a load with a topology, the workloads whose admission carries a topology
+	// assignment: proof that topology-aware scheduling placed them.
+	placed int
 }
 
 // startControlPlane starts etcd and kube-apiserver with our CRDs (config/_output/crd, which carry
@@ -105,7 +126,7 @@ func startControlPlane(root string, webhooks bool) (*controlplane.ControlPlane, 
 
 // runVariant runs cfg through one variant on a fresh control plane and collects what upstream's
 // recorder saw. dir receives the artifacts (summary, CSVs, manager log, stats, profile).
-func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Config, dir string) (*result, error) {
+func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *generator.Config, dir string) (*result, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("variant", v.name)
 	ctx = ctrl.LoggerInto(ctx, log)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -135,7 +156,11 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	}
 	gates := maps.Clone(v.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
-	text := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates})
+	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
+	if v.headsPerCycle > 0 {
+		settings.Extra = fmt.Sprintf("timeshare:\n  headsPerCycle: %d\n", v.headsPerCycle)
+	}
+	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
@@ -183,22 +208,71 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	// ClusterQueues' statuses count the last workloads, so it is told only once they do.
 	genFinished, genDone := make(chan struct{}), make(chan struct{})
 	recDone := make(chan error, 1)
-	go func() { recDone <- rec.Run(runCtx, genDone) }()
+	recCtx, stopRecorder := context.WithCancel(runCtx)
+	defer stopRecorder()
+	go func() { recDone <- rec.Run(recCtx, genDone) }()
 	if !mgr.GetCache().WaitForCacheSync(runCtx) {
 		return nil, errors.New("runner cache did not sync")
 	}
 
-	genClient, err := client.New(cp.Config, client.Options{Scheme: o.scheme})
+	apiClient, err := client.New(cp.Config, client.Options{Scheme: o.scheme})
 	if err != nil {
 		return nil, err
 	}
-	genClient = generatorClient{Client: genClient, window: v.minAdmitDuration}
+	var genClient client.Client = generatorClient{Client: apiClient, window: v.minAdmitDuration}
 	res := &result{variant: v}
 	res.workloads, res.clusterQueues = workloadCount(cfg)
+	if setup != nil {
+		setupStart := time.Now()
+		if err := generator.Generate(runCtx, genClient, setup); err != nil {
+			return nil, fmt.Errorf("generator, setup: %w", err)
+		}
+		n, _ := workloadCount(setup)
+		if err := waitAdmitted(runCtx, mgr.GetClient(), n, o.timeout); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+		res.setupTime = time.Since(setupStart)
+		progress("setup done after %s: %d workloads admitted", res.setupTime.Round(time.Millisecond), n)
+	}
+	// With background workloads the ClusterQueues are never empty, so the recorder would not end:
+	// the run ends when every measured workload has finished.
+	measuredDone := make(chan struct{})
+	if len(o.background) > 0 {
+		go func() {
+			for runCtx.Err() == nil {
+				if measuredFinished(runCtx, mgr.GetClient(), o.background) >= res.workloads {
+					close(measuredDone)
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+	}
+	if o.hold {
+		holdStart := time.Now()
+		held := generatorClient{Client: apiClient, window: v.minAdmitDuration, hold: true}
+		if err := generator.Generate(runCtx, held, cfg); err != nil {
+			return nil, fmt.Errorf("generator: %w", err)
+		}
+		res.generated = time.Since(holdStart)
+		if err := waitPending(runCtx, mgr.GetClient(), o.background, res.workloads, o.timeout); err != nil {
+			return nil, err
+		}
+		progress("%d workloads created and pending in held ClusterQueues after %s", res.workloads, time.Since(holdStart).Round(time.Millisecond))
+	}
 	start := time.Now()
+	if o.hold {
+		if err := release(runCtx, apiClient); err != nil {
+			return nil, err
+		}
+	}
 	genErr := make(chan error, 1)
 	go func() {
 		defer close(genFinished)
+		if o.hold {
+			genErr <- nil
+			return
+		}
 		err := generator.Generate(runCtx, genClient, cfg)
 		res.generated = time.Since(start)
 		genErr <- err
@@ -219,6 +293,12 @@ func runVariant(ctx context.Context, o runOptions, v variant, cfg *generator.Con
 	defer tick.Stop()
 	var runErr error
 	var loads []float64
+	sampleLoad := func() {
+		if l, ok := loadAverage(); ok {
+			loads = append(loads, l)
+		}
+	}
+	sampleLoad()
 wait:
 	for {
 		select {
@@ -228,6 +308,12 @@ wait:
 				break wait
 			}
 			progress("generation done after %s", res.generated.Round(time.Millisecond))
+		case <-measuredDone:
+			stopRecorder()
+			if err := <-recDone; err != nil && !errors.Is(err, context.Canceled) {
+				runErr = fmt.Errorf("recorder: %w", err)
+			}
+			break wait
 		case err := <-recDone:
 			if errors.Is(err, context.DeadlineExceeded) {
 				res.timedOut = true
@@ -240,9 +326,7 @@ wait:
 			runErr = fmt.Errorf("runner manager stopped: %w", err)
 			break wait
 		case <-tick.C:
-			if l, ok := loadAverage(); ok {
-				loads = append(loads, l)
-			}
+			sampleLoad()
 			if proc.exited() {
 				runErr = fmt.Errorf("manager process exited; see %s", filepath.Join(dir, "manager.log"))
 				break wait
@@ -251,6 +335,7 @@ wait:
 		}
 	}
 	res.recorded = time.Since(start)
+	sampleLoad()
 	for _, l := range loads {
 		res.load += l / float64(len(loads))
 	}
@@ -258,6 +343,9 @@ wait:
 		return nil, runErr
 	}
 	res.windows = countWindows(runCtx, genClient)
+	if setup != nil && setup.Topology != nil {
+		res.placed = countPlaced(runCtx, genClient)
+	}
 	cancel()
 	<-mgrDone
 
@@ -297,19 +385,128 @@ wait:
 	if err := yaml.Unmarshal(raw, &res.summary); err != nil {
 		return nil, err
 	}
+	var admittedAt []time.Duration
+	// sumAdmission, count by class: time to admission counted from the release for held loads
+	// (the recorder counts from creation).
+	sumAdmission, admittedOf := map[string]time.Duration{}, map[string]int{}
 	for _, wl := range rec.Store.WL {
+		if slices.Contains(o.background, wl.ClassName) {
+			continue
+		}
 		if wl.LastEvent.Admitted || wl.LastEvent.Finished || wl.TimeToAdmitMs > 0 {
 			res.admitted++
-			res.lastAdmitted = max(res.lastAdmitted, wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs)*time.Millisecond).Sub(start))
+			at := wl.FirstEventTime.Add(time.Duration(wl.TimeToAdmitMs) * time.Millisecond).Sub(start)
+			admittedAt = append(admittedAt, at)
+			res.lastAdmitted = max(res.lastAdmitted, at)
+			sumAdmission[wl.ClassName] += at
+			admittedOf[wl.ClassName]++
 		}
 		if wl.LastEvent.Finished {
 			res.finished++
 			res.lastFinished = max(res.lastFinished, wl.FirstEventTime.Add(time.Duration(wl.TimeToFinishedMs)*time.Millisecond).Sub(start))
 		}
 	}
+	if o.hold {
+		for class, s := range res.summary.WorkloadClasses {
+			if n := admittedOf[class]; n > 0 {
+				s.AverageTimeToAdmissionMs = (sumAdmission[class] / time.Duration(n)).Milliseconds()
+			}
+		}
+	}
+	res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
+	res.filled, _ = quotaFilled(admittedAt, o.worth)
 	progress("done: %d/%d finished, last admission at %s, last finish at %s",
 		res.finished, res.workloads, res.lastAdmitted.Round(time.Millisecond), res.lastFinished.Round(time.Millisecond))
 	return res, nil
+}
+
+// waitAdmitted waits until n workloads are admitted (read from the runner's cache).
+func waitAdmitted(ctx context.Context, c client.Reader, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var wls kueue.WorkloadList
+		if err := c.List(ctx, &wls); err == nil {
+			admitted := 0
+			for i := range wls.Items {
+				if workload.IsAdmitted(&wls.Items[i]) {
+					admitted++
+				}
+			}
+			if admitted >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d workloads to be admitted: %w", n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitPending waits until the ClusterQueues outside the background classes report n pending
+// workloads (read from the runner's cache): the manager has queued them all.
+func waitPending(ctx context.Context, c client.Reader, background []string, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var cqs kueue.ClusterQueueList
+		if err := c.List(ctx, &cqs); err == nil {
+			pending := 0
+			for _, cq := range cqs.Items {
+				if !slices.Contains(background, cq.Labels[generator.ClassLabel]) {
+					pending += int(cq.Status.PendingWorkloads)
+				}
+			}
+			if pending >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pending workloads: %w", n, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// release lets every held ClusterQueue admit.
+func release(ctx context.Context, c client.Client) error {
+	var cqs kueue.ClusterQueueList
+	if err := c.List(ctx, &cqs); err != nil {
+		return err
+	}
+	for i := range cqs.Items {
+		cq := &cqs.Items[i]
+		if ptr.Deref(cq.Spec.StopPolicy, kueue.None) != kueue.Hold {
+			continue
+		}
+		// A merge patch of the one field: an update of the typed object would drop the fields it
+		// does not know (minAdmitDuration).
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"stopPolicy":"None"}}`))
+		if err := c.Patch(ctx, cq, patch); err != nil {
+			return fmt.Errorf("releasing ClusterQueue %s: %w", cq.Name, err)
+		}
+	}
+	return nil
+}
+
+// measuredFinished counts the finished workloads outside the background classes (from the
+// runner's cache).
+func measuredFinished(ctx context.Context, c client.Reader, background []string) int {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return 0
+	}
+	n := 0
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workloadfinish.IsFinished(wl) {
+			n++
+		}
+	}
+	return n
 }
 
 // queueTotals sums the ClusterQueues' status counters, from the runner's cache.
@@ -350,6 +547,21 @@ func workloadsAccounted(ctx context.Context, c client.Reader, total int) bool {
 		}
 	}
 	return finished >= total
+}
+
+// countPlaced counts the workloads whose admission has a topology assignment.
+func countPlaced(ctx context.Context, c client.Reader) int {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return -1
+	}
+	n := 0
+	for _, wl := range wls.Items {
+		if a := wl.Status.Admission; a != nil && slices.ContainsFunc(a.PodSetAssignments, func(p kueue.PodSetAssignment) bool { return p.TopologyAssignment != nil }) {
+			n++
+		}
+	}
+	return n
 }
 
 // countWindows reads the ClusterQueues back as stored and counts those with a minAdmitDuration:

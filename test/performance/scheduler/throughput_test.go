@@ -36,7 +36,7 @@ func testConfig() *generator.Config {
 
 func TestPrepareConfig(t *testing.T) {
 	base := testConfig()
-	vs, err := variants(nil, time.Minute)
+	vs, err := variants(nil, time.Minute, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPrepareConfig(t *testing.T) {
 	if got := workloadClasses(full); strings.Join(got, ",") != "small,large" {
 		t.Errorf("classes = %v", got)
 	}
-	if _, err := variants([]string{"upstream", "nope"}, time.Minute); err == nil {
+	if _, err := variants([]string{"upstream", "nope"}, time.Minute, 32); err == nil {
 		t.Error("an unknown variant was accepted")
 	}
 }
@@ -136,7 +136,7 @@ func TestGeneratorClient(t *testing.T) {
 }
 
 func TestReport(t *testing.T) {
-	vs, err := variants(nil, time.Minute)
+	vs, err := variants(nil, time.Minute, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestReport(t *testing.T) {
 }
 
 func TestMedianOverRounds(t *testing.T) {
-	vs, err := variants([]string{"upstream", "off"}, time.Minute)
+	vs, err := variants([]string{"upstream", "off"}, time.Minute, 32)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -33,10 +34,13 @@ type variant struct {
 	// minAdmitDuration, when set, goes on every ClusterQueue, whose withinClusterQueue policy then
 	// becomes LowerOrNewerEqualPriority, the only policy that accepts it.
 	minAdmitDuration time.Duration
+	// headsPerCycle, when set, is the manager's timeshare.headsPerCycle.
+	headsPerCycle int
 }
 
-// variants returns the runs, in the order they execute, that names selects (all when empty).
-func variants(names []string, window time.Duration) ([]variant, error) {
+// variants returns the runs, in the order they execute, that names selects (all when empty);
+// heads is the "heads" run's timeshare.headsPerCycle.
+func variants(names []string, window time.Duration, heads int) ([]variant, error) {
 	ourGatesOff := map[string]bool{}
 	for _, g := range []string{
 		string(tsfeatures.TimeBasedSamePriorityPreemption), string(tsfeatures.MinRuntimeProtection),
@@ -50,6 +54,7 @@ func variants(names []string, window time.Duration) ([]variant, error) {
 		{name: "upstream", title: "(a) upstream's scheduler", upstream: true, gates: ourGatesOff},
 		{name: "off", title: "(b) ours, features off", gates: ourGatesOff},
 		{name: "on", title: fmt.Sprintf("(c) ours, minAdmitDuration %s on every ClusterQueue", window), minAdmitDuration: window},
+		{name: "heads", title: fmt.Sprintf("(d) ours, features off, headsPerCycle %d", heads), gates: ourGatesOff, headsPerCycle: heads},
 	}
 	if len(names) == 0 {
 		return all, nil
@@ -63,7 +68,7 @@ func variants(names []string, window time.Duration) ([]variant, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on)", n)
+			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads)", n)
 		}
 	}
 	return out, nil
@@ -71,12 +76,8 @@ func variants(names []string, window time.Duration) ([]variant, error) {
 
 // prepareConfig applies the scale and the variant's policy to a copy of the generator's config.
 func prepareConfig(base *generator.Config, scale float64, v variant) (*generator.Config, error) {
-	raw, err := json.Marshal(base)
+	cfg, err := copyConfig(base)
 	if err != nil {
-		return nil, err
-	}
-	cfg := &generator.Config{}
-	if err := json.Unmarshal(raw, cfg); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Cohorts {
@@ -119,20 +120,30 @@ func workloadCount(cfg *generator.Config) (workloads, clusterQueues int) {
 // gets Kueue's resource-in-use finalizer at creation, as Kueue's defaulting webhook would add it:
 // without that webhook (upstream's runner installs none), Kueue's ClusterQueue controller adds
 // the finalizer with a full Update of its typed object, which drops the fields that type does not
-// have, minAdmitDuration among them. With window set, each ClusterQueue also gets
+// have, minAdmitDuration among them. A ResourceFlavor that exists already is left as it is: the
+// generator creates its flavor in every call, and a load's setup and measured part are two calls.
+// With hold set, every ClusterQueue is created with stopPolicy Hold, so that its workloads wait
+// until the run releases it. With window set, each ClusterQueue also gets
 // spec.preemption.withinClusterQueueConfig.minAdmitDuration; upstream's typed ClusterQueue has no
 // such field, so the object is sent unstructured. Everything else passes through.
 type generatorClient struct {
 	client.Client
 	window time.Duration
+	hold   bool
 }
 
 func (c generatorClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*kueue.ResourceFlavor); ok {
+		return client.IgnoreAlreadyExists(c.Client.Create(ctx, obj, opts...))
+	}
 	cq, ok := obj.(*kueue.ClusterQueue)
 	if !ok {
 		return c.Client.Create(ctx, obj, opts...)
 	}
 	controllerutil.AddFinalizer(cq, kueue.ResourceInUseFinalizerName)
+	if c.hold {
+		cq.Spec.StopPolicy = ptr.To(kueue.Hold)
+	}
 	if c.window == 0 {
 		return c.Client.Create(ctx, cq, opts...)
 	}
