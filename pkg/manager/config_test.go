@@ -22,6 +22,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 	DefaultNoticePeriod:      &metav1.Duration{},
 	HeadsPerCycle:            ptr.To[int32](1),
+	PendingStatusWriters:     ptr.To[int32](4),
 	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
 
@@ -92,6 +93,7 @@ timeshare:
 					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 					DefaultNoticePeriod:      &metav1.Duration{},
 					HeadsPerCycle:            ptr.To[int32](1),
+					PendingStatusWriters:     ptr.To[int32](4),
 					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
@@ -102,6 +104,10 @@ timeshare:
 		"headsPerCycle out of range names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  headsPerCycle: 0\n",
 			wantErr: []string{"invalid configuration", "timeshare.headsPerCycle", "must be between 1 and 1000"},
+		},
+		"pendingStatusWriters out of range names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  pendingStatusWriters: 65\n",
+			wantErr: []string{"invalid configuration", "timeshare.pendingStatusWriters", "must be between 0 and 64"},
 		},
 		"negative min-runtime names the field": {
 			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  defaultReclaimMinRuntime: -1m\n",

@@ -664,6 +664,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithAPIReader(m.GetAPIReader()),
 			scheduler.WithTimeSource(m.opts.Clock),
 			scheduler.WithHeadsPerCycle(headsPerCycle(cfg, &m.timeshareCfg)),
+			scheduler.WithPendingStatusWriters(int(ptr.Deref(m.timeshareCfg.PendingStatusWriters, 0))),
 			scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
 				queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
 			}, queuesettings.RequeueBatchPeriod()),

@@ -57,7 +57,7 @@ func TestCycle(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, tc.objs)
-			s := New(w.queues, w.cache, w.client, w.recorder, WithClock(t, w.clock), WithPreemptionExpectations(w.expectations))
+			s := New(w.queues, w.cache, w.client, w.recorder, WithClock(t, w.clock), WithPreemptionExpectations(w.expectations), withTestPendingStatusWriters(t))
 			var got outcome
 			var heads []workload.Reference
 			heads, got.Progress = s.Cycle(w.ctx)

@@ -35,6 +35,7 @@ type options struct {
 	wakeQueue                   func(context.Context, kueue.ClusterQueueReference)
 	requeueBatchPeriod          time.Duration
 	headsPerCycle               int
+	pendingStatusWriters        int
 }
 
 var defaultOptions = options{
@@ -93,5 +94,18 @@ func WithPreemptor(factory PreemptorFactory) Option {
 func WithHeadsPerCycle(n int) Option {
 	return func(o *options) {
 		o.headsPerCycle = max(n, 1)
+	}
+}
+
+// maxPendingStatusWriters bounds WithPendingStatusWriters: the writers share the loop's client,
+// and its rate limit, with the admissions.
+const maxPendingStatusWriters = 64
+
+// WithPendingStatusWriters sets how many workers write the pending status of heads that wait,
+// off the cycle's path. 0 (the default) writes it inline, as upstream's loop. Upstream's scheduler
+// has no such option.
+func WithPendingStatusWriters(n int) Option {
+	return func(o *options) {
+		o.pendingStatusWriters = min(max(n, 0), maxPendingStatusWriters)
 	}
 }

@@ -100,6 +100,8 @@ type Scheduler struct {
 	// takenInCycle are the workloads this cycle took out of the queues after its heads, with
 	// the heads themselves; nil while it took none.
 	takenInCycle sets.Set[workload.Reference]
+	// pendingStatus writes the status of heads that wait (WithPendingStatusWriters).
+	pendingStatus *pendingStatusWriter
 }
 
 // usageOp says whether updateEntryPenalty charges a penalty or takes it back.
@@ -286,6 +288,8 @@ func New(queues *qcache.Manager, cache *schdcache.Cache, cl client.Client, recor
 func (s *Scheduler) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("scheduler")
 	ctx = ctrl.LoggerInto(ctx, log)
+	// timeshare: the pending-status writers run, and stop, with the loop.
+	s.pendingStatus.start(ctx)
 	go wait.UntilWithBackoff(ctx, s.schedule)
 	return nil
 }
@@ -1184,7 +1188,8 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 		}
 		wl := e.Obj.DeepCopy()
 		condReason := workload.UnadmittedWorkloadReasonWithFallback(e.quotaReservedReason, "Pending")
-		if err := workloadpatching.PatchAdmissionStatus(ctx, s.client, wl, s.clock, func(wl *kueue.Workload) (bool, error) {
+		// timeshare: with pending-status writers, the write is queued off the cycle's path.
+		if err := s.pendingStatus.patchAdmissionStatus(ctx, wl, func(wl *kueue.Workload) (bool, error) {
 			updated := workload.UnsetQuotaReservationWithCondition(wl, condReason, e.inadmissibleMsg, s.clock.Now())
 			if workload.PropagateResourceRequests(wl, &e.Info, s.resourceFormatter) {
 				updated = true

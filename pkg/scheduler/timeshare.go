@@ -23,6 +23,10 @@ func (s *Scheduler) initTimeshare(o options) {
 	s.drains = newDrainHolds(s.client, o.clock, o.wakeQueue).withLead(o.requeueBatchPeriod)
 	s.refusalWakes = newQueueWakes(o.clock, o.wakeQueue)
 	s.headsPerCycle = o.headsPerCycle
+	s.pendingStatus = newPendingStatusWriter(o.pendingStatusWriters, s.client, s.clock, func(wl *kueue.Workload) bool {
+		cq, ok := s.queues.ClusterQueueForWorkload(wl)
+		return ok && s.cache.IsAdded(workload.Info{Obj: wl, ClusterQueue: cq})
+	})
 }
 
 // beforeNomination applies the drain holds to the snapshot and lets the preemptor substitute
@@ -38,10 +42,10 @@ func (s *Scheduler) beforeNomination(ctx context.Context, heads []qcache.Head, s
 
 // Cycle runs one scheduling cycle now, for a caller that drives the scheduler itself instead of
 // starting it (the simulator). Unlike the loop it never waits for heads: with none it returns at
-// once. It returns once the cycle's admissions are written. heads are the ClusterQueue heads the
-// queues gave it; progress reports that one was admitted, when the loop would go on at once
-// (KeepGoing): evictions issued for a head are not progress until the victims are gone and the
-// head admitted. It must not be called on a started Scheduler, nor concurrently.
+// once. It returns once the cycle's admissions and pending statuses are written. heads are the
+// ClusterQueue heads the queues gave it; progress reports that one was admitted, when the loop
+// would go on at once (KeepGoing): evictions issued for a head are not progress until the victims
+// are gone and the head admitted. It must not be called on a started Scheduler, nor concurrently.
 func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, progress bool) {
 	var writes sync.WaitGroup
 	loop, nextHeads := s.admissionRoutineWrapper, s.nextHeads
@@ -59,5 +63,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (heads []workload.Reference, prog
 	defer func() { s.admissionRoutineWrapper, s.nextHeads = loop, nextHeads }()
 	signal := s.schedule(ctx)
 	writes.Wait()
+	s.pendingStatus.flush(ctx)
 	return heads, len(heads) > 0 && signal == wait.KeepGoing
 }

@@ -1,7 +1,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -112,13 +115,30 @@ func newWorld(t *testing.T, objs worldObjects) *world {
 	return w
 }
 
-// scheduler returns a Scheduler and a function that waits for its admission writes.
+// scheduler returns a Scheduler and a function that waits for its admission and pending-status
+// writes. With TIMESHARE_TEST_PENDING_STATUS_WRITERS set, its pending-status writers run.
 func (w *world) scheduler(opts ...Option) (*Scheduler, func()) {
-	opts = append([]Option{WithClock(w.t, w.clock), WithPreemptionExpectations(w.expectations)}, opts...)
+	opts = append([]Option{WithClock(w.t, w.clock), WithPreemptionExpectations(w.expectations), withTestPendingStatusWriters(w.t)}, opts...)
 	s := New(w.queues, w.cache, w.client, w.recorder, opts...)
 	var wg sync.WaitGroup
 	s.admissionRoutineWrapper = routine.NewWrapper(func() { wg.Add(1) }, wg.Done)
-	return s, wg.Wait
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.t.Cleanup(cancel)
+	s.pendingStatus.start(ctx)
+	return s, func() {
+		wg.Wait()
+		s.pendingStatus.flush(w.ctx)
+	}
+}
+
+// withTestPendingStatusWriters runs the package's tests with the pending-status writers the
+// environment asks for (0, inline, without).
+func withTestPendingStatusWriters(t *testing.T) Option {
+	n, err := strconv.Atoi(cmp.Or(os.Getenv("TIMESHARE_TEST_PENDING_STATUS_WRITERS"), "0"))
+	if err != nil {
+		t.Fatalf("TIMESHARE_TEST_PENDING_STATUS_WRITERS: %v", err)
+	}
+	return WithPendingStatusWriters(n)
 }
 
 func (w *world) workload(name string) *kueue.Workload {

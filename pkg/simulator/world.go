@@ -213,6 +213,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		scheduler.WithPreemptionExpectations(expectations),
 		scheduler.WithPreemptor(manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)),
 		scheduler.WithHeadsPerCycle(headsPerCycle(mode, ts)),
+		// Inline, as upstream: a simulated cycle's writes are done when it returns.
+		scheduler.WithPendingStatusWriters(0),
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)

@@ -58,6 +58,10 @@ type Configuration struct {
 	// its head is admitted, a ClusterQueue gives its next workload, on the same snapshot, up to
 	// this many. 1 (default) is upstream's loop; waitForPodsReady.blockAdmission forces 1.
 	HeadsPerCycle *int32 `json:"headsPerCycle,omitempty"`
+	// PendingStatusWriters is how many workers write the pending status of heads that wait, off
+	// the scheduling cycle's path, through the manager's client. 0 writes it inside the cycle,
+	// as upstream's loop.
+	PendingStatusWriters *int32 `json:"pendingStatusWriters,omitempty"`
 	// PreemptionBudget is the budget of each ClusterQueue with none on its path (its own bucket
 	// per ClusterQueue). Accepted only with the PreemptionBudget feature gate.
 	PreemptionBudget *tsapi.PreemptionBudget `json:"preemptionBudget,omitempty"`
@@ -70,6 +74,14 @@ type Configuration struct {
 const (
 	DefaultHeadsPerCycle = 1
 	MaxHeadsPerCycle     = 1000
+)
+
+// DefaultPendingStatusWriters keeps a few writes in flight, so that a cycle's waiting heads do not
+// wait on the API server one after another; MaxPendingStatusWriters bounds what they take of the
+// client's rate limit, which admissions share.
+const (
+	DefaultPendingStatusWriters = 4
+	MaxPendingStatusWriters     = 64
 )
 
 // DefaultLongWaitThreshold is the wait past which a pending workload counts as waiting long when
@@ -116,6 +128,9 @@ func SetDefaults(c *Configuration) {
 	if c.HeadsPerCycle == nil {
 		c.HeadsPerCycle = ptr.To[int32](DefaultHeadsPerCycle)
 	}
+	if c.PendingStatusWriters == nil {
+		c.PendingStatusWriters = ptr.To[int32](DefaultPendingStatusWriters)
+	}
 	if c.Metrics.LongWaitThreshold == nil {
 		c.Metrics.LongWaitThreshold = &metav1.Duration{Duration: DefaultLongWaitThreshold}
 	}
@@ -140,6 +155,9 @@ func Validate(c *Configuration) field.ErrorList {
 	}
 	if n := c.HeadsPerCycle; n != nil && (*n < 1 || *n > MaxHeadsPerCycle) {
 		errs = append(errs, field.Invalid(path.Child("headsPerCycle"), *n, fmt.Sprintf("must be between 1 and %d", MaxHeadsPerCycle)))
+	}
+	if n := c.PendingStatusWriters; n != nil && (*n < 0 || *n > MaxPendingStatusWriters) {
+		errs = append(errs, field.Invalid(path.Child("pendingStatusWriters"), *n, fmt.Sprintf("must be between 0 and %d", MaxPendingStatusWriters)))
 	}
 	errs = append(errs, c.PreemptionBudget.Validate(path.Child("preemptionBudget"))...)
 	switch c.ReclaimResolveMethod {

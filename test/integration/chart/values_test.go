@@ -62,6 +62,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		ginkgo.Entry("a default runtime is a duration", "timeshare.defaultPreemptMinRuntime=4 hours", "/timeshare/defaultPreemptMinRuntime"),
 		ginkgo.Entry("a requeue delay is a duration", "timeshare.defaultRequeueDelay=soon", "/timeshare/defaultRequeueDelay"),
 		ginkgo.Entry("heads per cycle are at least one", "timeshare.headsPerCycle=0", "/timeshare/headsPerCycle"),
+		ginkgo.Entry("pending-status writers are at most 64", "timeshare.pendingStatusWriters=65", "/timeshare/pendingStatusWriters"),
 		ginkgo.Entry("a notice is a duration", "timeshare.defaultNoticePeriod=briefly", "/timeshare/defaultNoticePeriod"),
 		ginkgo.Entry("a long-wait threshold is a duration", "timeshare.metrics.longWaitThreshold=a while", "/timeshare/metrics/longWaitThreshold"),
 		ginkgo.Entry("an integration is one Kueue knows", "integrations.frameworks={batch/jobs}", "/integrations/frameworks/0"),
@@ -192,6 +193,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](1),
+			PendingStatusWriters:     ptr.To[int32](4),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
@@ -218,6 +220,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.defaultRequeueDelay=2m",
 			"timeshare.runtimeClock=PodsReady",
 			"timeshare.headsPerCycle=32",
+			"timeshare.pendingStatusWriters=0",
 			"timeshare.metrics.longWaitThreshold=30m",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
@@ -233,6 +236,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](32),
+			PendingStatusWriters:     ptr.To[int32](0),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
