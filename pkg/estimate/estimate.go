@@ -1,0 +1,614 @@
+// Package estimate says when each pending workload of a ClusterQueue is expected to be admitted.
+//
+// It walks the quota forward in time: the workloads holding quota leave when the victim policy
+// (pkg/policy) first lets the workload whose turn it is preempt them, or when they end by their
+// promised runtime; the pending workloads, in turn order, take the quota as it frees and then hold
+// it themselves, under the same rules. It is pure: the caller gives the instant, the quota and
+// the workloads, read from a scheduler snapshot (see FromSnapshot).
+//
+// New arrivals are not foreseen, nor completions that nothing announces (a workload with no
+// promised runtime runs until the policy lets someone preempt it), nor changes of the other
+// ClusterQueues of the cohort: what they use now is taken as used for ever.
+package estimate
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// Horizon is the furthest an estimate reaches: beyond it the answer is unknown. It is the
+// longest duration an annotation may give, so that no tenant's value overflows a time.
+const Horizon = annotations.MaxDuration
+
+// Estimate is the answer for one pending workload.
+type Estimate struct {
+	// Workload is "namespace/name".
+	Workload string
+	// Position is its place in turn order, from 1.
+	Position int
+	// When is when it is expected to be admitted; zero when Unknown.
+	When    time.Time
+	Unknown bool
+	// Reason says what it waits for, or why the answer is unknown.
+	Reason string
+	// Sentence is the answer for a person: "expected around 14:05, 3rd in turn order; turns are 1h".
+	Sentence string
+}
+
+// Group is one resource group of the ClusterQueue: the flavors are tried in order, the first in
+// which every resource of the group fits is taken (upstream's flavor assigner without borrowing
+// preferences).
+type Group struct {
+	Resources []corev1.ResourceName
+	Flavors   []kueue.ResourceFlavorReference
+}
+
+// Queue is what the walk reads of the ClusterQueue and its policy.
+type Queue struct {
+	Name   kueue.ClusterQueueReference
+	Groups []Group
+	// Capacity is what the ClusterQueue may use of each flavor and resource: its own usage plus
+	// what is available to it now, borrowing included.
+	Capacity map[resources.FlavorResource]int64
+	// Policy decides whether a holder may be preempted at an instant, as the preemptor does.
+	Policy *policy.Policy
+	// Within is spec.preemption.withinClusterQueue.
+	Within   kueue.PreemptionPolicy
+	Settings policy.QueueSettings
+	// Protection is the resolved preemptMinRuntime of the ClusterQueue's workloads.
+	Protection policy.Protection
+	// Wake lists the instants at which a decision may change (policy.Changes).
+	Wake policy.WakeSettings
+	// Notice is the notice period a victim gets before an eviction for reason; nil: none.
+	Notice func(reason string) time.Duration
+	// Handover is how long an eviction and the next admission take.
+	Handover time.Duration
+}
+
+// Holder is a workload holding quota in the ClusterQueue.
+type Holder struct {
+	Name string
+	// Usage is the quota it holds.
+	Usage map[resources.FlavorResource]int64
+	// Candidate carries its facts as the preemptor reads them (policy.NewCandidate and the
+	// units' facts).
+	Candidate policy.Candidate
+	// Runtime is the run time it promised (zero: none), counted from when it started to run.
+	Runtime time.Duration
+}
+
+// Waiting is a pending workload.
+type Waiting struct {
+	Name string
+	// Requests are its total requests by resource.
+	Requests map[corev1.ResourceName]int64
+	Pending  *policy.Pending
+	// Candidate carries the facts it will have once admitted (the units' facts; its times are
+	// set by the walk).
+	Candidate policy.Candidate
+	// Runtime is the run time it promises (zero: none).
+	Runtime time.Duration
+}
+
+// Compute gives the estimates of pending, given in turn order, at now. Its cost is
+// O((pending + holders) log(pending + holders)) for each priority among the pending workloads.
+func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Estimate {
+	w := newWalker(q, now, len(holders)+len(pending))
+	for i := range holders {
+		h := &holders[i]
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, requests: requestsOf(h.Usage), since: now})
+	}
+	w.out = make([]Estimate, len(pending))
+	for i := range pending {
+		p := &pending[i]
+		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime})
+	}
+	w.left = len(pending)
+	w.run()
+	for i := range w.out {
+		w.out[i].Sentence = sentence(&w.out[i], q.Settings, now)
+	}
+	return w.out
+}
+
+// hold is a workload holding quota during the walk.
+type hold struct {
+	name     string
+	cand     policy.Candidate
+	use      []amount
+	requests map[corev1.ResourceName]int64
+	// since is when the walk saw it take the quota (now for the holders given).
+	since   time.Time
+	ends    time.Time
+	runtime time.Duration
+	gone    bool
+}
+
+type amount struct {
+	slot  int
+	value int64
+}
+
+// waiting is a workload in the line: a pending one (out is its estimate) or one the walk rotated
+// out (out is -1).
+type waiting struct {
+	out      int
+	name     string
+	requests map[corev1.ResourceName]int64
+	pend     *policy.Pending
+	cand     policy.Candidate
+	runtime  time.Duration
+	done     bool
+}
+
+// release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
+// free for the next holder (before the handover), requeue whether it goes back to the line.
+type release struct {
+	at      time.Time
+	requeue bool
+	h       *hold
+}
+
+type releases []release
+
+func (r releases) Len() int           { return len(r) }
+func (r releases) Less(i, j int) bool { return r[i].at.Before(r[j].at) }
+func (r releases) Swap(i, j int)      { r[i], r[j] = r[j], r[i] }
+func (r *releases) Push(x any)        { *r = append(*r, x.(release)) }
+func (r *releases) Pop() any {
+	old := *r
+	x := old[len(old)-1]
+	*r = old[:len(old)-1]
+	return x
+}
+
+// byPriority is what the walk keeps for preemptors of one priority.
+type byPriority struct {
+	rep  *policy.Pending
+	heap releases
+	// unbounded are the holds nothing makes leave for such a preemptor, in the order seen.
+	unbounded []*hold
+}
+
+// line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
+type line struct {
+	priority int64
+	items    []*waiting
+	first    int
+}
+
+type walker struct {
+	q     *Queue
+	now   time.Time
+	t     time.Time
+	limit time.Time
+	slots map[resources.FlavorResource]int
+	free  []int64
+	lines []*line
+	prios map[int64]*byPriority
+	holds []*hold
+	out   []Estimate
+	left  int
+	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
+	// workload.
+	admissions, maxAdmissions int
+}
+
+func newWalker(q *Queue, now time.Time, n int) *walker {
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}}
+	for _, g := range q.Groups {
+		for _, f := range g.Flavors {
+			for _, r := range g.Resources {
+				fr := resources.FlavorResource{Flavor: f, Resource: r}
+				if _, ok := w.slots[fr]; !ok {
+					w.slots[fr] = len(w.free)
+					w.free = append(w.free, max(q.Capacity[fr], 0))
+				}
+			}
+		}
+	}
+	w.maxAdmissions = 4*n + 16
+	return w
+}
+
+func (w *walker) usage(u map[resources.FlavorResource]int64) []amount {
+	out := make([]amount, 0, len(u))
+	for fr, v := range u {
+		if s, ok := w.slots[fr]; ok && v > 0 {
+			out = append(out, amount{s, v})
+		}
+	}
+	return out
+}
+
+// requestsOf is a holder's usage as requests, for when it waits again.
+func requestsOf(u map[resources.FlavorResource]int64) map[corev1.ResourceName]int64 {
+	out := make(map[corev1.ResourceName]int64, len(u))
+	for fr, v := range u {
+		out[fr.Resource] += v
+	}
+	return out
+}
+
+// hold adds h to the holders, taking its quota, and sorts it in for each priority seen.
+func (w *walker) hold(h *hold) {
+	for _, a := range h.use {
+		w.free[a.slot] -= a.value
+	}
+	w.holds = append(w.holds, h)
+	for _, bp := range w.prios {
+		w.sortIn(bp, h)
+	}
+}
+
+func (w *walker) sortIn(bp *byPriority, h *hold) {
+	if r, ok := w.releaseOf(h, bp.rep); ok {
+		heap.Push(&bp.heap, r)
+		return
+	}
+	bp.unbounded = append(bp.unbounded, h)
+}
+
+// forPriority is what the walk keeps for preemptors like p, made on first use.
+func (w *walker) forPriority(p *policy.Pending) *byPriority {
+	if bp, ok := w.prios[p.Priority]; ok {
+		return bp
+	}
+	bp := &byPriority{rep: p}
+	for _, h := range w.holds {
+		if !h.gone {
+			w.sortIn(bp, h)
+		}
+	}
+	w.prios[p.Priority] = bp
+	return bp
+}
+
+// releaseOf asks the policy for the first instant at which p may preempt h: the instants at which
+// a decision about h changes are the only ones at which the answer can turn. A promised end
+// that comes first wins; the notice period of the preemption's reason delays the eviction.
+func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
+	from := h.since
+	if h.cand.Evicted {
+		return release{at: from, requeue: true, h: h}, true
+	}
+	instants := []time.Time{from}
+	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
+		if at := ch.Wake(); at.After(from) {
+			instants = append(instants, at)
+		}
+	}
+	slices.SortFunc(instants, time.Time.Compare)
+	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection}
+	for _, at := range instants {
+		if !h.ends.IsZero() && at.After(h.ends) {
+			break
+		}
+		in.Now = at
+		if d := w.q.Policy.Decide(&in); d.Eligible {
+			if n := policy.NoticeOf(&h.cand); n != nil && n.Deadline.After(at) {
+				at = n.Deadline
+			} else if w.q.Notice != nil {
+				reason := cmp.Or(d.Reason, kueue.InClusterQueueReason)
+				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
+			}
+			// One that reached its promised end leaves rather than waits again.
+			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), h: h}, true
+		}
+	}
+	if !h.ends.IsZero() {
+		return release{at: h.ends, h: h}, true
+	}
+	return release{}, false
+}
+
+// enqueue puts wt at the end of its priority's line.
+func (w *walker) enqueue(wt *waiting) {
+	i, found := slices.BinarySearchFunc(w.lines, wt.pend.Priority, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
+	if !found {
+		w.lines = slices.Insert(w.lines, i, &line{priority: wt.pend.Priority})
+	}
+	w.lines[i].items = append(w.lines[i].items, wt)
+}
+
+// head is the first workload in line, or nil.
+func (w *walker) head() *waiting {
+	for _, l := range w.lines {
+		for l.first < len(l.items) && l.items[l.first].done {
+			l.first++
+		}
+		if l.first < len(l.items) {
+			return l.items[l.first]
+		}
+	}
+	return nil
+}
+
+// fit is the flavor and resource amounts wt takes in free, ok false when it does not fit.
+func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
+	var use []amount
+	for _, g := range w.q.Groups {
+		need := false
+		for _, r := range g.Resources {
+			if wt.requests[r] > 0 {
+				need = true
+			}
+		}
+		if !need {
+			continue
+		}
+		found := false
+		for _, f := range g.Flavors {
+			ok := true
+			for _, r := range g.Resources {
+				if v := wt.requests[r]; v > 0 && free[w.slots[resources.FlavorResource{Flavor: f, Resource: r}]] < v {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				for _, r := range g.Resources {
+					if v := wt.requests[r]; v > 0 {
+						use = append(use, amount{w.slots[resources.FlavorResource{Flavor: f, Resource: r}], v})
+					}
+				}
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	for r, v := range wt.requests {
+		if v > 0 && !w.covers(r) {
+			return nil, false
+		}
+	}
+	return use, true
+}
+
+func (w *walker) covers(r corev1.ResourceName) bool {
+	for _, g := range w.q.Groups {
+		if slices.Contains(g.Resources, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// everFits reports whether wt fits in the ClusterQueue's whole capacity.
+func (w *walker) everFits(wt *waiting) bool {
+	all := make([]int64, len(w.free))
+	for fr, s := range w.slots {
+		all[s] = max(w.q.Capacity[fr], 0)
+	}
+	_, ok := w.fit(all, wt)
+	return ok
+}
+
+// admit gives wt the quota use at the walk's instant.
+func (w *walker) admit(wt *waiting, use []amount, reason string) {
+	wt.done = true
+	w.admissions++
+	if wt.out >= 0 {
+		w.out[wt.out].When, w.out[wt.out].Reason = w.t, reason
+		w.left--
+	}
+	c := wt.cand
+	// The API keeps condition times to the second, and windows count from them.
+	at := w.t.Truncate(time.Second)
+	c.Info, c.Priority, c.QueuedAt = cmp.Or(c.Info, wt.cand.Info), wt.pend.Priority, wt.pend.QueuedAt
+	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: w.t, runtime: wt.runtime}
+	if wt.runtime > 0 {
+		h.ends = w.t.Add(min(wt.runtime, Horizon))
+	}
+	w.hold(h)
+}
+
+// admitFitting admits, in turn order, the workloads that fit in the free quota now: under
+// StrictFIFO up to the first that does not fit; otherwise any that fits (BestEffortFIFO).
+func (w *walker) admitFitting(reason string) {
+	for _, l := range w.lines {
+		for i := l.first; i < len(l.items); i++ {
+			wt := l.items[i]
+			if wt.done {
+				continue
+			}
+			if use, ok := w.fit(w.free, wt); ok {
+				w.admit(wt, use, reason)
+				continue
+			}
+			if w.q.Settings.StrictFIFO {
+				return
+			}
+		}
+	}
+}
+
+// unknown ends wt's walk without an answer.
+func (w *walker) unknown(wt *waiting, reason string) {
+	wt.done = true
+	if wt.out >= 0 {
+		w.out[wt.out].Unknown, w.out[wt.out].Reason = true, reason
+		w.left--
+	}
+}
+
+// giveUp makes every pending workload still in line unknown.
+func (w *walker) giveUp(reason string) {
+	for wt := w.head(); wt != nil; wt = w.head() {
+		w.unknown(wt, reason)
+	}
+}
+
+func (w *walker) run() {
+	reason := "fits now"
+	for w.left > 0 {
+		w.admitFitting(reason)
+		head := w.head()
+		if w.left == 0 || head == nil {
+			return
+		}
+		if w.admissions > w.maxAdmissions {
+			w.giveUp("behind workloads that take turns without end")
+			return
+		}
+		if !w.everFits(head) {
+			w.blocked(head, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
+			continue
+		}
+		bp := w.forPriority(head.pend)
+		free := slices.Clone(w.free)
+		var taken []release
+		at := w.t
+		fits := false
+		for !fits && bp.heap.Len() > 0 {
+			r := heap.Pop(&bp.heap).(release)
+			if r.h.gone {
+				continue
+			}
+			taken = append(taken, r)
+			for _, a := range r.h.use {
+				free[a.slot] += a.value
+			}
+			if r.at.After(at) {
+				at = r.at
+			}
+			_, fits = w.fit(free, head)
+		}
+		if !fits {
+			for _, r := range taken {
+				heap.Push(&bp.heap, r)
+			}
+			w.blocked(head, w.heldBy(bp))
+			continue
+		}
+		at = at.Add(w.q.Handover)
+		if at.After(w.limit) {
+			w.giveUp(fmt.Sprintf("not within %s", Horizon))
+			return
+		}
+		w.t = at
+		for _, r := range taken {
+			r.h.gone = true
+			for _, a := range r.h.use {
+				w.free[a.slot] += a.value
+			}
+		}
+		for _, r := range taken {
+			if r.requeue {
+				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at), cand: r.h.cand, runtime: r.h.runtime})
+			}
+		}
+		reason = "when " + taken[len(taken)-1].h.name + " leaves"
+	}
+}
+
+// endsOf is when c, started by its runtime clock, ends by the runtime it promised; zero when it
+// promised none. One whose Pods are not ready yet is counted as starting now.
+func endsOf(c *policy.Candidate, runtime time.Duration, now time.Time) time.Time {
+	if runtime <= 0 {
+		return time.Time{}
+	}
+	start := c.RunningSince
+	if start.IsZero() {
+		start = c.AdmittedAt
+	}
+	if c.NotStarted || start.IsZero() {
+		start = now
+	}
+	return start.Add(min(runtime, Horizon))
+}
+
+// pendingOf is h as a preemptor once rotated out at at: its turn time is its eviction.
+func (w *walker) pendingOf(h *hold, at time.Time) *policy.Pending {
+	p := &policy.Pending{ClusterQueue: w.q.Name, Priority: h.cand.Priority, QueuedAt: at.Truncate(time.Second)}
+	if h.cand.Info != nil {
+		p.Obj = h.cand.Info.Obj
+	}
+	return p
+}
+
+// blocked ends the walk of head, which cannot be admitted, for reason. Under StrictFIFO it blocks
+// every workload behind it.
+func (w *walker) blocked(head *waiting, reason string) {
+	w.unknown(head, reason)
+	if w.q.Settings.StrictFIFO {
+		w.giveUp(fmt.Sprintf("behind %s in turn order, which %s", head.name, reason))
+	}
+}
+
+// heldBy names a holder that nothing makes leave for the workload whose turn it is.
+func (w *walker) heldBy(bp *byPriority) string {
+	for _, h := range bp.unbounded {
+		if h.gone {
+			continue
+		}
+		if h.cand.Priority > bp.rep.Priority {
+			return fmt.Sprintf("held by %s, of a higher priority, which declares no runtime", h.name)
+		}
+		return fmt.Sprintf("held by %s, which declares no runtime and has no window", h.name)
+	}
+	return "does not fit in what the cohort leaves"
+}
+
+// sentence is e in words.
+func sentence(e *Estimate, s policy.QueueSettings, now time.Time) string {
+	var b []byte
+	if e.Unknown {
+		b = fmt.Appendf(b, "unknown (%s)", e.Reason)
+	} else {
+		layout := "15:04"
+		if e.When.Sub(now) >= 24*time.Hour {
+			layout = "Jan 2 15:04"
+		}
+		b = fmt.Appendf(b, "expected around %s", e.When.Format(layout))
+	}
+	b = fmt.Appendf(b, ", %s in turn order", ordinal(e.Position))
+	if s.MinAdmitDuration > 0 {
+		b = fmt.Appendf(b, "; turns are %s", shortDuration(s.MinAdmitDuration))
+	}
+	return string(b)
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch n % 10 {
+	case 1:
+		suffix = "st"
+	case 2:
+		suffix = "nd"
+	case 3:
+		suffix = "rd"
+	}
+	if n%100/10 == 1 {
+		suffix = "th"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+// shortDuration writes 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if len(s) > 4 && s[len(s)-4:] == "m0s" {
+		s = s[:len(s)-2]
+	}
+	if len(s) > 3 && s[len(s)-3:] == "h0m" {
+		s = s[:len(s)-2]
+	}
+	return s
+}
