@@ -16,6 +16,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,6 +113,12 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
+		// A candidate queued after the preemptor may be preempted at once (upstream's newer
+		// equal priority); the walk asks as the last of each priority, which none of the
+		// workloads it admits came after.
+		if last, ok := w.last[p.Pending.Priority]; !ok || p.Pending.QueuedAt.After(last) {
+			w.last[p.Pending.Priority] = p.Pending.QueuedAt
+		}
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
 		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime})
 	}
@@ -198,6 +205,8 @@ type walker struct {
 	free  []int64
 	lines []*line
 	prios map[int64]*byPriority
+	// last is the latest queue time of the pending workloads of each priority.
+	last  map[int64]time.Time
 	holds []*hold
 	out   []Estimate
 	left  int
@@ -207,7 +216,7 @@ type walker struct {
 }
 
 func newWalker(q *Queue, now time.Time, n int) *walker {
-	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}}
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}}
 	for _, g := range q.Groups {
 		for _, f := range g.Flavors {
 			for _, r := range g.Resources {
@@ -266,7 +275,12 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 	if bp, ok := w.prios[p.Priority]; ok {
 		return bp
 	}
-	bp := &byPriority{rep: p}
+	rep := *p
+	if last, ok := w.last[p.Priority]; ok {
+		rep.QueuedAt = last
+	}
+	rep.WaitingLonger = ""
+	bp := &byPriority{rep: &rep}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -410,7 +424,7 @@ func (w *walker) admit(wt *waiting, use []amount, reason string) {
 	c := wt.cand
 	// The API keeps condition times to the second, and windows count from them.
 	at := w.t.Truncate(time.Second)
-	c.Info, c.Priority, c.QueuedAt = cmp.Or(c.Info, wt.cand.Info), wt.pend.Priority, wt.pend.QueuedAt
+	c.Priority = wt.pend.Priority
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
 	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: w.t, runtime: wt.runtime}
 	if wt.runtime > 0 {
@@ -604,10 +618,10 @@ func ordinal(n int) string {
 // shortDuration writes 1h rather than 1h0m0s.
 func shortDuration(d time.Duration) string {
 	s := d.String()
-	if len(s) > 4 && s[len(s)-4:] == "m0s" {
+	if strings.HasSuffix(s, "m0s") {
 		s = s[:len(s)-2]
 	}
-	if len(s) > 3 && s[len(s)-3:] == "h0m" {
+	if strings.HasSuffix(s, "h0m") {
 		s = s[:len(s)-2]
 	}
 	return s
