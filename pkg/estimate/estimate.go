@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -158,6 +159,10 @@ type waiting struct {
 	cand     policy.Candidate
 	runtime  time.Duration
 	done     bool
+	// ask is what it takes in each group it needs, per flavor (see askOf); possible false when it
+	// asks for a resource the ClusterQueue does not have.
+	ask      [][][]amount
+	possible bool
 }
 
 // release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
@@ -203,8 +208,14 @@ type walker struct {
 	limit time.Time
 	slots map[resources.FlavorResource]int
 	free  []int64
-	lines []*line
-	prios map[int64]*byPriority
+	// instants is releaseOf's buffer.
+	instants []time.Time
+	// capacity is Queue.Capacity by slot.
+	capacity []int64
+	// minAsk is the smallest amount any workload in line asks for.
+	minAsk int64
+	lines  []*line
+	prios  map[int64]*byPriority
 	// last is the latest queue time of the pending workloads of each priority.
 	last  map[int64]time.Time
 	holds []*hold
@@ -224,11 +235,13 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 				if _, ok := w.slots[fr]; !ok {
 					w.slots[fr] = len(w.free)
 					w.free = append(w.free, max(q.Capacity[fr], 0))
+					w.capacity = append(w.capacity, max(q.Capacity[fr], 0))
 				}
 			}
 		}
 	}
 	w.maxAdmissions = 4*n + 16
+	w.minAsk = math.MaxInt64
 	return w
 }
 
@@ -298,13 +311,14 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	if h.cand.Evicted {
 		return release{at: from, requeue: true, h: h}, true
 	}
-	instants := []time.Time{from}
+	instants := append(w.instants[:0], from)
 	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
 		if at := ch.Wake(); at.After(from) {
 			instants = append(instants, at)
 		}
 	}
 	slices.SortFunc(instants, time.Time.Compare)
+	w.instants = instants
 	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection}
 	for _, at := range instants {
 		if !h.ends.IsZero() && at.After(h.ends) {
@@ -330,6 +344,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 
 // enqueue puts wt at the end of its priority's line.
 func (w *walker) enqueue(wt *waiting) {
+	wt.ask, wt.possible = w.askOf(wt.requests)
 	i, found := slices.BinarySearchFunc(w.lines, wt.pend.Priority, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
 	if !found {
 		w.lines = slices.Insert(w.lines, i, &line{priority: wt.pend.Priority})
@@ -350,48 +365,72 @@ func (w *walker) head() *waiting {
 	return nil
 }
 
-// fit is the flavor and resource amounts wt takes in free, ok false when it does not fit.
-func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
-	var use []amount
-	for _, g := range w.q.Groups {
-		need := false
-		for _, r := range g.Resources {
-			if wt.requests[r] > 0 {
-				need = true
-			}
-		}
-		if !need {
-			continue
-		}
-		found := false
-		for _, f := range g.Flavors {
-			ok := true
-			for _, r := range g.Resources {
-				if v := wt.requests[r]; v > 0 && free[w.slots[resources.FlavorResource{Flavor: f, Resource: r}]] < v {
-					ok = false
-					break
-				}
-			}
-			if ok {
-				for _, r := range g.Resources {
-					if v := wt.requests[r]; v > 0 {
-						use = append(use, amount{w.slots[resources.FlavorResource{Flavor: f, Resource: r}], v})
-					}
-				}
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, false
-		}
-	}
-	for r, v := range wt.requests {
+// askOf is what requests take in each resource group that they need: per flavor, in the
+// group's order, the amounts; ok false when they ask for a resource no group covers.
+func (w *walker) askOf(requests map[corev1.ResourceName]int64) ([][][]amount, bool) {
+	for r, v := range requests {
 		if v > 0 && !w.covers(r) {
 			return nil, false
 		}
 	}
+	var ask [][][]amount
+	for _, g := range w.q.Groups {
+		var options [][]amount
+		for _, f := range g.Flavors {
+			var in []amount
+			for _, r := range g.Resources {
+				if v := requests[r]; v > 0 {
+					in = append(in, amount{w.slots[resources.FlavorResource{Flavor: f, Resource: r}], v})
+					w.minAsk = min(w.minAsk, v)
+				}
+			}
+			if in == nil {
+				break
+			}
+			options = append(options, in)
+		}
+		if options != nil {
+			ask = append(ask, options)
+		}
+	}
+	return ask, true
+}
+
+// fit is the quota wt takes in free, in the first flavor of each group where it fits; ok false
+// when it does not fit.
+func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
+	if !wt.possible {
+		return nil, false
+	}
+	var chosen [8]int
+	picks := chosen[:0]
+	for _, options := range wt.ask {
+		pick := -1
+		for i, in := range options {
+			if fitsIn(free, in) {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			return nil, false
+		}
+		picks = append(picks, pick)
+	}
+	var use []amount
+	for i, options := range wt.ask {
+		use = append(use, options[picks[i]]...)
+	}
 	return use, true
+}
+
+func fitsIn(free []int64, in []amount) bool {
+	for _, a := range in {
+		if free[a.slot] < a.value {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) covers(r corev1.ResourceName) bool {
@@ -403,14 +442,15 @@ func (w *walker) covers(r corev1.ResourceName) bool {
 	return false
 }
 
-// everFits reports whether wt fits in the ClusterQueue's whole capacity.
-func (w *walker) everFits(wt *waiting) bool {
-	all := make([]int64, len(w.free))
-	for fr, s := range w.slots {
-		all[s] = max(w.q.Capacity[fr], 0)
+// mayFit reports whether some workload in line may fit in the free quota: some slot has at least
+// the smallest amount any of them asks.
+func (w *walker) mayFit() bool {
+	for _, v := range w.free {
+		if v >= w.minAsk {
+			return true
+		}
 	}
-	_, ok := w.fit(all, wt)
-	return ok
+	return false
 }
 
 // admit gives wt the quota use at the walk's instant.
@@ -436,6 +476,9 @@ func (w *walker) admit(wt *waiting, use []amount, reason string) {
 // admitFitting admits, in turn order, the workloads that fit in the free quota now: under
 // StrictFIFO up to the first that does not fit; otherwise any that fits (BestEffortFIFO).
 func (w *walker) admitFitting(reason string) {
+	if !w.mayFit() {
+		return
+	}
 	for _, l := range w.lines {
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
@@ -444,6 +487,9 @@ func (w *walker) admitFitting(reason string) {
 			}
 			if use, ok := w.fit(w.free, wt); ok {
 				w.admit(wt, use, reason)
+				if !w.mayFit() {
+					return
+				}
 				continue
 			}
 			if w.q.Settings.StrictFIFO {
@@ -481,7 +527,7 @@ func (w *walker) run() {
 			w.giveUp("behind workloads that take turns without end")
 			return
 		}
-		if !w.everFits(head) {
+		if _, ok := w.fit(w.capacity, head); !ok {
 			w.blocked(head, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
 			continue
 		}
