@@ -15,6 +15,7 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -74,6 +75,9 @@ type Queue struct {
 	Wake policy.WakeSettings
 	// Notice is the notice period a victim gets before an eviction for reason; nil: none.
 	Notice func(reason string) time.Duration
+	// Cooldown is the manager's requeue delay of a workload preempted for its expected runtime
+	// (timeshare.defaultRequeueDelay), for those that set none.
+	Cooldown time.Duration
 	// Handover is how long an eviction and the next admission take.
 	Handover time.Duration
 }
@@ -159,6 +163,8 @@ type waiting struct {
 	cand     policy.Candidate
 	runtime  time.Duration
 	done     bool
+	// rotated: it left its last hold for a time-sharing turn.
+	rotated bool
 	// ask is what it takes in each group it needs, per flavor (see askOf); possible false when it
 	// asks for a resource the ClusterQueue does not have.
 	ask      [][][]amount
@@ -170,7 +176,11 @@ type waiting struct {
 type release struct {
 	at      time.Time
 	requeue bool
-	h       *hold
+	// turn: it leaves for a time-sharing turn, so it waits again at the back of the line.
+	turn bool
+	// notBefore is the end of the cooldown of a victim of its expected runtime; zero otherwise.
+	notBefore time.Time
+	h         *hold
 }
 
 type releases []release
@@ -332,8 +342,12 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 				reason := cmp.Or(d.Reason, kueue.InClusterQueueReason)
 				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
 			}
-			// One that reached its promised end leaves rather than waits again.
-			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), h: h}, true
+			// A preempted workload waits again: a promised runtime is not a promise to finish.
+			r := release{at: at, requeue: true, turn: d.Reason == policy.TimeBasedReason, h: h}
+			if d.Reason == policy.ExpectedRuntimeReason {
+				r.notBefore = at.Add(w.cooldown(&h.cand))
+			}
+			return r, true
 		}
 	}
 	if !h.ends.IsZero() {
@@ -349,7 +363,36 @@ func (w *walker) enqueue(wt *waiting) {
 	if !found {
 		w.lines = slices.Insert(w.lines, i, &line{priority: wt.pend.Priority})
 	}
-	w.lines[i].items = append(w.lines[i].items, wt)
+	l := w.lines[i]
+	j := len(l.items)
+	if wt.out < 0 {
+		// One that waits again goes by its turn time (its queue time unless rotated out for a
+		// turn), behind those of the same second that were not rotated out, then by UID.
+		for j > l.first && compareTurns(l.items[j-1], wt) > 0 {
+			j--
+		}
+	}
+	l.items = slices.Insert(l.items, j, wt)
+}
+
+func compareTurns(a, b *waiting) int {
+	if c := a.pend.QueuedAt.Compare(b.pend.QueuedAt); c != 0 {
+		return c
+	}
+	if a.rotated != b.rotated {
+		if a.rotated {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(uidOf(a.pend), uidOf(b.pend))
+}
+
+func uidOf(p *policy.Pending) string {
+	if p.Obj == nil {
+		return ""
+	}
+	return string(p.Obj.UID)
 }
 
 // head is the first workload in line, or nil.
@@ -571,7 +614,7 @@ func (w *walker) run() {
 		}
 		for _, r := range taken {
 			if r.requeue {
-				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at), cand: r.h.cand, runtime: r.h.runtime})
+				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: w.cooled(r), runtime: r.h.runtime, rotated: r.turn})
 			}
 		}
 		reason = "when " + taken[len(taken)-1].h.name + " leaves"
@@ -594,9 +637,13 @@ func endsOf(c *policy.Candidate, runtime time.Duration, now time.Time) time.Time
 	return start.Add(min(runtime, Horizon))
 }
 
-// pendingOf is h as a preemptor once rotated out at at: its turn time is its eviction.
-func (w *walker) pendingOf(h *hold, at time.Time) *policy.Pending {
-	p := &policy.Pending{ClusterQueue: w.q.Name, Priority: h.cand.Priority, QueuedAt: at.Truncate(time.Second)}
+// pendingOf is h as a preemptor once evicted at at: its turn time is its eviction if it left for
+// a turn, else its queue time.
+func (w *walker) pendingOf(h *hold, at time.Time, turn bool) *policy.Pending {
+	p := &policy.Pending{ClusterQueue: w.q.Name, Priority: h.cand.Priority, QueuedAt: h.cand.QueuedAt}
+	if turn {
+		p.QueuedAt = at.Truncate(time.Second)
+	}
 	if h.cand.Info != nil {
 		p.Obj = h.cand.Info.Obj
 	}
@@ -608,7 +655,7 @@ func (w *walker) pendingOf(h *hold, at time.Time) *policy.Pending {
 func (w *walker) blocked(head *waiting, reason string) {
 	w.unknown(head, reason)
 	if w.q.Settings.StrictFIFO {
-		w.giveUp(fmt.Sprintf("behind %s in turn order, which %s", head.name, reason))
+		w.giveUp(fmt.Sprintf("behind %s in turn order (%s)", head.name, reason))
 	}
 }
 
@@ -671,4 +718,26 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+// cooldown is how long c, preempted for its expected runtime, is not nominated again.
+func (w *walker) cooldown(c *policy.Candidate) time.Duration {
+	if er := policy.ExpectedRuntimeOf(c); er != nil && er.Skip == "" && er.Delay > 0 {
+		return min(er.Delay, Horizon)
+	}
+	return w.q.Cooldown
+}
+
+// cooled is the candidate r's workload will be once admitted again: with the cooldown its
+// preemption for its expected runtime wrote, read back by the units.
+func (w *walker) cooled(r release) policy.Candidate {
+	c := r.h.cand
+	if r.notBefore.IsZero() || c.Info == nil || c.Info.Obj == nil {
+		return c
+	}
+	wl := *c.Info.Obj
+	wl.Annotations = maps.Clone(wl.Annotations)
+	wl.Annotations[annotations.RequeueNotBefore] = r.notBefore.UTC().Format(time.RFC3339)
+	w.q.Wake.ReadFacts(&c, &wl, nil)
+	return c
 }

@@ -37,6 +37,9 @@ type wl struct {
 	since    time.Duration
 	expected time.Duration
 	class    string
+	// queued, when set, is its queue time after t0 (a holder's is otherwise an hour before its
+	// admission).
+	queued time.Duration
 }
 
 type queueCase struct {
@@ -47,6 +50,7 @@ type queueCase struct {
 	preemptMin time.Duration
 	notice     time.Duration
 	handover   time.Duration
+	cooldown   time.Duration
 	classes    classes
 }
 
@@ -66,6 +70,7 @@ func (qc queueCase) build() *Queue {
 		Protection: policy.Protection{MinRuntime: qc.preemptMin},
 		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}},
 		Handover:   qc.handover,
+		Cooldown:   qc.cooldown,
 	}
 	if qc.notice > 0 {
 		q.Notice = func(string) time.Duration { return qc.notice }
@@ -87,6 +92,9 @@ func (w wl) workload() *kueue.Workload {
 func (w wl) candidate(q *Queue, src policy.Sources) policy.Candidate {
 	obj := w.workload()
 	c := policy.Candidate{Info: &workload.Info{Obj: obj}, Priority: w.prio, QueuedAt: t0.Add(-w.since - time.Hour)}
+	if w.queued != 0 {
+		c.QueuedAt = t0.Add(w.queued)
+	}
 	if w.since > 0 {
 		c.QuotaReservedAt, c.AdmittedAt, c.Admitted = t0.Add(-w.since), t0.Add(-w.since), true
 	}
@@ -167,14 +175,20 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "a", cpu: 4}},
 			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(25 * time.Minute), Reason: "when ns/h leaves"}},
 		},
-		"an expected runtime ends a holder without a window": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
-			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute}},
-			pending: []wl{{name: "a", cpu: 4, expected: 30 * time.Minute}, {name: "b", cpu: 4}},
+		"an expected runtime ends a hold; the victim waits again by its queue time": {
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute, queued: time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, When: at(40 * time.Minute), Reason: "when ns/h leaves"},
-				{Workload: "ns/b", Position: 2, When: at(70 * time.Minute), Reason: "when ns/a leaves"},
+				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "held by ns/a, which declares no runtime and has no window"},
 			},
+		},
+		"an older victim of its expected runtime takes its quota back, again and again": {
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want:    []Estimate{{Workload: "ns/a", Position: 1, Unknown: true, Reason: "behind workloads that take turns without end"}},
 		},
 		"a toleration delays a lower-priority preemptor's turn": {
 			queue: queueCase{capacity: 4, window: 10 * time.Minute, classes: classes{
@@ -191,7 +205,7 @@ func TestCompute(t *testing.T) {
 			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(5 * time.Minute), Reason: "when ns/h leaves"}},
 		},
 		"a higher priority preempts at once, a lower one waits": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
 			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, expected: time.Hour}},
 			pending: []wl{{name: "hi", cpu: 4, prio: 10, expected: 30 * time.Minute}, {name: "lo", cpu: 4, prio: -10}},
 			want: []Estimate{
@@ -206,7 +220,7 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 1}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"},
-				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "behind ns/a in turn order, which held by ns/h, which declares no runtime and has no window"},
+				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "behind ns/a in turn order (held by ns/h, which declares no runtime and has no window)"},
 			},
 		},
 		"BestEffortFIFO: a workload that fits passes one that waits": {
@@ -223,12 +237,12 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "big", cpu: 30}, {name: "a", cpu: 1}},
 			want: []Estimate{
 				{Workload: "ns/big", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
-				{Workload: "ns/a", Position: 2, Unknown: true, Reason: "behind ns/big in turn order, which does not fit in ClusterQueue cq even with every workload gone"},
+				{Workload: "ns/a", Position: 2, Unknown: true, Reason: "behind ns/big in turn order (does not fit in ClusterQueue cq even with every workload gone)"},
 			},
 		},
 		"a huge expected runtime is clamped to ten years": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
-			holders: []wl{{name: "h", cpu: 4, since: time.Minute, expected: 200 * 365 * 24 * time.Hour}},
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: time.Minute, expected: 200 * 365 * 24 * time.Hour, queued: time.Minute}},
 			pending: []wl{{name: "a", cpu: 4}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, When: at(Horizon - time.Minute), Reason: "when ns/h leaves"},
