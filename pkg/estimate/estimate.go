@@ -15,7 +15,6 @@ import (
 	"cmp"
 	"container/heap"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -75,9 +74,6 @@ type Queue struct {
 	Wake policy.WakeSettings
 	// Notice is the notice period a victim gets before an eviction for reason; nil: none.
 	Notice func(reason string) time.Duration
-	// Cooldown is the manager's requeue delay of a workload preempted for its expected runtime
-	// (timeshare.defaultRequeueDelay), for those that set none.
-	Cooldown time.Duration
 	// Handover is how long an eviction and the next admission take.
 	Handover time.Duration
 }
@@ -178,9 +174,7 @@ type release struct {
 	requeue bool
 	// turn: it leaves for a time-sharing turn, so it waits again at the back of the line.
 	turn bool
-	// notBefore is the end of the cooldown of a victim of its expected runtime; zero otherwise.
-	notBefore time.Time
-	h         *hold
+	h    *hold
 }
 
 type releases []release
@@ -342,12 +336,9 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 				reason := cmp.Or(d.Reason, kueue.InClusterQueueReason)
 				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
 			}
-			// A preempted workload waits again: a promised runtime is not a promise to finish.
-			r := release{at: at, requeue: true, turn: d.Reason == policy.TimeBasedReason, h: h}
-			if d.Reason == policy.ExpectedRuntimeReason {
-				r.notBefore = at.Add(w.cooldown(&h.cand))
-			}
-			return r, true
+			// Preempted before its promised end, it waits again; at that end it is done (an
+			// expected runtime is nominated just as it ends).
+			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == policy.TimeBasedReason, h: h}, true
 		}
 	}
 	if !h.ends.IsZero() {
@@ -614,7 +605,7 @@ func (w *walker) run() {
 		}
 		for _, r := range taken {
 			if r.requeue {
-				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: w.cooled(r), runtime: r.h.runtime, rotated: r.turn})
+				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
 			}
 		}
 		reason = "when " + taken[len(taken)-1].h.name + " leaves"
@@ -718,26 +709,4 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
-}
-
-// cooldown is how long c, preempted for its expected runtime, is not nominated again.
-func (w *walker) cooldown(c *policy.Candidate) time.Duration {
-	if er := policy.ExpectedRuntimeOf(c); er != nil && er.Skip == "" && er.Delay > 0 {
-		return min(er.Delay, Horizon)
-	}
-	return w.q.Cooldown
-}
-
-// cooled is the candidate r's workload will be once admitted again: with the cooldown its
-// preemption for its expected runtime wrote, read back by the units.
-func (w *walker) cooled(r release) policy.Candidate {
-	c := r.h.cand
-	if r.notBefore.IsZero() || c.Info == nil || c.Info.Obj == nil {
-		return c
-	}
-	wl := *c.Info.Obj
-	wl.Annotations = maps.Clone(wl.Annotations)
-	wl.Annotations[annotations.RequeueNotBefore] = r.notBefore.UTC().Format(time.RFC3339)
-	w.q.Wake.ReadFacts(&c, &wl, nil)
-	return c
 }

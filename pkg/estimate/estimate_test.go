@@ -50,7 +50,6 @@ type queueCase struct {
 	preemptMin time.Duration
 	notice     time.Duration
 	handover   time.Duration
-	cooldown   time.Duration
 	classes    classes
 }
 
@@ -70,7 +69,6 @@ func (qc queueCase) build() *Queue {
 		Protection: policy.Protection{MinRuntime: qc.preemptMin},
 		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}},
 		Handover:   qc.handover,
-		Cooldown:   qc.cooldown,
 	}
 	if qc.notice > 0 {
 		q.Notice = func(string) time.Duration { return qc.notice }
@@ -176,7 +174,7 @@ func TestCompute(t *testing.T) {
 			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(25 * time.Minute), Reason: "when ns/h leaves"}},
 		},
 		"an expected runtime ends a hold; the victim waits again by its queue time": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
 			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute, queued: time.Minute}},
 			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
 			want: []Estimate{
@@ -184,11 +182,14 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "held by ns/a, which declares no runtime and has no window"},
 			},
 		},
-		"an older victim of its expected runtime takes its quota back, again and again": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
+		"a turn ends before a promised runtime: the holder waits again, at the back of the line": {
+			queue:   queueCase{capacity: 4, window: 10 * time.Minute},
 			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute}},
-			pending: []wl{{name: "a", cpu: 4}},
-			want:    []Estimate{{Workload: "ns/a", Position: 1, Unknown: true, Reason: "behind workloads that take turns without end"}},
+			pending: []wl{{name: "a", cpu: 4, expected: 20 * time.Minute}, {name: "b", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(5*time.Minute + time.Millisecond), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, When: at(15*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
 		},
 		"a toleration delays a lower-priority preemptor's turn": {
 			queue: queueCase{capacity: 4, window: 10 * time.Minute, classes: classes{
@@ -205,7 +206,7 @@ func TestCompute(t *testing.T) {
 			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(5 * time.Minute), Reason: "when ns/h leaves"}},
 		},
 		"a higher priority preempts at once, a lower one waits": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: 10 * time.Minute},
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
 			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, expected: time.Hour}},
 			pending: []wl{{name: "hi", cpu: 4, prio: 10, expected: 30 * time.Minute}, {name: "lo", cpu: 4, prio: -10}},
 			want: []Estimate{
@@ -241,7 +242,7 @@ func TestCompute(t *testing.T) {
 			},
 		},
 		"a huge expected runtime is clamped to ten years": {
-			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority, cooldown: time.Minute},
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
 			holders: []wl{{name: "h", cpu: 4, since: time.Minute, expected: 200 * 365 * 24 * time.Hour, queued: time.Minute}},
 			pending: []wl{{name: "a", cpu: 4}},
 			want: []Estimate{

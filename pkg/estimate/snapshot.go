@@ -36,8 +36,6 @@ type Config struct {
 	// queue-order timestamp.
 	TurnTime func(*kueue.Workload) time.Time
 	Notice   func(reason string) time.Duration
-	// Cooldown is timeshare.defaultRequeueDelay.
-	Cooldown time.Duration
 	Handover time.Duration
 }
 
@@ -47,7 +45,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 	q := &Queue{
 		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
 		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Protection: c.Protection,
-		Wake: c.Wake, Notice: c.Notice, Cooldown: c.Cooldown, Handover: c.Handover,
+		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover,
 	}
 	for _, rg := range cq.ResourceGroups {
 		g := Group{Resources: sortedResources(rg.CoveredResources.UnsortedList()), Flavors: rg.Flavors}

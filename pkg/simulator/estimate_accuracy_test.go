@@ -25,8 +25,9 @@ var (
 )
 
 // rotatingWithoutArrivals turns a generated scenario into rotating queues with everything known
-// at the start: every workload arrives at once and runs past the horizon (so only the policy ends
-// a hold: windows, expected runtimes, priorities), every ClusterQueue takes turns and stands alone.
+// at the start: every workload arrives at once, every ClusterQueue takes turns and stands alone. A
+// workload with an expected runtime keeps that promise, from each admission (no checkpoints); the
+// others run past the horizon.
 func rotatingWithoutArrivals(m *genModel) *genModel {
 	m.Cohorts, m.FairSharing, m.DefaultReclaim, m.ResolveQueue = nil, false, 0, false
 	for i := range m.CQs {
@@ -41,8 +42,11 @@ func rotatingWithoutArrivals(m *genModel) *genModel {
 		}
 	}
 	for i := range m.WLs {
-		m.WLs[i].Arrival = 0
+		m.WLs[i].Arrival, m.WLs[i].Checkpointed = 0, false
 		m.WLs[i].Duration = 2 * m.Until
+		if m.WLs[i].Expected > 0 {
+			m.WLs[i].Duration = m.WLs[i].Expected
+		}
 	}
 	return m
 }
@@ -76,7 +80,6 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 			Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: w.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
 			Sources:    policy.Sources{w.tolerate},
 			Handover:   handover,
-			Cooldown:   sc.timeshareConfig().DefaultRequeueDelay.Duration,
 		}
 		q, holders, waiting := estimate.FromSnapshot(snap.ClusterQueue(cq), pending, c)
 		for _, e := range estimate.Compute(q, holders, waiting, w.clock.Now()) {
