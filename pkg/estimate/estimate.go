@@ -142,6 +142,8 @@ type hold struct {
 	ends    time.Time
 	runtime time.Duration
 	gone    bool
+	// pools are the pools it is in.
+	pools []*byPriority
 }
 
 type amount struct {
@@ -161,6 +163,12 @@ type waiting struct {
 	done     bool
 	// rotated: it left its last hold for a time-sharing turn.
 	rotated bool
+	// checked is when it last did not fit with the pool of its priority: the walk's freed and its
+	// pool's grown counts then.
+	checked [2]int
+	// least is the smallest amount it asks of any slot; ever: it fits in the whole capacity.
+	least int64
+	ever  bool
 	// ask is what it takes in each group it needs, per flavor (see askOf); possible false when it
 	// asks for a resource the ClusterQueue does not have.
 	ask      [][][]amount
@@ -196,6 +204,12 @@ type byPriority struct {
 	heap releases
 	// unbounded are the holds nothing makes leave for such a preemptor, in the order seen.
 	unbounded []*hold
+	// pool are the holds that may leave for such a preemptor by now, soonest first, and pooled
+	// the quota they hold by slot.
+	pool   []release
+	pooled []int64
+	// first is where the pool's holders still holding begin; grown counts the holders pooled.
+	first, grown int
 }
 
 // line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
@@ -212,6 +226,10 @@ type walker struct {
 	limit time.Time
 	slots map[resources.FlavorResource]int
 	free  []int64
+	// freed counts the holders that left.
+	freed int
+	// scratch is preemptFor's buffer.
+	scratch []int64
 	// instants is releaseOf's buffer.
 	instants []time.Time
 	// capacity is Queue.Capacity by slot.
@@ -297,7 +315,7 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 		rep.QueuedAt = last
 	}
 	rep.WaitingLonger = ""
-	bp := &byPriority{rep: &rep}
+	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free))}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -350,6 +368,16 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 // enqueue puts wt at the end of its priority's line.
 func (w *walker) enqueue(wt *waiting) {
 	wt.ask, wt.possible = w.askOf(wt.requests)
+	wt.least = math.MaxInt64
+	for _, options := range wt.ask {
+		for _, in := range options {
+			for _, a := range in {
+				wt.least = min(wt.least, a.value)
+			}
+		}
+	}
+	wt.checked = [2]int{-1, -1}
+	wt.ever = w.fits(w.capacity, wt)
 	i, found := slices.BinarySearchFunc(w.lines, wt.pend.Priority, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
 	if !found {
 		w.lines = slices.Insert(w.lines, i, &line{priority: wt.pend.Priority})
@@ -489,20 +517,25 @@ func (w *walker) mayFit() bool {
 
 // admit gives wt the quota use at the walk's instant.
 func (w *walker) admit(wt *waiting, use []amount, reason string) {
+	w.admitAt(wt, use, reason, w.t)
+}
+
+// admitAt gives wt the quota use at t.
+func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) {
 	wt.done = true
 	w.admissions++
 	if wt.out >= 0 {
-		w.out[wt.out].When, w.out[wt.out].Reason = w.t, reason
+		w.out[wt.out].When, w.out[wt.out].Reason = t, reason
 		w.left--
 	}
 	c := wt.cand
 	// The API keeps condition times to the second, and windows count from them.
-	at := w.t.Truncate(time.Second)
+	at := t.Truncate(time.Second)
 	c.Priority = wt.pend.Priority
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
-	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: w.t, runtime: wt.runtime}
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime}
 	if wt.runtime > 0 {
-		h.ends = w.t.Add(min(wt.runtime, Horizon))
+		h.ends = t.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
 }
@@ -549,66 +582,198 @@ func (w *walker) giveUp(reason string) {
 	}
 }
 
+// run walks from one instant to the next at which a holder may leave. At each, in turn order,
+// a workload that fits in the free quota is admitted, and one that fits once the holders that
+// may leave for it by then have left is admitted after them (and the handover); under StrictFIFO
+// the first that fits neither way stops the others, as the queue's head does.
 func (w *walker) run() {
-	reason := "fits now"
 	for w.left > 0 {
-		w.admitFitting(reason)
-		head := w.head()
-		if w.left == 0 || head == nil {
+		w.admitFitting("fits now")
+		if w.left == 0 {
 			return
 		}
 		if w.admissions > w.maxAdmissions {
 			w.giveUp("behind workloads that take turns without end")
 			return
 		}
-		if _, ok := w.fit(w.capacity, head); !ok {
-			w.blocked(head, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
+		if w.preemptFor() {
 			continue
 		}
-		bp := w.forPriority(head.pend)
-		free := slices.Clone(w.free)
-		var taken []release
-		at := w.t
-		fits := false
-		for !fits && bp.heap.Len() > 0 {
-			r := heap.Pop(&bp.heap).(release)
-			if r.h.gone {
-				continue
-			}
-			taken = append(taken, r)
-			for _, a := range r.h.use {
-				free[a.slot] += a.value
-			}
-			if r.at.After(at) {
-				at = r.at
-			}
-			_, fits = w.fit(free, head)
+		next, ok := w.nextRelease()
+		if !ok {
+			w.noRelease()
+			return
 		}
-		if !fits {
-			for _, r := range taken {
-				heap.Push(&bp.heap, r)
-			}
-			w.blocked(head, w.heldBy(bp))
-			continue
-		}
-		at = at.Add(w.q.Handover)
-		if at.After(w.limit) {
+		if next.After(w.limit) {
 			w.giveUp(fmt.Sprintf("not within %s", Horizon))
 			return
 		}
-		w.t = at
-		for _, r := range taken {
-			r.h.gone = true
-			for _, a := range r.h.use {
-				w.free[a.slot] += a.value
+		w.t = next
+	}
+}
+
+// preemptFor admits the first workload in line that fits once the holders that may leave for
+// it by now have left; false when none does.
+func (w *walker) preemptFor() bool {
+	for _, l := range w.lines {
+		for l.first < len(l.items) && l.items[l.first].done {
+			l.first++
+		}
+		for i := l.first; i < len(l.items); i++ {
+			wt := l.items[i]
+			if wt.done {
+				continue
+			}
+			if !wt.ever {
+				w.blocked(wt, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
+				return true
+			}
+			bp := w.forPriority(wt.pend)
+			w.pool(bp)
+			// Nothing changed for it since it last did not fit.
+			if wt.checked == [2]int{w.freed, bp.grown} {
+				if w.q.Settings.StrictFIFO {
+					return false
+				}
+				continue
+			}
+			free := w.scratch[:0]
+			most := int64(0)
+			for s, v := range w.free {
+				free = append(free, v+bp.pooled[s])
+				most = max(most, v+bp.pooled[s])
+			}
+			w.scratch = free
+			if wt.least <= most && w.fits(free, wt) {
+				w.take(bp, wt, free)
+				return true
+			}
+			wt.checked = [2]int{w.freed, bp.grown}
+			if w.q.Settings.StrictFIFO {
+				return false
 			}
 		}
-		for _, r := range taken {
-			if r.requeue {
-				w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
-			}
+	}
+	return false
+}
+
+// pool moves into bp's pool the holders that may leave for its preemptors by now.
+func (w *walker) pool(bp *byPriority) {
+	for bp.heap.Len() > 0 && !bp.heap[0].at.After(w.t) {
+		r := heap.Pop(&bp.heap).(release)
+		if r.h.gone {
+			continue
 		}
+		bp.pool = append(bp.pool, r)
+		bp.grown++
+		r.h.pools = append(r.h.pools, bp)
+		for _, a := range r.h.use {
+			bp.pooled[a.slot] += a.value
+		}
+	}
+}
+
+// take admits wt after the pooled holders it needs have left: those in the flavors it would
+// take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
+// turns out not to need.
+func (w *walker) take(bp *byPriority, wt *waiting, all []int64) {
+	target, _ := w.fit(all, wt)
+	free := slices.Clone(w.free)
+	var taken []release
+	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
+		bp.first++
+	}
+	for _, r := range bp.pool[bp.first:] {
+		if fitsIn(free, target) {
+			break
+		}
+		if r.h.gone || !overlaps(r.h.use, target) {
+			continue
+		}
+		taken = append(taken, r)
+		for _, a := range r.h.use {
+			free[a.slot] += a.value
+		}
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		for _, a := range taken[i].h.use {
+			free[a.slot] -= a.value
+		}
+		if fitsIn(free, target) {
+			taken = slices.Delete(taken, i, i+1)
+			continue
+		}
+		for _, a := range taken[i].h.use {
+			free[a.slot] += a.value
+		}
+	}
+	at := w.t
+	for _, r := range taken {
+		at = maxTime(at, r.at)
+	}
+	reason := "fits now"
+	if len(taken) > 0 {
+		at = at.Add(w.q.Handover)
 		reason = "when " + taken[len(taken)-1].h.name + " leaves"
+	}
+	for _, r := range taken {
+		w.leave(r.h)
+	}
+	for _, r := range taken {
+		if r.requeue {
+			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
+		}
+	}
+	use, _ := w.fit(w.free, wt)
+	w.admitAt(wt, use, reason, at)
+}
+
+// leave gives back h's quota and takes it out of every pool.
+func (w *walker) leave(h *hold) {
+	h.gone = true
+	for _, a := range h.use {
+		w.free[a.slot] += a.value
+	}
+	w.freed++
+	for _, bp := range h.pools {
+		for _, a := range h.use {
+			bp.pooled[a.slot] -= a.value
+		}
+	}
+}
+
+// nextRelease is the first instant after now at which a holder may leave for a workload in line
+// (under StrictFIFO, for the first in line).
+func (w *walker) nextRelease() (time.Time, bool) {
+	var next time.Time
+	found := false
+	for _, l := range w.lines {
+		for i := l.first; i < len(l.items); i++ {
+			wt := l.items[i]
+			if wt.done {
+				continue
+			}
+			bp := w.forPriority(wt.pend)
+			for bp.heap.Len() > 0 && bp.heap[0].h.gone {
+				heap.Pop(&bp.heap)
+			}
+			if bp.heap.Len() > 0 && (!found || bp.heap[0].at.Before(next)) {
+				next, found = bp.heap[0].at, true
+			}
+			if w.q.Settings.StrictFIFO {
+				return next, found
+			}
+			break // the others of this priority wait on the same holders
+		}
+	}
+	return next, found
+}
+
+// noRelease ends the walk when nothing will leave: each workload still in line waits on a holder
+// that never leaves.
+func (w *walker) noRelease() {
+	for wt := w.head(); wt != nil; wt = w.head() {
+		w.blocked(wt, w.heldBy(w.forPriority(wt.pend)))
 	}
 }
 
@@ -709,4 +874,36 @@ func shortDuration(d time.Duration) string {
 		s = s[:len(s)-2]
 	}
 	return s
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// overlaps reports whether use holds any of the slots of target.
+func overlaps(use, target []amount) bool {
+	for _, a := range use {
+		for _, b := range target {
+			if a.slot == b.slot {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fits is fit without the quota it would take.
+func (w *walker) fits(free []int64, wt *waiting) bool {
+	if !wt.possible {
+		return false
+	}
+	for _, options := range wt.ask {
+		if !slices.ContainsFunc(options, func(in []amount) bool { return fitsIn(free, in) }) {
+			return false
+		}
+	}
+	return true
 }
