@@ -143,7 +143,7 @@ type hold struct {
 	runtime time.Duration
 	gone    bool
 	// pools are the pools it is in.
-	pools []*byPriority
+	pools []pooledIn
 }
 
 type amount struct {
@@ -165,7 +165,7 @@ type waiting struct {
 	rotated bool
 	// checked is when it last did not fit with the pool of its priority: the walk's freed and its
 	// pool's grown counts then.
-	checked [2]int
+	checked [3]int
 	// least is the smallest amount it asks of any slot; ever: it fits in the whole capacity.
 	least int64
 	ever  bool
@@ -208,6 +208,8 @@ type byPriority struct {
 	// the quota they hold by slot.
 	pool   []release
 	pooled []int64
+	// turned is the part of pooled that leaves for a time-sharing turn.
+	turned []int64
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
 }
@@ -315,7 +317,7 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 		rep.QueuedAt = last
 	}
 	rep.WaitingLonger = ""
-	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free))}
+	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free))}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -376,7 +378,7 @@ func (w *walker) enqueue(wt *waiting) {
 			}
 		}
 	}
-	wt.checked = [2]int{-1, -1}
+	wt.checked = [3]int{-1, -1, -1}
 	wt.ever = w.fits(w.capacity, wt)
 	i, found := slices.BinarySearchFunc(w.lines, wt.pend.Priority, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
 	if !found {
@@ -619,6 +621,9 @@ func (w *walker) preemptFor() bool {
 		for l.first < len(l.items) && l.items[l.first].done {
 			l.first++
 		}
+		// Only the first of a priority may preempt for a time-sharing turn; one that waits for
+		// windows to end keeps that turn.
+		turn := 1
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
 			if wt.done {
@@ -631,7 +636,7 @@ func (w *walker) preemptFor() bool {
 			bp := w.forPriority(wt.pend)
 			w.pool(bp)
 			// Nothing changed for it since it last did not fit.
-			if wt.checked == [2]int{w.freed, bp.grown} {
+			if wt.checked == [3]int{w.freed, bp.grown, turn} {
 				if w.q.Settings.StrictFIFO {
 					return false
 				}
@@ -640,15 +645,17 @@ func (w *walker) preemptFor() bool {
 			free := w.scratch[:0]
 			most := int64(0)
 			for s, v := range w.free {
-				free = append(free, v+bp.pooled[s])
-				most = max(most, v+bp.pooled[s])
+				v += bp.pooled[s] - (1-int64(turn))*bp.turned[s]
+				free = append(free, v)
+				most = max(most, v)
 			}
 			w.scratch = free
 			if wt.least <= most && w.fits(free, wt) {
-				w.take(bp, wt, free)
+				w.take(bp, wt, free, turn == 1)
 				return true
 			}
-			wt.checked = [2]int{w.freed, bp.grown}
+			wt.checked = [3]int{w.freed, bp.grown, turn}
+			turn = 0
 			if w.q.Settings.StrictFIFO {
 				return false
 			}
@@ -666,9 +673,12 @@ func (w *walker) pool(bp *byPriority) {
 		}
 		bp.pool = append(bp.pool, r)
 		bp.grown++
-		r.h.pools = append(r.h.pools, bp)
+		r.h.pools = append(r.h.pools, pooledIn{bp, r.turn})
 		for _, a := range r.h.use {
 			bp.pooled[a.slot] += a.value
+			if r.turn {
+				bp.turned[a.slot] += a.value
+			}
 		}
 	}
 }
@@ -676,7 +686,7 @@ func (w *walker) pool(bp *byPriority) {
 // take admits wt after the pooled holders it needs have left: those in the flavors it would
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
 // turns out not to need.
-func (w *walker) take(bp *byPriority, wt *waiting, all []int64) {
+func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	target, _ := w.fit(all, wt)
 	free := slices.Clone(w.free)
 	var taken []release
@@ -687,7 +697,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64) {
 		if fitsIn(free, target) {
 			break
 		}
-		if r.h.gone || !overlaps(r.h.use, target) {
+		if r.h.gone || (r.turn && !turn) || !overlaps(r.h.use, target) {
 			continue
 		}
 		taken = append(taken, r)
@@ -735,9 +745,12 @@ func (w *walker) leave(h *hold) {
 		w.free[a.slot] += a.value
 	}
 	w.freed++
-	for _, bp := range h.pools {
+	for _, in := range h.pools {
 		for _, a := range h.use {
-			bp.pooled[a.slot] -= a.value
+			in.bp.pooled[a.slot] -= a.value
+			if in.turn {
+				in.bp.turned[a.slot] -= a.value
+			}
 		}
 	}
 }
@@ -906,4 +919,10 @@ func (w *walker) fits(free []int64, wt *waiting) bool {
 		}
 	}
 	return true
+}
+
+// pooledIn is a pool a hold is in, and whether it leaves it for a turn.
+type pooledIn struct {
+	bp   *byPriority
+	turn bool
 }
