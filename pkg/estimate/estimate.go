@@ -228,6 +228,8 @@ type walker struct {
 	limit time.Time
 	slots map[resources.FlavorResource]int
 	free  []int64
+	// candidates is take's buffer.
+	candidates []release
 	// freed counts the holders that left.
 	freed int
 	// scratch is preemptFor's buffer.
@@ -549,9 +551,10 @@ func (w *walker) admitFitting(reason string) {
 		return
 	}
 	for _, l := range w.lines {
+		held := w.turnNow(l)
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
-			if wt.done {
+			if wt.done || (wt.rotated && held != nil && held != wt) {
 				continue
 			}
 			if use, ok := w.fit(w.free, wt); ok {
@@ -693,12 +696,19 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
 		bp.first++
 	}
+	candidates := w.candidates[:0]
 	for _, r := range bp.pool[bp.first:] {
+		if !r.h.gone && (turn || !r.turn) && overlaps(r.h.use, target) {
+			candidates = append(candidates, r)
+		}
+	}
+	// In the order the preemptor removes them (the policy's key table).
+	order := &policy.OrderContext{ClusterQueue: w.q.Name, Settings: w.q.Settings, Now: w.t}
+	slices.SortStableFunc(candidates, func(a, b release) int { return w.q.Policy.Compare(order, &a.h.cand, &b.h.cand) })
+	w.candidates = candidates
+	for _, r := range candidates {
 		if fitsIn(free, target) {
 			break
-		}
-		if r.h.gone || (r.turn && !turn) || !overlaps(r.h.use, target) {
-			continue
 		}
 		taken = append(taken, r)
 		for _, a := range r.h.use {
@@ -925,4 +935,31 @@ func (w *walker) fits(free []int64, wt *waiting) bool {
 type pooledIn struct {
 	bp   *byPriority
 	turn bool
+}
+
+// turnNow is the first workload of l if it can take its turn now, for which the workloads
+// rotated out behind it are held back (VetoAdmission); nil when it must wait, so they may use
+// the quota meanwhile.
+func (w *walker) turnNow(l *line) *waiting {
+	if !w.q.Settings.TakesTurns() {
+		return nil
+	}
+	for i := l.first; i < len(l.items); i++ {
+		wt := l.items[i]
+		if wt.done || !wt.ever {
+			continue
+		}
+		bp := w.forPriority(wt.pend)
+		w.pool(bp)
+		free := w.scratch[:0]
+		for s, v := range w.free {
+			free = append(free, v+bp.pooled[s])
+		}
+		w.scratch = free
+		if w.fits(free, wt) {
+			return wt
+		}
+		return nil
+	}
+	return nil
 }
