@@ -337,6 +337,10 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	if h.cand.Evicted {
 		return release{at: from, requeue: true, h: h}, true
 	}
+	// Under notice, its room is promised to the notice's preemptor: it leaves at the deadline.
+	if n := policy.NoticeOf(&h.cand); n != nil {
+		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, h: h}, true
+	}
 	instants := append(w.instants[:0], from)
 	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
 		if at := ch.Wake(); at.After(from) {
@@ -352,9 +356,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 		}
 		in.Now = at
 		if d := w.q.Policy.Decide(&in); d.Eligible {
-			if n := policy.NoticeOf(&h.cand); n != nil && n.Deadline.After(at) {
-				at = n.Deadline
-			} else if w.q.Notice != nil {
+			if w.q.Notice != nil {
 				reason := cmp.Or(d.Reason, kueue.InClusterQueueReason)
 				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
 			}
@@ -643,6 +645,7 @@ func (w *walker) preemptFor() bool {
 				if w.q.Settings.StrictFIFO {
 					return false
 				}
+				turn = 0
 				continue
 			}
 			free := w.scratch[:0]
@@ -727,21 +730,23 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 			free[a.slot] += a.value
 		}
 	}
-	at := w.t
+	at, last := w.t, ""
 	for _, r := range taken {
-		at = maxTime(at, r.at)
+		if !r.at.Before(at) {
+			at, last = r.at, r.h.name
+		}
 	}
-	reason := "fits now"
+	reason, evicted := "fits now", at
 	if len(taken) > 0 {
 		at = at.Add(w.q.Handover)
-		reason = "when " + taken[len(taken)-1].h.name + " leaves"
+		reason = "when " + last + " leaves"
 	}
 	for _, r := range taken {
 		w.leave(r.h)
 	}
 	for _, r := range taken {
 		if r.requeue {
-			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, r.at, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
+			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
 		}
 	}
 	use, _ := w.fit(w.free, wt)

@@ -37,6 +37,8 @@ type wl struct {
 	since    time.Duration
 	expected time.Duration
 	class    string
+	// inG: a holder's quota is in flavor g.
+	inG bool
 	// queued, when set, is its queue time after t0 (a holder's is otherwise an hour before its
 	// admission).
 	queued time.Duration
@@ -51,6 +53,8 @@ type queueCase struct {
 	notice     time.Duration
 	handover   time.Duration
 	classes    classes
+	// second is the capacity of a second flavor, g, after f.
+	second int64
 }
 
 func (qc queueCase) build() *Queue {
@@ -69,6 +73,10 @@ func (qc queueCase) build() *Queue {
 		Protection: policy.Protection{MinRuntime: qc.preemptMin},
 		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}},
 		Handover:   qc.handover,
+	}
+	if qc.second > 0 {
+		q.Groups[0].Flavors = append(q.Groups[0].Flavors, "g")
+		q.Capacity[resources.FlavorResource{Flavor: "g", Resource: corev1.ResourceCPU}] = qc.second
 	}
 	if qc.notice > 0 {
 		q.Notice = func(string) time.Duration { return qc.notice }
@@ -89,7 +97,7 @@ func (w wl) workload() *kueue.Workload {
 
 func (w wl) candidate(q *Queue, src policy.Sources) policy.Candidate {
 	obj := w.workload()
-	c := policy.Candidate{Info: &workload.Info{Obj: obj}, Priority: w.prio, QueuedAt: t0.Add(-w.since - time.Hour)}
+	c := policy.Candidate{Info: &workload.Info{Obj: obj, ClusterQueue: "cq"}, Priority: w.prio, QueuedAt: t0.Add(-w.since - time.Hour)}
 	if w.queued != 0 {
 		c.QueuedAt = t0.Add(w.queued)
 	}
@@ -114,15 +122,20 @@ func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
 	src := policy.Sources{qc.classes}
 	var hs []Holder
 	for _, h := range holders {
-		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: cpu(h.cpu), Candidate: h.candidate(q, src), Runtime: h.runtime()})
+		usage := cpu(h.cpu)
+		if h.inG {
+			usage = map[resources.FlavorResource]int64{{Flavor: "g", Resource: corev1.ResourceCPU}: h.cpu}
+		}
+		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime()})
 	}
 	var ws []Waiting
 	for i, p := range pending {
 		c := p.candidate(q, src)
-		c.QueuedAt = t0.Add(time.Duration(i) * time.Second)
+		// Queued before now, in their order.
+		c.QueuedAt = t0.Add(-time.Hour + time.Duration(i)*time.Second)
 		ws = append(ws, Waiting{
 			Name: "ns/" + p.name, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: p.cpu},
-			Pending:   &policy.Pending{Obj: c.Info.Obj, ClusterQueue: "cq", Priority: p.prio, QueuedAt: t0.Add(time.Duration(i) * time.Second)},
+			Pending:   &policy.Pending{Obj: c.Info.Obj, ClusterQueue: "cq", Priority: p.prio, QueuedAt: c.QueuedAt},
 			Candidate: c, Runtime: p.runtime(),
 		})
 	}
@@ -165,6 +178,37 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/h1 leaves"},
 				{Workload: "ns/b", Position: 2, When: at(50*time.Minute + time.Millisecond), Reason: "when ns/h2 leaves"},
 				{Workload: "ns/c", Position: 3, When: at(70*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
+		},
+		"only the first in line takes a turn; the one behind waits though a turn it fits in has ended": {
+			queue:   queueCase{capacity: 2, window: 30 * time.Minute},
+			holders: []wl{{name: "h1", cpu: 1, since: 40 * time.Minute}, {name: "h2", cpu: 1, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(20*time.Minute + time.Millisecond), Reason: "when ns/h2 leaves"},
+				{Workload: "ns/b", Position: 2, When: at(50*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
+		},
+		"BestEffortFIFO: a lower priority takes its turn while a higher one waits for a window": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "high", cpu: 2, prio: 10, since: time.Millisecond},
+				{name: "low", cpu: 2, since: 30 * time.Minute},
+			},
+			pending: []wl{{name: "x", cpu: 4, prio: 10}, {name: "y", cpu: 2}},
+			want: []Estimate{
+				// x then takes both high, its window over, and y, of a lower priority.
+				{Workload: "ns/x", Position: 1, When: at(time.Hour), Reason: "when ns/high leaves"},
+				{Workload: "ns/y", Position: 2, When: at(30*time.Minute + time.Millisecond), Reason: "when ns/low leaves"},
+			},
+		},
+		"victims only in the flavor taken, the first where preemption makes room": {
+			queue:   queueCase{capacity: 2, second: 2, window: 30 * time.Minute},
+			holders: []wl{{name: "h1", cpu: 2, since: 50 * time.Minute, inG: true}, {name: "h0", cpu: 2, since: 40 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: t0, Reason: "when ns/h0 leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "when ns/h1 leaves"},
 			},
 		},
 		"a min-runtime longer than the window holds the turn": {
