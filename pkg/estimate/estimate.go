@@ -238,10 +238,8 @@ type walker struct {
 	instants []time.Time
 	// capacity is Queue.Capacity by slot.
 	capacity []int64
-	// minAsk is the smallest amount any workload in line asks for.
-	minAsk int64
-	lines  []*line
-	prios  map[int64]*byPriority
+	lines    []*line
+	prios    map[int64]*byPriority
 	// last is the latest queue time of the pending workloads of each priority.
 	last  map[int64]time.Time
 	holds []*hold
@@ -267,7 +265,6 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 		}
 	}
 	w.maxAdmissions = 4*n + 16
-	w.minAsk = math.MaxInt64
 	return w
 }
 
@@ -449,7 +446,6 @@ func (w *walker) askOf(requests map[corev1.ResourceName]int64) ([][][]amount, bo
 			for _, r := range g.Resources {
 				if v := requests[r]; v > 0 {
 					in = append(in, amount{w.slots[resources.FlavorResource{Flavor: f, Resource: r}], v})
-					w.minAsk = min(w.minAsk, v)
 				}
 			}
 			if in == nil {
@@ -510,17 +506,6 @@ func (w *walker) covers(r corev1.ResourceName) bool {
 	return false
 }
 
-// mayFit reports whether some workload in line may fit in the free quota: some slot has at least
-// the smallest amount any of them asks.
-func (w *walker) mayFit() bool {
-	for _, v := range w.free {
-		if v >= w.minAsk {
-			return true
-		}
-	}
-	return false
-}
-
 // admit gives wt the quota use at the walk's instant.
 func (w *walker) admit(wt *waiting, use []amount, reason string) {
 	w.admitAt(wt, use, reason, w.t)
@@ -546,33 +531,6 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 	w.hold(h)
 }
 
-// admitFitting admits, in turn order, the workloads that fit in the free quota now: under
-// StrictFIFO up to the first that does not fit; otherwise any that fits (BestEffortFIFO).
-func (w *walker) admitFitting(reason string) {
-	if !w.mayFit() {
-		return
-	}
-	for _, l := range w.lines {
-		held := w.turnNow(l)
-		for i := l.first; i < len(l.items); i++ {
-			wt := l.items[i]
-			if wt.done || (wt.rotated && held != nil && held != wt) {
-				continue
-			}
-			if use, ok := w.fit(w.free, wt); ok {
-				w.admit(wt, use, reason)
-				if !w.mayFit() {
-					return
-				}
-				continue
-			}
-			if w.q.Settings.StrictFIFO {
-				return
-			}
-		}
-	}
-}
-
 // unknown ends wt's walk without an answer.
 func (w *walker) unknown(wt *waiting, reason string) {
 	wt.done = true
@@ -595,15 +553,11 @@ func (w *walker) giveUp(reason string) {
 // the first that fits neither way stops the others, as the queue's head does.
 func (w *walker) run() {
 	for w.left > 0 {
-		w.admitFitting("fits now")
-		if w.left == 0 {
-			return
-		}
 		if w.admissions > w.maxAdmissions {
 			w.giveUp("behind workloads that take turns without end")
 			return
 		}
-		if w.preemptFor() {
+		if w.step() {
 			continue
 		}
 		next, ok := w.nextRelease()
@@ -619,9 +573,9 @@ func (w *walker) run() {
 	}
 }
 
-// preemptFor admits the first workload in line that fits once the holders that may leave for
-// it by now have left; false when none does.
-func (w *walker) preemptFor() bool {
+// step admits the first workload in line, in turn order, that fits in the free quota or once
+// the holders that may leave for it by now have left; false when none does.
+func (w *walker) step() bool {
 	for _, l := range w.lines {
 		for l.first < len(l.items) && l.items[l.first].done {
 			l.first++
@@ -629,9 +583,19 @@ func (w *walker) preemptFor() bool {
 		// Only the first of a priority may preempt for a time-sharing turn; one that waits for
 		// windows to end keeps that turn.
 		turn := 1
+		held := w.turnNow(l)
+		// Unless the one whose turn it is takes it now, the queue admits what fits in its own
+		// order (by queue time, not turn time: a workload rotated out keeps its place there).
+		if held == nil && !w.q.Settings.StrictFIFO {
+			if wt := w.oldestFitting(l); wt != nil {
+				use, _ := w.fit(w.free, wt)
+				w.admit(wt, use, "fits now")
+				return true
+			}
+		}
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
-			if wt.done {
+			if wt.done || (wt.rotated && held != nil && held != wt) {
 				continue
 			}
 			if !wt.ever {
@@ -656,6 +620,10 @@ func (w *walker) preemptFor() bool {
 				most = max(most, v)
 			}
 			w.scratch = free
+			if use, ok := w.fit(w.free, wt); ok {
+				w.admit(wt, use, "fits now")
+				return true
+			}
 			if wt.least <= most && w.fits(free, wt) {
 				w.take(bp, wt, free, turn == 1)
 				return true
@@ -967,4 +935,22 @@ func (w *walker) turnNow(l *line) *waiting {
 		return nil
 	}
 	return nil
+}
+
+// oldestFitting is the workload of l first in the queue's order that fits in the free quota.
+func (w *walker) oldestFitting(l *line) *waiting {
+	if !slices.ContainsFunc(w.free, func(v int64) bool { return v > 0 }) {
+		return nil
+	}
+	var oldest *waiting
+	for _, wt := range l.items[l.first:] {
+		if wt.done || !w.fits(w.free, wt) {
+			continue
+		}
+		if oldest == nil || wt.cand.QueuedAt.Before(oldest.cand.QueuedAt) ||
+			(wt.cand.QueuedAt.Equal(oldest.cand.QueuedAt) && uidOf(wt.pend) < uidOf(oldest.pend)) {
+			oldest = wt
+		}
+	}
+	return oldest
 }
