@@ -142,8 +142,9 @@ type hold struct {
 	ends    time.Time
 	runtime time.Duration
 	gone    bool
-	// pools are the pools it is in.
-	pools []pooledIn
+	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
+	pools   []pooledIn
+	stuckIn []*byPriority
 }
 
 type amount struct {
@@ -208,8 +209,9 @@ type byPriority struct {
 	// the quota they hold by slot.
 	pool   []release
 	pooled []int64
-	// turned is the part of pooled that leaves for a time-sharing turn.
-	turned []int64
+	// turned is the part of pooled that leaves for a time-sharing turn; stuck is the quota of
+	// the unbounded holds.
+	turned, stuck []int64
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
 }
@@ -304,6 +306,24 @@ func (w *walker) sortIn(bp *byPriority, h *hold) {
 		return
 	}
 	bp.unbounded = append(bp.unbounded, h)
+	h.stuckIn = append(h.stuckIn, bp)
+	for _, a := range h.use {
+		bp.stuck[a.slot] += a.value
+	}
+}
+
+// canUseTurn reports whether wt could fit were every holder that may ever leave for it gone;
+// under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
+func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
+	if w.q.Settings.StrictFIFO {
+		return true
+	}
+	free := w.scratch[:0]
+	for s, v := range w.capacity {
+		free = append(free, v-bp.stuck[s])
+	}
+	w.scratch = free
+	return w.fits(free, wt)
 }
 
 // forPriority is what the walk keeps for preemptors like p, made on first use.
@@ -316,7 +336,7 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 		rep.QueuedAt = last
 	}
 	rep.WaitingLonger = ""
-	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free))}
+	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -604,18 +624,22 @@ func (w *walker) step() bool {
 			}
 			bp := w.forPriority(wt.pend)
 			w.pool(bp)
+			// One that cannot use a turn is passed over: the next one may take it.
+			own := 0
+			if turn == 1 && w.canUseTurn(bp, wt) {
+				own, turn = 1, 0
+			}
 			// Nothing changed for it since it last did not fit.
-			if wt.checked == [3]int{w.freed, bp.grown, turn} {
+			if wt.checked == [3]int{w.freed, bp.grown, own} {
 				if w.q.Settings.StrictFIFO {
 					return false
 				}
-				turn = 0
 				continue
 			}
 			free := w.scratch[:0]
 			most := int64(0)
 			for s, v := range w.free {
-				v += bp.pooled[s] - (1-int64(turn))*bp.turned[s]
+				v += bp.pooled[s] - (1-int64(own))*bp.turned[s]
 				free = append(free, v)
 				most = max(most, v)
 			}
@@ -625,11 +649,10 @@ func (w *walker) step() bool {
 				return true
 			}
 			if wt.least <= most && w.fits(free, wt) {
-				w.take(bp, wt, free, turn == 1)
+				w.take(bp, wt, free, own == 1)
 				return true
 			}
-			wt.checked = [3]int{w.freed, bp.grown, turn}
-			turn = 0
+			wt.checked = [3]int{w.freed, bp.grown, own}
 			if w.q.Settings.StrictFIFO {
 				return false
 			}
@@ -728,6 +751,11 @@ func (w *walker) leave(h *hold) {
 		w.free[a.slot] += a.value
 	}
 	w.freed++
+	for _, bp := range h.stuckIn {
+		for _, a := range h.use {
+			bp.stuck[a.slot] -= a.value
+		}
+	}
 	for _, in := range h.pools {
 		for _, a := range h.use {
 			in.bp.pooled[a.slot] -= a.value
@@ -923,6 +951,9 @@ func (w *walker) turnNow(l *line) *waiting {
 			continue
 		}
 		bp := w.forPriority(wt.pend)
+		if !w.canUseTurn(bp, wt) {
+			continue
+		}
 		w.pool(bp)
 		free := w.scratch[:0]
 		for s, v := range w.free {
