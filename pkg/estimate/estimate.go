@@ -546,7 +546,7 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
 	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime}
 	if wt.runtime > 0 {
-		h.ends = t.Add(min(wt.runtime, Horizon))
+		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
 }
