@@ -230,6 +230,11 @@ type walker struct {
 	limit time.Time
 	slots map[resources.FlavorResource]int
 	free  []int64
+	// ending are the holds that end by a promised runtime, soonest first; ended is the last
+	// that did, at endedAt.
+	ending  releases
+	ended   string
+	endedAt time.Time
 	// candidates is take's buffer.
 	candidates []release
 	// freed counts the holders that left.
@@ -295,6 +300,9 @@ func (w *walker) hold(h *hold) {
 		w.free[a.slot] -= a.value
 	}
 	w.holds = append(w.holds, h)
+	if !h.ends.IsZero() {
+		heap.Push(&w.ending, release{at: h.ends, h: h})
+	}
 	for _, bp := range w.prios {
 		w.sortIn(bp, h)
 	}
@@ -573,6 +581,7 @@ func (w *walker) giveUp(reason string) {
 // the first that fits neither way stops the others, as the queue's head does.
 func (w *walker) run() {
 	for w.left > 0 {
+		w.endHolds()
 		if w.admissions > w.maxAdmissions {
 			w.giveUp("behind workloads that take turns without end")
 			return
@@ -609,7 +618,7 @@ func (w *walker) step() bool {
 		if held == nil && !w.q.Settings.StrictFIFO {
 			if wt := w.oldestFitting(l); wt != nil {
 				use, _ := w.fit(w.free, wt)
-				w.admit(wt, use, "fits now")
+				w.admit(wt, use, w.fitsNow())
 				return true
 			}
 		}
@@ -645,7 +654,7 @@ func (w *walker) step() bool {
 			}
 			w.scratch = free
 			if use, ok := w.fit(w.free, wt); ok {
-				w.admit(wt, use, "fits now")
+				w.admit(wt, use, w.fitsNow())
 				return true
 			}
 			if wt.least <= most && w.fits(free, wt) {
@@ -771,6 +780,12 @@ func (w *walker) leave(h *hold) {
 func (w *walker) nextRelease() (time.Time, bool) {
 	var next time.Time
 	found := false
+	for w.ending.Len() > 0 && w.ending[0].h.gone {
+		heap.Pop(&w.ending)
+	}
+	if w.ending.Len() > 0 {
+		next, found = w.ending[0].at, true
+	}
 	for _, l := range w.lines {
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
@@ -984,4 +999,22 @@ func (w *walker) oldestFitting(l *line) *waiting {
 		}
 	}
 	return oldest
+}
+
+// endHolds gives back the quota of the holds whose promised runtime has ended, whoever waits.
+func (w *walker) endHolds() {
+	for w.ending.Len() > 0 && !w.ending[0].at.After(w.t) {
+		if r := heap.Pop(&w.ending).(release); !r.h.gone {
+			w.leave(r.h)
+			w.ended, w.endedAt = r.h.name, w.t
+		}
+	}
+}
+
+// fitsNow is why a workload that fits in the free quota now is admitted.
+func (w *walker) fitsNow() string {
+	if w.ended != "" && w.endedAt.Equal(w.t) {
+		return "when " + w.ended + " leaves"
+	}
+	return "fits now"
 }
