@@ -103,8 +103,9 @@ type Waiting struct {
 	Runtime time.Duration
 }
 
-// Compute gives the estimates of pending, given in turn order, at now. Its cost is
-// O((pending + holders) log(pending + holders)) for each priority among the pending workloads.
+// Compute gives the estimates of pending, given in turn order, at now. The policy is asked about
+// each holder once per priority among the pending workloads; each admission then scans the line
+// (see docs/admission-estimate.md for the cost).
 func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Estimate {
 	w := newWalker(q, now, len(holders)+len(pending))
 	for i := range holders {
