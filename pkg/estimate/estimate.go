@@ -107,6 +107,12 @@ type Waiting struct {
 // each holder once per priority among the pending workloads; each admission then scans the line
 // (see docs/admission-estimate.md for the cost).
 func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Estimate {
+	if q.Policy == nil {
+		// No policy given: upstream's rules alone.
+		qc := *q
+		qc.Policy = policy.New(policy.Options{})
+		q = &qc
+	}
 	w := newWalker(q, now, len(holders)+len(pending))
 	for i := range holders {
 		h := &holders[i]

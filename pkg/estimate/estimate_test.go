@@ -149,7 +149,9 @@ func TestCompute(t *testing.T) {
 		queue   queueCase
 		holders []wl
 		pending []wl
-		want    []Estimate
+		// mangle, when set, spoils the input.
+		mangle func(*Queue, []Holder, []Waiting)
+		want   []Estimate
 	}{
 		"FIFO fill: the pending workloads that fit are admitted now, in order": {
 			queue:   queueCase{capacity: 4, strict: true},
@@ -293,6 +295,21 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/a", Position: 1, When: at(Horizon - time.Minute), Reason: "when ns/h leaves"},
 			},
 		},
+		"absurd input: no policy, negative capacity and usage, a resource nobody provides": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 1, since: time.Minute}},
+			pending: []wl{{name: "a", cpu: 1}, {name: "b", cpu: 1}},
+			mangle: func(q *Queue, hs []Holder, ws []Waiting) {
+				q.Policy = nil
+				q.Capacity[resources.FlavorResource{Flavor: "f", Resource: corev1.ResourceMemory}] = -5
+				hs[0].Usage = cpu(-3)
+				ws[0].Requests[corev1.ResourceMemory] = 1
+			},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
 		"no pending workloads, no capacity": {
 			queue: queueCase{},
 		},
@@ -307,6 +324,9 @@ func TestCompute(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			q, hs, ws := inputs(tc.queue, tc.holders, tc.pending)
+			if tc.mangle != nil {
+				tc.mangle(q, hs, ws)
+			}
 			got := Compute(q, hs, ws, t0)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Estimate{}, "Sentence"), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Compute (-want +got):\n%s", diff)
