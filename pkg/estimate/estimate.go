@@ -555,6 +555,12 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 		w.left--
 	}
 	c := wt.cand
+	if c.Info != nil && c.Info.ClusterQueue != w.q.Name {
+		// A pending workload's info may not name its ClusterQueue yet; the ordering keys read it.
+		info := *c.Info
+		info.ClusterQueue = w.q.Name
+		c.Info = &info
+	}
 	// The API keeps condition times to the second, and windows count from them.
 	at := t.Truncate(time.Second)
 	c.Priority = wt.pend.Priority

@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	estimateCases = flag.Int("estimate-cases", 60, "generated scenarios TestEstimateAccuracy runs")
+	estimateCases = flag.Int("estimate-cases", 40, "generated scenarios TestEstimateAccuracy runs")
 	estimateSeed  = flag.Int64("estimate-seed", 5100, "first seed of TestEstimateAccuracy")
 )
 
@@ -97,7 +97,11 @@ func TestEstimateAccuracy(t *testing.T) {
 	var scenarios, checked, unknown, beyond int
 	var worst time.Duration
 	worstAt := ""
-	for seed := *estimateSeed; seed < *estimateSeed+int64(*estimateCases); seed++ {
+	cases := *estimateCases
+	if raceDetector && !flagSet("estimate-cases") {
+		cases = 6
+	}
+	for seed := *estimateSeed; seed < *estimateSeed+int64(cases); seed++ {
 		m := rotatingWithoutArrivals(generate(seed))
 		sc, err := Parse(fmt.Sprintf("generated-%d.yaml", seed), []byte(m.YAML()))
 		if err != nil {
