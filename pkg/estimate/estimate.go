@@ -121,6 +121,9 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
+		if p.Pending == nil {
+			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime}
+		}
 		// A candidate queued after the preemptor may be preempted at once (upstream's newer
 		// equal priority); the walk asks as the last of each priority, which none of the
 		// workloads it admits came after.

@@ -304,6 +304,7 @@ func TestCompute(t *testing.T) {
 				q.Capacity[resources.FlavorResource{Flavor: "f", Resource: corev1.ResourceMemory}] = -5
 				hs[0].Usage = cpu(-3)
 				ws[0].Requests[corev1.ResourceMemory] = 1
+				ws[1].Pending = nil
 			},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
