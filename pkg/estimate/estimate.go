@@ -1,0 +1,1036 @@
+// Package estimate says when each pending workload of a ClusterQueue is expected to be admitted.
+//
+// It walks the quota forward in time: the workloads holding quota leave when the victim policy
+// (pkg/policy) first lets the workload whose turn it is preempt them, or when they end by their
+// promised runtime; the pending workloads, in turn order, take the quota as it frees and then hold
+// it themselves, under the same rules. It is pure: the caller gives the instant, the quota and
+// the workloads, read from a scheduler snapshot (see FromSnapshot).
+//
+// New arrivals are not foreseen, nor completions that nothing announces (a workload with no
+// promised runtime runs until the policy lets someone preempt it), nor changes of the other
+// ClusterQueues of the cohort: what they use now is taken as used for ever.
+package estimate
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// Horizon is the furthest an estimate reaches: beyond it the answer is unknown. It is the
+// longest duration an annotation may give, so that no tenant's value overflows a time.
+const Horizon = annotations.MaxDuration
+
+// Estimate is the answer for one pending workload.
+type Estimate struct {
+	// Workload is "namespace/name".
+	Workload string
+	// Position is its place in turn order, from 1.
+	Position int
+	// When is when it is expected to be admitted; zero when Unknown.
+	When    time.Time
+	Unknown bool
+	// Reason says what it waits for, or why the answer is unknown.
+	Reason string
+	// Sentence is the answer for a person: "expected around 14:05, 3rd in turn order; turns are 1h".
+	Sentence string
+}
+
+// Group is one resource group of the ClusterQueue: the flavors are tried in order, the first in
+// which every resource of the group fits is taken (upstream's flavor assigner without borrowing
+// preferences).
+type Group struct {
+	Resources []corev1.ResourceName
+	Flavors   []kueue.ResourceFlavorReference
+}
+
+// Queue is what the walk reads of the ClusterQueue and its policy.
+type Queue struct {
+	Name   kueue.ClusterQueueReference
+	Groups []Group
+	// Capacity is what the ClusterQueue may use of each flavor and resource: its own usage plus
+	// what is available to it now, borrowing included.
+	Capacity map[resources.FlavorResource]int64
+	// Policy decides whether a holder may be preempted at an instant, as the preemptor does.
+	Policy *policy.Policy
+	// Within is spec.preemption.withinClusterQueue.
+	Within   kueue.PreemptionPolicy
+	Settings policy.QueueSettings
+	// Protection is the resolved preemptMinRuntime of the ClusterQueue's workloads.
+	Protection policy.Protection
+	// Wake lists the instants at which a decision may change (policy.Changes).
+	Wake policy.WakeSettings
+	// Notice is the notice period a victim gets before an eviction for reason; nil: none.
+	Notice func(reason string) time.Duration
+	// Handover is how long an eviction and the next admission take.
+	Handover time.Duration
+}
+
+// Holder is a workload holding quota in the ClusterQueue.
+type Holder struct {
+	Name string
+	// Usage is the quota it holds.
+	Usage map[resources.FlavorResource]int64
+	// Candidate carries its facts as the preemptor reads them (policy.NewCandidate and the
+	// units' facts).
+	Candidate policy.Candidate
+	// Runtime is the run time it promised (zero: none), counted from when it started to run.
+	Runtime time.Duration
+}
+
+// Waiting is a pending workload.
+type Waiting struct {
+	Name string
+	// Requests are its total requests by resource.
+	Requests map[corev1.ResourceName]int64
+	Pending  *policy.Pending
+	// Candidate carries the facts it will have once admitted (the units' facts; its times are
+	// set by the walk).
+	Candidate policy.Candidate
+	// Runtime is the run time it promises (zero: none).
+	Runtime time.Duration
+}
+
+// Compute gives the estimates of pending, given in turn order, at now. The policy is asked about
+// each holder once per priority among the pending workloads; each admission then scans the line
+// (see docs/admission-estimate.md for the cost).
+func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Estimate {
+	if q.Policy == nil {
+		// No policy given: upstream's rules alone.
+		qc := *q
+		qc.Policy = policy.New(policy.Options{})
+		q = &qc
+	}
+	w := newWalker(q, now, len(holders)+len(pending))
+	for i := range holders {
+		h := &holders[i]
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, requests: requestsOf(h.Usage), since: now})
+	}
+	w.out = make([]Estimate, len(pending))
+	for i := range pending {
+		p := &pending[i]
+		if p.Pending == nil {
+			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime}
+		}
+		// A candidate queued after the preemptor may be preempted at once (upstream's newer
+		// equal priority); the walk asks as the last of each priority, which none of the
+		// workloads it admits came after.
+		if last, ok := w.last[p.Pending.Priority]; !ok || p.Pending.QueuedAt.After(last) {
+			w.last[p.Pending.Priority] = p.Pending.QueuedAt
+		}
+		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime})
+	}
+	w.left = len(pending)
+	w.run()
+	for i := range w.out {
+		w.out[i].Sentence = sentence(&w.out[i], q.Settings, now)
+	}
+	return w.out
+}
+
+// hold is a workload holding quota during the walk.
+type hold struct {
+	name     string
+	cand     policy.Candidate
+	use      []amount
+	requests map[corev1.ResourceName]int64
+	// since is when the walk saw it take the quota (now for the holders given).
+	since   time.Time
+	ends    time.Time
+	runtime time.Duration
+	gone    bool
+	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
+	pools   []pooledIn
+	stuckIn []*byPriority
+}
+
+type amount struct {
+	slot  int
+	value int64
+}
+
+// waiting is a workload in the line: a pending one (out is its estimate) or one the walk rotated
+// out (out is -1).
+type waiting struct {
+	out      int
+	name     string
+	requests map[corev1.ResourceName]int64
+	pend     *policy.Pending
+	cand     policy.Candidate
+	runtime  time.Duration
+	done     bool
+	// rotated: it left its last hold for a time-sharing turn.
+	rotated bool
+	// checked is when it last did not fit with the pool of its priority: the walk's freed and its
+	// pool's grown counts then.
+	checked [3]int
+	// least is the smallest amount it asks of any slot; ever: it fits in the whole capacity.
+	least int64
+	ever  bool
+	// ask is what it takes in each group it needs, per flavor (see askOf); possible false when it
+	// asks for a resource the ClusterQueue does not have.
+	ask      [][][]amount
+	possible bool
+}
+
+// release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
+// free for the next holder (before the handover), requeue whether it goes back to the line.
+type release struct {
+	at      time.Time
+	requeue bool
+	// turn: it leaves for a time-sharing turn, so it waits again at the back of the line.
+	turn bool
+	h    *hold
+}
+
+type releases []release
+
+func (r releases) Len() int           { return len(r) }
+func (r releases) Less(i, j int) bool { return r[i].at.Before(r[j].at) }
+func (r releases) Swap(i, j int)      { r[i], r[j] = r[j], r[i] }
+func (r *releases) Push(x any)        { *r = append(*r, x.(release)) }
+func (r *releases) Pop() any {
+	old := *r
+	x := old[len(old)-1]
+	*r = old[:len(old)-1]
+	return x
+}
+
+// byPriority is what the walk keeps for preemptors of one priority.
+type byPriority struct {
+	rep  *policy.Pending
+	heap releases
+	// unbounded are the holds nothing makes leave for such a preemptor, in the order seen.
+	unbounded []*hold
+	// pool are the holds that may leave for such a preemptor by now, soonest first, and pooled
+	// the quota they hold by slot.
+	pool   []release
+	pooled []int64
+	// turned is the part of pooled that leaves for a time-sharing turn; stuck is the quota of
+	// the unbounded holds.
+	turned, stuck []int64
+	// first is where the pool's holders still holding begin; grown counts the holders pooled.
+	first, grown int
+}
+
+// line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
+type line struct {
+	priority int64
+	items    []*waiting
+	first    int
+}
+
+type walker struct {
+	q     *Queue
+	now   time.Time
+	t     time.Time
+	limit time.Time
+	slots map[resources.FlavorResource]int
+	free  []int64
+	// ending are the holds that end by a promised runtime, soonest first; ended is the last
+	// that did, at endedAt.
+	ending  releases
+	ended   string
+	endedAt time.Time
+	// candidates is take's buffer.
+	candidates []release
+	// freed counts the holders that left.
+	freed int
+	// scratch is preemptFor's buffer.
+	scratch []int64
+	// instants is releaseOf's buffer.
+	instants []time.Time
+	// capacity is Queue.Capacity by slot.
+	capacity []int64
+	lines    []*line
+	prios    map[int64]*byPriority
+	// last is the latest queue time of the pending workloads of each priority.
+	last  map[int64]time.Time
+	holds []*hold
+	out   []Estimate
+	left  int
+	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
+	// workload.
+	admissions, maxAdmissions int
+}
+
+func newWalker(q *Queue, now time.Time, n int) *walker {
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}}
+	for _, g := range q.Groups {
+		for _, f := range g.Flavors {
+			for _, r := range g.Resources {
+				fr := resources.FlavorResource{Flavor: f, Resource: r}
+				if _, ok := w.slots[fr]; !ok {
+					w.slots[fr] = len(w.free)
+					w.free = append(w.free, max(q.Capacity[fr], 0))
+					w.capacity = append(w.capacity, max(q.Capacity[fr], 0))
+				}
+			}
+		}
+	}
+	w.maxAdmissions = 4*n + 16
+	return w
+}
+
+func (w *walker) usage(u map[resources.FlavorResource]int64) []amount {
+	out := make([]amount, 0, len(u))
+	for fr, v := range u {
+		if s, ok := w.slots[fr]; ok && v > 0 {
+			out = append(out, amount{s, v})
+		}
+	}
+	return out
+}
+
+// requestsOf is a holder's usage as requests, for when it waits again.
+func requestsOf(u map[resources.FlavorResource]int64) map[corev1.ResourceName]int64 {
+	out := make(map[corev1.ResourceName]int64, len(u))
+	for fr, v := range u {
+		out[fr.Resource] += v
+	}
+	return out
+}
+
+// hold adds h to the holders, taking its quota, and sorts it in for each priority seen.
+func (w *walker) hold(h *hold) {
+	for _, a := range h.use {
+		w.free[a.slot] -= a.value
+	}
+	w.holds = append(w.holds, h)
+	if !h.ends.IsZero() {
+		heap.Push(&w.ending, release{at: h.ends, h: h})
+	}
+	for _, bp := range w.prios {
+		w.sortIn(bp, h)
+	}
+}
+
+func (w *walker) sortIn(bp *byPriority, h *hold) {
+	if r, ok := w.releaseOf(h, bp.rep); ok {
+		heap.Push(&bp.heap, r)
+		return
+	}
+	bp.unbounded = append(bp.unbounded, h)
+	h.stuckIn = append(h.stuckIn, bp)
+	for _, a := range h.use {
+		bp.stuck[a.slot] += a.value
+	}
+}
+
+// canUseTurn reports whether wt could fit were every holder that may ever leave for it gone;
+// under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
+func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
+	if w.q.Settings.StrictFIFO {
+		return true
+	}
+	free := w.scratch[:0]
+	for s, v := range w.capacity {
+		free = append(free, v-bp.stuck[s])
+	}
+	w.scratch = free
+	return w.fits(free, wt)
+}
+
+// forPriority is what the walk keeps for preemptors like p, made on first use.
+func (w *walker) forPriority(p *policy.Pending) *byPriority {
+	if bp, ok := w.prios[p.Priority]; ok {
+		return bp
+	}
+	rep := *p
+	if last, ok := w.last[p.Priority]; ok {
+		rep.QueuedAt = last
+	}
+	rep.WaitingLonger = ""
+	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
+	for _, h := range w.holds {
+		if !h.gone {
+			w.sortIn(bp, h)
+		}
+	}
+	w.prios[p.Priority] = bp
+	return bp
+}
+
+// releaseOf asks the policy for the first instant at which p may preempt h: the instants at which
+// a decision about h changes are the only ones at which the answer can turn. A promised end
+// that comes first wins; the notice period of the preemption's reason delays the eviction.
+func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
+	from := h.since
+	if h.cand.Evicted {
+		return release{at: from, requeue: true, h: h}, true
+	}
+	// Under notice, its room is promised to the notice's preemptor: it leaves at the deadline.
+	if n := policy.NoticeOf(&h.cand); n != nil {
+		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, h: h}, true
+	}
+	instants := append(w.instants[:0], from)
+	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
+		if at := ch.Wake(); at.After(from) {
+			instants = append(instants, at)
+		}
+	}
+	slices.SortFunc(instants, time.Time.Compare)
+	w.instants = instants
+	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection}
+	for _, at := range instants {
+		if !h.ends.IsZero() && at.After(h.ends) {
+			break
+		}
+		in.Now = at
+		if d := w.q.Policy.Decide(&in); d.Eligible {
+			if w.q.Notice != nil {
+				reason := cmp.Or(d.Reason, kueue.InClusterQueueReason)
+				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
+			}
+			// Preempted before its promised end, it waits again; at that end it is done (an
+			// expected runtime is nominated just as it ends).
+			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == policy.TimeBasedReason, h: h}, true
+		}
+	}
+	if !h.ends.IsZero() {
+		return release{at: h.ends, h: h}, true
+	}
+	return release{}, false
+}
+
+// enqueue puts wt at the end of its priority's line.
+func (w *walker) enqueue(wt *waiting) {
+	wt.ask, wt.possible = w.askOf(wt.requests)
+	wt.least = math.MaxInt64
+	for _, options := range wt.ask {
+		for _, in := range options {
+			for _, a := range in {
+				wt.least = min(wt.least, a.value)
+			}
+		}
+	}
+	wt.checked = [3]int{-1, -1, -1}
+	wt.ever = w.fits(w.capacity, wt)
+	i, found := slices.BinarySearchFunc(w.lines, wt.pend.Priority, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
+	if !found {
+		w.lines = slices.Insert(w.lines, i, &line{priority: wt.pend.Priority})
+	}
+	l := w.lines[i]
+	j := len(l.items)
+	if wt.out < 0 {
+		// One that waits again goes by its turn time (its queue time unless rotated out for a
+		// turn), behind those of the same second that were not rotated out, then by UID.
+		for j > l.first && compareTurns(l.items[j-1], wt) > 0 {
+			j--
+		}
+	}
+	l.items = slices.Insert(l.items, j, wt)
+}
+
+func compareTurns(a, b *waiting) int {
+	if c := a.pend.QueuedAt.Compare(b.pend.QueuedAt); c != 0 {
+		return c
+	}
+	if a.rotated != b.rotated {
+		if a.rotated {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(uidOf(a.pend), uidOf(b.pend))
+}
+
+func uidOf(p *policy.Pending) string {
+	if p.Obj == nil {
+		return ""
+	}
+	return string(p.Obj.UID)
+}
+
+// head is the first workload in line, or nil.
+func (w *walker) head() *waiting {
+	for _, l := range w.lines {
+		for l.first < len(l.items) && l.items[l.first].done {
+			l.first++
+		}
+		if l.first < len(l.items) {
+			return l.items[l.first]
+		}
+	}
+	return nil
+}
+
+// askOf is what requests take in each resource group that they need: per flavor, in the
+// group's order, the amounts; ok false when they ask for a resource no group covers.
+func (w *walker) askOf(requests map[corev1.ResourceName]int64) ([][][]amount, bool) {
+	for r, v := range requests {
+		if v > 0 && !w.covers(r) {
+			return nil, false
+		}
+	}
+	var ask [][][]amount
+	for _, g := range w.q.Groups {
+		var options [][]amount
+		for _, f := range g.Flavors {
+			var in []amount
+			for _, r := range g.Resources {
+				if v := requests[r]; v > 0 {
+					in = append(in, amount{w.slots[resources.FlavorResource{Flavor: f, Resource: r}], v})
+				}
+			}
+			if in == nil {
+				break
+			}
+			options = append(options, in)
+		}
+		if options != nil {
+			ask = append(ask, options)
+		}
+	}
+	return ask, true
+}
+
+// fit is the quota wt takes in free, in the first flavor of each group where it fits; ok false
+// when it does not fit.
+func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
+	if !wt.possible {
+		return nil, false
+	}
+	var chosen [8]int
+	picks := chosen[:0]
+	for _, options := range wt.ask {
+		pick := -1
+		for i, in := range options {
+			if fitsIn(free, in) {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			return nil, false
+		}
+		picks = append(picks, pick)
+	}
+	var use []amount
+	for i, options := range wt.ask {
+		use = append(use, options[picks[i]]...)
+	}
+	return use, true
+}
+
+func fitsIn(free []int64, in []amount) bool {
+	for _, a := range in {
+		if free[a.slot] < a.value {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *walker) covers(r corev1.ResourceName) bool {
+	for _, g := range w.q.Groups {
+		if slices.Contains(g.Resources, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit gives wt the quota use at the walk's instant.
+func (w *walker) admit(wt *waiting, use []amount, reason string) {
+	w.admitAt(wt, use, reason, w.t)
+}
+
+// admitAt gives wt the quota use at t.
+func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) {
+	wt.done = true
+	w.admissions++
+	if wt.out >= 0 {
+		w.out[wt.out].When, w.out[wt.out].Reason = t, reason
+		w.left--
+	}
+	c := wt.cand
+	if c.Info != nil && c.Info.ClusterQueue != w.q.Name {
+		// A pending workload's info may not name its ClusterQueue yet; the ordering keys read it.
+		info := *c.Info
+		info.ClusterQueue = w.q.Name
+		c.Info = &info
+	}
+	// The API keeps condition times to the second, and windows count from them.
+	at := t.Truncate(time.Second)
+	c.Priority = wt.pend.Priority
+	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime}
+	if wt.runtime > 0 {
+		h.ends = at.Add(min(wt.runtime, Horizon))
+	}
+	w.hold(h)
+}
+
+// unknown ends wt's walk without an answer.
+func (w *walker) unknown(wt *waiting, reason string) {
+	wt.done = true
+	if wt.out >= 0 {
+		w.out[wt.out].Unknown, w.out[wt.out].Reason = true, reason
+		w.left--
+	}
+}
+
+// giveUp makes every pending workload still in line unknown.
+func (w *walker) giveUp(reason string) {
+	for wt := w.head(); wt != nil; wt = w.head() {
+		w.unknown(wt, reason)
+	}
+}
+
+// run walks from one instant to the next at which a holder may leave. At each, in turn order,
+// a workload that fits in the free quota is admitted, and one that fits once the holders that
+// may leave for it by then have left is admitted after them (and the handover); under StrictFIFO
+// the first that fits neither way stops the others, as the queue's head does.
+func (w *walker) run() {
+	for w.left > 0 {
+		w.endHolds()
+		if w.admissions > w.maxAdmissions {
+			w.giveUp("behind workloads that take turns without end")
+			return
+		}
+		if w.step() {
+			continue
+		}
+		next, ok := w.nextRelease()
+		if !ok {
+			w.noRelease()
+			return
+		}
+		if next.After(w.limit) {
+			w.giveUp(fmt.Sprintf("not within %s", Horizon))
+			return
+		}
+		w.t = next
+	}
+}
+
+// step admits the first workload in line, in turn order, that fits in the free quota or once
+// the holders that may leave for it by now have left; false when none does.
+func (w *walker) step() bool {
+	for _, l := range w.lines {
+		for l.first < len(l.items) && l.items[l.first].done {
+			l.first++
+		}
+		// Only the first of a priority may preempt for a time-sharing turn; one that waits for
+		// windows to end keeps that turn.
+		turn := 1
+		held := w.turnNow(l)
+		// Unless the one whose turn it is takes it now, the queue admits what fits in its own
+		// order (by queue time, not turn time: a workload rotated out keeps its place there).
+		if held == nil && !w.q.Settings.StrictFIFO {
+			if wt := w.oldestFitting(l); wt != nil {
+				use, _ := w.fit(w.free, wt)
+				w.admit(wt, use, w.fitsNow())
+				return true
+			}
+		}
+		for i := l.first; i < len(l.items); i++ {
+			wt := l.items[i]
+			if wt.done || (wt.rotated && held != nil && held != wt) {
+				continue
+			}
+			if !wt.ever {
+				w.blocked(wt, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
+				return true
+			}
+			bp := w.forPriority(wt.pend)
+			w.pool(bp)
+			// One that cannot use a turn is passed over: the next one may take it.
+			own := 0
+			if turn == 1 && w.canUseTurn(bp, wt) {
+				own, turn = 1, 0
+			}
+			// Nothing changed for it since it last did not fit.
+			if wt.checked == [3]int{w.freed, bp.grown, own} {
+				if w.q.Settings.StrictFIFO {
+					return false
+				}
+				continue
+			}
+			free := w.scratch[:0]
+			most := int64(0)
+			for s, v := range w.free {
+				v += bp.pooled[s] - (1-int64(own))*bp.turned[s]
+				free = append(free, v)
+				most = max(most, v)
+			}
+			w.scratch = free
+			if use, ok := w.fit(w.free, wt); ok {
+				w.admit(wt, use, w.fitsNow())
+				return true
+			}
+			if wt.least <= most && w.fits(free, wt) {
+				w.take(bp, wt, free, own == 1)
+				return true
+			}
+			wt.checked = [3]int{w.freed, bp.grown, own}
+			if w.q.Settings.StrictFIFO {
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// pool moves into bp's pool the holders that may leave for its preemptors by now.
+func (w *walker) pool(bp *byPriority) {
+	for bp.heap.Len() > 0 && !bp.heap[0].at.After(w.t) {
+		r := heap.Pop(&bp.heap).(release)
+		if r.h.gone {
+			continue
+		}
+		bp.pool = append(bp.pool, r)
+		bp.grown++
+		r.h.pools = append(r.h.pools, pooledIn{bp, r.turn})
+		for _, a := range r.h.use {
+			bp.pooled[a.slot] += a.value
+			if r.turn {
+				bp.turned[a.slot] += a.value
+			}
+		}
+	}
+}
+
+// take admits wt after the pooled holders it needs have left: those in the flavors it would
+// take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
+// turns out not to need.
+func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
+	target, _ := w.fit(all, wt)
+	free := slices.Clone(w.free)
+	var taken []release
+	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
+		bp.first++
+	}
+	candidates := w.candidates[:0]
+	for _, r := range bp.pool[bp.first:] {
+		if !r.h.gone && (turn || !r.turn) && overlaps(r.h.use, target) {
+			candidates = append(candidates, r)
+		}
+	}
+	// In the order the preemptor removes them (the policy's key table).
+	order := &policy.OrderContext{ClusterQueue: w.q.Name, Settings: w.q.Settings, Now: w.t}
+	slices.SortStableFunc(candidates, func(a, b release) int { return w.q.Policy.Compare(order, &a.h.cand, &b.h.cand) })
+	w.candidates = candidates
+	for _, r := range candidates {
+		if fitsIn(free, target) {
+			break
+		}
+		taken = append(taken, r)
+		for _, a := range r.h.use {
+			free[a.slot] += a.value
+		}
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		for _, a := range taken[i].h.use {
+			free[a.slot] -= a.value
+		}
+		if fitsIn(free, target) {
+			taken = slices.Delete(taken, i, i+1)
+			continue
+		}
+		for _, a := range taken[i].h.use {
+			free[a.slot] += a.value
+		}
+	}
+	at, last := w.t, ""
+	for _, r := range taken {
+		if !r.at.Before(at) {
+			at, last = r.at, r.h.name
+		}
+	}
+	reason, evicted := "fits now", at
+	if len(taken) > 0 {
+		at = at.Add(w.q.Handover)
+		reason = "when " + last + " leaves"
+	}
+	for _, r := range taken {
+		w.leave(r.h)
+	}
+	for _, r := range taken {
+		if r.requeue {
+			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
+		}
+	}
+	use, _ := w.fit(w.free, wt)
+	w.admitAt(wt, use, reason, at)
+}
+
+// leave gives back h's quota and takes it out of every pool.
+func (w *walker) leave(h *hold) {
+	h.gone = true
+	for _, a := range h.use {
+		w.free[a.slot] += a.value
+	}
+	w.freed++
+	for _, bp := range h.stuckIn {
+		for _, a := range h.use {
+			bp.stuck[a.slot] -= a.value
+		}
+	}
+	for _, in := range h.pools {
+		for _, a := range h.use {
+			in.bp.pooled[a.slot] -= a.value
+			if in.turn {
+				in.bp.turned[a.slot] -= a.value
+			}
+		}
+	}
+}
+
+// nextRelease is the first instant after now at which a holder may leave for a workload in line
+// (under StrictFIFO, for the first in line).
+func (w *walker) nextRelease() (time.Time, bool) {
+	var next time.Time
+	found := false
+	for w.ending.Len() > 0 && w.ending[0].h.gone {
+		heap.Pop(&w.ending)
+	}
+	if w.ending.Len() > 0 {
+		next, found = w.ending[0].at, true
+	}
+	for _, l := range w.lines {
+		for i := l.first; i < len(l.items); i++ {
+			wt := l.items[i]
+			if wt.done {
+				continue
+			}
+			bp := w.forPriority(wt.pend)
+			for bp.heap.Len() > 0 && bp.heap[0].h.gone {
+				heap.Pop(&bp.heap)
+			}
+			if bp.heap.Len() > 0 && (!found || bp.heap[0].at.Before(next)) {
+				next, found = bp.heap[0].at, true
+			}
+			if w.q.Settings.StrictFIFO {
+				return next, found
+			}
+			break // the others of this priority wait on the same holders
+		}
+	}
+	return next, found
+}
+
+// noRelease ends the walk when nothing will leave: each workload still in line waits on a holder
+// that never leaves.
+func (w *walker) noRelease() {
+	for wt := w.head(); wt != nil; wt = w.head() {
+		w.blocked(wt, w.heldBy(w.forPriority(wt.pend)))
+	}
+}
+
+// endsOf is when c, started by its runtime clock, ends by the runtime it promised; zero when it
+// promised none. One whose Pods are not ready yet is counted as starting now.
+func endsOf(c *policy.Candidate, runtime time.Duration, now time.Time) time.Time {
+	if runtime <= 0 {
+		return time.Time{}
+	}
+	start := c.RunningSince
+	if start.IsZero() {
+		start = c.AdmittedAt
+	}
+	if c.NotStarted || start.IsZero() {
+		start = now
+	}
+	return start.Add(min(runtime, Horizon))
+}
+
+// pendingOf is h as a preemptor once evicted at at: its turn time is its eviction if it left for
+// a turn, else its queue time.
+func (w *walker) pendingOf(h *hold, at time.Time, turn bool) *policy.Pending {
+	p := &policy.Pending{ClusterQueue: w.q.Name, Priority: h.cand.Priority, QueuedAt: h.cand.QueuedAt}
+	if turn {
+		p.QueuedAt = at.Truncate(time.Second)
+	}
+	if h.cand.Info != nil {
+		p.Obj = h.cand.Info.Obj
+	}
+	return p
+}
+
+// blocked ends the walk of head, which cannot be admitted, for reason. Under StrictFIFO it blocks
+// every workload behind it.
+func (w *walker) blocked(head *waiting, reason string) {
+	w.unknown(head, reason)
+	if w.q.Settings.StrictFIFO {
+		w.giveUp(fmt.Sprintf("behind %s in turn order (%s)", head.name, reason))
+	}
+}
+
+// heldBy names a holder that nothing makes leave for the workload whose turn it is.
+func (w *walker) heldBy(bp *byPriority) string {
+	for _, h := range bp.unbounded {
+		if h.gone {
+			continue
+		}
+		if h.cand.Priority > bp.rep.Priority {
+			return fmt.Sprintf("held by %s, of a higher priority, which declares no runtime", h.name)
+		}
+		return fmt.Sprintf("held by %s, which declares no runtime and has no window", h.name)
+	}
+	return "does not fit in what the cohort leaves"
+}
+
+// sentence is e in words.
+func sentence(e *Estimate, s policy.QueueSettings, now time.Time) string {
+	var b []byte
+	if e.Unknown {
+		b = fmt.Appendf(b, "unknown (%s)", e.Reason)
+	} else {
+		layout := "15:04"
+		if e.When.Sub(now) >= 24*time.Hour {
+			layout = "Jan 2 15:04"
+		}
+		b = fmt.Appendf(b, "expected around %s", e.When.Format(layout))
+	}
+	b = fmt.Appendf(b, ", %s in turn order", ordinal(e.Position))
+	if s.MinAdmitDuration > 0 {
+		b = fmt.Appendf(b, "; turns are %s", shortDuration(s.MinAdmitDuration))
+	}
+	return string(b)
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch n % 10 {
+	case 1:
+		suffix = "st"
+	case 2:
+		suffix = "nd"
+	case 3:
+		suffix = "rd"
+	}
+	if n%100/10 == 1 {
+		suffix = "th"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+// shortDuration writes 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// overlaps reports whether use holds any of the slots of target.
+func overlaps(use, target []amount) bool {
+	for _, a := range use {
+		for _, b := range target {
+			if a.slot == b.slot {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fits is fit without the quota it would take.
+func (w *walker) fits(free []int64, wt *waiting) bool {
+	if !wt.possible {
+		return false
+	}
+	for _, options := range wt.ask {
+		if !slices.ContainsFunc(options, func(in []amount) bool { return fitsIn(free, in) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// pooledIn is a pool a hold is in, and whether it leaves it for a turn.
+type pooledIn struct {
+	bp   *byPriority
+	turn bool
+}
+
+// turnNow is the first workload of l if it can take its turn now, for which the workloads
+// rotated out behind it are held back (VetoAdmission); nil when it must wait, so they may use
+// the quota meanwhile.
+func (w *walker) turnNow(l *line) *waiting {
+	if !w.q.Settings.TakesTurns() {
+		return nil
+	}
+	for i := l.first; i < len(l.items); i++ {
+		wt := l.items[i]
+		if wt.done || !wt.ever {
+			continue
+		}
+		bp := w.forPriority(wt.pend)
+		if !w.canUseTurn(bp, wt) {
+			continue
+		}
+		w.pool(bp)
+		free := w.scratch[:0]
+		for s, v := range w.free {
+			free = append(free, v+bp.pooled[s])
+		}
+		w.scratch = free
+		if w.fits(free, wt) {
+			return wt
+		}
+		return nil
+	}
+	return nil
+}
+
+// oldestFitting is the workload of l first in the queue's order that fits in the free quota.
+func (w *walker) oldestFitting(l *line) *waiting {
+	if !slices.ContainsFunc(w.free, func(v int64) bool { return v > 0 }) {
+		return nil
+	}
+	var oldest *waiting
+	for _, wt := range l.items[l.first:] {
+		if wt.done || !w.fits(w.free, wt) {
+			continue
+		}
+		if oldest == nil || wt.cand.QueuedAt.Before(oldest.cand.QueuedAt) ||
+			(wt.cand.QueuedAt.Equal(oldest.cand.QueuedAt) && uidOf(wt.pend) < uidOf(oldest.pend)) {
+			oldest = wt
+		}
+	}
+	return oldest
+}
+
+// endHolds gives back the quota of the holds whose promised runtime has ended, whoever waits.
+func (w *walker) endHolds() {
+	for w.ending.Len() > 0 && !w.ending[0].at.After(w.t) {
+		if r := heap.Pop(&w.ending).(release); !r.h.gone {
+			w.leave(r.h)
+			w.ended, w.endedAt = r.h.name, w.t
+		}
+	}
+}
+
+// fitsNow is why a workload that fits in the free quota now is admitted.
+func (w *walker) fitsNow() string {
+	if w.ended != "" && w.endedAt.Equal(w.t) {
+		return "when " + w.ended + " leaves"
+	}
+	return "fits now"
+}

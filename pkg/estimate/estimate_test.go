@@ -1,0 +1,367 @@
+package estimate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+
+// classes gives the toleration of the priority class named in a workload.
+type classes map[string]*policy.Toleration
+
+func (c classes) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+	if ref == nil {
+		return nil
+	}
+	return c[ref.Name]
+}
+
+// wl is a workload of the test: a holder when since is set (admitted that long before t0).
+type wl struct {
+	name     string
+	cpu      int64
+	prio     int64
+	since    time.Duration
+	expected time.Duration
+	class    string
+	// inG: a holder's quota is in flavor g.
+	inG bool
+	// queued, when set, is its queue time after t0 (a holder's is otherwise an hour before its
+	// admission).
+	queued time.Duration
+}
+
+type queueCase struct {
+	capacity   int64
+	window     time.Duration
+	strict     bool
+	within     kueue.PreemptionPolicy
+	preemptMin time.Duration
+	notice     time.Duration
+	handover   time.Duration
+	classes    classes
+	// second is the capacity of a second flavor, g, after f.
+	second int64
+}
+
+func (qc queueCase) build() *Queue {
+	within := qc.within
+	if within == "" {
+		within = kueue.PreemptionPolicyLowerOrNewerEqualPriority
+	}
+	settings := policy.QueueSettings{MinAdmitDuration: qc.window, StrictFIFO: qc.strict}
+	q := &Queue{
+		Name:       "cq",
+		Groups:     []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
+		Capacity:   map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
+		Policy:     policy.New(policy.Options{}, policy.WithFeatures(policy.Units().Features()...)),
+		Within:     within,
+		Settings:   settings,
+		Protection: policy.Protection{MinRuntime: qc.preemptMin},
+		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}},
+		Handover:   qc.handover,
+	}
+	if qc.second > 0 {
+		q.Groups[0].Flavors = append(q.Groups[0].Flavors, "g")
+		q.Capacity[resources.FlavorResource{Flavor: "g", Resource: corev1.ResourceCPU}] = qc.second
+	}
+	if qc.notice > 0 {
+		q.Notice = func(string) time.Duration { return qc.notice }
+	}
+	return q
+}
+
+func (w wl) workload() *kueue.Workload {
+	obj := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: w.name}}
+	if w.expected > 0 {
+		obj.Annotations = map[string]string{annotations.ExpectedRuntime: w.expected.String()}
+	}
+	if w.class != "" {
+		obj.Spec.PriorityClassRef = &kueue.PriorityClassRef{Name: w.class}
+	}
+	return obj
+}
+
+func (w wl) candidate(q *Queue, src policy.Sources) policy.Candidate {
+	obj := w.workload()
+	c := policy.Candidate{Info: &workload.Info{Obj: obj, ClusterQueue: "cq"}, Priority: w.prio, QueuedAt: t0.Add(-w.since - time.Hour)}
+	if w.queued != 0 {
+		c.QueuedAt = t0.Add(w.queued)
+	}
+	if w.since > 0 {
+		c.QuotaReservedAt, c.AdmittedAt, c.Admitted = t0.Add(-w.since), t0.Add(-w.since), true
+	}
+	q.Wake.ReadFacts(&c, obj, src)
+	return c
+}
+
+func (w wl) runtime() time.Duration {
+	d, _ := policy.Units().PromisedRuntime(w.workload())
+	return d
+}
+
+func cpu(v int64) map[resources.FlavorResource]int64 {
+	return map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: v}
+}
+
+func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
+	q := qc.build()
+	src := policy.Sources{qc.classes}
+	var hs []Holder
+	for _, h := range holders {
+		usage := cpu(h.cpu)
+		if h.inG {
+			usage = map[resources.FlavorResource]int64{{Flavor: "g", Resource: corev1.ResourceCPU}: h.cpu}
+		}
+		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime()})
+	}
+	var ws []Waiting
+	for i, p := range pending {
+		c := p.candidate(q, src)
+		// Queued before now, in their order.
+		c.QueuedAt = t0.Add(-time.Hour + time.Duration(i)*time.Second)
+		ws = append(ws, Waiting{
+			Name: "ns/" + p.name, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: p.cpu},
+			Pending:   &policy.Pending{Obj: c.Info.Obj, ClusterQueue: "cq", Priority: p.prio, QueuedAt: c.QueuedAt},
+			Candidate: c, Runtime: p.runtime(),
+		})
+	}
+	return q, hs, ws
+}
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestCompute(t *testing.T) {
+	cases := map[string]struct {
+		queue   queueCase
+		holders []wl
+		pending []wl
+		// mangle, when set, spoils the input.
+		mangle func(*Queue, []Holder, []Waiting)
+		want   []Estimate
+	}{
+		"FIFO fill: the pending workloads that fit are admitted now, in order": {
+			queue:   queueCase{capacity: 4, strict: true},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: t0, Reason: "fits now"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
+		"rotation: each takes a turn of the window, plus the handover": {
+			queue:   queueCase{capacity: 4, window: time.Hour, handover: 2 * time.Second},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}, {name: "c", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(40*time.Minute + time.Millisecond + 2*time.Second), Reason: "when ns/h leaves"},
+				// The API keeps a turn's start to the second: a's turn counts from 12:40:02.
+				{Workload: "ns/b", Position: 2, When: at(100*time.Minute + time.Millisecond + 4*time.Second), Reason: "when ns/a leaves"},
+				{Workload: "ns/c", Position: 3, When: at(160*time.Minute + time.Millisecond + 6*time.Second), Reason: "when ns/b leaves"},
+			},
+		},
+		"rotation with room for two: the turns of the holders end in their order": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h1", cpu: 2, since: 50 * time.Minute}, {name: "h2", cpu: 2, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 2}, {name: "c", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/h1 leaves"},
+				{Workload: "ns/b", Position: 2, When: at(50*time.Minute + time.Millisecond), Reason: "when ns/h2 leaves"},
+				{Workload: "ns/c", Position: 3, When: at(70*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
+		},
+		"only the first in line takes a turn; the one behind waits though a turn it fits in has ended": {
+			queue:   queueCase{capacity: 2, window: 30 * time.Minute},
+			holders: []wl{{name: "h1", cpu: 1, since: 40 * time.Minute}, {name: "h2", cpu: 1, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(20*time.Minute + time.Millisecond), Reason: "when ns/h2 leaves"},
+				{Workload: "ns/b", Position: 2, When: at(50*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
+		},
+		"BestEffortFIFO: a lower priority takes its turn while a higher one waits for a window": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "high", cpu: 2, prio: 10, since: time.Millisecond},
+				{name: "low", cpu: 2, since: 30 * time.Minute},
+			},
+			pending: []wl{{name: "x", cpu: 4, prio: 10}, {name: "y", cpu: 2}},
+			want: []Estimate{
+				// x then takes both high, its window over, and y, of a lower priority.
+				{Workload: "ns/x", Position: 1, When: at(time.Hour), Reason: "when ns/high leaves"},
+				{Workload: "ns/y", Position: 2, When: at(30*time.Minute + time.Millisecond), Reason: "when ns/low leaves"},
+			},
+		},
+		"victims only in the flavor taken, the first where preemption makes room": {
+			queue:   queueCase{capacity: 2, second: 2, window: 30 * time.Minute},
+			holders: []wl{{name: "h1", cpu: 2, since: 50 * time.Minute, inG: true}, {name: "h0", cpu: 2, since: 40 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: t0, Reason: "when ns/h0 leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "when ns/h1 leaves"},
+			},
+		},
+		"a min-runtime longer than the window holds the turn": {
+			queue:   queueCase{capacity: 4, window: 10 * time.Minute, preemptMin: 30 * time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(25 * time.Minute), Reason: "when ns/h leaves"}},
+		},
+		"an expected runtime ends a hold; the victim waits again by its queue time": {
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
+			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute, queued: time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(40 * time.Minute), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "held by ns/a, which declares no runtime and has no window"},
+			},
+		},
+		"a turn ends before a promised runtime: the holder waits again, at the back of the line": {
+			queue:   queueCase{capacity: 4, window: 10 * time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute, expected: 45 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4, expected: 20 * time.Minute}, {name: "b", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(5*time.Minute + time.Millisecond), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, When: at(15*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
+			},
+		},
+		"a toleration delays a lower-priority preemptor's turn": {
+			queue: queueCase{capacity: 4, window: 10 * time.Minute, classes: classes{
+				"tolerant": {Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Duration: time.Hour}, Source: "WorkloadPriorityClass tolerant"},
+			}},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, class: "tolerant"}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(40 * time.Minute), Reason: "when ns/h leaves"}},
+		},
+		"a notice period delays the eviction": {
+			queue:   queueCase{capacity: 4, window: 10 * time.Minute, notice: 5 * time.Minute},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want:    []Estimate{{Workload: "ns/a", Position: 1, When: at(5 * time.Minute), Reason: "when ns/h leaves"}},
+		},
+		"a higher priority preempts at once, a lower one waits": {
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, expected: time.Hour}},
+			pending: []wl{{name: "hi", cpu: 4, prio: 10, expected: 30 * time.Minute}, {name: "lo", cpu: 4, prio: -10}},
+			want: []Estimate{
+				{Workload: "ns/hi", Position: 1, When: t0, Reason: "when ns/h leaves"},
+				// h, rotated out, is back in line ahead of lo, and runs its hour again.
+				{Workload: "ns/lo", Position: 2, When: at(90 * time.Minute), Reason: "when ns/h leaves"},
+			},
+		},
+		"unknown: a holder with no runtime and no window": {
+			queue:   queueCase{capacity: 4, strict: true},
+			holders: []wl{{name: "h", cpu: 3, since: time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"},
+				{Workload: "ns/b", Position: 2, Unknown: true, Reason: "behind ns/a in turn order (held by ns/h, which declares no runtime and has no window)"},
+			},
+		},
+		"BestEffortFIFO: a workload that fits passes one that waits": {
+			queue:   queueCase{capacity: 4},
+			holders: []wl{{name: "h", cpu: 3, since: time.Minute}},
+			pending: []wl{{name: "a", cpu: 2}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
+		"too big for the ClusterQueue: unknown, and under StrictFIFO so is everyone behind": {
+			queue:   queueCase{capacity: 4, strict: true, window: time.Hour},
+			pending: []wl{{name: "big", cpu: 30}, {name: "a", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/big", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
+				{Workload: "ns/a", Position: 2, Unknown: true, Reason: "behind ns/big in turn order (does not fit in ClusterQueue cq even with every workload gone)"},
+			},
+		},
+		"a huge expected runtime is clamped to ten years": {
+			queue:   queueCase{capacity: 4, within: kueue.PreemptionPolicyLowerPriority},
+			holders: []wl{{name: "h", cpu: 4, since: time.Minute, expected: 200 * 365 * 24 * time.Hour, queued: time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(Horizon - time.Minute), Reason: "when ns/h leaves"},
+			},
+		},
+		"absurd input: no policy, negative capacity and usage, a resource nobody provides": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 1, since: time.Minute}},
+			pending: []wl{{name: "a", cpu: 1}, {name: "b", cpu: 1}},
+			mangle: func(q *Queue, hs []Holder, ws []Waiting) {
+				q.Policy = nil
+				q.Capacity[resources.FlavorResource{Flavor: "f", Resource: corev1.ResourceMemory}] = -5
+				hs[0].Usage = cpu(-3)
+				ws[0].Requests[corev1.ResourceMemory] = 1
+				ws[1].Pending = nil
+			},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
+		"no pending workloads, no capacity": {
+			queue: queueCase{},
+		},
+		"zero capacity": {
+			queue:   queueCase{capacity: 0, window: time.Hour},
+			pending: []wl{{name: "a", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue cq even with every workload gone"},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q, hs, ws := inputs(tc.queue, tc.holders, tc.pending)
+			if tc.mangle != nil {
+				tc.mangle(q, hs, ws)
+			}
+			got := Compute(q, hs, ws, t0)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Estimate{}, "Sentence"), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Compute (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSentence(t *testing.T) {
+	cases := map[string]struct {
+		e        Estimate
+		settings policy.QueueSettings
+		want     string
+	}{
+		"turns": {
+			e:        Estimate{Position: 3, When: time.Date(2026, 11, 28, 14, 5, 0, 0, time.UTC)},
+			settings: policy.QueueSettings{MinAdmitDuration: time.Hour},
+			want:     "expected around 14:05, 3rd in turn order; turns are 1h",
+		},
+		"no turns, next day": {
+			e:    Estimate{Position: 12, When: time.Date(2026, 11, 29, 14, 5, 0, 0, time.UTC)},
+			want: "expected around Nov 29 14:05, 12th in turn order",
+		},
+		"unknown": {
+			e:        Estimate{Position: 21, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"},
+			settings: policy.QueueSettings{MinAdmitDuration: 90 * time.Minute},
+			want:     "unknown (held by ns/h, which declares no runtime and has no window), 21st in turn order; turns are 1h30m",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, sentence(&tc.e, tc.settings, t0)); diff != "" {
+				t.Errorf("sentence (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package estimate
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// Config is what the manager knows of a ClusterQueue besides its snapshot: the preemptor's policy
+// and the settings it resolves for the queue.
+type Config struct {
+	Log    logr.Logger
+	Policy *policy.Policy
+	// Settings are the ClusterQueue's (minAdmitDuration, StrictFIFO).
+	Settings policy.QueueSettings
+	// Protection is the resolved preemptMinRuntime of the ClusterQueue's workloads.
+	Protection policy.Protection
+	// Wake says which units are on and every min-runtime configured (policy.Changes).
+	Wake policy.WakeSettings
+	// Sources are the manager's sources of the units' facts.
+	Sources  policy.Sources
+	Ordering workload.Ordering
+	Clock    policy.RuntimeClock
+	// TurnTime is a pending workload's turn time in a ClusterQueue that takes turns; nil: its
+	// queue-order timestamp.
+	TurnTime func(*kueue.Workload) time.Time
+	Notice   func(reason string) time.Duration
+	Handover time.Duration
+}
+
+// FromSnapshot reads the walk's input off cq, a ClusterQueue of a scheduler snapshot, and its
+// pending workloads in turn order (the visibility API's order).
+func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, c Config) (*Queue, []Holder, []Waiting) {
+	q := &Queue{
+		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
+		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Protection: c.Protection,
+		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover,
+	}
+	for _, rg := range cq.ResourceGroups {
+		g := Group{Resources: sortedResources(rg.CoveredResources.UnsortedList()), Flavors: rg.Flavors}
+		q.Groups = append(q.Groups, g)
+		for _, f := range g.Flavors {
+			for _, r := range g.Resources {
+				fr := resources.FlavorResource{Flavor: f, Resource: r}
+				q.Capacity[fr] = cq.Available(fr).Int64()
+			}
+		}
+	}
+	units := c.Wake.Units
+	if units == nil {
+		units = policy.Units()
+	}
+	units = slices.DeleteFunc(slices.Clone(units), func(u policy.Unit) bool {
+		return c.Wake.Enabled != nil && !c.Wake.Enabled(u.Feature)
+	})
+	holders := make([]Holder, 0, len(cq.Workloads))
+	for _, info := range cq.Workloads {
+		h := Holder{Name: klog.KObj(info.Obj).String(), Usage: map[resources.FlavorResource]int64{}}
+		for fr, v := range info.FlavorResourceUsage() {
+			h.Usage[fr] = v.Int64()
+			if _, ok := q.Capacity[fr]; ok {
+				q.Capacity[fr] += v.Int64()
+			}
+		}
+		h.Candidate = policy.NewCandidate(c.Log, info, c.Ordering)
+		h.Candidate.CountRuntimeFrom(c.Clock)
+		c.Wake.ReadFacts(&h.Candidate, info.Obj, c.Sources)
+		h.Runtime, _ = units.PromisedRuntime(info.Obj)
+		holders = append(holders, h)
+	}
+	// The snapshot's map has no order; the walk's ties follow the holders' order.
+	slices.SortFunc(holders, func(a, b Holder) int { return cmp.Compare(a.Name, b.Name) })
+	waiting := make([]Waiting, 0, len(pending))
+	for _, info := range pending {
+		wt := Waiting{Name: klog.KObj(info.Obj).String(), Requests: map[corev1.ResourceName]int64{}}
+		for _, ps := range info.TotalRequests {
+			if ps.Requests != nil {
+				for r, v := range ps.Requests.Iter() {
+					wt.Requests[r] += v
+				}
+			}
+		}
+		wt.Pending = policy.NewPending(c.Log, info, c.Ordering)
+		if c.Settings.TakesTurns() && c.TurnTime != nil {
+			wt.Pending.QueuedAt = c.TurnTime(info.Obj)
+		}
+		wt.Candidate = policy.NewCandidate(c.Log, info, c.Ordering)
+		c.Wake.ReadFacts(&wt.Candidate, info.Obj, c.Sources)
+		wt.Runtime, _ = units.PromisedRuntime(info.Obj)
+		waiting = append(waiting, wt)
+	}
+	return q, holders, waiting
+}
+
+func sortedResources(rs []corev1.ResourceName) []corev1.ResourceName {
+	slices.Sort(rs)
+	return rs
+}
