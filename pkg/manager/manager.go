@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -146,6 +147,8 @@ type Manager struct {
 	tolerations *toleration.Store
 	// workloadIndex lists the workloads a policy unit may have marked, for our preemptor.
 	workloadIndex *preemption.WorkloadIndex
+	// preemptor is the scheduler's, once built, for the admission estimate.
+	preemptor atomic.Pointer[preemption.Preemptor]
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -293,6 +296,7 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 		},
 		Log: m.log.WithName("visibility"),
 	}
+	o.Estimates = m.estimates(pending)
 	return tsvisibility.Run(ctx, pending, m.kubeConfig, o)
 }
 
@@ -659,8 +663,8 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
-				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithWorkloadIndex(m.workloadIndex))),
+			scheduler.WithPreemptor(m.keepPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
+				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithWorkloadIndex(m.workloadIndex)))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 			scheduler.WithTimeSource(m.opts.Clock),
 			scheduler.WithHeadsPerCycle(headsPerCycle(cfg, &m.timeshareCfg)),

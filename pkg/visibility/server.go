@@ -49,6 +49,8 @@ type Options struct {
 	Kubeconfig string
 	// TLS, when set, restricts TLS versions, ciphers and curves.
 	TLS *tlsconfig.TLS
+	// Estimates, when set, adds each pending workload's admission estimate to its annotations.
+	Estimates Estimates
 }
 
 var (
@@ -77,7 +79,7 @@ func Run(ctx context.Context, pending Pending, kubeConfig *rest.Config, o Option
 	// Both versions have the same resources; the v1beta2 objects are converted for v1beta1 clients.
 	group.PrioritizedVersions = []schema.GroupVersion{visibilityv1beta2.SchemeGroupVersion, visibilityv1beta1.SchemeGroupVersion}
 	for _, gv := range group.PrioritizedVersions {
-		group.VersionedResourcesStorageMap[gv.Version] = Storage(pending)
+		group.VersionedResourcesStorageMap[gv.Version] = Storage(pending, o.Estimates)
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return fmt.Errorf("installing %s: %w", visibilityv1beta2.SchemeGroupVersion.Group, err)

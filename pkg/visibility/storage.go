@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,9 @@ import (
 	utilqueue "sigs.k8s.io/kueue/pkg/util/queue"
 	upstreamstorage "sigs.k8s.io/kueue/pkg/visibility/storage"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 )
 
 // Pending is what the API reads: a ClusterQueue's pending workloads in the order they will be
@@ -26,20 +30,32 @@ type Pending interface {
 	ClusterQueueFromLocalQueue(utilqueue.LocalQueueReference) (kueue.ClusterQueueReference, bool)
 }
 
+// Estimates gives the admission estimates of a ClusterQueue's pending workloads, by
+// "namespace/name"; a workload it has none for is shown without.
+type Estimates interface {
+	Estimates(kueue.ClusterQueueReference) map[string]estimate.Estimate
+}
+
 // Storage returns the resources of the API group: ClusterQueues and LocalQueues exist only to
-// carry their pendingworkloads subresources, which read pending.
-func Storage(pending Pending) map[string]rest.Storage {
+// carry their pendingworkloads subresources, which read pending and, unless nil, estimates.
+func Storage(pending Pending, estimates Estimates) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"clusterqueues":                  upstreamstorage.NewCqREST(),
-		"clusterqueues/pendingworkloads": &clusterQueuePending{pending: pending},
+		"clusterqueues/pendingworkloads": &clusterQueuePending{pending: pending, estimates: estimates},
 		"localqueues":                    upstreamstorage.NewLqREST(),
-		"localqueues/pendingworkloads":   &localQueuePending{pending: pending},
+		"localqueues/pendingworkloads":   &localQueuePending{pending: pending, estimates: estimates},
 	}
 }
 
-type clusterQueuePending struct{ pending Pending }
+type clusterQueuePending struct {
+	pending   Pending
+	estimates Estimates
+}
 
-type localQueuePending struct{ pending Pending }
+type localQueuePending struct {
+	pending   Pending
+	estimates Estimates
+}
 
 var (
 	_ rest.GetterWithOptions = &clusterQueuePending{}
@@ -93,6 +109,7 @@ func (s *clusterQueuePending) Get(_ context.Context, name string, opts runtime.O
 		}
 		inLocalQueue[lq]++
 	}
+	annotate(items, s.estimates, kueue.ClusterQueueReference(name))
 	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
 }
 
@@ -120,6 +137,7 @@ func (s *localQueuePending) Get(ctx context.Context, name string, opts runtime.O
 		}
 		seen++
 	}
+	annotate(items, s.estimates, cq)
 	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
 }
 
@@ -141,5 +159,25 @@ func item(info *workload.Info, inClusterQueue int, inLocalQueue int32) visibilit
 		LocalQueueName:         wl.Spec.QueueName,
 		PositionInClusterQueue: int32(inClusterQueue),
 		PositionInLocalQueue:   inLocalQueue,
+	}
+}
+
+// annotate carries each item's estimate in its annotations: upstream's PendingWorkload has no
+// field for it. It asks only when there is something to show.
+func annotate(items []visibilityapi.PendingWorkload, estimates Estimates, cq kueue.ClusterQueueReference) {
+	if estimates == nil || len(items) == 0 {
+		return
+	}
+	byName := estimates.Estimates(cq)
+	for i := range items {
+		e, ok := byName[items[i].Namespace+"/"+items[i].Name]
+		if !ok {
+			continue
+		}
+		when, why := annotations.EstimateUnknown, e.Reason
+		if !e.Unknown {
+			when, why = e.When.UTC().Format(time.RFC3339), e.Sentence
+		}
+		items[i].Annotations = map[string]string{annotations.EstimatedAdmission: when, annotations.AdmissionEstimate: why}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -19,6 +20,8 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -100,7 +103,7 @@ func TestPendingWorkloads(t *testing.T) {
 		}},
 		"an unknown LocalQueue": {localQueue: "ns", name: "nope", limit: 10, wantNotFound: true},
 	}
-	storage := Storage(queues)
+	storage := Storage(queues, nil)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			opts := &visibilityapi.PendingWorkloadOptions{Offset: tc.offset, Limit: tc.limit}
@@ -158,5 +161,78 @@ func TestTurnOrdered(t *testing.T) {
 	}
 	if cq, ok := src.ClusterQueueFromLocalQueue("ns/a"); !ok || cq != "turns" {
 		t.Errorf("ClusterQueueFromLocalQueue = %q, %v; want turns, true", cq, ok)
+	}
+}
+
+// fakeEstimates has fixed estimates and counts the requests.
+type fakeEstimates struct {
+	byCQ  map[kueue.ClusterQueueReference]map[string]estimate.Estimate
+	asked *int
+}
+
+func (f fakeEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]estimate.Estimate {
+	*f.asked++
+	return f.byCQ[cq]
+}
+
+func TestPendingWorkloadsEstimates(t *testing.T) {
+	queues := fakeQueues{
+		pending: map[kueue.ClusterQueueReference][]*workload.Info{
+			"cq": {info("a1", "ns", "a", 0), info("a2", "ns", "a", time.Minute), info("a3", "ns", "a", 2*time.Minute)},
+		},
+		lqs: map[utilqueue.LocalQueueReference]kueue.ClusterQueueReference{"ns/a": "cq"},
+	}
+	known := estimate.Estimate{Workload: "ns/a1", Position: 1, When: time.Date(2026, 1, 1, 14, 5, 0, 0, time.FixedZone("x", 3600)),
+		Reason: "waits for ns/h", Sentence: "expected around 13:05, 1st in turn order"}
+	unknown := estimate.Estimate{Workload: "ns/a2", Position: 2, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"}
+	byCQ := map[kueue.ClusterQueueReference]map[string]estimate.Estimate{"cq": {"ns/a1": known, "ns/a2": unknown}}
+	annotated := map[string]map[string]string{
+		"a1": {annotations.EstimatedAdmission: "2026-01-01T13:05:00Z", annotations.AdmissionEstimate: "expected around 13:05, 1st in turn order"},
+		"a2": {annotations.EstimatedAdmission: "unknown", annotations.AdmissionEstimate: "held by ns/h, which declares no runtime and has no window"},
+		"a3": nil,
+	}
+	cases := map[string]struct {
+		localQueue string
+		estimates  bool
+		limit      int64
+		want       map[string]map[string]string
+		wantAsked  int
+	}{
+		"without estimates: no annotations":      {limit: 10, want: map[string]map[string]string{"a1": nil, "a2": nil, "a3": nil}},
+		"a ClusterQueue: known, unknown, none":   {estimates: true, limit: 10, want: annotated, wantAsked: 1},
+		"a LocalQueue":                           {localQueue: "ns", estimates: true, limit: 10, want: annotated, wantAsked: 1},
+		"nothing listed: estimates not computed": {estimates: true, limit: 0, want: map[string]map[string]string{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			asked := 0
+			var est Estimates
+			if tc.estimates {
+				est = fakeEstimates{byCQ: byCQ, asked: &asked}
+			}
+			storage := Storage(queues, est)
+			opts := &visibilityapi.PendingWorkloadOptions{Limit: tc.limit}
+			var got runtime.Object
+			var err error
+			if tc.localQueue == "" {
+				got, err = storage["clusterqueues/pendingworkloads"].(*clusterQueuePending).Get(context.Background(), "cq", opts)
+			} else {
+				ctx := genericapirequest.WithNamespace(context.Background(), tc.localQueue)
+				got, err = storage["localqueues/pendingworkloads"].(*localQueuePending).Get(ctx, "a", opts)
+			}
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			gotAnnotations := map[string]map[string]string{}
+			for _, w := range got.(*visibilityapi.PendingWorkloadsSummary).Items {
+				gotAnnotations[w.Name] = w.Annotations
+			}
+			if diff := cmp.Diff(tc.want, gotAnnotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if asked != tc.wantAsked {
+				t.Errorf("estimates asked %d times, want %d", asked, tc.wantAsked)
+			}
+		})
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -107,6 +109,10 @@ type PendingWorkload struct {
 	// Reason and Message are the QuotaReserved condition's, written by the manager.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// ETA is the manager's admission estimate, from the visibility API's annotations: an RFC 3339
+	// time or "unknown"; Estimate is its sentence or reason.
+	ETA      string `json:"eta,omitempty"`
+	Estimate string `json:"estimate,omitempty"`
 }
 
 // holdingDetails say what a feature says of a workload holding quota, under its gate; ok false when
@@ -174,12 +180,7 @@ func (e *env) queues(ctx context.Context, only string) (*QueuesReport, error) {
 		if err != nil {
 			return nil, err.Error()
 		}
-		var out []PendingWorkload
-		for _, p := range s.Items {
-			out = append(out, PendingWorkload{Position: int(p.PositionInClusterQueue), Namespace: p.Namespace, Name: p.Name,
-				Priority: p.Priority, LocalQueue: string(p.LocalQueueName)})
-		}
-		return out, ""
+		return pendingFromVisibility(s.Items), ""
 	}
 	var wpcs kueue.WorkloadPriorityClassList
 	if err := e.client.List(ctx, &wpcs); err != nil {
@@ -517,4 +518,15 @@ func cmpTimes(a, b *metav1.Time, ka, kb string) int {
 		return c
 	}
 	return strings.Compare(ka, kb)
+}
+
+// pendingFromVisibility reads the visibility API's list, with the estimate its annotations carry.
+func pendingFromVisibility(items []visibilityapi.PendingWorkload) []PendingWorkload {
+	var out []PendingWorkload
+	for _, p := range items {
+		out = append(out, PendingWorkload{Position: int(p.PositionInClusterQueue), Namespace: p.Namespace, Name: p.Name,
+			Priority: p.Priority, LocalQueue: string(p.LocalQueueName),
+			ETA: p.Annotations[annotations.EstimatedAdmission], Estimate: p.Annotations[annotations.AdmissionEstimate]})
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
@@ -643,6 +644,55 @@ func TestAdmittedTolerationAndExpectedRuntime(t *testing.T) {
 			until, by := protectionColumns(a.Protections, t0)
 			if diff := cmp.Diff(w.protectedCols, [2]string{until, by}); diff != "" {
 				t.Errorf("PROTECTED UNTIL, PROTECTED BY (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPendingETA(t *testing.T) {
+	items := []visibilityapi.PendingWorkload{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "soon", Annotations: map[string]string{
+			annotations.EstimatedAdmission: "2026-11-24T12:30:00Z", annotations.AdmissionEstimate: "expected around 12:30, 1st in turn order"}},
+			PositionInClusterQueue: 0, LocalQueueName: "lq"},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "never", Annotations: map[string]string{
+			annotations.EstimatedAdmission: annotations.EstimateUnknown, annotations.AdmissionEstimate: "held by ns/h, which declares no runtime and has no window"}},
+			PositionInClusterQueue: 1, LocalQueueName: "lq"},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "none"}, PositionInClusterQueue: 2, LocalQueueName: "lq"},
+	}
+	pending := pendingFromVisibility(items)
+	wantPending := []PendingWorkload{
+		{Position: 0, Namespace: "ns", Name: "soon", LocalQueue: "lq", ETA: "2026-11-24T12:30:00Z", Estimate: "expected around 12:30, 1st in turn order"},
+		{Position: 1, Namespace: "ns", Name: "never", LocalQueue: "lq", ETA: "unknown", Estimate: "held by ns/h, which declares no runtime and has no window"},
+		{Position: 2, Namespace: "ns", Name: "none", LocalQueue: "lq"},
+	}
+	if diff := cmp.Diff(wantPending, pending); diff != "" {
+		t.Fatalf("pending (-want +got):\n%s", diff)
+	}
+	rep := &QueuesReport{Manager: "m", ClusterQueues: []ClusterQueueReport{{Name: "gpu", Settings: []SettingReport{}, Admitted: []AdmittedWorkload{},
+		Pending: pending, PendingOrder: orderVisibility}}}
+	cases := map[string]struct {
+		wide bool
+		want string
+	}{
+		"table": {want: `POSITION   WORKLOAD   PRIORITY   ETA                                                                   WAITING BECAUSE (the manager's words)
+0          ns/soon    0          2026-11-24T12:30:00Z (in 30m)                                         <none>
+1          ns/never   0          unknown (held by ns/h, which declares no runtime and has no window)   <none>
+2          ns/none    0          <none>                                                                <none>`},
+		"wide": {wide: true, want: `POSITION   WORKLOAD   PRIORITY   ETA                                                                   LOCAL QUEUE   CREATED   REASON   WAITING BECAUSE (the manager's words)
+0          ns/soon    0          2026-11-24T12:30:00Z (in 30m)                                         lq            <none>    <none>   <none>
+1          ns/never   0          unknown (held by ns/h, which declares no runtime and has no window)   lq            <none>    <none>   <none>
+2          ns/none    0          <none>                                                                lq            <none>    <none>   <none>`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := RenderQueues(&b, rep, tc.wide, t0); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			table := strings.TrimSpace(out[strings.Index(out, "POSITION"):])
+			if diff := cmp.Diff(strings.Split(tc.want, "\n"), strings.Split(table, "\n")); diff != "" {
+				t.Errorf("pending table (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -115,17 +116,26 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			continue
 		}
 		t = newTable(w)
-		header := "POSITION\tWORKLOAD\tPRIORITY\tWAITING BECAUSE (the manager's words)"
+		// A manager that gives no estimates gets no ETA column.
+		estimated := slices.ContainsFunc(cq.Pending, func(p PendingWorkload) bool { return p.ETA != "" })
+		eta := ""
+		if estimated {
+			eta = "ETA\t"
+		}
+		header := "POSITION\tWORKLOAD\tPRIORITY\t" + eta + "WAITING BECAUSE (the manager's words)"
 		if wide {
-			header = "POSITION\tWORKLOAD\tPRIORITY\tLOCAL QUEUE\tCREATED\tREASON\tWAITING BECAUSE (the manager's words)"
+			header = "POSITION\tWORKLOAD\tPRIORITY\t" + eta + "LOCAL QUEUE\tCREATED\tREASON\tWAITING BECAUSE (the manager's words)"
 		}
 		fmt.Fprintln(t, header)
 		for _, p := range cq.Pending {
 			msg := orNone(p.Message)
+			if estimated {
+				eta = etaOf(p, now) + "\t"
+			}
 			if wide {
-				fmt.Fprintf(t, "%d\t%s/%s\t%d\t%s\t%s\t%s\t%s\n", p.Position, p.Namespace, p.Name, p.Priority, orNone(p.LocalQueue), when(p.Created, now), orNone(p.Reason), msg)
+				fmt.Fprintf(t, "%d\t%s/%s\t%d\t%s%s\t%s\t%s\t%s\n", p.Position, p.Namespace, p.Name, p.Priority, eta, orNone(p.LocalQueue), when(p.Created, now), orNone(p.Reason), msg)
 			} else {
-				fmt.Fprintf(t, "%d\t%s/%s\t%d\t%s\n", p.Position, p.Namespace, p.Name, p.Priority, msg)
+				fmt.Fprintf(t, "%d\t%s/%s\t%d\t%s%s\n", p.Position, p.Namespace, p.Name, p.Priority, eta, msg)
 			}
 		}
 		if err := t.Flush(); err != nil {
@@ -265,4 +275,16 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 		fmt.Fprintln(t)
 	}
 	return t.Flush()
+}
+
+// etaOf is a pending workload's estimate as a time relative to now, or "unknown" with its reason.
+func etaOf(p PendingWorkload, now time.Time) string {
+	at, err := time.Parse(time.RFC3339, p.ETA)
+	if err != nil {
+		if p.Estimate != "" {
+			return orNone(p.ETA) + " (" + p.Estimate + ")"
+		}
+		return orNone(p.ETA)
+	}
+	return when(&metav1.Time{Time: at}, now)
 }
