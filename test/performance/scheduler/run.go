@@ -157,9 +157,7 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	gates := maps.Clone(v.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
 	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
-	if v.headsPerCycle > 0 {
-		settings.Extra = fmt.Sprintf("timeshare:\n  headsPerCycle: %d\n", v.headsPerCycle)
-	}
+	settings.Extra = timeshareSection(v)
 	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
