@@ -64,6 +64,8 @@ func run() int {
 		timeout    = flag.Duration("timeout", 30*time.Minute, "longest a run may record before it is reported as timed out")
 		webhooks   = flag.Bool("webhooks", false, "install Kueue's and our webhook configurations (upstream's runner runs without)")
 		cpuProfile = flag.Bool("cpuprofile", false, "write a CPU profile of the manager in each run (manager.cpu.prof)")
+		lockProfs  = flag.Bool("lockprofiles", false, "write block and mutex profiles of the manager in each run (manager.block.prof, manager.mutex.prof)")
+		traceRun   = flag.Bool("trace", false, "write an execution trace of the manager in each run (manager.trace; large)")
 		rounds     = flag.Int("rounds", 1, "run every variant this many times, alternating their order; ratios are also given as medians over the rounds")
 		verbosity  = flag.Int("manager-verbosity", -1, "manager log verbosity: -1 errors only (as minimalkueue), 0 info, N for V(N)")
 	)
@@ -137,7 +139,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, verbosity: *verbosity, progress: os.Stderr,
+	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, lockProfiles: *lockProfs, trace: *traceRun, verbosity: *verbosity, progress: os.Stderr,
 		background: ld.background, worth: worth, hold: ld.hold}
 
 	var results []*result
