@@ -28,6 +28,7 @@ func (s *Scheduler) moreHeads(ctx context.Context, entries, inadmissible []entry
 	}
 	log := ctrl.LoggerFrom(ctx)
 	s.takenInCycle = sets.New[workload.Reference]()
+	s.headCursors = headCursors{}
 	given := make(map[kueue.ClusterQueueReference]int)
 	for _, list := range [][]entry{entries, inadmissible} {
 		for i := range list {
@@ -100,35 +101,67 @@ func admittedAll(round, inadmissible []entry) []kueue.ClusterQueueReference {
 
 // nextHeadsOf takes the next workload of each ClusterQueue of cqs that has given fewer than
 // headsPerCycle this cycle out of its queue, as the queue's own pop would: the first in queue
-// order that is active (a workload the queue parked as inadmissible stays parked) and not taken
-// yet. given counts what each ClusterQueue gave.
+// order that is still in the queue's active heap (a workload the queue parked as inadmissible
+// stays parked) and not taken yet. given counts what each ClusterQueue gave.
 func (s *Scheduler) nextHeadsOf(ctx context.Context, cqs []kueue.ClusterQueueReference, given map[kueue.ClusterQueueReference]int) []qcache.Head {
 	log := ctrl.LoggerFrom(ctx)
 	var heads []qcache.Head
-	var parked map[kueue.ClusterQueueReference][]workload.Reference
+	var active map[kueue.ClusterQueueReference][]workload.Reference
 	for _, cq := range cqs {
 		if given[cq] >= s.headsPerCycle {
 			continue
 		}
-		if parked == nil {
-			parked = s.queues.DumpInadmissible()
+		if active == nil {
+			active = s.queues.Dump()
 		}
-		skip := sets.New(parked[cq]...)
-		for _, info := range s.queues.PendingWorkloadsInfo(cq) {
-			key := workload.Key(info.Obj)
-			if s.takenInCycle.Has(key) || skip.Has(key) {
-				continue
-			}
-			s.queues.DeleteWorkload(log, key)
-			s.takenInCycle.Insert(key)
-			given[cq]++
-			h := qcache.Head{Info: *info}
-			h.ClusterQueue = cq
-			h.LastEvaluatedGeneration = info.Obj.Generation
-			log.V(3).Info("Next head of the ClusterQueue", "workload", klog.KObj(info.Obj), "clusterQueue", klog.KRef("", string(cq)), "given", given[cq])
-			heads = append(heads, h)
-			break
+		info := s.headCursors.next(cq, sets.New(active[cq]...), s.takenInCycle, s.queues.PendingWorkloadsInfo)
+		if info == nil {
+			continue
 		}
+		key := workload.Key(info.Obj)
+		s.queues.DeleteWorkload(log, key)
+		s.takenInCycle.Insert(key)
+		given[cq]++
+		h := qcache.Head{Info: *info}
+		h.ClusterQueue = cq
+		h.LastEvaluatedGeneration = info.Obj.Generation
+		log.V(3).Info("Next head of the ClusterQueue", "workload", klog.KObj(info.Obj), "clusterQueue", klog.KRef("", string(cq)), "given", given[cq])
+		heads = append(heads, h)
 	}
 	return heads
+}
+
+// headCursors walk each ClusterQueue's pending workloads in queue order once per cycle: sorting
+// the whole queue for every extra head cost more than the heads gained on deep queues.
+type headCursors map[kueue.ClusterQueueReference]*headCursor
+
+// headCursor is a ClusterQueue's pending workloads in queue order, as of when the cycle first
+// asked, and how many at its front the cycle took.
+type headCursor struct {
+	infos []*workload.Info
+	known sets.Set[workload.Reference]
+	pos   int
+}
+
+// next returns the first workload of cq's queue order that is in active (the queue's heap now)
+// and not taken, or nil. A workload in active that the cycle's order does not hold arrived since
+// it was taken: the order is taken again, so that the newcomer gets its place. One not in active
+// (parked, or gone) is passed over but kept, since the queue may bring it back.
+func (c headCursors) next(cq kueue.ClusterQueueReference, active, taken sets.Set[workload.Reference], pending func(kueue.ClusterQueueReference) []*workload.Info) *workload.Info {
+	cur := c[cq]
+	if cur == nil || !cur.known.IsSuperset(active) {
+		cur = &headCursor{infos: pending(cq), known: sets.New[workload.Reference]()}
+		for _, info := range cur.infos {
+			cur.known.Insert(workload.Key(info.Obj))
+		}
+		c[cq] = cur
+	}
+	for ; cur.pos < len(cur.infos) && taken.Has(workload.Key(cur.infos[cur.pos].Obj)); cur.pos++ {
+	}
+	for _, info := range cur.infos[cur.pos:] {
+		if key := workload.Key(info.Obj); !taken.Has(key) && active.Has(key) {
+			return info
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -284,6 +285,80 @@ func TestMoreHeadsTakeTurns(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("reserved after one cycle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHeadCursorsNext takes heads from one ClusterQueue through its cursor, one call per step,
+// each step giving the queue's heap at that time; a head returned is taken for the next steps.
+func TestHeadCursorsNext(t *testing.T) {
+	info := func(name string) *workload.Info {
+		return workload.NewInfo(testingwrappers.MakeWorkload(name, "ns").Obj())
+	}
+	key := func(name string) workload.Reference { return workload.Reference("ns/" + name) }
+	type outcome struct {
+		// Heads are the names returned, "" for nil.
+		Heads []string
+		// Sorts counts the times the queue's order was taken.
+		Sorts int
+	}
+	cases := map[string]struct {
+		// orders are what the queue's order gives, one per time it is taken.
+		orders [][]string
+		// actives are the heap at each step.
+		actives [][]string
+		want    outcome
+	}{
+		"in queue order, one sort": {
+			orders:  [][]string{{"a", "b", "c"}},
+			actives: [][]string{{"c", "b", "a"}, {"c", "b"}, {"c"}, {}},
+			want:    outcome{Heads: []string{"a", "b", "c", ""}, Sorts: 1},
+		},
+		"a parked workload is passed over and taken once back": {
+			orders:  [][]string{{"a", "b", "c"}},
+			actives: [][]string{{"b", "c"}, {"a", "c"}, {"c"}},
+			want:    outcome{Heads: []string{"b", "a", "c"}, Sorts: 1},
+		},
+		"a workload gone from the heap is not taken": {
+			orders:  [][]string{{"a", "b", "c"}},
+			actives: [][]string{{"a", "b", "c"}, {"c"}},
+			want:    outcome{Heads: []string{"a", "c"}, Sorts: 1},
+		},
+		"a newcomer takes the order again": {
+			orders:  [][]string{{"a", "b"}, {"b", "n"}},
+			actives: [][]string{{"a", "b"}, {"b", "n"}, {"n"}},
+			want:    outcome{Heads: []string{"a", "b", "n"}, Sorts: 2},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got outcome
+			pending := func(kueue.ClusterQueueReference) []*workload.Info {
+				var infos []*workload.Info
+				for _, n := range tc.orders[got.Sorts] {
+					infos = append(infos, info(n))
+				}
+				got.Sorts++
+				return infos
+			}
+			cursors := headCursors{}
+			taken := sets.New[workload.Reference]()
+			for _, names := range tc.actives {
+				active := sets.New[workload.Reference]()
+				for _, n := range names {
+					active.Insert(key(n))
+				}
+				head := cursors.next("cq", active, taken, pending)
+				if head == nil {
+					got.Heads = append(got.Heads, "")
+					continue
+				}
+				got.Heads = append(got.Heads, head.Obj.Name)
+				taken.Insert(workload.Key(head.Obj))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("next (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -100,6 +100,8 @@ type Scheduler struct {
 	// takenInCycle are the workloads this cycle took out of the queues after its heads, with
 	// the heads themselves; nil while it took none.
 	takenInCycle sets.Set[workload.Reference]
+	// headCursors walk the ClusterQueues' queues for the cycle's heads after the first.
+	headCursors headCursors
 	// pendingStatus writes the status of heads that wait (WithPendingStatusWriters).
 	pendingStatus *pendingStatusWriter
 }

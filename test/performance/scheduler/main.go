@@ -56,13 +56,16 @@ func run() int {
 		loadName   = flag.String("load", "baseline", "what to play: baseline (upstream's "+baselineConfig+"), tas (upstream's "+tasConfig+"), deep (a deep-queue load after upstream issue 14477); the configurations are read from the sigs.k8s.io/kueue module this repository builds against")
 		configPath = flag.String("generator-config", "", "another upstream generator configuration for -load baseline or tas")
 		scale      = flag.Float64("scale", 1, "fraction of every workloads set's count to generate (rounded up, at least 1), and of the deep load's quotas; 1 is the full configuration")
-		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads")
+		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads, heads0 (heads with timeshare.pendingStatusWriters 0)")
+		writers    = flag.Int("writers", -1, "timeshare.pendingStatusWriters of our runs that do not set it; -1 keeps the configuration's default")
 		heads      = flag.Int("heads", 32, "timeshare.headsPerCycle of the \"heads\" run")
 		window     = flag.Duration("min-admit-duration", time.Minute, "minAdmitDuration set on every ClusterQueue in the \"on\" run (at least 1m)")
 		outDir     = flag.String("o", "", "directory for artifacts (summaries, CSVs, manager logs, profiles); default .local/bench-throughput/<time>")
 		timeout    = flag.Duration("timeout", 30*time.Minute, "longest a run may record before it is reported as timed out")
 		webhooks   = flag.Bool("webhooks", false, "install Kueue's and our webhook configurations (upstream's runner runs without)")
 		cpuProfile = flag.Bool("cpuprofile", false, "write a CPU profile of the manager in each run (manager.cpu.prof)")
+		lockProfs  = flag.Bool("lockprofiles", false, "write block and mutex profiles of the manager in each run (manager.block.prof, manager.mutex.prof)")
+		traceRun   = flag.Bool("trace", false, "write an execution trace of the manager in each run (manager.trace; large)")
 		rounds     = flag.Int("rounds", 1, "run every variant this many times, alternating their order; ratios are also given as medians over the rounds")
 		verbosity  = flag.Int("manager-verbosity", -1, "manager log verbosity: -1 errors only (as minimalkueue), 0 info, N for V(N)")
 	)
@@ -93,6 +96,9 @@ func run() int {
 	vs, err := variants(strings.Split(*only, ","), *window, *heads)
 	if err != nil {
 		return fail(err)
+	}
+	if *writers >= 0 {
+		withWriters(vs, *writers)
 	}
 	ld, err := buildLoad(*loadName, *configPath, dir, mod, *scale)
 	if err != nil {
@@ -133,7 +139,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, verbosity: *verbosity, progress: os.Stderr,
+	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, lockProfiles: *lockProfs, trace: *traceRun, verbosity: *verbosity, progress: os.Stderr,
 		background: ld.background, worth: worth, hold: ld.hold}
 
 	var results []*result

@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,6 +92,8 @@ func runManagerCommand(args []string) int {
 	configFile := fs.String("config", "", "Kueue Configuration file")
 	upstream := fs.Bool("upstream-scheduler", false, "run upstream's admission loop instead of ours")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	lockProfiles := fs.String("lockprofiles", "", "write block and mutex profiles of the whole run to this prefix's .block.prof and .mutex.prof")
+	traceFile := fs.String("trace", "", "write an execution trace of the whole run to this file")
 	callsFile := fs.String("counts", "", "write the scheduler's API requests and admission cycles to this file at exit")
 	verbosity := fs.Int("v", -1, "log verbosity: -1 errors only, 0 info, N for V(N)")
 	_ = fs.Parse(args)
@@ -114,6 +118,22 @@ func runManagerCommand(args []string) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *lockProfiles != "" {
+		defer writeLockProfiles(*lockProfiles)()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer trace.Stop()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -155,6 +175,28 @@ func runManagerCommand(args []string) int {
 	return 0
 }
 
+// writeLockProfiles starts recording where goroutines block and wait on locks, and returns
+// what writes both profiles at prefix at the end of the run.
+func writeLockProfiles(prefix string) func() {
+	// Every blocking event of 10µs or more, every 10th contended mutex: enough for a breakdown,
+	// cheap enough not to be the breakdown.
+	goruntime.SetBlockProfileRate(10_000)
+	goruntime.SetMutexProfileFraction(10)
+	return func() {
+		for _, name := range []string{"block", "mutex"} {
+			f, err := os.Create(prefix + "." + name + ".prof")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				continue
+			}
+			if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			f.Close()
+		}
+	}
+}
+
 // managerProcess is a manager subcommand running against one control plane.
 type managerProcess struct {
 	cmd     *exec.Cmd
@@ -164,8 +206,15 @@ type managerProcess struct {
 	health  string
 }
 
+// profiles are what the manager subcommand records of its run.
+type profiles struct {
+	// cpu: manager.cpu.prof; locks: manager.block.prof and manager.mutex.prof; trace:
+	// manager.trace.
+	cpu, locks, trace bool
+}
+
 // startManagerProcess starts this binary's manager subcommand; its output goes to dir/manager.log.
-func startManagerProcess(dir, kubeconfig, configFile, health string, upstream bool, cpuProfile bool, verbosity int) (*managerProcess, error) {
+func startManagerProcess(dir, kubeconfig, configFile, health string, upstream bool, prof profiles, verbosity int) (*managerProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -175,8 +224,14 @@ func startManagerProcess(dir, kubeconfig, configFile, health string, upstream bo
 	if upstream {
 		args = append(args, "-upstream-scheduler")
 	}
-	if cpuProfile {
+	if prof.cpu {
 		args = append(args, "-cpuprofile", filepath.Join(dir, "manager.cpu.prof"))
+	}
+	if prof.locks {
+		args = append(args, "-lockprofiles", filepath.Join(dir, "manager"))
+	}
+	if prof.trace {
+		args = append(args, "-trace", filepath.Join(dir, "manager.trace"))
 	}
 	logFile, err := os.Create(filepath.Join(dir, "manager.log"))
 	if err != nil {

@@ -42,8 +42,10 @@ type runOptions struct {
 	timeout    time.Duration
 	webhooks   bool
 	cpuProfile bool
-	verbosity  int
-	progress   io.Writer
+	// lockProfiles and trace: the manager's block and mutex profiles and its execution trace.
+	lockProfiles, trace bool
+	verbosity           int
+	progress            io.Writer
 	// background are the load's workload classes left out of every figure (load.background).
 	background []string
 	// worth is how many workloads the measured quota holds at once (quotaWorth).
@@ -157,14 +159,12 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	gates := maps.Clone(v.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
 	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
-	if v.headsPerCycle > 0 {
-		settings.Extra = fmt.Sprintf("timeshare:\n  headsPerCycle: %d\n", v.headsPerCycle)
-	}
+	settings.Extra = timeshareSection(v)
 	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
-	proc, err := startManagerProcess(dir, kubeconfig, configFile, health, v.upstream, o.cpuProfile, o.verbosity)
+	proc, err := startManagerProcess(dir, kubeconfig, configFile, health, v.upstream, profiles{cpu: o.cpuProfile, locks: o.lockProfiles, trace: o.trace}, o.verbosity)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,9 @@ type variant struct {
 	minAdmitDuration time.Duration
 	// headsPerCycle, when set, is the manager's timeshare.headsPerCycle.
 	headsPerCycle int
+	// writers, when set, is the manager's timeshare.pendingStatusWriters; unset, the
+	// configuration's default.
+	writers *int
 }
 
 // variants returns the runs, in the order they execute, that names selects (all when empty);
@@ -55,6 +58,8 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 		{name: "off", title: "(b) ours, features off", gates: ourGatesOff},
 		{name: "on", title: fmt.Sprintf("(c) ours, minAdmitDuration %s on every ClusterQueue", window), minAdmitDuration: window},
 		{name: "heads", title: fmt.Sprintf("(d) ours, features off, headsPerCycle %d", heads), gates: ourGatesOff, headsPerCycle: heads},
+		// The pending statuses written inline, as upstream does, beside "heads" with the default.
+		{name: "heads0", title: fmt.Sprintf("(e) ours, features off, headsPerCycle %d, pendingStatusWriters 0", heads), gates: ourGatesOff, headsPerCycle: heads, writers: ptr.To(0)},
 	}
 	if len(names) == 0 {
 		return all, nil
@@ -68,10 +73,36 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads)", n)
+			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads, heads0)", n)
 		}
 	}
 	return out, nil
+}
+
+// withWriters sets timeshare.pendingStatusWriters to n on our variants that do not set it.
+func withWriters(vs []variant, n int) {
+	for i := range vs {
+		if !vs[i].upstream && vs[i].writers == nil {
+			vs[i].writers = ptr.To(n)
+			vs[i].title += fmt.Sprintf(", pendingStatusWriters %d", n)
+		}
+	}
+}
+
+// timeshareSection is the manager configuration's timeshare section for v, empty when v sets
+// nothing in it.
+func timeshareSection(v variant) string {
+	var b strings.Builder
+	if v.headsPerCycle > 0 {
+		fmt.Fprintf(&b, "  headsPerCycle: %d\n", v.headsPerCycle)
+	}
+	if v.writers != nil {
+		fmt.Fprintf(&b, "  pendingStatusWriters: %d\n", *v.writers)
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "timeshare:\n" + b.String()
 }
 
 // prepareConfig applies the scale and the variant's policy to a copy of the generator's config.
