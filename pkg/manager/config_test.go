@@ -22,7 +22,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 	DefaultNoticePeriod:      &metav1.Duration{},
 	HeadsPerCycle:            ptr.To[int32](1),
-	PendingStatusWriters:     ptr.To[int32](4),
+	PendingStatusWriters:     ptr.To[int32](0),
 	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
 
@@ -93,7 +93,7 @@ timeshare:
 					RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 					DefaultNoticePeriod:      &metav1.Duration{},
 					HeadsPerCycle:            ptr.To[int32](1),
-					PendingStatusWriters:     ptr.To[int32](4),
+					PendingStatusWriters:     ptr.To[int32](0),
 					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {

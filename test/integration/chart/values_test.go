@@ -193,7 +193,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			RuntimeClock:             tsconfig.RuntimeClockAdmitted,
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](1),
-			PendingStatusWriters:     ptr.To[int32](4),
+			PendingStatusWriters:     ptr.To[int32](0),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
@@ -220,7 +220,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.defaultRequeueDelay=2m",
 			"timeshare.runtimeClock=PodsReady",
 			"timeshare.headsPerCycle=32",
-			"timeshare.pendingStatusWriters=0",
+			"timeshare.pendingStatusWriters=4",
 			"timeshare.metrics.longWaitThreshold=30m",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
@@ -236,7 +236,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			RuntimeClock:             tsconfig.RuntimeClockPodsReady,
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](32),
-			PendingStatusWriters:     ptr.To[int32](0),
+			PendingStatusWriters:     ptr.To[int32](4),
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
