@@ -18,6 +18,7 @@ import (
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	// observe, when set, is called at every instant once scheduling has settled (the property
 	// checker reads the cluster there).
 	observe func(now time.Duration, w *world)
+	// preemptor, when set, wraps the loop's preemptor (tests watch each cycle's heads and
+	// admissions through its hooks).
+	preemptor func(w *world, p scheduler.Preemptor) scheduler.Preemptor
 }
 
 // Run simulates the scenario. Runs change process-wide feature gates while they last, so they must
@@ -96,7 +100,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	}
 	defer restore()
 
-	w, err := newWorld(ctx, sc, opts.Mode, log)
+	w, err := newWorld(ctx, sc, opts.Mode, log, opts.preemptor)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 	return nil
 }
 
-func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*world, error) {
+func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor) (*world, error) {
 	objs := sc.Objects.deepCopy()
 	start := DefaultStart
 	if sc.Simulation.Start != nil {
@@ -202,6 +202,11 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		}
 	}
 
+	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)
+	if wrap != nil {
+		inner := preemptors
+		preemptors = func(c scheduler.PreemptorConfig) scheduler.Preemptor { return wrap(w, inner(c)) }
+	}
 	// Events are dropped: the simulator reports from conditions.
 	recorder := &events.FakeRecorder{}
 	w.sched = scheduler.New(w.queues, w.cache, w.client, recorder,
@@ -211,7 +216,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger) (*w
 		}, queuesettings.RequeueBatchPeriod()),
 		scheduler.WithFairSharing(fs),
 		scheduler.WithPreemptionExpectations(expectations),
-		scheduler.WithPreemptor(manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)),
+		scheduler.WithPreemptor(preemptors),
 		scheduler.WithHeadsPerCycle(headsPerCycle(mode, ts)),
 		// Inline, as upstream: a simulated cycle's writes are done when it returns.
 		scheduler.WithPendingStatusWriters(0),

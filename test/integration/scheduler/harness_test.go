@@ -41,13 +41,16 @@ const (
 	flavor = "default-flavor"
 )
 
-// schedulerKind is one of the two admission loops under comparison.
+// schedulerKind is one of the admission loops under comparison.
 type schedulerKind struct {
 	name     string
 	upstream bool
+	// headsPerCycle, when set, is our loop's timeshare.headsPerCycle: the scenarios' outcomes,
+	// taken once each step settles, must not depend on how many workloads a cycle admits.
+	headsPerCycle int
 }
 
-var kinds = []schedulerKind{{name: "upstream", upstream: true}, {name: "kueue-timeshare"}}
+var kinds = []schedulerKind{{name: "upstream", upstream: true}, {name: "kueue-timeshare"}, {name: "kueue-timeshare-32", headsPerCycle: 32}}
 
 // priorities are the WorkloadPriorityClasses every environment has, by name.
 var priorities = map[string]int32{"p100": 100, "p200": 200, "p300": 300, "p400": 400, "p1000": 1000}
@@ -56,6 +59,9 @@ var priorities = map[string]int32{"p100": 100, "p200": 200, "p300": 300, "p400":
 // objects every scenario shares.
 func startEnv(k schedulerKind, gates map[string]bool, configExtra string) *util.Env {
 	gets := &namespaceGets{}
+	if k.headsPerCycle > 0 {
+		configExtra += fmt.Sprintf("timeshare:\n  headsPerCycle: %d\n", k.headsPerCycle)
+	}
 	env, err := util.Start(util.Settings{
 		FeatureGates:      gates,
 		ConfigExtra:       configExtra,

@@ -130,7 +130,7 @@ var _ = ginkgo.Describe("Scheduler parity with upstream", func() {
 					}
 				})
 			}
-			ginkgo.It("reached the same outcomes with both schedulers", func() {
+			ginkgo.It("reached the same outcomes with every scheduler", func() {
 				ref := outcomes[kinds[0].name]
 				for _, k := range kinds[1:] {
 					for _, s := range p.scenarios {
