@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,9 +30,14 @@ const (
 	estimateHandover = time.Second
 )
 
-// cachedEstimates serves each ClusterQueue's estimates, computed on request, for ttl.
+// cachedEstimates serves each ClusterQueue's estimates, computed on request, for ttl, and
+// computes them again sooner when the ClusterQueue's pending list changed (a workload arrived,
+// was admitted or moved), so that no listed workload goes without its estimate.
 type cachedEstimates struct {
 	compute func(kueue.ClusterQueueReference) map[string]estimate.Estimate
+	// pending is the ClusterQueue's pending workloads ("namespace/name"), in order; nil: the
+	// ttl alone decides.
+	pending func(kueue.ClusterQueueReference) []string
 	clock   clock.PassiveClock
 	ttl     time.Duration
 
@@ -40,8 +46,9 @@ type cachedEstimates struct {
 }
 
 type computedEstimates struct {
-	at     time.Time
-	byName map[string]estimate.Estimate
+	at      time.Time
+	pending []string
+	byName  map[string]estimate.Estimate
 }
 
 var _ tsvisibility.Estimates = &cachedEstimates{}
@@ -50,14 +57,18 @@ func (c *cachedEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	if e, ok := c.byCQ[cq]; ok && now.Sub(e.at) < c.ttl {
+	var pending []string
+	if c.pending != nil {
+		pending = c.pending(cq)
+	}
+	if e, ok := c.byCQ[cq]; ok && now.Sub(e.at) < c.ttl && slices.Equal(e.pending, pending) {
 		return e.byName
 	}
 	byName := c.compute(cq)
 	if c.byCQ == nil {
 		c.byCQ = map[kueue.ClusterQueueReference]computedEstimates{}
 	}
-	c.byCQ[cq] = computedEstimates{at: now, byName: byName}
+	c.byCQ[cq] = computedEstimates{at: now, pending: pending, byName: byName}
 	return byName
 }
 
@@ -117,7 +128,14 @@ func (m *Manager) estimates(pending tsvisibility.Pending) tsvisibility.Estimates
 		clk = m.opts.Clock
 	}
 	e := &estimator{m: m, pending: pending, clock: clk, log: m.log.WithName("estimate")}
-	return &cachedEstimates{compute: e.compute, clock: clk, ttl: estimateTTL}
+	keys := func(cq kueue.ClusterQueueReference) []string {
+		var out []string
+		for _, info := range pending.PendingWorkloadsInfo(cq) {
+			out = append(out, info.Obj.Namespace+"/"+info.Obj.Name)
+		}
+		return out
+	}
+	return &cachedEstimates{compute: e.compute, pending: keys, clock: clk, ttl: estimateTTL}
 }
 
 // keepPreemptor records the preemptor f builds, whose policy the estimate asks.

@@ -80,14 +80,22 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 			g.Expect(r.ClusterQueues).To(gomega.HaveLen(1))
 			got = r.ClusterQueues[0]
 			g.Expect(got.Pending).To(gomega.HaveLen(2))
-			// Pending: positions from the visibility API, messages from each QuotaReserved condition.
+			// Pending: positions from the visibility API, messages from each QuotaReserved condition,
+			// estimates one turn apart from the holder's turn end, each after a handover of 1s.
+			eta := want.Admitted[0].TurnEnds.Time
 			for i, p := range got.Pending {
 				var wl kueue.Workload
 				g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: p.Name}, &wl)).To(gomega.Succeed())
 				qr := condition(g, &wl, kueue.WorkloadQuotaReserved)
 				g.Expect(qr.Message).NotTo(gomega.BeEmpty())
+				if i > 0 {
+					eta = eta.Add(5 * time.Minute)
+				}
+				eta = eta.Add(time.Second)
 				want.Pending = append(want.Pending, app.PendingWorkload{Position: i, Namespace: ns, Name: wl.Name, LocalQueue: "turns",
-					Created: &wl.CreationTimestamp, Reason: qr.Reason, Message: qr.Message})
+					Created: &wl.CreationTimestamp, Reason: qr.Reason, Message: qr.Message,
+					ETA:      eta.UTC().Format(time.RFC3339),
+					Estimate: fmt.Sprintf("expected around %s, %s in turn order; turns are 5m", eta.Local().Format("15:04"), []string{"1st", "2nd"}[i])})
 			}
 			g.Expect(cmp.Diff(want, got)).To(gomega.BeEmpty())
 		}, timeout, interval).Should(gomega.Succeed())
