@@ -166,10 +166,16 @@ kueue-timeshare is running against a local %s.
 %s  logs: %s
 
 Press Ctrl-C to stop everything.
-`, planeSummary(opts), kubeconfig, o.metricsAddr, visibilityHint(o.visibility, caPath), logSummary(o.root, logPath, cp))
+`, planeSummary(opts), kubeconfig, o.metricsAddr, visibilityHint(o.visibility, caPath, kubeconfig, cfgPath), logSummary(o.root, logPath, cp))
 	fmt.Print(banner)
 
-	err = watch(ctx, c, o.refresh, term.IsTerminal(int(os.Stdout.Fd())), banner, mgr, cp)
+	var estimates estimatesFunc
+	if o.visibility != "" {
+		if estimates, err = visibilityEstimates(cp, o.visibility); err != nil {
+			return err
+		}
+	}
+	err = watch(ctx, c, estimates, o.refresh, term.IsTerminal(int(os.Stdout.Fd())), banner, mgr, cp)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
@@ -299,12 +305,15 @@ func logSummary(root, managerLog string, cp *controlplane.ControlPlane) string {
 
 // visibilityHint says how to read the visibility API, which the manager serves itself here: no
 // APIService routes it through kube-apiserver, since the control plane has no Service network.
-func visibilityHint(addr, caPath string) string {
+func visibilityHint(addr, caPath, kubeconfig, cfgPath string) string {
 	if addr == "" {
 		return ""
 	}
 	return fmt.Sprintf("  kubectl --server https://%s --certificate-authority %s \\\n"+
 		"    get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/<name>/pendingworkloads\n"+
-		"                                                        (pending workloads in the order they will be admitted)\n",
-		addr, caPath)
+		"                                                        (pending workloads in the order they will be admitted)\n"+
+		"  bin/kubectl-timeshare --kubeconfig %s --manager-config %s \\\n"+
+		"    --visibility-server https://%s --visibility-certificate-authority %s queues\n"+
+		"                                                        (turns, protections and admission estimates)\n",
+		addr, caPath, kubeconfig, cfgPath, addr, caPath)
 }

@@ -16,13 +16,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -65,7 +69,7 @@ func applyDir(ctx context.Context, c client.Client, dir string) (int, error) {
 }
 
 // watch redraws the live view until ctx ends or the manager exits.
-func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, header string, mgr *managerProcess, cp *controlplane.ControlPlane) error {
+func watch(ctx context.Context, c client.Client, estimates estimatesFunc, every time.Duration, tty bool, header string, mgr *managerProcess, cp *controlplane.ControlPlane) error {
 	var last string
 	for {
 		if mgr.exited() {
@@ -74,7 +78,7 @@ func watch(ctx context.Context, c client.Client, every time.Duration, tty bool, 
 		if err := cp.Exited(); err != nil {
 			return err
 		}
-		view, key, err := render(ctx, c, cp.Pods())
+		view, key, err := render(ctx, c, estimates, cp.Pods())
 		if err != nil && ctx.Err() == nil {
 			view = "error reading state: " + err.Error() + "\n"
 		}
@@ -106,7 +110,8 @@ type row struct {
 }
 
 // render returns the view and a key that changes only when some workload changes state.
-func render(ctx context.Context, c client.Client, withPods bool) (view, key string, err error) {
+// estimates, when not nil, add each pending workload's admission estimate.
+func render(ctx context.Context, c client.Client, estimates estimatesFunc, withPods bool) (view, key string, err error) {
 	var cqs kueue.ClusterQueueList
 	if err := c.List(ctx, &cqs); err != nil {
 		return "", "", err
@@ -132,6 +137,7 @@ func render(ctx context.Context, c client.Client, withPods bool) (view, key stri
 		cqOfLQ[lq.Namespace+"/"+lq.Name] = string(lq.Spec.ClusterQueue)
 	}
 	rows := map[string][]row{}
+	notes := map[string]map[string]string{}
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		cq := cqOfLQ[wl.Namespace+"/"+string(wl.Spec.QueueName)]
@@ -142,6 +148,14 @@ func render(ctx context.Context, c client.Client, withPods bool) (view, key stri
 			cq = "(no ClusterQueue)"
 		}
 		r := describe(wl, time.Now())
+		if r.state == "PENDING" && estimates != nil {
+			if _, ok := notes[cq]; !ok {
+				notes[cq] = estimates(ctx, cq)
+			}
+			if note := notes[cq][r.name]; note != "" {
+				r.detail = note + "; " + r.detail
+			}
+		}
 		if withPods {
 			r.pods = describePods(workloadPods(wl, podsOf))
 		}
@@ -287,4 +301,48 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// estimatesFunc gives the notes of a ClusterQueue's admission estimates, by pending workload
+// ("namespace/name"); nil when it has none.
+type estimatesFunc func(ctx context.Context, cq string) map[string]string
+
+// visibilityEstimates reads the estimates from the visibility API the manager serves at addr.
+func visibilityEstimates(cp *controlplane.ControlPlane, addr string) (estimatesFunc, error) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Host = "https://" + addr
+	cfg.CAData, cfg.CAFile = cp.ServingCA(), ""
+	vis, err := visibilityclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, cq string) map[string]string {
+		s, err := vis.VisibilityV1beta2().ClusterQueues().GetPendingWorkloadsSummary(ctx, cq, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		out := map[string]string{}
+		for _, p := range s.Items {
+			if note := estimateNote(p.Annotations[annotations.EstimatedAdmission], p.Annotations[annotations.AdmissionEstimate]); note != "" {
+				out[p.Namespace+"/"+p.Name] = note
+			}
+		}
+		return out
+	}, nil
+}
+
+// estimateNote is a pending workload's estimate in the view: the manager's sentence, or why it
+// is unknown; "" without one.
+func estimateNote(eta, sentence string) string {
+	switch {
+	case eta == "":
+		return ""
+	case eta == annotations.EstimateUnknown && sentence != "":
+		return "expected admission unknown: " + sentence
+	case eta == annotations.EstimateUnknown:
+		return "expected admission unknown"
+	case sentence != "":
+		return sentence
+	}
+	return "expected at " + eta
 }

@@ -66,3 +66,23 @@ func TestDescribe(t *testing.T) {
 		})
 	}
 }
+
+func TestEstimateNote(t *testing.T) {
+	cases := map[string]struct {
+		eta, sentence, want string
+	}{
+		"a time: the manager's sentence": {eta: "2026-11-25T10:01:01Z", sentence: "expected around 10:01, 1st in turn order; turns are 1m",
+			want: "expected around 10:01, 1st in turn order; turns are 1m"},
+		"a time without a sentence": {eta: "2026-11-25T10:01:01Z", want: "expected at 2026-11-25T10:01:01Z"},
+		"unknown, with the reason":  {eta: "unknown", sentence: "held by default/h, which declares no runtime and has no window", want: "expected admission unknown: held by default/h, which declares no runtime and has no window"},
+		"unknown, without a reason": {eta: "unknown", want: "expected admission unknown"},
+		"no estimate":               {sentence: "stray", want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, estimateNote(tc.eta, tc.sentence)); diff != "" {
+				t.Errorf("note (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -128,6 +128,7 @@ var _ = ginkgo.Describe("a plain Pod through Kueue's pod integration", func() {
 var _ = ginkgo.Describe("time-sharing with Pods", func() {
 	ginkgo.It("runs three same-priority Jobs in one-minute turns, and keeps the window across a manager crash", func() {
 		ctx := context.Background()
+		withVisibility()
 		ns := newNamespace(ctx, "share")
 		clusterQueue(ctx, ns, "share", "4", map[string]any{
 			"withinClusterQueue":       "LowerOrNewerEqualPriority",
@@ -150,6 +151,8 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		first, second, third := jobs[0], jobs[1], jobs[2]
 		admittedAt(ctx, first)
 		expectRunning(ctx, first, time.Minute)
+		ginkgo.By("reading the waiting Jobs' admission estimates from their LocalQueue while the first one holds its turn")
+		estimates := readEstimates(ctx, "share", 0, second, third)
 
 		ginkgo.By("handing over to the second Job after the first one's minute")
 		reserved2 := time.Time{}
@@ -159,6 +162,7 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 			reserved2 = apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved).LastTransitionTime.Time
 		}, 2*time.Minute, interval).Should(gomega.Succeed())
 		expectRunning(ctx, second, time.Minute)
+		estimates = append(estimates, readEstimates(ctx, "share", 1, third)...)
 
 		ginkgo.By("killing the manager 20 s into the second Job's window and restarting it 10 s later")
 		time.Sleep(time.Until(reserved2.Add(20 * time.Second)))
@@ -203,6 +207,8 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 			len(managerLogLines("the object has been modified")))
 		ginkgo.GinkgoWriter.Print(report)
 		ginkgo.AddReportEntry("time-sharing handovers with Pods (10 s grace)", report)
+		ginkgo.By("admitting each waiting Job when its estimate said, but for the handovers' grace periods")
+		compareEstimates(estimates, ts)
 
 		holders := map[string]bool{}
 		for _, t := range ts {

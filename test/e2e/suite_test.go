@@ -63,7 +63,10 @@ var (
 	health    string
 	// cfgPath is the manager's configuration file.
 	cfgPath string
-	failed  bool
+	// visibilityAddress is where the manager serves the visibility API while a spec turns it on
+	// (withVisibility); empty: off.
+	visibilityAddress string
+	failed            bool
 )
 
 // defaultManagerExtra is the part of the manager's configuration that the specs choose: both
@@ -78,7 +81,7 @@ waitForPodsReady:
 // writeManagerConfig writes the manager's configuration with extra (top-level keys).
 func writeManagerConfig(extra string) {
 	ginkgo.GinkgoHelper()
-	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, Extra: extra})
+	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, VisibilityAddress: visibilityAddress, Extra: extra})
 	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
 }
 

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
+	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
 // ExplainReport is what `explain workload` shows.
@@ -39,6 +41,10 @@ type ExplainReport struct {
 	// Details are what the plugin's feature files say of it (explainDetails, waitingDetails), by
 	// feature gate.
 	Details map[string]any `json:"details,omitempty"`
+	// ETA and Estimate are a waiting workload's admission estimate as `queues` shows it, from its
+	// LocalQueue's pending workloads in the visibility API; empty when that gives none.
+	ETA      string `json:"eta,omitempty"`
+	Estimate string `json:"estimate,omitempty"`
 }
 
 var (
@@ -116,7 +122,25 @@ func (e *env) explainWorkload(ctx context.Context, ns, name string) (*ExplainRep
 			r.ClusterQueue = string(lq.Spec.ClusterQueue)
 		}
 	}
+	if r.State == stateWaiting && r.LocalQueue != "" {
+		// Without the visibility API (or an estimate in it) the report simply has none.
+		if vis, err := visibilityclient.NewForConfig(e.visibility); err == nil {
+			if s, err := vis.VisibilityV1beta2().LocalQueues(ns).GetPendingWorkloadsSummary(ctx, r.LocalQueue, metav1.GetOptions{}); err == nil {
+				r.ETA, r.Estimate = estimateOf(s.Items, ns, name)
+			}
+		}
+	}
 	return r, nil
+}
+
+// estimateOf is the estimate the visibility API's items carry for the workload ns/name.
+func estimateOf(items []visibilityapi.PendingWorkload, ns, name string) (eta, estimate string) {
+	for _, p := range pendingFromVisibility(items) {
+		if p.Namespace == ns && p.Name == name {
+			return p.ETA, p.Estimate
+		}
+	}
+	return "", ""
 }
 
 // BuildExplainReport lays out a Workload's conditions and events (both APIs, each event once)
@@ -201,7 +225,7 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 	case wl.Spec.Active != nil && !*wl.Spec.Active:
 		r.State = "deactivated"
 	default:
-		r.State = "waiting for quota"
+		r.State = stateWaiting
 		if reserved != nil && reserved.Message != "" {
 			r.Wait = decision(reserved)
 		}
@@ -241,6 +265,7 @@ func lastPreemption(conds []metav1.Condition, history []HistoryItem) *Decision {
 }
 
 const (
+	stateWaiting = "waiting for quota"
 	previously   = "Previously: "
 	evictedDueTo = "EvictedDueTo"
 )

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -283,6 +284,86 @@ Workloads under notice to make room for it:
 			tc.report(&r)
 			var b bytes.Buffer
 			if err := RenderExplain(&b, &r, false, t0); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("output lacks\n%s\nin:\n%s", tc.want, b.String())
+			}
+			if strings.Contains(b.String(), "No wait, preemption or notice to explain.") {
+				t.Errorf("output says there is nothing to explain:\n%s", b.String())
+			}
+		})
+	}
+}
+
+func TestEstimateOf(t *testing.T) {
+	item := func(ns, name string, ann map[string]string) visibilityapi.PendingWorkload {
+		return visibilityapi.PendingWorkload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann}, LocalQueueName: "lq"}
+	}
+	soon := map[string]string{annotations.EstimatedAdmission: "2026-11-24T12:30:00Z", annotations.AdmissionEstimate: "expected around 12:30, 2nd in turn order; turns are 1m"}
+	never := map[string]string{annotations.EstimatedAdmission: annotations.EstimateUnknown, annotations.AdmissionEstimate: "held by ns/h, which declares no runtime and has no window"}
+	cases := map[string]struct {
+		items                 []visibilityapi.PendingWorkload
+		wantETA, wantEstimate string
+	}{
+		"listed with an estimate": {
+			items:   []visibilityapi.PendingWorkload{item("ns", "first", nil), item("ns", "w", soon)},
+			wantETA: "2026-11-24T12:30:00Z", wantEstimate: "expected around 12:30, 2nd in turn order; turns are 1m",
+		},
+		"unknown, with the reason": {
+			items:   []visibilityapi.PendingWorkload{item("ns", "w", never)},
+			wantETA: "unknown", wantEstimate: "held by ns/h, which declares no runtime and has no window",
+		},
+		"listed without an estimate": {items: []visibilityapi.PendingWorkload{item("ns", "w", nil)}},
+		"not listed: another workload's estimate is not its own": {
+			items: []visibilityapi.PendingWorkload{item("ns", "other", soon), item("elsewhere", "w", soon)},
+		},
+		"nothing pending": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			eta, estimate := estimateOf(tc.items, "ns", "w")
+			if diff := cmp.Diff([2]string{tc.wantETA, tc.wantEstimate}, [2]string{eta, estimate}); diff != "" {
+				t.Errorf("eta, estimate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRenderExplainEstimate(t *testing.T) {
+	wait := &Decision{Condition: kueue.WorkloadQuotaReserved, Status: "False", Reason: "Pending", Message: "insufficient quota", Since: mt(-time.Minute)}
+	cases := map[string]struct {
+		wait          *Decision
+		eta, estimate string
+		want          string
+	}{
+		"a time: the manager's sentence, then the time": {
+			wait: wait, eta: "2026-11-24T12:30:00Z", estimate: "expected around 12:30, 2nd in turn order; turns are 1m",
+			want: `  insufficient quota
+Expected admission: expected around 12:30, 2nd in turn order; turns are 1m
+  at 2026-11-24T12:30:00Z (in 30m)
+
+History:
+`,
+		},
+		"unknown: the reason": {
+			wait: wait, eta: "unknown", estimate: "held by ns/h, which declares no runtime and has no window",
+			want: "  insufficient quota\nExpected admission: unknown: held by ns/h, which declares no runtime and has no window\n\nHistory:\n",
+		},
+		"a time without a sentence": {
+			eta:  "2026-11-24T12:30:00Z",
+			want: "waiting for quota\n\nExpected admission: 2026-11-24T12:30:00Z (in 30m)\n\nHistory:\n",
+		},
+		"no estimate: no line": {
+			wait: wait,
+			want: "  insufficient quota\n\nHistory:\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &ExplainReport{Namespace: "ns", Name: "w", LocalQueue: "lq", State: "waiting for quota", Wait: tc.wait, ETA: tc.eta, Estimate: tc.estimate, History: []HistoryItem{}}
+			var b bytes.Buffer
+			if err := RenderExplain(&b, r, false, t0); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.want) {

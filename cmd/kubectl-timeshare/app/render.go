@@ -216,6 +216,9 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 	if d := r.Wait; d != nil {
 		fmt.Fprintf(w, "Why it waits (%s=%s, reason %s, since %s):\n  %s\n", d.Condition, d.Status, d.Reason, when(d.Since, now), d.Message)
 	}
+	if r.ETA != "" {
+		fmt.Fprintf(w, "Expected admission: %s\n", expectedAdmission(r.ETA, r.Estimate, now))
+	}
 	if d := r.LastPreemption; d != nil {
 		reason := d.Reason
 		if reason == "" {
@@ -223,7 +226,7 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 		}
 		fmt.Fprintf(w, "Its last preemption (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, reason, when(d.Since, now), d.Message)
 	}
-	explained := r.Wait != nil || r.LastPreemption != nil
+	explained := r.Wait != nil || r.LastPreemption != nil || r.ETA != ""
 	for _, section := range explainSections {
 		shown, err := section(w, r, now)
 		if err != nil {
@@ -287,4 +290,19 @@ func etaOf(p PendingWorkload, now time.Time) string {
 		return orNone(p.ETA)
 	}
 	return when(&metav1.Time{Time: at}, now)
+}
+
+// expectedAdmission is an estimate in words: the manager's sentence and the time it gives (whose
+// "around 14:05" is in the manager's time zone), or "unknown" with the reason.
+func expectedAdmission(eta, sentence string, now time.Time) string {
+	at, err := time.Parse(time.RFC3339, eta)
+	switch {
+	case err == nil && sentence != "":
+		return sentence + "\n  at " + when(&metav1.Time{Time: at}, now)
+	case err == nil:
+		return when(&metav1.Time{Time: at}, now)
+	case sentence != "":
+		return eta + ": " + sentence
+	}
+	return eta
 }

@@ -117,6 +117,19 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 		for _, p := range got.Pending {
 			expectLine(out, fmt.Sprint(p.Position), ns+"/"+p.Name, p.Message)
 		}
+
+		ginkgo.By("explaining each waiting workload with the same estimate, read from its LocalQueue")
+		for _, p := range got.Pending {
+			code, out, errOut := run("explain", "workload", p.Name, "-n", ns, "-o", "json")
+			gomega.Expect(code).To(gomega.Equal(0), errOut)
+			var r app.ExplainReport
+			gomega.Expect(json.Unmarshal([]byte(out), &r)).To(gomega.Succeed())
+			gomega.Expect([2]string{r.ETA, r.Estimate}).To(gomega.Equal([2]string{p.ETA, p.Estimate}), "the estimate of %s", p.Name)
+			code, out, errOut = run("explain", "workload", p.Name, "-n", ns)
+			gomega.Expect(code).To(gomega.Equal(0), errOut)
+			ginkgo.GinkgoWriter.Println(out)
+			expectLine(out, "Expected admission: "+p.Estimate)
+		}
 	})
 
 	ginkgo.It("predicted the next turn: the first pending workload takes it once the window ends", func() {
@@ -139,6 +152,17 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 		gomega.Expect(json.Unmarshal(out.Bytes(), &r)).To(gomega.Succeed())
 		gomega.Expect(r.ClusterQueues[0].PendingOrder).To(gomega.HavePrefix("creation order, not necessarily the scheduler's: the visibility API could not be read (the server could not find the requested resource"))
 		gomega.Expect(r.ClusterQueues[0].Pending).To(gomega.HaveLen(2))
+
+		ginkgo.By("and explains a waiting workload without an estimate, and without an error")
+		out.Reset()
+		errOut.Reset()
+		code = app.Run(ctx, []string{"--kubeconfig", kubeconfig, "explain", "workload", r.ClusterQueues[0].Pending[0].Name, "-n", ns, "-o", "json"},
+			app.Streams{Out: &out, ErrOut: &errOut}, app.Options{Now: clk.Now})
+		gomega.Expect(code).To(gomega.Equal(0), errOut.String())
+		var e app.ExplainReport
+		gomega.Expect(json.Unmarshal(out.Bytes(), &e)).To(gomega.Succeed())
+		gomega.Expect(e.State).To(gomega.Equal("waiting for quota"))
+		gomega.Expect([2]string{e.ETA, e.Estimate}).To(gomega.Equal([2]string{"", ""}))
 	})
 })
 
