@@ -88,6 +88,9 @@ type Holder struct {
 	Candidate policy.Candidate
 	// Runtime is the run time it promised (zero: none), counted from when it started to run.
 	Runtime time.Duration
+	// Drain is how long its quota stays held after an eviction for one of this project's
+	// reasons: its Pods' grace period under HandoverAfterVictimTermination (zero: none).
+	Drain time.Duration
 }
 
 // Waiting is a pending workload.
@@ -101,6 +104,8 @@ type Waiting struct {
 	Candidate policy.Candidate
 	// Runtime is the run time it promises (zero: none).
 	Runtime time.Duration
+	// Drain is Holder.Drain once it holds quota.
+	Drain time.Duration
 }
 
 // Compute gives the estimates of pending, given in turn order, at now. The policy is asked about
@@ -116,13 +121,13 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 	w := newWalker(q, now, len(holders)+len(pending))
 	for i := range holders {
 		h := &holders[i]
-		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, requests: requestsOf(h.Usage), since: now})
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now})
 	}
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
 		if p.Pending == nil {
-			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime}
+			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime, Drain: p.Drain}
 		}
 		// A candidate queued after the preemptor may be preempted at once (upstream's newer
 		// equal priority); the walk asks as the last of each priority, which none of the
@@ -131,7 +136,7 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 			w.last[p.Pending.Priority] = p.Pending.QueuedAt
 		}
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
-		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime})
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
 	}
 	w.left = len(pending)
 	w.run()
@@ -151,6 +156,7 @@ type hold struct {
 	since   time.Time
 	ends    time.Time
 	runtime time.Duration
+	drain   time.Duration
 	gone    bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
 	pools   []pooledIn
@@ -171,6 +177,7 @@ type waiting struct {
 	pend     *policy.Pending
 	cand     policy.Candidate
 	runtime  time.Duration
+	drain    time.Duration
 	done     bool
 	// rotated: it left its last hold for a time-sharing turn.
 	rotated bool
@@ -193,7 +200,18 @@ type release struct {
 	requeue bool
 	// turn: it leaves for a time-sharing turn, so it waits again at the back of the line.
 	turn bool
-	h    *hold
+	// own: it is evicted for one of this project's reasons, so its quota drains (hold.drain).
+	own bool
+	h   *hold
+}
+
+// freeAt is when the quota r.h leaves is free: after its Pods drain if it is evicted for one
+// of this project's reasons (the scheduler holds the quota until then).
+func (r release) freeAt() time.Time {
+	if r.own && r.requeue {
+		return r.at.Add(r.h.drain)
+	}
+	return r.at
 }
 
 type releases []release
@@ -374,7 +392,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	}
 	// Under notice, its room is promised to the notice's preemptor: it leaves at the deadline.
 	if n := policy.NoticeOf(&h.cand); n != nil {
-		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, h: h}, true
+		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, own: policy.IsOwnReason(n.Reason), h: h}, true
 	}
 	instants := append(w.instants[:0], from)
 	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
@@ -397,7 +415,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 			}
 			// Preempted before its promised end, it waits again; at that end it is done (an
 			// expected runtime is nominated just as it ends).
-			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == policy.TimeBasedReason, h: h}, true
+			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == policy.TimeBasedReason, own: policy.IsOwnReason(d.Reason), h: h}, true
 		}
 	}
 	if !h.ends.IsZero() {
@@ -568,7 +586,7 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 	at := t.Truncate(time.Second)
 	c.Priority = wt.pend.Priority
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
-	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime}
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain}
 	if wt.runtime > 0 {
 		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
@@ -746,13 +764,14 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 			free[a.slot] += a.value
 		}
 	}
-	at, last := w.t, ""
+	at, last, evicted := w.t, "", w.t
 	for _, r := range taken {
-		if !r.at.Before(at) {
-			at, last = r.at, r.h.name
+		if free := r.freeAt(); !free.Before(at) {
+			at, last = free, r.h.name
 		}
+		evicted = maxTime(evicted, r.at)
 	}
-	reason, evicted := "fits now", at
+	reason := "fits now"
 	if len(taken) > 0 {
 		at = at.Add(w.q.Handover)
 		reason = "when " + last + " leaves"
@@ -762,7 +781,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	}
 	for _, r := range taken {
 		if r.requeue {
-			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, rotated: r.turn})
+			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn})
 		}
 	}
 	use, _ := w.fit(w.free, wt)

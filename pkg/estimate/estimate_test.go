@@ -39,6 +39,8 @@ type wl struct {
 	class    string
 	// inG: a holder's quota is in flavor g.
 	inG bool
+	// drain is how long its quota stays held after an eviction for one of our reasons.
+	drain time.Duration
 	// queued, when set, is its queue time after t0 (a holder's is otherwise an hour before its
 	// admission).
 	queued time.Duration
@@ -126,7 +128,7 @@ func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
 		if h.inG {
 			usage = map[resources.FlavorResource]int64{{Flavor: "g", Resource: corev1.ResourceCPU}: h.cpu}
 		}
-		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime()})
+		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime(), Drain: h.drain})
 	}
 	var ws []Waiting
 	for i, p := range pending {
@@ -136,7 +138,7 @@ func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
 		ws = append(ws, Waiting{
 			Name: "ns/" + p.name, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: p.cpu},
 			Pending:   &policy.Pending{Obj: c.Info.Obj, ClusterQueue: "cq", Priority: p.prio, QueuedAt: c.QueuedAt},
-			Candidate: c, Runtime: p.runtime(),
+			Candidate: c, Runtime: p.runtime(), Drain: p.drain,
 		})
 	}
 	return q, hs, ws
@@ -170,6 +172,26 @@ func TestCompute(t *testing.T) {
 				// The API keeps a turn's start to the second: a's turn counts from 12:40:02.
 				{Workload: "ns/b", Position: 2, When: at(100*time.Minute + time.Millisecond + 4*time.Second), Reason: "when ns/a leaves"},
 				{Workload: "ns/c", Position: 3, When: at(160*time.Minute + time.Millisecond + 6*time.Second), Reason: "when ns/b leaves"},
+			},
+		},
+		"rotation with Pods that drain: each turn's quota is free after the victim's grace period, then the handover": {
+			queue:   queueCase{capacity: 4, window: time.Hour, handover: time.Second},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, drain: 10 * time.Second}},
+			pending: []wl{{name: "a", cpu: 4, drain: 30 * time.Second}, {name: "b", cpu: 4}, {name: "c", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(40*time.Minute + time.Millisecond + 11*time.Second), Reason: "when ns/h leaves"},
+				// a's turn counts from 12:40:11 and its Pods take 30 s to go.
+				{Workload: "ns/b", Position: 2, When: at(100*time.Minute + 42*time.Second + time.Millisecond), Reason: "when ns/a leaves"},
+				// b drains at once; h, rotated out, waits behind c.
+				{Workload: "ns/c", Position: 3, When: at(160*time.Minute + 43*time.Second + time.Millisecond), Reason: "when ns/b leaves"},
+			},
+		},
+		"a promised end does not drain: the quota is free when the holder ends": {
+			queue:   queueCase{capacity: 4, window: time.Hour, handover: time.Second},
+			holders: []wl{{name: "h", cpu: 4, since: 20 * time.Minute, expected: 30 * time.Minute, drain: 10 * time.Second}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10 * time.Minute), Reason: "when ns/h leaves"},
 			},
 		},
 		"rotation with room for two: the turns of the holders end in their order": {

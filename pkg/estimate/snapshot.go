@@ -37,6 +37,9 @@ type Config struct {
 	TurnTime func(*kueue.Workload) time.Time
 	Notice   func(reason string) time.Duration
 	Handover time.Duration
+	// DrainOf is how long a workload's quota stays held after an eviction for one of this
+	// project's reasons (Holder.Drain); nil: none.
+	DrainOf func(*kueue.Workload) time.Duration
 }
 
 // FromSnapshot reads the walk's input off cq, a ClusterQueue of a scheduler snapshot, and its
@@ -77,6 +80,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 		h.Candidate.CountRuntimeFrom(c.Clock)
 		c.Wake.ReadFacts(&h.Candidate, info.Obj, c.Sources)
 		h.Runtime, _ = units.PromisedRuntime(info.Obj)
+		h.Drain = c.drainOf(info.Obj)
 		holders = append(holders, h)
 	}
 	// The snapshot's map has no order; the walk's ties follow the holders' order.
@@ -98,9 +102,17 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 		wt.Candidate = policy.NewCandidate(c.Log, info, c.Ordering)
 		c.Wake.ReadFacts(&wt.Candidate, info.Obj, c.Sources)
 		wt.Runtime, _ = units.PromisedRuntime(info.Obj)
+		wt.Drain = c.drainOf(info.Obj)
 		waiting = append(waiting, wt)
 	}
 	return q, holders, waiting
+}
+
+func (c *Config) drainOf(wl *kueue.Workload) time.Duration {
+	if c.DrainOf == nil {
+		return 0
+	}
+	return c.DrainOf(wl)
 }
 
 func sortedResources(rs []corev1.ResourceName) []corev1.ResourceName {

@@ -108,6 +108,7 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference) map[string]estimate.
 		TurnTime:   func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
 		Notice:     p.NoticeOf(cqs),
 		Handover:   estimateHandover,
+		DrainOf:    scheduler.DrainOf,
 	}
 	q, holders, waiting := estimate.FromSnapshot(cqs, e.pending.PendingWorkloadsInfo(cq), c)
 	out := map[string]estimate.Estimate{}

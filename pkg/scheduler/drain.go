@@ -95,8 +95,8 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 			continue
 		}
 		wl := t.WorkloadInfo.Obj
-		owner := metav1.GetControllerOf(wl)
-		if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
+		owner := jobOwner(wl)
+		if owner == nil {
 			continue
 		}
 		job := types.NamespacedName{Namespace: wl.Namespace, Name: owner.Name}
@@ -322,6 +322,29 @@ func (s *Scheduler) JobChanged(ctx context.Context, job *batchv1.Job) {
 // Pod informer.
 func (s *Scheduler) PodChanged(ctx context.Context, pod *corev1.Pod, gone bool) {
 	s.drains.podChanged(ctx, pod, gone)
+}
+
+// jobOwner is wl's owning batch/v1 Job, if a Job owns it: only those report terminating Pods.
+func jobOwner(wl *kueue.Workload) *metav1.OwnerReference {
+	owner := metav1.GetControllerOf(wl)
+	if owner == nil || owner.Kind != "Job" || owner.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return owner
+}
+
+// DrainOf is about how long the scheduler keeps wl's quota after evicting it for one of this
+// project's reasons (the hold ends when its Pods are gone): the longest grace period of its pod
+// sets while HandoverAfterVictimTermination is on and a Job owns it, zero otherwise.
+func DrainOf(wl *kueue.Workload) time.Duration {
+	if !features.Enabled(features.HandoverAfterVictimTermination) || jobOwner(wl) == nil {
+		return 0
+	}
+	var d time.Duration
+	for i := range wl.Spec.PodSets {
+		d = max(d, gracePeriod(&wl.Spec.PodSets[i].Template.Spec))
+	}
+	return d
 }
 
 // gracePeriod is a Pod template's termination grace period. The tenant's Job sets it, to any

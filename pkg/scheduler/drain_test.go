@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +22,7 @@ import (
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -288,6 +291,50 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantWokenAt, woken); diff != "" {
 				t.Errorf("wakes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDrainOf(t *testing.T) {
+	jobRef := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "job-uid", Controller: ptr.To(true)}
+	podSet := func(grace *int64) kueue.PodSet {
+		return kueue.PodSet{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: grace}}}
+	}
+	cases := map[string]struct {
+		gateOff bool
+		owner   *metav1.OwnerReference
+		podSets []kueue.PodSet
+		want    time.Duration
+	}{
+		"a Job's workload: its pod set's grace period": {
+			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](10))}, want: 10 * time.Second,
+		},
+		"the longest of its pod sets, the Pod default where none is set": {
+			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](10)), podSet(nil)}, want: 30 * time.Second,
+		},
+		"a negative grace period drains at once": {
+			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](-5))}, want: 0,
+		},
+		"not owned by a Job: the quota is not held": {
+			owner: &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "p", Controller: ptr.To(true)}, podSets: []kueue.PodSet{podSet(ptr.To[int64](10))},
+		},
+		"no owner": {podSets: []kueue.PodSet{podSet(ptr.To[int64](10))}},
+		"HandoverAfterVictimTermination off": {
+			gateOff: true, owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](10))},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.gateOff {
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.HandoverAfterVictimTermination, false)
+			}
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wl"}, Spec: kueue.WorkloadSpec{PodSets: tc.podSets}}
+			if tc.owner != nil {
+				wl.OwnerReferences = []metav1.OwnerReference{*tc.owner}
+			}
+			if got := DrainOf(wl); got != tc.want {
+				t.Errorf("DrainOf = %s, want %s", got, tc.want)
 			}
 		})
 	}
