@@ -121,7 +121,7 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 	w := newWalker(q, now, len(holders)+len(pending))
 	for i := range holders {
 		h := &holders[i]
-		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now})
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: true})
 	}
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
@@ -134,6 +134,9 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		// workloads it admits came after.
 		if last, ok := w.last[p.Pending.Priority]; !ok || p.Pending.QueuedAt.After(last) {
 			w.last[p.Pending.Priority] = p.Pending.QueuedAt
+		}
+		if first, ok := w.first[p.Pending.Priority]; !ok || p.Pending.QueuedAt.Before(first) {
+			w.first[p.Pending.Priority] = p.Pending.QueuedAt
 		}
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
 		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
@@ -158,6 +161,9 @@ type hold struct {
 	runtime time.Duration
 	drain   time.Duration
 	gone    bool
+	// older: a workload of its priority queued before it may wait while it holds (the given
+	// holders, and those the walk admits past an older one).
+	older bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
 	pools   []pooledIn
 	stuckIn []*byPriority
@@ -242,6 +248,13 @@ type byPriority struct {
 	turned, stuck []int64
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
+	// older is rep queued before everyone: upstream preempts a same-priority holder queued after
+	// the preemptor at once. newerHeap are the releases for older of the holders queued after
+	// the first pending workload of the priority, where they come before rep's, and newer those
+	// due by now, newest first: each preemptor may take those queued after it.
+	older     *policy.Pending
+	newerHeap releases
+	newer     []release
 }
 
 // line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
@@ -267,26 +280,28 @@ type walker struct {
 	candidates []release
 	// freed counts the holders that left.
 	freed int
-	// scratch is preemptFor's buffer.
+	// scratch is preemptFor's buffer, newer newerFor's.
 	scratch []int64
+	newer   []release
 	// instants is releaseOf's buffer.
 	instants []time.Time
 	// capacity is Queue.Capacity by slot.
 	capacity []int64
 	lines    []*line
 	prios    map[int64]*byPriority
-	// last is the latest queue time of the pending workloads of each priority.
-	last  map[int64]time.Time
-	holds []*hold
-	out   []Estimate
-	left  int
+	// last and first are the latest and earliest queue times of the pending workloads of each
+	// priority.
+	last, first map[int64]time.Time
+	holds       []*hold
+	out         []Estimate
+	left        int
 	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
 	// workload.
 	admissions, maxAdmissions int
 }
 
 func newWalker(q *Queue, now time.Time, n int) *walker {
-	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}}
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}, first: map[int64]time.Time{}}
 	for _, g := range q.Groups {
 		for _, f := range g.Flavors {
 			for _, r := range g.Resources {
@@ -337,7 +352,14 @@ func (w *walker) hold(h *hold) {
 }
 
 func (w *walker) sortIn(bp *byPriority, h *hold) {
-	if r, ok := w.releaseOf(h, bp.rep); ok {
+	r, ok := w.releaseOf(h, bp.rep)
+	if p := bp.rep; h.older && h.cand.Priority == p.Priority && h.cand.QueuedAt.After(w.first[p.Priority]) && !h.cand.QueuedAt.After(p.QueuedAt) {
+		// A pending workload queued before it may preempt it sooner than rep.
+		if n, nok := w.releaseOf(h, bp.older); nok && (!ok || n.at.Before(r.at)) {
+			heap.Push(&bp.newerHeap, n)
+		}
+	}
+	if ok {
 		heap.Push(&bp.heap, r)
 		return
 	}
@@ -372,7 +394,9 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 		rep.QueuedAt = last
 	}
 	rep.WaitingLonger = ""
-	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
+	older := rep
+	older.QueuedAt = time.Time{}
+	bp := &byPriority{rep: &rep, older: &older, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -586,11 +610,21 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 	at := t.Truncate(time.Second)
 	c.Priority = wt.pend.Priority
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
-	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain}
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain, older: w.queuedBefore(c.Priority, c.QueuedAt)}
 	if wt.runtime > 0 {
 		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
+}
+
+// queuedBefore reports whether a workload of priority prio queued before at waits in line.
+func (w *walker) queuedBefore(prio int64, at time.Time) bool {
+	i, found := slices.BinarySearchFunc(w.lines, prio, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
+	if !found {
+		return false
+	}
+	l := w.lines[i]
+	return slices.ContainsFunc(l.items[l.first:], func(wt *waiting) bool { return !wt.done && wt.pend.QueuedAt.Before(at) })
 }
 
 // unknown ends wt's walk without an answer.
@@ -691,8 +725,13 @@ func (w *walker) step() bool {
 				w.admit(wt, use, w.fitsNow())
 				return true
 			}
+			newer := w.newerFor(bp, wt, free, own == 1, w.newer[:0])
+			w.newer = newer
+			if len(newer) > 0 {
+				most = slices.Max(free)
+			}
 			if wt.least <= most && w.fits(free, wt) {
-				w.take(bp, wt, free, own == 1)
+				w.take(bp, wt, free, own == 1, newer)
 				return true
 			}
 			wt.checked = [3]int{w.freed, bp.grown, own}
@@ -721,12 +760,53 @@ func (w *walker) pool(bp *byPriority) {
 			}
 		}
 	}
+	for bp.newerHeap.Len() > 0 && !bp.newerHeap[0].at.After(w.t) {
+		r := heap.Pop(&bp.newerHeap).(release)
+		if r.h.gone {
+			continue
+		}
+		bp.newer = slices.DeleteFunc(bp.newer, func(r release) bool { return r.h.gone })
+		i, _ := slices.BinarySearchFunc(bp.newer, r.h.cand.QueuedAt, func(e release, at time.Time) int { return at.Compare(e.h.cand.QueuedAt) })
+		bp.newer = slices.Insert(bp.newer, i, r)
+		bp.grown++
+	}
+}
+
+// newerFor adds to free the quota of the holders of bp.newer that wt may preempt (queued after
+// it, and not in bp's pool already; for a turn only if turn) and appends their releases to out.
+func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, out []release) []release {
+	for len(bp.newer) > 0 && bp.newer[0].h.gone {
+		bp.newer = bp.newer[1:]
+	}
+	if len(bp.newer) == 0 || !bp.newer[0].h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+		return out
+	}
+	p := *wt.pend
+	p.WaitingLonger = ""
+	in := policy.Input{Preemptor: &p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+	for _, r := range bp.newer {
+		if !r.h.cand.QueuedAt.After(p.QueuedAt) {
+			break
+		}
+		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(in pooledIn) bool { return in.bp == bp }) {
+			continue
+		}
+		in.Candidate = &r.h.cand
+		if !w.q.Policy.Decide(&in).Eligible {
+			continue
+		}
+		out = append(out, r)
+		for _, a := range r.h.use {
+			free[a.slot] += a.value
+		}
+	}
+	return out
 }
 
 // take admits wt after the pooled holders it needs have left: those in the flavors it would
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
 // turns out not to need.
-func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
+func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer []release) {
 	target, _ := w.fit(all, wt)
 	free := slices.Clone(w.free)
 	var taken []release
@@ -736,6 +816,11 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	candidates := w.candidates[:0]
 	for _, r := range bp.pool[bp.first:] {
 		if !r.h.gone && (turn || !r.turn) && overlaps(r.h.use, target) {
+			candidates = append(candidates, r)
+		}
+	}
+	for _, r := range newer {
+		if overlaps(r.h.use, target) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -833,6 +918,12 @@ func (w *walker) nextRelease() (time.Time, bool) {
 			}
 			if bp.heap.Len() > 0 && (!found || bp.heap[0].at.Before(next)) {
 				next, found = bp.heap[0].at, true
+			}
+			for bp.newerHeap.Len() > 0 && bp.newerHeap[0].h.gone {
+				heap.Pop(&bp.newerHeap)
+			}
+			if bp.newerHeap.Len() > 0 && (!found || bp.newerHeap[0].at.Before(next)) {
+				next, found = bp.newerHeap[0].at, true
 			}
 			if w.q.Settings.StrictFIFO {
 				return next, found
@@ -1010,6 +1101,7 @@ func (w *walker) turnNow(l *line) *waiting {
 			free = append(free, v+bp.pooled[s])
 		}
 		w.scratch = free
+		w.newer = w.newerFor(bp, wt, free, true, w.newer[:0])
 		if w.fits(free, wt) {
 			return wt
 		}

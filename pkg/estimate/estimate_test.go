@@ -235,6 +235,30 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/b", Position: 2, When: t0, Reason: "when ns/h1 leaves"},
 			},
 		},
+		"a holder queued after the one whose turn it is is preempted with the turn, and waits again at its queue time": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "old", cpu: 2, since: 50 * time.Minute},
+				// Admitted while a, too big, waited: upstream preempts a newer equal priority.
+				// Queued between a and b.
+				{name: "newer", cpu: 2, since: 5 * time.Minute, queued: -time.Hour + 500*time.Millisecond},
+			},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
+				// newer, back in line before b, takes the next turn; old fits beside it.
+				{Workload: "ns/b", Position: 2, When: at(130*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
+			},
+		},
+		"BestEffortFIFO: one admitted past an older workload is preempted by it once it can fit": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 3, since: 50 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
 		"a min-runtime longer than the window holds the turn": {
 			queue:   queueCase{capacity: 4, window: 10 * time.Minute, preemptMin: 30 * time.Minute},
 			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute}},
