@@ -208,6 +208,8 @@ type release struct {
 	turn bool
 	// own: it is evicted for one of this project's reasons, so its quota drains (hold.drain).
 	own bool
+	// end: only its promised end frees it, no rule lets such a preemptor take it.
+	end bool
 	h   *hold
 }
 
@@ -244,7 +246,7 @@ type byPriority struct {
 	pool   []release
 	pooled []int64
 	// turned is the part of pooled that leaves for a time-sharing turn; stuck is the quota of
-	// the unbounded holds.
+	// the unbounded holds and of those that leave only by their promised end.
 	turned, stuck []int64
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
@@ -280,9 +282,10 @@ type walker struct {
 	candidates []release
 	// freed counts the holders that left.
 	freed int
-	// scratch is preemptFor's buffer, newer newerFor's.
-	scratch []int64
-	newer   []release
+	// scratch is preemptFor's buffer, newer newerFor's, preemptor asPreemptor's.
+	scratch   []int64
+	newer     []release
+	preemptor policy.Pending
 	// instants is releaseOf's buffer.
 	instants []time.Time
 	// capacity is Queue.Capacity by slot.
@@ -361,12 +364,16 @@ func (w *walker) sortIn(bp *byPriority, h *hold) {
 	}
 	if ok {
 		heap.Push(&bp.heap, r)
-		return
+	} else {
+		bp.unbounded = append(bp.unbounded, h)
 	}
-	bp.unbounded = append(bp.unbounded, h)
-	h.stuckIn = append(h.stuckIn, bp)
-	for _, a := range h.use {
-		bp.stuck[a.slot] += a.value
+	// The preemptor's passing over asks the rules, which know no promised end: until it ends,
+	// such a holder is in the way of a turn as one that never leaves.
+	if !ok || r.end {
+		h.stuckIn = append(h.stuckIn, bp)
+		for _, a := range h.use {
+			bp.stuck[a.slot] += a.value
+		}
 	}
 }
 
@@ -443,7 +450,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 		}
 	}
 	if !h.ends.IsZero() {
-		return release{at: h.ends, h: h}, true
+		return release{at: h.ends, end: true, h: h}, true
 	}
 	return release{}, false
 }
@@ -772,6 +779,13 @@ func (w *walker) pool(bp *byPriority) {
 	}
 }
 
+// asPreemptor is wt as the policy sees it when it may take a holder queued after it.
+func (w *walker) asPreemptor(wt *waiting) *policy.Pending {
+	w.preemptor = *wt.pend
+	w.preemptor.WaitingLonger = ""
+	return &w.preemptor
+}
+
 // newerFor adds to free the quota of the holders of bp.newer that wt may preempt (queued after
 // it, and not in bp's pool already; for a turn only if turn) and appends their releases to out.
 func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, out []release) []release {
@@ -781,14 +795,14 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 	if len(bp.newer) == 0 || !bp.newer[0].h.cand.QueuedAt.After(wt.pend.QueuedAt) {
 		return out
 	}
-	p := *wt.pend
-	p.WaitingLonger = ""
-	in := policy.Input{Preemptor: &p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+	p := w.asPreemptor(wt)
+	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
 	for _, r := range bp.newer {
 		if !r.h.cand.QueuedAt.After(p.QueuedAt) {
 			break
 		}
-		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(in pooledIn) bool { return in.bp == bp }) {
+		// In bp's pool, it counts there unless it leaves that pool for a turn wt may not take.
+		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(in pooledIn) bool { return in.bp == bp && (turn || !in.turn) }) {
 			continue
 		}
 		in.Candidate = &r.h.cand
@@ -847,6 +861,17 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		}
 		for _, a := range taken[i].h.use {
 			free[a.slot] += a.value
+		}
+	}
+	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
+	// before a turn, so it waits again at its queue time.
+	for i, r := range taken {
+		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+			continue
+		}
+		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+		if d := w.q.Policy.Decide(&in); d.Eligible {
+			taken[i].turn, taken[i].own = d.Reason == policy.TimeBasedReason, policy.IsOwnReason(d.Reason)
 		}
 	}
 	at, last, evicted := w.t, "", w.t
