@@ -119,27 +119,33 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		q = &qc
 	}
 	w := newWalker(q, now, len(holders)+len(pending))
+	pends := make([]*policy.Pending, len(pending))
+	for i := range pending {
+		if pends[i] = pending[i].Pending; pends[i] == nil {
+			pends[i] = &policy.Pending{}
+		}
+		// A candidate queued after the preemptor may be preempted at once (upstream's newer
+		// equal priority); the walk asks as the last of each priority, which none of the
+		// workloads it admits came after, and, for a holder queued after some workload in line,
+		// also as one queued before it (byPriority.older).
+		p := pends[i]
+		if last, ok := w.last[p.Priority]; !ok || p.QueuedAt.After(last) {
+			w.last[p.Priority] = p.QueuedAt
+		}
+		if first, ok := w.first[p.Priority]; !ok || p.QueuedAt.Before(first) {
+			w.first[p.Priority] = p.QueuedAt
+		}
+	}
 	for i := range holders {
 		h := &holders[i]
-		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: true})
+		first, ok := w.first[h.Candidate.Priority]
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: ok && h.Candidate.QueuedAt.After(first)})
 	}
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
-		if p.Pending == nil {
-			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime, Drain: p.Drain}
-		}
-		// A candidate queued after the preemptor may be preempted at once (upstream's newer
-		// equal priority); the walk asks as the last of each priority, which none of the
-		// workloads it admits came after.
-		if last, ok := w.last[p.Pending.Priority]; !ok || p.Pending.QueuedAt.After(last) {
-			w.last[p.Pending.Priority] = p.Pending.QueuedAt
-		}
-		if first, ok := w.first[p.Pending.Priority]; !ok || p.Pending.QueuedAt.Before(first) {
-			w.first[p.Pending.Priority] = p.Pending.QueuedAt
-		}
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
-		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: pends[i], cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
 	}
 	w.left = len(pending)
 	w.run()
@@ -161,8 +167,7 @@ type hold struct {
 	runtime time.Duration
 	drain   time.Duration
 	gone    bool
-	// older: a workload of its priority queued before it may wait while it holds (the given
-	// holders, and those the walk admits past an older one).
+	// older: a workload of its priority queued before it may wait while it holds.
 	older bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
 	pools   []pooledIn
@@ -356,11 +361,8 @@ func (w *walker) hold(h *hold) {
 
 func (w *walker) sortIn(bp *byPriority, h *hold) {
 	r, ok := w.releaseOf(h, bp.rep)
-	if p := bp.rep; h.older && h.cand.Priority == p.Priority && h.cand.QueuedAt.After(w.first[p.Priority]) && !h.cand.QueuedAt.After(p.QueuedAt) {
-		// A pending workload queued before it may preempt it sooner than rep.
-		if n, nok := w.releaseOf(h, bp.older); nok && (!ok || n.at.Before(r.at)) {
-			heap.Push(&bp.newerHeap, n)
-		}
+	if h.older {
+		w.sortInNewer(bp, h, r, ok)
 	}
 	if ok {
 		heap.Push(&bp.heap, r)
@@ -373,6 +375,32 @@ func (w *walker) sortIn(bp *byPriority, h *hold) {
 		h.stuckIn = append(h.stuckIn, bp)
 		for _, a := range h.use {
 			bp.stuck[a.slot] += a.value
+		}
+	}
+}
+
+// sortInNewer adds h's release for a preemptor queued before it, where it comes before r, rep's.
+func (w *walker) sortInNewer(bp *byPriority, h *hold, r release, ok bool) {
+	if p := bp.rep; h.cand.Priority != p.Priority || h.cand.QueuedAt.After(p.QueuedAt) {
+		return
+	}
+	if n, nok := w.releaseOf(h, bp.older); nok && (!ok || n.at.Before(r.at)) {
+		heap.Push(&bp.newerHeap, n)
+	}
+}
+
+// waitsAgain lets wt, back in line at its queue time, preempt the holders of its priority
+// queued after it that no workload in line was queued before.
+func (w *walker) waitsAgain(wt *waiting) {
+	bp := w.prios[wt.pend.Priority]
+	for _, h := range w.holds {
+		if h.gone || h.older || h.cand.Priority != wt.pend.Priority || !h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+			continue
+		}
+		h.older = true
+		if bp != nil {
+			r, ok := w.releaseOf(h, bp.rep)
+			w.sortInNewer(bp, h, r, ok)
 		}
 	}
 }
@@ -891,7 +919,11 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 	}
 	for _, r := range taken {
 		if r.requeue {
-			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn})
+			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn}
+			w.enqueue(wt)
+			if !r.turn {
+				w.waitsAgain(wt)
+			}
 		}
 	}
 	use, _ := w.fit(w.free, wt)

@@ -298,6 +298,23 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/w7", Position: 3, When: at(119 * time.Minute), Reason: "when ns/w10 leaves"},
 			},
 		},
+		"one preempted by a higher priority waits again at its queue time, before holders queued after it": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "n", cpu: 2, since: 5 * time.Minute, queued: -30 * time.Minute},
+				{name: "v", cpu: 2, since: 3 * time.Minute, queued: -2 * time.Hour},
+			},
+			pending: []wl{{name: "hi", cpu: 2, prio: 10, expected: 30 * time.Minute}, {name: "x", cpu: 2}},
+			mangle: func(_ *Queue, _ []Holder, ws []Waiting) {
+				ws[1].Pending.QueuedAt, ws[1].Candidate.QueuedAt = t0.Add(-10*time.Minute), t0.Add(-10*time.Minute)
+			},
+			want: []Estimate{
+				// v, the most recently admitted, leaves for hi, then takes n's place at once.
+				{Workload: "ns/hi", Position: 1, When: t0, Reason: "when ns/v leaves"},
+				// n, back before x, takes hi's place when it ends; x takes v's turn.
+				{Workload: "ns/x", Position: 2, When: at(time.Hour + time.Millisecond), Reason: "when ns/v leaves"},
+			},
+		},
 		"a min-runtime longer than the window holds the turn": {
 			queue:   queueCase{capacity: 4, window: 10 * time.Minute, preemptMin: 30 * time.Minute},
 			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute}},
