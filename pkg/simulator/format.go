@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,7 +85,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	}
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
 	for _, u := range policy.Units() {
-		if u.Warns != nil && gaveWarnings(runs, u.Warns.Counter) {
+		if u.Warns != nil && slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[u.Warns.Counter]["given"] > 0 }) {
 			counts := make([]string, len(runs))
 			for i, r := range runs {
 				c := r.Counts[u.Warns.Counter]
@@ -104,15 +105,6 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		fmt.Fprintln(out)
 	}
 	return nil
-}
-
-func gaveWarnings(runs []*Result, counter string) bool {
-	for _, r := range runs {
-		if r.Counts[counter]["given"] > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // joinColumns turns one row of cells per run into one row of " / "-joined cells.
@@ -281,22 +273,4 @@ func jsonValue(v reflect.Value) any {
 		return m
 	}
 	return v.Interface()
-}
-
-// Sequence is what happened to whom, in order, without times: admissions, preemptions (with the
-// reason and the preemptor) and completions. Two runs that made the same decisions have the same
-// sequence.
-func (r *Result) Sequence() []string {
-	var out []string
-	for _, e := range r.Events {
-		switch e.Kind {
-		case EventAdmitted:
-			out = append(out, fmt.Sprintf("%s admitted", e.Workload))
-		case EventPreempted, EventEvicted:
-			out = append(out, fmt.Sprintf("%s %s (%s)", e.Workload, e.Kind, e.Reason))
-		case EventFinished:
-			out = append(out, fmt.Sprintf("%s finished", e.Workload))
-		}
-	}
-	return out
 }

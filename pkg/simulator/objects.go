@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -37,18 +38,13 @@ type Objects struct {
 	PriorityClasses         []*schedulingv1.PriorityClass
 }
 
-// all lists the objects, kind by kind (namespaces left out), as manifests are applied: Cohorts
-// and ClusterQueues by their raw content.
-func (o *Objects) all() []any {
-	var out []any
+// all lists the objects, kind by kind (namespaces left out), as manifests are applied.
+func (o *Objects) all() []client.Object {
+	var out []client.Object
 	v := reflect.ValueOf(o).Elem()
 	for i := 1; i < v.NumField(); i++ {
 		for j := range v.Field(i).Len() {
-			obj := v.Field(i).Index(j).Interface()
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				obj = u.Object
-			}
-			out = append(out, obj)
+			out = append(out, v.Field(i).Index(j).Interface().(client.Object))
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,8 +29,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // FieldError is a problem with one field of a scenario file, with the line it is on.
@@ -75,6 +76,7 @@ func (l ErrorList) Error() string {
 // parser reads a scenario file. lines has the line of every field of the scenario's own
 // document, by path; objects has the manifest node of every object, by kind and name.
 type parser struct {
+	s       *Scenario
 	file    string
 	lines   map[string]int
 	objects map[string]*yaml.Node
@@ -136,15 +138,11 @@ func key(path, k string) string { return fmt.Sprintf("%s[%s]", path, k) }
 
 // yamlSyntaxError turns the parser's "yaml: line 3: ..." into file:3: ...
 func yamlSyntaxError(file string, err error) *FieldError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, tail, ok := strings.Cut(rest, ": "); ok {
-			if line, convErr := strconv.Atoi(num); convErr == nil {
-				return &FieldError{File: file, Line: line, Message: "invalid YAML: " + tail}
-			}
-		}
+	msg, line := strings.TrimPrefix(err.Error(), "yaml: "), 0
+	if _, scanErr := fmt.Sscanf(msg, "line %d: ", &line); scanErr == nil {
+		_, msg, _ = strings.Cut(msg, ": ")
 	}
-	return &FieldError{File: file, Message: "invalid YAML: " + msg}
+	return &FieldError{File: file, Line: line, Message: "invalid YAML: " + msg}
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
@@ -431,11 +429,7 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			p.objects[kind+" "+name] = m.node
 		}
 		fail := func(field, format string, args ...any) {
-			line := m.node.Line
-			if field != "" {
-				line = lineIn(m.node, field)
-			}
-			p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
+			p.errorAt(lineIn(m.node, field), strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
 		}
 		gv := u.GroupVersionKind().GroupVersion()
 		if gv != kueue.SchemeGroupVersion && (gv.Group != schedulingv1.GroupName || kind != "PriorityClass") {
@@ -468,15 +462,6 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			}
 			return len(errs) > 0
 		}
-		// A priority class's toleration problem reads "<field>: <problem>".
-		tolerated := func(kind kueue.PriorityClassKind, ann map[string]string, value int32) bool {
-			err := toleration.NewStore().Set(kind, name, ann, value)
-			if err != nil {
-				f, body, _ := strings.Cut(err.Error(), ": ")
-				fail(f, "%s", body)
-			}
-			return err == nil
-		}
 		switch obj := typed.(type) {
 		case *kueue.ResourceFlavor:
 			if obj.Spec.TopologyName != nil {
@@ -507,11 +492,11 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 		case *kueue.LocalQueue:
 			s.LocalQueues = append(s.LocalQueues, obj)
 		case *kueue.WorkloadPriorityClass:
-			if tolerated(kueue.WorkloadPriorityClassKind, obj.Annotations, obj.Value) {
+			if _, errs := annotations.ParseToleration(obj.Annotations, obj.Value); !refused(errs) {
 				s.WorkloadPriorityClasses = append(s.WorkloadPriorityClasses, obj)
 			}
 		case *schedulingv1.PriorityClass:
-			if tolerated(kueue.PodPriorityClassKind, obj.Annotations, obj.Value) {
+			if _, errs := annotations.ParseToleration(obj.Annotations, obj.Value); !refused(errs) {
 				s.PriorityClasses = append(s.PriorityClasses, obj)
 			}
 		}
@@ -599,30 +584,22 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 // (upstream's ClusterQueue validation and ours for kueue-timeshare's fields) and returns the
 // error the API server would give, or nil.
 func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
-	cq, err := typedObject[kueue.ClusterQueue](u)
+	return invalid(u, clusterQueueProblems)
+}
+
+// ValidateCohortObject is ValidateClusterQueueObject for a Cohort (upstream's Cohort webhook).
+func ValidateCohortObject(u *unstructured.Unstructured) error { return invalid(u, cohortProblems) }
+
+// invalid is the API server's error for what problems finds in u, nil when it finds nothing.
+func invalid[T any](u *unstructured.Unstructured, problems func(*unstructured.Unstructured, *T) field.ErrorList) error {
+	typed, err := typedObject[T](u)
 	if err != nil {
 		return err
 	}
-	return invalid("ClusterQueue", u.GetName(), clusterQueueProblems(u, cq))
-}
-
-// ValidateCohortObject runs the checks the manager's webhooks run on a Cohort (upstream's Cohort
-// webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
-// or nil.
-func ValidateCohortObject(u *unstructured.Unstructured) error {
-	typed, err := typedObject[kueue.Cohort](u)
-	if err != nil {
-		return err
+	if errs := problems(u, typed); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: u.GetKind()}, u.GetName(), errs)
 	}
-	return invalid("Cohort", u.GetName(), cohortProblems(u, typed))
-}
-
-// invalid is the API server's error for errs, nil when there are none.
-func invalid(kind, name string, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: kind}, name, errs)
+	return nil
 }
 
 // clusterQueueProblems are what upstream's ClusterQueue validation and ours of kueue-timeshare's
@@ -640,19 +617,14 @@ func clusterQueueProblems(u *unstructured.Unstructured, cq *kueue.ClusterQueue) 
 // cohortProblems are what upstream's Cohort webhook and ours of kueue-timeshare's fields refuse
 // in u, read by Kueue as c.
 func cohortProblems(u *unstructured.Unstructured, c *kueue.Cohort) field.ErrorList {
-	var errs field.ErrorList
 	// Upstream's validation is unexported; its webhook gives its field errors aggregated.
 	_, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), c)
+	var errs field.ErrorList
 	if agg, ok := err.(utilerrors.Aggregate); ok {
 		for _, e := range agg.Errors() {
-			if fe, ok := e.(*field.Error); ok {
-				errs = append(errs, fe)
-			} else {
-				errs = append(errs, field.InternalError(nil, e))
-			}
+			fe, _ := e.(*field.Error)
+			errs = append(errs, cmp.Or(fe, field.InternalError(nil, e)))
 		}
-	} else if err != nil {
-		errs = append(errs, field.InternalError(nil, err))
 	}
 	spec, _ := json.Marshal(u.Object["spec"])
 	ext, err := tsapi.ParseCohortExtension(spec)

@@ -192,7 +192,6 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		r.Counts.add(wr.Counts)
 		r.Workloads = append(r.Workloads, wr)
 	}
-	weighEvictions(r.Events, order, r.LostWork.Resource)
 	for i := range r.Workloads {
 		wr := &r.Workloads[i]
 		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
@@ -240,48 +239,25 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 	return q
 }
 
-// weighEvictions gives each eviction's lost work (recorded with the event) in resource-hours.
-func weighEvictions(events []Event, jobs []*job, resource string) {
-	type key struct{ workload, cq string }
-	held := map[key]float64{}
-	for _, j := range jobs {
-		held[key{j.spec.Name, j.spec.ClusterQueue}] = heldOf(j.spec, resource)
-	}
-	for i := range events {
-		if e := &events[i]; e.Lost > 0 {
-			e.LostResourceHours = held[key{e.Workload, e.ClusterQueue}] * e.Lost.Hours()
-		}
-	}
-}
-
 // lostWorkResource picks the resource lost work is measured in (see LostWork) and names its unit.
 func lostWorkResource(sc *Scenario) (resource, unit string) {
-	var extended []string
+	gpu := func(name string) bool { return strings.Contains(strings.ToLower(name), "gpu") }
 	for _, w := range sc.Workloads {
 		for name := range w.Resources {
-			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) && !slices.Contains(extended, name) {
-				extended = append(extended, name)
+			// The first by name, of those that say gpu if any.
+			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) &&
+				(resource == "" || gpu(name) && !gpu(resource) || gpu(name) == gpu(resource) && name < resource) {
+				resource = name
 			}
 		}
 	}
-	// Sorted, with the names that say gpu first.
-	slices.SortFunc(extended, func(a, b string) int {
-		ga, gb := strings.Contains(strings.ToLower(a), "gpu"), strings.Contains(strings.ToLower(b), "gpu")
-		if ga != gb {
-			if ga {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
 	switch {
-	case len(extended) == 0:
+	case resource == "":
 		return string(corev1.ResourceCPU), "CPU-hours"
-	case strings.Contains(strings.ToLower(extended[0]), "gpu"):
-		return extended[0], "GPU-hours"
+	case gpu(resource):
+		return resource, "GPU-hours"
 	}
-	return extended[0], extended[0] + "-hours"
+	return resource, resource + "-hours"
 }
 
 // heldOf is how much of resource a workload's pods hold together.

@@ -7,6 +7,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,9 +40,6 @@ type Scenario struct {
 	Workloads []Workload `yaml:"workloads,omitempty"`
 
 	Objects `yaml:"-"`
-
-	file  string
-	lines map[string]int
 }
 
 // Simulation bounds the simulated time.
@@ -251,10 +249,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if len(p.errs) > 0 {
 		return nil, p.sorted()
 	}
-	s.file, s.lines = file, p.lines
-	if s.Name == "" {
-		s.Name = file
-	}
+	s.Name = cmp.Or(s.Name, file)
 	return s, nil
 }
 

@@ -46,7 +46,7 @@ type PastPreemption struct {
 }
 
 // snapshot checks a workload's snapshot fields.
-func (v *validator) snapshot(p string, w Workload) {
+func (v *parser) snapshot(p string, w Workload) {
 	s := w.Snapshot
 	if s == nil {
 		return
@@ -86,7 +86,7 @@ func (v *validator) snapshot(p string, w Workload) {
 
 // snapshotFlavors checks that a holder's flavors are ClusterQueue flavors with quota for the
 // resources it asks for.
-func (v *validator) snapshotFlavors(w WorkloadSpec) {
+func (v *parser) snapshotFlavors(w WorkloadSpec) {
 	if w.Snapshot == nil || w.Snapshot.QuotaReserved == nil {
 		return
 	}

@@ -74,7 +74,8 @@ type WorkloadSpec struct {
 // validate checks what decoding cannot: references between the objects, ranges, and the
 // scenario's own fields.
 func (p *parser) validate(s *Scenario) {
-	v := &validator{parser: p, s: s}
+	p.s = s
+	v := p
 	v.positive("simulation.until", s.Simulation.Until)
 	if i := s.Simulation.SchedulingInterval; i != nil && i.Duration < time.Millisecond {
 		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
@@ -99,24 +100,19 @@ func (p *parser) validate(s *Scenario) {
 			}
 		}
 	}
-	v.objects()
+	v.references()
 	if len(p.errs) == 0 {
 		v.workloads()
 	}
 }
 
-type validator struct {
-	*parser
-	s *Scenario
-}
-
-func (v *validator) positive(path string, d *Duration) {
+func (v *parser) positive(path string, d *Duration) {
 	if d != nil && d.Duration <= 0 {
 		v.errorf(path, "must be positive, not %s", d.Duration)
 	}
 }
 
-func (v *validator) nonNegative(path string, d *Duration) {
+func (v *parser) nonNegative(path string, d *Duration) {
 	if d != nil && d.Duration < 0 {
 		v.errorf(path, "must not be negative, not %s", d.Duration)
 	}
@@ -128,9 +124,9 @@ func ScenarioGates() []string {
 	return append(ourGates(), slices.Sorted(maps.Keys(tsfeatures.KueueDefaults))...)
 }
 
-// objects checks what the API server does not: that every object a ClusterQueue, Cohort or
+// references checks what the API server does not: that every object a ClusterQueue, Cohort or
 // LocalQueue names exists, that names are not declared twice, and that Cohorts form trees.
-func (v *validator) objects() {
+func (v *parser) references() {
 	s := v.s
 	if len(s.Flavors) == 0 {
 		v.errorAt(0, "", "at least one ResourceFlavor is required")
@@ -215,16 +211,14 @@ func managerState() []string {
 // MaxWorkloads bounds the workloads of a scenario, copies included.
 const MaxWorkloads = 100000
 
-func (v *validator) workloads() {
+func (v *parser) workloads() {
 	if len(v.s.Workloads) == 0 {
 		v.errorf("workloads", "at least one workload is required")
 	}
 	total := 0
 	for i, w := range v.s.Workloads {
-		total += min(max(w.Copies, 1), MaxWorkloads+1)
-		if total > MaxWorkloads {
-			v.errorf(child(fmt.Sprintf("workloads[%d]", i), "copies"), "the scenario would have %d workloads; the simulator takes at most %d",
-				total+max(w.Copies, 1)-min(max(w.Copies, 1), MaxWorkloads+1), MaxWorkloads)
+		if total += max(w.Copies, 1); total > MaxWorkloads || total < 0 {
+			v.errorf(fmt.Sprintf("workloads[%d].copies", i), "the scenario would have %d workloads; the simulator takes at most %d", total, MaxWorkloads)
 			return
 		}
 	}
@@ -294,7 +288,7 @@ func (v *validator) workloads() {
 	}
 }
 
-func (v *validator) workloadQueue(p string, w Workload) {
+func (v *parser) workloadQueue(p string, w Workload) {
 	switch {
 	case w.Queue != "" && w.ClusterQueue != "":
 		v.errorf(child(p, "clusterQueue"), "set either queue (a LocalQueue) or clusterQueue, not both")
@@ -321,7 +315,7 @@ func (v *validator) workloadQueue(p string, w Workload) {
 }
 
 // coveredResources: a resource the ClusterQueue has no quota for makes the workload wait forever.
-func (v *validator) coveredResources(w WorkloadSpec) {
+func (v *parser) coveredResources(w WorkloadSpec) {
 	cq := v.s.clusterQueue(w.ClusterQueue)
 	covered := sets.New[corev1.ResourceName]()
 	for _, g := range cq.Spec.ResourceGroups {
@@ -400,7 +394,7 @@ func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
 
 // checkpoints checks checkpointInterval and checkpointDuration, which model how much work an
 // eviction loses.
-func (v *validator) checkpoints(p string, w Workload) {
+func (v *parser) checkpoints(p string, w Workload) {
 	v.positive(child(p, "checkpointInterval"), w.CheckpointInterval)
 	v.nonNegative(child(p, "checkpointDuration"), w.CheckpointDuration)
 	if w.CheckpointInterval != nil && w.Checkpointed {

@@ -87,6 +87,8 @@ type world struct {
 	stallLimit int
 	// versions counts the Workload versions handed to the event handlers.
 	versions int
+	// lostResource is the resource lost work is measured in (lostWorkResource).
+	lostResource string
 }
 
 // builderIndexer registers Kueue's field indexes on a fake client builder.
@@ -115,6 +117,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		// One cycle per flavor a head may try, plus two.
 		stallLimit: len(sc.Flavors) + 2,
 	}
+	w.lostResource, _ = lostWorkResource(sc)
 	window := boosterWindow(objs)
 	if mode == ModeBooster {
 		boosterObjects(objs)
@@ -135,14 +138,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	if err := queuesettings.SetupIndexes(w.ctx, idx); err != nil {
 		return nil, err
 	}
-	var initial []client.Object
-	for _, o := range objs.all() {
-		if u, ok := o.(map[string]any); ok {
-			typed, _, _ := DecodeManifest(&unstructured.Unstructured{Object: u})
-			o = typed
-		}
-		initial = append(initial, o.(client.Object))
-	}
+	// The fake client reads the raw Cohorts and ClusterQueues as Kueue's types.
+	initial := objs.all()
 	for _, ns := range objs.Namespaces {
 		initial = append(initial, ns)
 	}
@@ -489,6 +486,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 			}
 		}
 		e.Lost = j.evicted(now, e.Reason)
+		e.LostResourceHours = heldOf(j.spec, w.lostResource) * e.Lost.Hours()
 		w.record(e)
 		acted = true
 	}
@@ -659,10 +657,9 @@ func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 		if capacity <= 0 {
 			capacity = sc.nominal(spec.ClusterQueue, string(name), true)
 		}
-		if capacity <= 0 {
-			continue
+		if capacity > 0 {
+			share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/capacity)
 		}
-		share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/capacity)
 	}
 	return share
 }
@@ -674,22 +671,27 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 	for _, c := range s.Cohorts {
 		parents[c.GetName()], _, _ = unstructured.NestedString(c.Object, "spec", "parentName")
 	}
-	root := func(u *unstructured.Unstructured, field string) string {
-		at, _, _ := unstructured.NestedString(u.Object, "spec", field)
+	root := func(at string) string {
 		for seen := sets.New[string](); parents[at] != "" && !seen.Has(at); at = parents[at] {
 			seen.Insert(at)
 		}
 		return at
 	}
-	var mine string
+	cohortOf := func(u *unstructured.Unstructured) string {
+		c, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
+		return c
+	}
+	mine, total := "", 0.0
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == cq {
-			mine = root(u, "cohortName")
+			mine = root(cohortOf(u))
 		}
 	}
-	total := 0.0
-	add := func(groups []kueue.ResourceGroup) {
-		for _, g := range groups {
+	add := func(u *unstructured.Unstructured) {
+		typed, _ := typedObject[struct {
+			Spec struct{ ResourceGroups []kueue.ResourceGroup }
+		}](u)
+		for _, g := range typed.Spec.ResourceGroups {
 			for _, f := range g.Flavors {
 				for _, r := range f.Resources {
 					if string(r.Name) == res {
@@ -700,15 +702,13 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 		}
 	}
 	for _, u := range s.ClusterQueues {
-		if u.GetName() == cq || (tree && mine != "" && root(u, "cohortName") == mine) {
-			typed, _ := typedObject[kueue.ClusterQueue](u)
-			add(typed.Spec.ResourceGroups)
+		if u.GetName() == cq || (tree && mine != "" && root(cohortOf(u)) == mine) {
+			add(u)
 		}
 	}
 	for _, u := range s.Cohorts {
-		if tree && mine != "" && (u.GetName() == mine || root(u, "parentName") == mine) {
-			typed, _ := typedObject[kueue.Cohort](u)
-			add(typed.Spec.ResourceGroups)
+		if tree && mine != "" && root(u.GetName()) == mine {
+			add(u)
 		}
 	}
 	return total
