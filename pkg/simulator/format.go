@@ -28,7 +28,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	}
 	fmt.Fprintf(out, "Scenario %s, started %s\n", first.Scenario, first.Start.UTC().Format(time.RFC3339))
 	for _, r := range runs {
-		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), formatOffset(r.End), r.Cycles)
+		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), FormatOffset(r.End), r.Cycles)
 	}
 	if len(runs) > 1 {
 		fmt.Fprintf(out, "Cells show: %s\n", strings.Join(titles, " / "))
@@ -39,7 +39,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	lostUnit := strings.ToUpper(first.LostWork.Unit)
 	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tLOST\tLOST "+lostUnit+"\tPREEMPTIONS\tFINISHED AT\tSHARE")
 	for i, w := range first.Workloads {
-		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, formatOffset(w.Arrival), formatOffset(w.Duration)}
+		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, FormatOffset(w.Arrival), FormatOffset(w.Duration)}
 		cells := [][]string{}
 		for _, r := range runs {
 			rw := r.workload(i, w.Name)
@@ -49,7 +49,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 			}
 			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
 			cells = append(cells, []string{
-				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
+				FormatOffset(rw.TotalWait), FormatOffset(rw.LongestWait), FormatOffset(rw.Admitted), FormatOffset(rw.Lost),
 				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finishedCell(rw), orDash(share*100, "%.0f%%"),
 			})
 		}
@@ -68,8 +68,8 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
-				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
-				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
+				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), FormatOffset(rq.WaitP50), FormatOffset(rq.WaitP95), FormatOffset(rq.WaitMax),
+				FormatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), FormatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
 				orDash(rq.Utilisation*100, "%.0f%%"),
 			})
 		}
@@ -81,7 +81,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	}
 	lost := make([]string, len(runs))
 	for i, r := range runs {
-		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, formatOffset(r.LostWork.Lost))
+		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
 	}
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
 	for _, u := range policy.Units() {
@@ -145,7 +145,7 @@ func finishedCell(w *WorkloadResult) string {
 	if !w.Finished {
 		return "no"
 	}
-	return formatOffset(w.FinishedAt)
+	return FormatOffset(w.FinishedAt)
 }
 
 func resourceHours(h float64) string {
@@ -182,14 +182,14 @@ func WriteTimeline(out io.Writer, r *Result) error {
 			what = fmt.Sprintf("%s finishes", e.Workload)
 		default:
 			if u := policy.Units().Warner(string(e.Kind)); u != nil {
-				what = e.Workload + " " + u.Says(formatOffset(e.Until), e.By, e.Reason)
+				what = e.Workload + " " + u.Says(FormatOffset(e.Until), e.By, e.Reason)
 			}
 		}
 		what += outcomeWords(e.Outcome)
 		if e.Lost > 0 {
-			what += fmt.Sprintf(", losing %s of run time (%s %s)", formatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
+			what += fmt.Sprintf(", losing %s of run time (%s %s)", FormatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
 		}
-		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", formatOffset(e.At), e.ClusterQueue, what)
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", FormatOffset(e.At), e.ClusterQueue, what)
 	}
 	return tw.Flush()
 }

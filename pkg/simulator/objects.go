@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -173,6 +174,29 @@ func withoutEmptyMeta(obj any) map[string]any {
 	}
 	delete(m, "status")
 	return m
+}
+
+// queueSpec is what a ClusterQueue and a Cohort share that the simulator reads.
+type queueSpec struct {
+	Spec struct{ ResourceGroups []kueue.ResourceGroup }
+}
+
+// rootOf gives the root of the tree above a cohort (itself at the root, "" for none) and
+// whether its parents form a cycle.
+func (s *Scenario) rootOf() func(cohort string) (root string, cycle bool) {
+	parents := map[string]string{}
+	for _, u := range s.Cohorts {
+		parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
+	}
+	return func(c string) (string, bool) {
+		for seen := sets.New[string](); parents[c] != ""; c = parents[c] {
+			if seen.Has(c) {
+				return c, true
+			}
+			seen.Insert(c)
+		}
+		return c, false
+	}
 }
 
 // typedObject reads a raw ClusterQueue or Cohort as Kueue's typed object, which drops our

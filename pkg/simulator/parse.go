@@ -12,7 +12,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -107,11 +106,6 @@ func (p *parser) objectError(kind, name, field, format string, args ...any) {
 	p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
 }
 
-func (p *parser) sorted() ErrorList {
-	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
-	return p.errs
-}
-
 // parentPath strips the last element of a path: a.b[2].c -> a.b[2] -> a.b -> a.
 func parentPath(p string) string {
 	if strings.HasSuffix(p, "]") {
@@ -195,7 +189,7 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 			continue
 		}
 		seenAny = true
-		if isManifest(root) {
+		if root.Kind == yaml.MappingNode && (mappingValue(root, "apiVersion") != nil || mappingValue(root, "kind") != nil) {
 			for _, n := range p.listItems(root) {
 				manifests = p.addNode(manifests, n)
 			}
@@ -332,10 +326,6 @@ func typeWord(t string) string {
 		return "a string"
 	}
 	return "a mapping of fields"
-}
-
-func isManifest(n *yaml.Node) bool {
-	return n.Kind == yaml.MappingNode && (mappingValue(n, "apiVersion") != nil || mappingValue(n, "kind") != nil)
 }
 
 // listItems returns the items of a List, or the node itself.

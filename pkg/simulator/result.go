@@ -278,9 +278,9 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-// formatOffset renders a simulated time as a duration from the start, rounded to the second
+// FormatOffset renders a simulated time as a duration from the start, rounded to the second
 // unless shorter.
-func formatOffset(d time.Duration) string {
+func FormatOffset(d time.Duration) string {
 	if d >= time.Second || d <= -time.Second {
 		d = d.Round(time.Second)
 	}

@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
 
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -166,8 +168,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 			opts.Progress(now, horizon)
 		}
 
-		finished := arrivals == len(order) && !slices.ContainsFunc(order, func(j *job) bool { return j.state != done })
-		if finished && !fixed {
+		if !fixed && w.finished == len(order) {
 			end = now
 			break
 		}
@@ -207,24 +208,14 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		}
 		w.clock.SetTime(w.start.Add(next))
 	}
-	if unfinished := countUnfinished(order); unfinished > 0 {
+	if unfinished := len(order) - w.finished; unfinished > 0 {
 		why := "simulation.until"
 		if !fixed {
 			why = "the default limit (last arrival plus twice the sum of all durations)"
 		}
-		w.note("stopped at %s (%s) with %d of %d workloads unfinished", formatOffset(end), why, unfinished, len(order))
+		w.note("stopped at %s (%s) with %d of %d workloads unfinished", FormatOffset(end), why, unfinished, len(order))
 	}
 	return w.result(sc, opts.Mode, order, end), nil
-}
-
-func countUnfinished(order []*job) int {
-	n := 0
-	for _, j := range order {
-		if j.state != done {
-			n++
-		}
-	}
-	return n
 }
 
 // earliest is the earlier of two times, where 0 means none.
@@ -264,10 +255,7 @@ func (s *Scenario) horizon(specs []WorkloadSpec) (time.Duration, bool) {
 }
 
 func (s *Scenario) schedulingInterval() time.Duration {
-	if s.Simulation.SchedulingInterval != nil {
-		return s.Simulation.SchedulingInterval.Duration
-	}
-	return DefaultSchedulingInterval
+	return ptr.Deref(s.Simulation.SchedulingInterval, Duration{DefaultSchedulingInterval}).Duration
 }
 
 // setGates sets the process-wide feature gates for mode and returns what restores them.
@@ -326,4 +314,13 @@ func (s *Scenario) gateOn(g string) bool {
 		on = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
 	}
 	return on
+}
+
+// headsPerCycle is the scenario's timeshare.headsPerCycle; the comparison modes run upstream's
+// loop, one head per ClusterQueue per cycle.
+func headsPerCycle(mode Mode, ts *tsconfig.Configuration) int {
+	if mode == ModeUpstream || mode == ModeBooster || ts.HeadsPerCycle == nil {
+		return 1
+	}
+	return int(*ts.HeadsPerCycle)
 }

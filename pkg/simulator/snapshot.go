@@ -124,9 +124,7 @@ func (s *Scenario) resolvedSnapshot(w WorkloadSpec) *WorkloadSnapshot {
 	}
 	out := *w.Snapshot
 	out.Flavors = map[string]string{}
-	for r, f := range w.Snapshot.Flavors {
-		out.Flavors[r] = f
-	}
+	maps.Copy(out.Flavors, w.Snapshot.Flavors)
 	cq := s.clusterQueue(w.ClusterQueue)
 	for r := range w.Requests {
 		if _, ok := out.Flavors[string(r)]; ok || cq == nil {

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -146,37 +146,21 @@ func (v *parser) references() {
 		twice("ResourceFlavor", f.Name, "ResourceFlavor")
 		flavors.Insert(f.Name)
 	}
-	parents := map[string]string{}
-	for _, kind := range []string{"Cohort", "ClusterQueue"} {
-		list := s.Cohorts
-		if kind == "ClusterQueue" {
-			list = s.ClusterQueues
-		}
-		for _, u := range list {
-			twice(kind, u.GetName(), kind)
-			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "resourceGroups")
-			for g, group := range groups {
-				fs, _, _ := unstructured.NestedSlice(group.(map[string]any), "flavors")
-				for i, f := range fs {
-					if name, _, _ := unstructured.NestedString(f.(map[string]any), "name"); !flavors.Has(name) {
-						v.objectError(kind, u.GetName(), fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].name", g, i), "ResourceFlavor %q is not declared", name)
-					}
+	root := s.rootOf()
+	for _, u := range append(slices.Clone(s.Cohorts), s.ClusterQueues...) {
+		kind, name := u.GetKind(), u.GetName()
+		twice(kind, name, kind)
+		typed, _ := typedObject[queueSpec](u)
+		for g, group := range typed.Spec.ResourceGroups {
+			for i, f := range group.Flavors {
+				if !flavors.Has(string(f.Name)) {
+					v.objectError(kind, name, fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].name", g, i), "ResourceFlavor %q is not declared", f.Name)
 				}
 			}
-			if kind == "Cohort" {
-				parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
-			}
 		}
-	}
-	// A parent chain must end: Kueue leaves a cycle's queues unable to admit anything.
-	for _, c := range s.Cohorts {
-		at := sets.New(c.GetName())
-		for p := parents[c.GetName()]; p != ""; p = parents[p] {
-			if at.Has(p) {
-				v.objectError("Cohort", c.GetName(), "spec.parentName", "Cohort %q is its own ancestor (the parents form a cycle)", c.GetName())
-				break
-			}
-			at.Insert(p)
+		// A parent chain must end: Kueue leaves a cycle's queues unable to admit anything.
+		if _, cycle := root(name); kind == "Cohort" && cycle {
+			v.objectError(kind, name, "spec.parentName", "Cohort %q is its own ancestor (the parents form a cycle)", name)
 		}
 	}
 	for _, lq := range s.LocalQueues {
@@ -191,21 +175,6 @@ func (v *parser) references() {
 	for _, pc := range s.PriorityClasses {
 		twice("PriorityClass", pc.Name, "priority class")
 	}
-}
-
-// managerState are the manager-owned annotations that a unit's controller also clears at an
-// eviction (policy.Unit.Clears): state of the manager's own decisions, which a scenario cannot
-// start a workload in.
-func managerState() []string {
-	var out []string
-	for _, u := range policy.Units() {
-		for _, a := range u.Clears {
-			if slices.Contains(annotations.ManagerOwned(), a) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
 }
 
 // MaxWorkloads bounds the workloads of a scenario, copies included.
@@ -265,9 +234,12 @@ func (v *parser) workloads() {
 			name, _, _ := strings.Cut(strings.TrimPrefix(er.Problem, "annotation "), ":")
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
-		for _, a := range managerState() {
-			if _, ok := w.Annotations[a]; ok {
-				v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
+		// A unit's state that its controller clears at an eviction is the manager's to write.
+		for _, u := range policy.Units() {
+			for _, a := range u.Clears {
+				if _, ok := w.Annotations[a]; ok && slices.Contains(annotations.ManagerOwned(), a) {
+					v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
+				}
 			}
 		}
 	}
@@ -347,10 +319,7 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 		for r, q := range w.Resources {
 			requests[corev1.ResourceName(r)] = q.Quantity
 		}
-		pods := w.Pods
-		if pods == 0 {
-			pods = 1
-		}
+		pods := cmp.Or(w.Pods, 1)
 		copies := max(w.Copies, 1)
 		for c := range copies {
 			spec := WorkloadSpec{

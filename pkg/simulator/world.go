@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,8 +82,10 @@ type world struct {
 	byUID map[types.UID]string
 
 	events []Event
-	cycles int
-	notes  []string
+	// finished counts the jobs that finished.
+	finished int
+	cycles   int
+	notes    []string
 	// stallLimit is how many fruitless cycles in a row end a step's scheduling.
 	stallLimit int
 	// versions counts the Workload versions handed to the event handlers.
@@ -172,23 +175,14 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	}
 	for _, u := range objs.Cohorts {
 		c, _ := typedObject[kueue.Cohort](u)
-		if err := w.cache.AddOrUpdateCohort(c); err != nil {
+		if err := errors.Join(w.cache.AddOrUpdateCohort(c), w.settings.SetCohort(u)); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
 		}
 		w.queues.AddOrUpdateCohort(w.ctx, c)
-		if err := w.settings.SetCohort(u); err != nil {
-			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
-		}
 	}
 	for _, u := range objs.ClusterQueues {
 		cq, _ := typedObject[kueue.ClusterQueue](u)
-		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
-		}
-		if err := w.queues.AddClusterQueue(w.ctx, cq); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
-		}
-		if err := w.settings.SetClusterQueue(u); err != nil {
+		if err := errors.Join(w.cache.AddClusterQueue(w.ctx, cq), w.queues.AddClusterQueue(w.ctx, cq), w.settings.SetClusterQueue(u)); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 	}
@@ -352,7 +346,7 @@ func (w *world) sync() bool {
 			break
 		}
 		if round == 100 {
-			w.note("workload updates did not settle at %s", formatOffset(w.now()))
+			w.note("workload updates did not settle at %s", FormatOffset(w.now()))
 			break
 		}
 		slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
@@ -458,6 +452,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 	acted := false
 	if workloadfinish.IsFinished(wl) && (old == nil || !workloadfinish.IsFinished(old)) {
 		j.finished(now)
+		w.finished++
 		w.record(Event{Kind: EventFinished, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
 		return true
 	}
@@ -642,7 +637,7 @@ func (w *world) schedule() (spinning bool) {
 			return true
 		}
 	}
-	w.note("the scheduler did not settle after %d cycles at %s", maxCycles, formatOffset(w.now()))
+	w.note("the scheduler did not settle after %d cycles at %s", maxCycles, FormatOffset(w.now()))
 	return true
 }
 
@@ -667,16 +662,7 @@ func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 // nominal is the nominal quota of a resource, over all flavors, of the ClusterQueue and, with
 // tree, of every ClusterQueue and Cohort of its cohort tree.
 func (s *Scenario) nominal(cq, res string, tree bool) float64 {
-	parents := map[string]string{}
-	for _, c := range s.Cohorts {
-		parents[c.GetName()], _, _ = unstructured.NestedString(c.Object, "spec", "parentName")
-	}
-	root := func(at string) string {
-		for seen := sets.New[string](); parents[at] != "" && !seen.Has(at); at = parents[at] {
-			seen.Insert(at)
-		}
-		return at
-	}
+	root := s.rootOf()
 	cohortOf := func(u *unstructured.Unstructured) string {
 		c, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
 		return c
@@ -684,8 +670,12 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 	mine, total := "", 0.0
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == cq {
-			mine = root(cohortOf(u))
+			mine, _ = root(cohortOf(u))
 		}
+	}
+	inTree := func(cohort string) bool {
+		r, _ := root(cohort)
+		return tree && mine != "" && r == mine
 	}
 	add := func(u *unstructured.Unstructured) {
 		typed, _ := typedObject[struct {
@@ -702,12 +692,12 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 		}
 	}
 	for _, u := range s.ClusterQueues {
-		if u.GetName() == cq || (tree && mine != "" && root(cohortOf(u)) == mine) {
+		if u.GetName() == cq || inTree(cohortOf(u)) {
 			add(u)
 		}
 	}
 	for _, u := range s.Cohorts {
-		if tree && mine != "" && root(u.GetName()) == mine {
+		if inTree(u.GetName()) {
 			add(u)
 		}
 	}
