@@ -22,16 +22,12 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		return nil
 	}
 	first := runs[0]
-	titles := make([]string, len(runs))
-	for i, r := range runs {
-		titles[i] = r.Mode.Title()
-	}
 	fmt.Fprintf(out, "Scenario %s, started %s\n", first.Scenario, first.Start.UTC().Format(time.RFC3339))
 	for _, r := range runs {
 		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), FormatOffset(r.End), r.Cycles)
 	}
 	if len(runs) > 1 {
-		fmt.Fprintf(out, "Cells show: %s\n", strings.Join(titles, " / "))
+		fmt.Fprintf(out, "Cells show: %s\n", perRun(runs, func(r *Result) string { return r.Mode.Title() }))
 	}
 	fmt.Fprintln(out)
 
@@ -47,10 +43,13 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 				cells = append(cells, []string{"-", "-", "-", "-", "-", "-", "-", "-"})
 				continue
 			}
-			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
+			share, finished := r.queue(rw.ClusterQueue).CapacityShare[rw.Name], "no"
+			if rw.Finished {
+				finished = FormatOffset(rw.FinishedAt)
+			}
 			cells = append(cells, []string{
 				FormatOffset(rw.TotalWait), FormatOffset(rw.LongestWait), FormatOffset(rw.Admitted), FormatOffset(rw.Lost),
-				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finishedCell(rw), orDash(share*100, "%.0f%%"),
+				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finished, orDash(share*100, "%.0f%%"),
 			})
 		}
 		row = append(row, joinColumns(cells)...)
@@ -79,19 +78,14 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	lost := make([]string, len(runs))
-	for i, r := range runs {
-		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
-	}
-	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
+	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, perRun(runs, func(r *Result) string {
+		return fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
+	}))
 	for _, u := range policy.Units() {
 		if u.Warns != nil && slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[u.Warns.Counter]["given"] > 0 }) {
-			counts := make([]string, len(runs))
-			for i, r := range runs {
-				c := r.Counts[u.Warns.Counter]
-				counts[i] = fmt.Sprintf("%d given, %d ended early", c["given"], c["endedEarly"])
-			}
-			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, strings.Join(counts, " / "))
+			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, perRun(runs, func(r *Result) string {
+				return fmt.Sprintf("%d given, %d ended early", r.Counts[u.Warns.Counter]["given"], r.Counts[u.Warns.Counter]["endedEarly"])
+			}))
 		}
 	}
 	noted := false
@@ -105,6 +99,15 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+// perRun joins one value per run with " / ".
+func perRun(runs []*Result, value func(*Result) string) string {
+	vals := make([]string, len(runs))
+	for i, r := range runs {
+		vals[i] = value(r)
+	}
+	return strings.Join(vals, " / ")
 }
 
 // joinColumns turns one row of cells per run into one row of " / "-joined cells.
@@ -139,13 +142,6 @@ func (r *Result) queue(name string) QueueResult {
 		}
 	}
 	return QueueResult{Name: name, Jain: math.NaN()}
-}
-
-func finishedCell(w *WorkloadResult) string {
-	if !w.Finished {
-		return "no"
-	}
-	return FormatOffset(w.FinishedAt)
 }
 
 func resourceHours(h float64) string {

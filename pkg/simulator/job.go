@@ -45,7 +45,6 @@ type job struct {
 // checkpoint completes before the deadline, answers (checkpoint-done), so that it is evicted then.
 type jobWarning struct {
 	*policy.Warns
-	given, deadline time.Duration
 	// checkpointAt is when the checkpoint started at the warning completes; 0: the job does not
 	// checkpoint within the warning (no checkpointDuration, or it would not finish in time).
 	checkpointAt time.Duration
@@ -169,17 +168,10 @@ func (j *job) warned(u *policy.Warns, now, deadline time.Duration) {
 		return
 	}
 	j.counts.add(Counts{u.Counter: {"given": 1}})
-	j.warning = &jobWarning{Warns: u, given: now, deadline: deadline}
+	j.warning = &jobWarning{Warns: u}
 	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && timeutil.Add(now, take) < deadline {
 		j.warning.checkpointAt = now + take
 	}
-}
-
-// checkpointDue reports whether the checkpoint begun at a warning completes by now and is not yet
-// reported.
-func (j *job) checkpointDue(now time.Duration) bool {
-	n := j.warning
-	return j.state == running && n != nil && !n.saved && n.checkpointAt > 0 && n.checkpointAt <= now
 }
 
 func (j *job) finished(now time.Duration) {

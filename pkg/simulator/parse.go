@@ -108,23 +108,13 @@ func (p *parser) objectError(kind, name, field, format string, args ...any) {
 
 // parentPath strips the last element of a path: a.b[2].c -> a.b[2] -> a.b -> a.
 func parentPath(p string) string {
-	if strings.HasSuffix(p, "]") {
-		if i := strings.LastIndex(p, "["); i >= 0 {
-			return p[:i]
-		}
-	}
-	if i := strings.LastIndex(p, "."); i >= 0 {
+	if i := strings.LastIndex(p, "["); strings.HasSuffix(p, "]") && i >= 0 {
 		return p[:i]
 	}
-	return ""
+	return p[:max(strings.LastIndex(p, "."), 0)]
 }
 
-func child(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
+func child(path, name string) string { return strings.TrimPrefix(path+"."+name, ".") }
 
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
@@ -248,7 +238,6 @@ func (p *parser) decode(n *yaml.Node, path string, v reflect.Value) {
 		if v.Kind() == reflect.Map {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
-		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, item := n.Content[i], n.Content[i+1]
 			sub, elem := key(path, k.Value), reflect.Value{}
@@ -257,11 +246,10 @@ func (p *parser) decode(n *yaml.Node, path string, v reflect.Value) {
 			} else {
 				sub, elem = child(path, k.Value), fieldNamed(v, k.Value)
 			}
-			if line, twice := first[k.Value]; twice {
+			if line, twice := p.lines[sub]; twice {
 				p.errorAt(k.Line, sub, "set twice (first on line %d)", line)
 				continue
 			}
-			first[k.Value] = k.Line
 			p.note(sub, k.Line)
 			if !elem.IsValid() {
 				msg := "unknown field"

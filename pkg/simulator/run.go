@@ -59,14 +59,7 @@ func (m Mode) Title() string {
 	if f, ok := m.without(); ok {
 		return "kueue-timeshare without " + string(f)
 	}
-	switch m {
-	case ModeUpstream:
-		return "upstream (features off)"
-	case ModeBooster:
-		return "upstream + priority booster"
-	default:
-		return "kueue-timeshare"
-	}
+	return cmp.Or(map[Mode]string{ModeUpstream: "upstream (features off)", ModeBooster: "upstream + priority booster"}[m], "kueue-timeshare")
 }
 
 // Options tune a run.
@@ -153,7 +146,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		spinning := w.schedule()
 		if w.booster != nil {
 			// The booster also sees the workloads this step admitted, as its watch would.
-			boosterNext = earliest(boosterNext, w.booster.reconcile(now))
+			if again := w.booster.reconcile(now); again != 0 && (boosterNext == 0 || again < boosterNext) {
+				boosterNext = again
+			}
 			if w.sync() {
 				spinning = w.schedule() || spinning
 			}
@@ -218,14 +213,6 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	return w.result(sc, opts.Mode, order, end), nil
 }
 
-// earliest is the earlier of two times, where 0 means none.
-func earliest(a, b time.Duration) time.Duration {
-	if a == 0 || (b != 0 && b < a) {
-		return b
-	}
-	return a
-}
-
 // maxRetries bounds the steps taken only to retry heads that keep failing while nothing changes.
 const maxRetries = 10
 
@@ -269,15 +256,10 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	// Kueue's gates whose default the manager changes: its default for our semantics, upstream's
 	// otherwise, unless the scenario sets them (then in every mode, as upstream reads them too).
 	for g, on := range tsfeatures.KueueDefaults {
-		set, ok := sc.FeatureGates[g]
-		switch {
-		case ok:
-			want[g] = set
-		case ours:
-			want[g] = on
-		default:
-			want[g] = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
+		if _, set := sc.FeatureGates[g]; set || !ours {
+			on = sc.gateOn(g)
 		}
+		want[g] = on
 	}
 	want[string(kueuefeatures.PriorityBoost)] = mode == ModeBooster
 	prev := map[string]bool{}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -246,9 +245,8 @@ func (v *parser) workloads() {
 	if len(v.errs) > 0 {
 		return
 	}
-	specs, _ := v.s.expand()
 	seen := map[string]string{}
-	for _, w := range specs {
+	for _, w := range v.s.WorkloadSpecs() {
 		k := w.Namespace + "/" + w.Name
 		if first, dup := seen[k]; dup {
 			v.errorf(child(w.path, "name"), "workload %s is declared twice (first at %s)", k, first)
@@ -300,17 +298,16 @@ func (v *parser) coveredResources(w WorkloadSpec) {
 	}
 }
 
-// expand lists the scenario's workloads with copies expanded and queues resolved, in arrival
-// order (declaration order among equal arrivals). ok is false if some reference does not resolve.
-func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
-	ok = true
+// WorkloadSpecs lists the scenario's workloads with copies expanded and queues resolved, in
+// arrival order (declaration order among equal arrivals), leaving out those whose queue does not
+// resolve.
+func (s *Scenario) WorkloadSpecs() (out []WorkloadSpec) {
 	for i, w := range s.Workloads {
 		p := fmt.Sprintf("workloads[%d]", i)
 		lq := s.localQueueFor(w.ClusterQueue)
 		if w.ClusterQueue == "" || lq == nil {
 			matches := s.localQueuesNamed(w.Queue, w.Namespace)
 			if len(matches) != 1 {
-				ok = false
 				continue
 			}
 			lq = matches[0]
@@ -351,13 +348,7 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 			out = append(out, spec)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Arrival < out[j].Arrival })
-	return out, ok
-}
-
-// WorkloadSpecs returns the scenario's workloads with copies expanded, in arrival order.
-func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
-	out, _ := s.expand()
+	slices.SortStableFunc(out, func(a, b WorkloadSpec) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	return out
 }
 

@@ -121,9 +121,9 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		stallLimit: len(sc.Flavors) + 2,
 	}
 	w.lostResource, _ = lostWorkResource(sc)
-	window := boosterWindow(objs)
+	var window time.Duration
 	if mode == ModeBooster {
-		boosterObjects(objs)
+		window = boosterObjects(objs)
 	}
 
 	// Only the kinds Kueue's code reads: the fake client's server-side apply maps every kind of
@@ -341,7 +341,10 @@ func (w *world) finish(j *job) error {
 func (w *world) sync() bool {
 	acted := false
 	for round := 0; ; round++ {
-		keys := w.takeDirty()
+		w.dirtyMu.Lock()
+		keys := w.dirty.UnsortedList()
+		w.dirty.Clear()
+		w.dirtyMu.Unlock()
 		if len(keys) == 0 {
 			break
 		}
@@ -392,15 +395,6 @@ func (w *world) sync() bool {
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
 	return acted
-}
-
-// takeDirty returns the Workloads written since the last call and forgets them.
-func (w *world) takeDirty() []types.NamespacedName {
-	w.dirtyMu.Lock()
-	defer w.dirtyMu.Unlock()
-	keys := w.dirty.UnsortedList()
-	w.dirty.Clear()
-	return keys
 }
 
 // stopEvictedJob does what the job controller does for an evicted workload that still holds its
@@ -517,7 +511,8 @@ func (w *world) observeWarning(j *job, old, wl *kueue.Workload) {
 func (w *world) saveCheckpoints(order []*job) error {
 	now := w.now()
 	for _, j := range order {
-		if !j.checkpointDue(now) {
+		// The checkpoint begun at a warning, once it completes.
+		if n := j.warning; j.state != running || n == nil || n.saved || n.checkpointAt <= 0 || n.checkpointAt > now {
 			continue
 		}
 		j.warning.saved = true
