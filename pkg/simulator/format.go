@@ -127,19 +127,15 @@ func (r *Result) workload(i int, name string) *WorkloadResult {
 	if i < len(r.Workloads) && r.Workloads[i].Name == name {
 		return &r.Workloads[i]
 	}
-	for j := range r.Workloads {
-		if r.Workloads[j].Name == name {
-			return &r.Workloads[j]
-		}
+	if j := slices.IndexFunc(r.Workloads, func(w WorkloadResult) bool { return w.Name == name }); j >= 0 {
+		return &r.Workloads[j]
 	}
 	return nil
 }
 
 func (r *Result) queue(name string) QueueResult {
-	for _, q := range r.ClusterQueues {
-		if q.Name == name {
-			return q
-		}
+	if i := slices.IndexFunc(r.ClusterQueues, func(q QueueResult) bool { return q.Name == name }); i >= 0 {
+		return r.ClusterQueues[i]
 	}
 	return QueueResult{Name: name, Jain: math.NaN()}
 }

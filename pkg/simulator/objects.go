@@ -120,21 +120,17 @@ func (s *Scenario) complete() {
 
 // clusterQueue is the named ClusterQueue as Kueue reads it; nil if there is none.
 func (s *Scenario) clusterQueue(name string) *kueue.ClusterQueue {
-	for _, u := range s.ClusterQueues {
-		if u.GetName() == name {
-			cq, _ := typedObject[kueue.ClusterQueue](u)
-			return cq
-		}
+	if i := slices.IndexFunc(s.ClusterQueues, func(u *unstructured.Unstructured) bool { return u.GetName() == name }); i >= 0 {
+		cq, _ := typedObject[kueue.ClusterQueue](s.ClusterQueues[i])
+		return cq
 	}
 	return nil
 }
 
 // localQueueFor returns the first LocalQueue pointing to cq.
 func (s *Scenario) localQueueFor(cq string) *kueue.LocalQueue {
-	for _, lq := range s.LocalQueues {
-		if string(lq.Spec.ClusterQueue) == cq {
-			return lq
-		}
+	if i := slices.IndexFunc(s.LocalQueues, func(lq *kueue.LocalQueue) bool { return string(lq.Spec.ClusterQueue) == cq }); i >= 0 {
+		return s.LocalQueues[i]
 	}
 	return nil
 }
@@ -151,15 +147,11 @@ func (s *Scenario) localQueuesNamed(name, namespace string) []*kueue.LocalQueue 
 
 // priorityClass finds a priority class by name: its kind and value.
 func (s *Scenario) priorityClass(name string) (kueue.PriorityClassKind, int32, bool) {
-	for _, pc := range s.WorkloadPriorityClasses {
-		if pc.Name == name {
-			return kueue.WorkloadPriorityClassKind, pc.Value, true
-		}
+	if i := slices.IndexFunc(s.WorkloadPriorityClasses, func(pc *kueue.WorkloadPriorityClass) bool { return pc.Name == name }); i >= 0 {
+		return kueue.WorkloadPriorityClassKind, s.WorkloadPriorityClasses[i].Value, true
 	}
-	for _, pc := range s.PriorityClasses {
-		if pc.Name == name {
-			return kueue.PodPriorityClassKind, pc.Value, true
-		}
+	if i := slices.IndexFunc(s.PriorityClasses, func(pc *schedulingv1.PriorityClass) bool { return pc.Name == name }); i >= 0 {
+		return kueue.PodPriorityClassKind, s.PriorityClasses[i].Value, true
 	}
 	return "", 0, false
 }
@@ -259,11 +251,9 @@ func (w WorkloadSpec) PodTemplate() corev1.PodTemplateSpec {
 
 // describeRequests renders requests as cpu=1,memory=2Gi.
 func describeRequests(r corev1.ResourceList, pods int32) string {
-	names := slices.Sorted(maps.Keys(r))
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		q := r[n]
-		parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(r)) {
+		parts = append(parts, fmt.Sprintf("%s=%s", n, ptr.To(r[n]).String()))
 	}
 	s := strings.Join(parts, ",")
 	if pods > 1 {

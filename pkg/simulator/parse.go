@@ -61,13 +61,12 @@ type ErrorList []*FieldError
 const maxReported = 20
 
 func (l ErrorList) Error() string {
-	lines := make([]string, 0, min(len(l), maxReported)+1)
-	for i, e := range l {
-		if i == maxReported {
-			lines = append(lines, fmt.Sprintf("... and %d more", len(l)-maxReported))
-			break
-		}
+	var lines []string
+	for _, e := range l[:min(len(l), maxReported)] {
 		lines = append(lines, e.Error())
+	}
+	if len(l) > maxReported {
+		lines = append(lines, fmt.Sprintf("... and %d more", len(l)-maxReported))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -329,14 +328,20 @@ func (p *parser) listItems(n *yaml.Node) []*yaml.Node {
 	return items.Content
 }
 
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n = resolve(n); n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+// mappingKey is the index of key's node in mapping n; -1 if n has no such key.
+func mappingKey(n *yaml.Node, key string) int {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
-			return resolve(n.Content[i+1])
+			return i
 		}
+	}
+	return -1
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	n = resolve(n)
+	if i := mappingKey(n, key); i >= 0 {
+		return resolve(n.Content[i+1])
 	}
 	return nil
 }
@@ -368,20 +373,14 @@ var pathElem = regexp.MustCompile(`([^.\[\]]+)|\[([^\]]+)\]`)
 func lineIn(n *yaml.Node, path string) int {
 	line := n.Line
 	for _, m := range pathElem.FindAllStringSubmatch(path, -1) {
-		n = resolve(n)
-		switch {
-		case n.Kind == yaml.MappingNode:
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == m[1]+m[2] {
-					line, n, found = n.Content[i].Line, n.Content[i+1], true
-					break
-				}
-			}
-			if !found {
+		switch n = resolve(n); n.Kind {
+		case yaml.MappingNode:
+			i := mappingKey(n, m[1]+m[2])
+			if i < 0 {
 				return line
 			}
-		case n.Kind == yaml.SequenceNode:
+			line, n = n.Content[i].Line, n.Content[i+1]
+		case yaml.SequenceNode:
 			i, err := strconv.Atoi(m[2])
 			if err != nil || i >= len(n.Content) {
 				return line
@@ -446,11 +445,9 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 				fail("spec.topologyName", "topology-aware scheduling is not simulated")
 				continue
 			}
-			if errs := kueuewebhooks.ValidateResourceFlavor(obj); len(errs) > 0 {
-				fail(errs[0].Field, "%s", errs[0].ErrorBody())
-				continue
+			if !refused(kueuewebhooks.ValidateResourceFlavor(obj)) {
+				s.Flavors = append(s.Flavors, obj)
 			}
-			s.Flavors = append(s.Flavors, obj)
 		case *kueue.ClusterQueue:
 			if refused(clusterQueueProblems(u, obj)) || p.enums(u, fail) {
 				continue

@@ -159,32 +159,10 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			continue
 		}
 		j.close(end)
-		wr := WorkloadResult{
-			Name:         j.spec.Name,
-			Namespace:    j.spec.Namespace,
-			ClusterQueue: j.spec.ClusterQueue,
-			Priority:     j.spec.Priority,
-			Requests:     describeRequests(j.spec.Requests, j.spec.Pods),
-			Arrival:      j.spec.Arrival,
-			Duration:     j.spec.Duration,
-			Admissions:   j.admissions,
-			Lost:         j.lost,
-			Counts:       j.counts,
-			Preemptions:  j.preemptions,
-			Finished:     j.state == done,
-			FinishedAt:   j.finishedAt,
-			Share:        resourceShare(sc, j.spec),
-			Intervals:    j.intervals,
-		}
-		for _, iv := range j.intervals {
-			d := iv.To - iv.From
-			if iv.Running {
-				wr.Admitted += d
-			} else {
-				wr.TotalWait += d
-				wr.LongestWait = max(wr.LongestWait, d)
-			}
-		}
+		wr := j.res
+		wr.Name, wr.Namespace, wr.ClusterQueue, wr.Priority = j.spec.Name, j.spec.Namespace, j.spec.ClusterQueue, j.spec.Priority
+		wr.Requests, wr.Arrival, wr.Duration = describeRequests(j.spec.Requests, j.spec.Pods), j.spec.Arrival, j.spec.Duration
+		wr.Share = resourceShare(sc, j.spec)
 		wr.CapacityTime = wr.Share * wr.Admitted.Seconds()
 		wr.LostResourceHours = heldOf(j.spec, r.LostWork.Resource) * wr.Lost.Hours()
 		r.LostWork.Lost += wr.Lost
@@ -228,10 +206,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.Jain = sum * sum / (float64(len(wls)) * sumSq)
 	}
 	slices.Sort(waits)
-	q.WaitP50, q.WaitP95 = percentile(waits, 50), percentile(waits, 95)
-	if len(waits) > 0 {
-		q.WaitMax = waits[len(waits)-1]
-	}
+	q.WaitP50, q.WaitP95, q.WaitMax = percentile(waits, 50), percentile(waits, 95), percentile(waits, 100)
 	if span > 0 {
 		q.PreemptionsPerHour = float64(q.Preemptions) / span.Hours()
 		q.Utilisation = sum / span.Seconds()
@@ -262,10 +237,7 @@ func lostWorkResource(sc *Scenario) (resource, unit string) {
 
 // heldOf is how much of resource a workload's pods hold together.
 func heldOf(spec WorkloadSpec, resource string) float64 {
-	q, ok := spec.Requests[corev1.ResourceName(resource)]
-	if !ok {
-		return 0
-	}
+	q := spec.Requests[corev1.ResourceName(resource)]
 	return q.AsApproximateFloat64() * float64(spec.Pods)
 }
 

@@ -127,10 +127,9 @@ func (s *Scenario) resolvedSnapshot(w WorkloadSpec) *WorkloadSnapshot {
 	maps.Copy(out.Flavors, w.Snapshot.Flavors)
 	cq := s.clusterQueue(w.ClusterQueue)
 	for r := range w.Requests {
-		if _, ok := out.Flavors[string(r)]; ok || cq == nil {
-			continue
+		if _, ok := out.Flavors[string(r)]; !ok && cq != nil {
+			out.Flavors[string(r)] = flavorFor(cq, r, "")
 		}
-		out.Flavors[string(r)] = flavorFor(cq, r, "")
 	}
 	return &out
 }
@@ -192,8 +191,7 @@ func (w *world) submitSnapshot(j *job) error {
 			return fmt.Errorf("writing the status of workload %s: %w", j.spec.Name, err)
 		}
 	}
-	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
-	latest := &kueue.Workload{}
+	key, latest := j.key, &kueue.Workload{}
 	if err := w.client.Get(w.ctx, key, latest); err != nil {
 		return fmt.Errorf("reading workload %s: %w", j.spec.Name, err)
 	}

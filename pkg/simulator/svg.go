@@ -49,7 +49,10 @@ func WriteSVG(out io.Writer, runs ...*Result) error {
 	for _, p := range panels {
 		b.WriteString(p)
 	}
-	svgLegend(&b, y)
+	fmt.Fprintf(&b, `<rect x="10" y="%d" width="24" height="12" fill="%s"/><text x="40" y="%d">holds quota</text>`+"\n", y+8, svgPalette[0], y+18)
+	fmt.Fprintf(&b, `<line x1="140" y1="%d" x2="164" y2="%d" stroke="#999" stroke-width="2"/><text x="170" y="%d">waits</text>`+"\n", y+14, y+14, y+18)
+	fmt.Fprintf(&b, `<path d="M250 %d l-5 -7 h10 z" fill="#d62728"/><text x="262" y="%d">preempted (hover for the reason)</text>`+"\n", y+19, y+18)
+	fmt.Fprintf(&b, `<line x1="480" y1="%d" x2="480" y2="%d" stroke="black" stroke-width="2"/><text x="488" y="%d">finishes</text>`+"\n", y+6, y+22, y+18)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -126,13 +129,6 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 	}
 	y += 30
 	return head.String() + axis.String() + b.String(), y - y0
-}
-
-func svgLegend(b *strings.Builder, y int) {
-	fmt.Fprintf(b, `<rect x="10" y="%d" width="24" height="12" fill="%s"/><text x="40" y="%d">holds quota</text>`+"\n", y+8, svgPalette[0], y+18)
-	fmt.Fprintf(b, `<line x1="140" y1="%d" x2="164" y2="%d" stroke="#999" stroke-width="2"/><text x="170" y="%d">waits</text>`+"\n", y+14, y+14, y+18)
-	fmt.Fprintf(b, `<path d="M250 %d l-5 -7 h10 z" fill="#d62728"/><text x="262" y="%d">preempted (hover for the reason)</text>`+"\n", y+19, y+18)
-	fmt.Fprintf(b, `<line x1="480" y1="%d" x2="480" y2="%d" stroke="black" stroke-width="2"/><text x="488" y="%d">finishes</text>`+"\n", y+6, y+22, y+18)
 }
 
 // tickStep picks a round step that puts at most ten ticks on the axis.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -104,10 +105,7 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 
 func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor) (*world, error) {
 	objs := sc.Objects.deepCopy()
-	start := DefaultStart
-	if sc.Simulation.Start != nil {
-		start = sc.Simulation.Start.Time
-	}
+	start := ptr.Deref(sc.Simulation.Start, Time{DefaultStart}).Time
 	w := &world{
 		ctx:   ctrl.LoggerInto(ctx, log),
 		log:   log,
@@ -233,13 +231,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 // scheduler, the preemptor, the emulated controllers), so that sync hands exactly those changes to
 // the event handlers, as an informer would.
 func (w *world) watchWrites() interceptor.Funcs {
-	mark := func(obj client.Object) {
-		if _, ok := obj.(*kueue.Workload); ok {
-			w.dirtyMu.Lock()
-			w.dirty.Insert(client.ObjectKeyFromObject(obj))
-			w.dirtyMu.Unlock()
-		}
-	}
+	mark := w.markDirty
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			mark(obj)
@@ -293,10 +285,17 @@ func (w *world) applyConditions(ctx context.Context, c client.Client, u *unstruc
 		}
 		apimeta.SetStatusCondition(&wl.Status.Conditions, cond)
 	}
-	w.dirtyMu.Lock()
-	w.dirty.Insert(client.ObjectKeyFromObject(wl))
-	w.dirtyMu.Unlock()
+	w.markDirty(wl)
 	return c.Status().Update(ctx, wl)
+}
+
+// markDirty notes a Workload written, for sync.
+func (w *world) markDirty(obj client.Object) {
+	if _, ok := obj.(*kueue.Workload); ok {
+		w.dirtyMu.Lock()
+		w.dirty.Insert(client.ObjectKeyFromObject(obj))
+		w.dirtyMu.Unlock()
+	}
 }
 
 func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
@@ -378,18 +377,12 @@ func (w *world) sync() bool {
 			} else {
 				w.workloads.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: old.DeepCopy(), ObjectNew: wl.DeepCopy()})
 			}
-			if w.observe(old, wl) {
-				acted = true
-			}
+			acted = w.observe(old, wl) || acted
 			changed = append(changed, wl)
 		}
 		for _, wl := range changed {
-			if w.stopEvictedJob(wl) {
-				acted = true
-			}
-			if w.requeueEvicted(wl) {
-				acted = true
-			}
+			acted = w.stopEvictedJob(wl) || acted
+			acted = w.requeueEvicted(wl) || acted
 			w.clearEvicted(wl)
 		}
 	}
@@ -450,16 +443,13 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 		w.record(Event{Kind: EventFinished, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
 		return true
 	}
-	wasReserved := old != nil && workload.HasQuotaReservation(old)
-	if !wasReserved && workload.HasQuotaReservation(wl) {
-		cq := string(wl.Status.Admission.ClusterQueue)
+	if (old == nil || !workload.HasQuotaReservation(old)) && workload.HasQuotaReservation(wl) {
 		j.admitted(now)
-		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: cq})
+		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: string(wl.Status.Admission.ClusterQueue)})
 		acted = true
 	}
 	w.observeWarning(j, old, wl)
-	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
-	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
+	if ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); conditionTrue(wl, kueue.WorkloadEvicted) && !conditionTrue(old, kueue.WorkloadEvicted) {
 		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
 		if ev.Reason == kueue.WorkloadEvictedByPreemption || policy.IsOwnReason(ev.Reason) {
 			e.Kind = EventPreempted
@@ -539,23 +529,16 @@ func (w *world) clearEvicted(wl *kueue.Workload) {
 	if !conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	var drop []string
+	patched := wl.DeepCopy()
 	for _, u := range policy.Units() {
 		for _, a := range u.Clears {
-			if _, ok := wl.Annotations[a]; ok {
-				drop = append(drop, a)
-			}
+			delete(patched.Annotations, a)
 		}
 	}
-	if len(drop) == 0 {
+	if len(patched.Annotations) == len(wl.Annotations) {
 		return
 	}
-	patched := wl.DeepCopy()
-	patch := client.MergeFrom(wl)
-	for _, a := range drop {
-		delete(patched.Annotations, a)
-	}
-	if err := w.client.Patch(w.ctx, patched, patch); client.IgnoreNotFound(err) != nil {
+	if err := w.client.Patch(w.ctx, patched, client.MergeFrom(wl)); client.IgnoreNotFound(err) != nil {
 		w.note("clearing the annotations of evicted workload %s: %v", wl.Name, err)
 	}
 }
@@ -612,16 +595,13 @@ func (w *world) schedule() (spinning bool) {
 		}
 		// A cycle that changed a Workload (a pending message, say) can change the next one: an
 		// updated workload goes back to the active queue, a parked one stays parked. The manager's
-		// loop goes on at once; so does the simulation, until the writes stop.
-		if progress || acted || w.versions != versions {
-			stalled = 0
-			tried.Clear()
-			tried.Insert(heads...)
-			continue
-		}
-		// A head not tried yet: the ones before it were parked without a write (their pending
+		// loop goes on at once; so does the simulation, until the writes stop. So it does for a
+		// head not tried yet: the ones before it were parked without a write (their pending
 		// message had not changed), and the loop goes on to the next ones at once.
-		if !tried.HasAll(heads...) {
+		if changed := progress || acted || w.versions != versions; changed || !tried.HasAll(heads...) {
+			if changed {
+				tried.Clear()
+			}
 			stalled = 0
 			tried.Insert(heads...)
 			continue
