@@ -74,34 +74,31 @@ type WorkloadSpec struct {
 // scenario's own fields.
 func (p *parser) validate(s *Scenario) {
 	p.s = s
-	v := p
-	v.positive("simulation.until", s.Simulation.Until)
+	p.positive("simulation.until", s.Simulation.Until)
 	if i := s.Simulation.SchedulingInterval; i != nil && i.Duration < time.Millisecond {
-		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
+		p.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
 	}
 	allowed := ScenarioGates()
 	for _, name := range slices.Sorted(maps.Keys(s.FeatureGates)) {
 		if !slices.Contains(allowed, name) {
-			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
+			p.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
 		}
 	}
 	for _, e := range tsconfig.Validate(s.timeshareConfig()) {
 		// The configuration's paths start with "timeshare", as the scenario's do.
-		v.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
+		p.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
 	}
 	if s.Timeshare.RuntimeClock == tsconfig.RuntimeClockPodsReady {
-		v.errorf("timeshare.runtimeClock", "%s is not simulated (no Pod becomes ready); leave it out of a scenario", tsconfig.RuntimeClockPodsReady)
+		p.errorf("timeshare.runtimeClock", "%s is not simulated (no Pod becomes ready); leave it out of a scenario", tsconfig.RuntimeClockPodsReady)
 	}
-	if s.FairSharing != nil {
-		for i, st := range s.FairSharing.PreemptionStrategies {
-			if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {
-				v.errorf(index("fairSharing.preemptionStrategies", i), "%q is not supported; use one of %s, %s", st, configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare)
-			}
+	for i, st := range ptr.Deref(s.FairSharing, FairSharing{}).PreemptionStrategies {
+		if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {
+			p.errorf(index("fairSharing.preemptionStrategies", i), "%q is not supported; use one of %s, %s", st, configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare)
 		}
 	}
-	v.references()
+	p.references()
 	if len(p.errs) == 0 {
-		v.workloads()
+		p.workloads()
 	}
 }
 

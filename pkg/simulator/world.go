@@ -158,9 +158,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	}
 	w.cache = schdcache.New(w.client, schdcache.WithFairSharing(fs != nil))
 	expectations := preemptexpectations.New()
-	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
+	w.queues, w.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
 		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(w.clock))
-	w.queues, w.requeuer = queues, requeuer
 	ts := sc.timeshareConfig()
 	w.settings = manager.NewSettingsStore(ts)
 	w.tolerate = toleration.NewStore()
