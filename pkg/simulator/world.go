@@ -230,33 +230,32 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 // scheduler, the preemptor, the emulated controllers), so that sync hands exactly those changes to
 // the event handlers, as an informer would.
 func (w *world) watchWrites() interceptor.Funcs {
-	mark := w.markDirty
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Delete(ctx, obj, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if u, ok := obj.(*unstructured.Unstructured); ok && sub == "status" && patch.Type() == types.ApplyPatchType && u.GetKind() == "Workload" {
 				return w.applyConditions(ctx, c, u)
 			}
-			mark(obj)
+			w.markDirty(obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
