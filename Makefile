@@ -145,7 +145,7 @@ TIMESHARING_HORIZON ?= 24h
 
 .PHONY: bench-timesharing
 bench-timesharing: ## Time-sharing quality on the simulator: N = 2..10 same-priority workloads, ours vs upstream vs the priority booster.
-	@$(GO) test -count=1 -v -run '^TestTimeSharingBenchmark$$' ./pkg/simulator \
+	@$(GO) test -count=1 -v -run '^TestTimeSharingBenchmark$$' ./test/performance/timesharing \
 	  -args -timesharing-benchmark -timesharing-window=$(TIMESHARING_WINDOW) -timesharing-horizon=$(TIMESHARING_HORIZON) \
 	  | grep -v -e '^=== RUN' -e '^--- PASS' -e '^PASS$$' -e '^ok '
 

@@ -73,25 +73,19 @@ func (b *booster) reconcile(now time.Duration) time.Duration {
 	return next
 }
 
-// boosterWindow is the booster's time-sharing interval: the scenario's largest minAdmitDuration.
-func boosterWindow(o *Objects) time.Duration {
-	var window time.Duration
+// boosterObjects adapts ClusterQueues to the booster and returns its time-sharing interval, the
+// scenario's largest minAdmitDuration. The booster lowers priorities, so pending workloads must be
+// allowed to preempt lower ones (LowerPriority), and minAdmitDuration has no meaning.
+func boosterObjects(o *Objects) (window time.Duration) {
 	for _, u := range o.ClusterQueues {
 		raw, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "withinClusterQueueConfig", "minAdmitDuration")
 		d, _ := time.ParseDuration(raw)
 		window = max(window, d)
-	}
-	return window
-}
-
-// boosterObjects adapts ClusterQueues to the booster: it lowers priorities, so pending workloads
-// must be allowed to preempt lower ones (LowerPriority), and minAdmitDuration has no meaning.
-func boosterObjects(o *Objects) {
-	for _, u := range o.ClusterQueues {
 		within, _, _ := unstructured.NestedString(u.Object, "spec", "preemption", "withinClusterQueue")
 		if within == string(kueue.PreemptionPolicyLowerOrNewerEqualPriority) {
 			_ = unstructured.SetNestedField(u.Object, string(kueue.PreemptionPolicyLowerPriority), "spec", "preemption", "withinClusterQueue")
 		}
 		unstructured.RemoveNestedField(u.Object, "spec", "preemption", "withinClusterQueueConfig")
 	}
+	return window
 }

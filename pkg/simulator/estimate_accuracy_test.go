@@ -143,17 +143,17 @@ func TestEstimateAccuracy(t *testing.T) {
 					t.Logf("seed %d: %s unknown: %s", seed, name, e.Reason)
 				}
 				if ok {
-					t.Errorf("seed %d: %s estimated unknown (%s), admitted at %s", seed, name, e.Reason, formatOffset(actual))
+					t.Errorf("seed %d: %s estimated unknown (%s), admitted at %s", seed, name, e.Reason, FormatOffset(actual))
 				}
 				continue
 			case e.When.Sub(start) > m.Until-tolerance:
 				beyond++
 				if ok && e.When.Sub(start)-actual > tolerance {
-					t.Errorf("seed %d: %s estimated at %s, beyond the horizon, admitted at %s", seed, name, formatOffset(e.When.Sub(start)), formatOffset(actual))
+					t.Errorf("seed %d: %s estimated at %s, beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), FormatOffset(actual))
 				}
 				continue
 			case !ok:
-				t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, formatOffset(e.When.Sub(start)), e.Reason)
+				t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason)
 				continue
 			}
 			checked++
@@ -162,7 +162,7 @@ func TestEstimateAccuracy(t *testing.T) {
 				worst, worstAt = diff, fmt.Sprintf("seed %d, %s", seed, name)
 			}
 			if diff > tolerance {
-				t.Errorf("seed %d: %s estimated at %s (%s, %d in line), admitted at %s", seed, name, formatOffset(e.When.Sub(start)), e.Reason, e.Position, formatOffset(actual))
+				t.Errorf("seed %d: %s estimated at %s (%s, %d in line), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Position, FormatOffset(actual))
 			}
 		}
 	}

@@ -112,7 +112,7 @@ func TestEstimateDriftWithArrivals(t *testing.T) {
 			settled++
 			worstSettled = max(worstSettled, d.Abs())
 			if d.Abs() > m.Interval {
-				t.Errorf("seed %d: %s estimated at %s (%s) after the last arrival, admitted at %s", seed, name, formatOffset(e.When.Sub(start)), e.Reason, formatOffset(e.When.Sub(start)+d))
+				t.Errorf("seed %d: %s estimated at %s (%s) after the last arrival, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, FormatOffset(e.When.Sub(start)+d))
 			}
 		}
 	}

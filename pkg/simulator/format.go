@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,16 +22,12 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		return nil
 	}
 	first := runs[0]
-	titles := make([]string, len(runs))
-	for i, r := range runs {
-		titles[i] = r.Mode.Title()
-	}
 	fmt.Fprintf(out, "Scenario %s, started %s\n", first.Scenario, first.Start.UTC().Format(time.RFC3339))
 	for _, r := range runs {
-		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), formatOffset(r.End), r.Cycles)
+		fmt.Fprintf(out, "  %s: simulated %s, %d scheduling cycles\n", r.Mode.Title(), FormatOffset(r.End), r.Cycles)
 	}
 	if len(runs) > 1 {
-		fmt.Fprintf(out, "Cells show: %s\n", strings.Join(titles, " / "))
+		fmt.Fprintf(out, "Cells show: %s\n", perRun(runs, func(r *Result) string { return r.Mode.Title() }))
 	}
 	fmt.Fprintln(out)
 
@@ -38,7 +35,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	lostUnit := strings.ToUpper(first.LostWork.Unit)
 	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tPRIORITY\tSIZE\tARRIVAL\tDURATION\tTOTAL WAIT\tLONGEST WAIT\tADMITTED\tLOST\tLOST "+lostUnit+"\tPREEMPTIONS\tFINISHED AT\tSHARE")
 	for i, w := range first.Workloads {
-		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, formatOffset(w.Arrival), formatOffset(w.Duration)}
+		row := []string{w.Name, w.ClusterQueue, fmt.Sprint(w.Priority), w.Requests, FormatOffset(w.Arrival), FormatOffset(w.Duration)}
 		cells := [][]string{}
 		for _, r := range runs {
 			rw := r.workload(i, w.Name)
@@ -46,10 +43,13 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 				cells = append(cells, []string{"-", "-", "-", "-", "-", "-", "-", "-"})
 				continue
 			}
-			share := r.queue(rw.ClusterQueue).CapacityShare[rw.Name]
+			share, finished := r.queue(rw.ClusterQueue).CapacityShare[rw.Name], "no"
+			if rw.Finished {
+				finished = FormatOffset(rw.FinishedAt)
+			}
 			cells = append(cells, []string{
-				formatOffset(rw.TotalWait), formatOffset(rw.LongestWait), formatOffset(rw.Admitted), formatOffset(rw.Lost),
-				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finishedCell(rw), orDash(share*100, "%.0f%%"),
+				FormatOffset(rw.TotalWait), FormatOffset(rw.LongestWait), FormatOffset(rw.Admitted), FormatOffset(rw.Lost),
+				resourceHours(rw.LostResourceHours), fmt.Sprint(rw.PreemptionCount()), finished, orDash(share*100, "%.0f%%"),
 			})
 		}
 		row = append(row, joinColumns(cells)...)
@@ -67,8 +67,8 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 		for _, r := range runs {
 			rq := r.queue(q.Name)
 			cells = append(cells, []string{
-				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), formatOffset(rq.WaitP50), formatOffset(rq.WaitP95), formatOffset(rq.WaitMax),
-				formatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), formatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
+				fmt.Sprint(rq.Finished), orDash(rq.Jain, "%.2f"), FormatOffset(rq.WaitP50), FormatOffset(rq.WaitP95), FormatOffset(rq.WaitMax),
+				FormatOffset(rq.LongestWait), fmt.Sprintf("%.2f", rq.PreemptionsPerHour), FormatOffset(rq.Lost), resourceHours(rq.LostResourceHours),
 				orDash(rq.Utilisation*100, "%.0f%%"),
 			})
 		}
@@ -78,19 +78,14 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	lost := make([]string, len(runs))
-	for i, r := range runs {
-		lost[i] = fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, formatOffset(r.LostWork.Lost))
-	}
-	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, strings.Join(lost, " / "))
+	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, perRun(runs, func(r *Result) string {
+		return fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
+	}))
 	for _, u := range policy.Units() {
-		if u.Warns != nil && gaveWarnings(runs, u.Warns.Counter) {
-			counts := make([]string, len(runs))
-			for i, r := range runs {
-				c := r.Counts[u.Warns.Counter]
-				counts[i] = fmt.Sprintf("%d given, %d ended early", c["given"], c["endedEarly"])
-			}
-			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, strings.Join(counts, " / "))
+		if u.Warns != nil && slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[u.Warns.Counter]["given"] > 0 }) {
+			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, perRun(runs, func(r *Result) string {
+				return fmt.Sprintf("%d given, %d ended early", r.Counts[u.Warns.Counter]["given"], r.Counts[u.Warns.Counter]["endedEarly"])
+			}))
 		}
 	}
 	noted := false
@@ -106,13 +101,13 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	return nil
 }
 
-func gaveWarnings(runs []*Result, counter string) bool {
-	for _, r := range runs {
-		if r.Counts[counter]["given"] > 0 {
-			return true
-		}
+// perRun joins one value per run with " / ".
+func perRun(runs []*Result, value func(*Result) string) string {
+	vals := make([]string, len(runs))
+	for i, r := range runs {
+		vals[i] = value(r)
 	}
-	return false
+	return strings.Join(vals, " / ")
 }
 
 // joinColumns turns one row of cells per run into one row of " / "-joined cells.
@@ -132,28 +127,17 @@ func (r *Result) workload(i int, name string) *WorkloadResult {
 	if i < len(r.Workloads) && r.Workloads[i].Name == name {
 		return &r.Workloads[i]
 	}
-	for j := range r.Workloads {
-		if r.Workloads[j].Name == name {
-			return &r.Workloads[j]
-		}
+	if j := slices.IndexFunc(r.Workloads, func(w WorkloadResult) bool { return w.Name == name }); j >= 0 {
+		return &r.Workloads[j]
 	}
 	return nil
 }
 
 func (r *Result) queue(name string) QueueResult {
-	for _, q := range r.ClusterQueues {
-		if q.Name == name {
-			return q
-		}
+	if i := slices.IndexFunc(r.ClusterQueues, func(q QueueResult) bool { return q.Name == name }); i >= 0 {
+		return r.ClusterQueues[i]
 	}
 	return QueueResult{Name: name, Jain: math.NaN()}
-}
-
-func finishedCell(w *WorkloadResult) string {
-	if !w.Finished {
-		return "no"
-	}
-	return formatOffset(w.FinishedAt)
 }
 
 func resourceHours(h float64) string {
@@ -190,14 +174,14 @@ func WriteTimeline(out io.Writer, r *Result) error {
 			what = fmt.Sprintf("%s finishes", e.Workload)
 		default:
 			if u := policy.Units().Warner(string(e.Kind)); u != nil {
-				what = e.Workload + " " + u.Says(formatOffset(e.Until), e.By, e.Reason)
+				what = e.Workload + " " + u.Says(FormatOffset(e.Until), e.By, e.Reason)
 			}
 		}
 		what += outcomeWords(e.Outcome)
 		if e.Lost > 0 {
-			what += fmt.Sprintf(", losing %s of run time (%s %s)", formatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
+			what += fmt.Sprintf(", losing %s of run time (%s %s)", FormatOffset(e.Lost), resourceHours(e.LostResourceHours), r.LostWork.Unit)
 		}
-		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", formatOffset(e.At), e.ClusterQueue, what)
+		fmt.Fprintf(tw, "  +%s\t%s\t%s\n", FormatOffset(e.At), e.ClusterQueue, what)
 	}
 	return tw.Flush()
 }
@@ -281,22 +265,4 @@ func jsonValue(v reflect.Value) any {
 		return m
 	}
 	return v.Interface()
-}
-
-// Sequence is what happened to whom, in order, without times: admissions, preemptions (with the
-// reason and the preemptor) and completions. Two runs that made the same decisions have the same
-// sequence.
-func (r *Result) Sequence() []string {
-	var out []string
-	for _, e := range r.Events {
-		switch e.Kind {
-		case EventAdmitted:
-			out = append(out, fmt.Sprintf("%s admitted", e.Workload))
-		case EventPreempted, EventEvicted:
-			out = append(out, fmt.Sprintf("%s %s (%s)", e.Workload, e.Kind, e.Reason))
-		case EventFinished:
-			out = append(out, fmt.Sprintf("%s finished", e.Workload))
-		}
-	}
-	return out
 }

@@ -146,7 +146,7 @@ func strictFIFOOrder(sc *Scenario, res *Result) []string {
 			if name == e.Workload || y.ClusterQueue != x.ClusterQueue || !ahead || !pendingAfter(name, e.At) {
 				continue
 			}
-			problems = append(problems, fmt.Sprintf("strict FIFO: %s admitted in %s at +%s while %s, ahead of it, stayed pending", e.Workload, e.ClusterQueue, formatOffset(e.At), name))
+			problems = append(problems, fmt.Sprintf("strict FIFO: %s admitted in %s at +%s while %s, ahead of it, stayed pending", e.Workload, e.ClusterQueue, FormatOffset(e.At), name))
 		}
 	}
 	return problems
@@ -183,7 +183,7 @@ func (c *checker) checkLimits(now time.Duration, w *world) {
 		}
 	}
 	for _, p := range limitProblems(c.sc, usage) {
-		c.failf("limits at +%s: %s", formatOffset(now), p)
+		c.failf("limits at +%s: %s", FormatOffset(now), p)
 	}
 }
 

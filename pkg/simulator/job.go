@@ -26,18 +26,10 @@ type job struct {
 	// finishAt is when a running job completes.
 	finishAt time.Duration
 
-	intervals  []Interval
-	admissions int
-	// lost is run time thrown away by evictions: since the last completed checkpoint, or since
-	// the admission for a job without checkpoints.
-	lost        time.Duration
-	preemptions map[string]int
-	finishedAt  time.Duration
-
 	// warning is the warning before eviction in force on a running job, if any.
 	warning *jobWarning
-	// counts are the warnings' counts, by the warning unit's counter (policy.Warns).
-	counts Counts
+	// res is what the report says of the job, filled in as it goes.
+	res WorkloadResult
 }
 
 // jobWarning is a warning before eviction (a preemption notice) a running job reacts to, as a
@@ -45,7 +37,6 @@ type job struct {
 // checkpoint completes before the deadline, answers (checkpoint-done), so that it is evicted then.
 type jobWarning struct {
 	*policy.Warns
-	given, deadline time.Duration
 	// checkpointAt is when the checkpoint started at the warning completes; 0: the job does not
 	// checkpoint within the warning (no checkpointDuration, or it would not finish in time).
 	checkpointAt time.Duration
@@ -69,10 +60,8 @@ func newCounts() Counts {
 }
 
 func (c Counts) add(o Counts) {
+	// Every Counts has every unit's counters (newCounts).
 	for counter, counts := range o {
-		if c[counter] == nil {
-			c[counter] = map[string]int{}
-		}
 		for k, n := range counts {
 			c[counter][k] += n
 		}
@@ -90,11 +79,10 @@ const (
 
 func newJob(spec WorkloadSpec, uid types.UID) *job {
 	return &job{
-		spec:        spec,
-		key:         types.NamespacedName{Namespace: spec.Namespace, Name: spec.Name},
-		uid:         uid,
-		preemptions: map[string]int{},
-		counts:      newCounts(),
+		spec: spec,
+		key:  types.NamespacedName{Namespace: spec.Namespace, Name: spec.Name},
+		uid:  uid,
+		res:  WorkloadResult{Preemptions: map[string]int{}, Counts: newCounts()},
 	}
 }
 
@@ -106,7 +94,7 @@ func (j *job) admitted(now time.Duration) {
 	j.close(now)
 	j.state, j.since = running, now
 	j.warning = nil
-	j.admissions++
+	j.res.Admissions++
 	j.finishAt = timeutil.Add(now, j.spec.Duration-j.progress)
 }
 
@@ -122,13 +110,13 @@ func (j *job) evicted(now time.Duration, reason string) time.Duration {
 		// the periodic ones do; only what ran after it completed is lost.
 		kept = max(kept, min(n.checkpointAt-j.since, now-j.since))
 		lost = now - j.since - kept
-		j.counts.add(Counts{n.Counter: {"endedEarly": 1}})
+		j.res.Counts.add(Counts{n.Counter: {"endedEarly": 1}})
 	}
 	j.warning = nil
 	j.progress += kept
-	j.lost += lost
+	j.res.Lost += lost
 	j.state, j.since = pending, now
-	j.preemptions[reason]++
+	j.res.Preemptions[reason]++
 	return lost
 }
 
@@ -168,24 +156,17 @@ func (j *job) warned(u *policy.Warns, now, deadline time.Duration) {
 	if j.state != running {
 		return
 	}
-	j.counts.add(Counts{u.Counter: {"given": 1}})
-	j.warning = &jobWarning{Warns: u, given: now, deadline: deadline}
+	j.res.Counts.add(Counts{u.Counter: {"given": 1}})
+	j.warning = &jobWarning{Warns: u}
 	if take := j.spec.CheckpointDuration; take > 0 && !j.spec.Checkpointed && timeutil.Add(now, take) < deadline {
 		j.warning.checkpointAt = now + take
 	}
 }
 
-// checkpointDue reports whether the checkpoint begun at a warning completes by now and is not yet
-// reported.
-func (j *job) checkpointDue(now time.Duration) bool {
-	n := j.warning
-	return j.state == running && n != nil && !n.saved && n.checkpointAt > 0 && n.checkpointAt <= now
-}
-
 func (j *job) finished(now time.Duration) {
 	j.warning = nil
 	j.close(now)
-	j.state, j.since, j.finishedAt = done, now, now
+	j.state, j.since, j.res.Finished, j.res.FinishedAt = done, now, true, now
 }
 
 // close ends the current interval at now.
@@ -193,8 +174,14 @@ func (j *job) close(now time.Duration) {
 	if j.state != pending && j.state != running {
 		return
 	}
-	if now > j.since {
-		j.intervals = append(j.intervals, Interval{From: j.since, To: now, Running: j.state == running})
+	if d := now - j.since; d > 0 {
+		j.res.Intervals = append(j.res.Intervals, Interval{From: j.since, To: now, Running: j.state == running})
+		if j.state == running {
+			j.res.Admitted += d
+		} else {
+			j.res.TotalWait += d
+			j.res.LongestWait = max(j.res.LongestWait, d)
+		}
 	}
 }
 

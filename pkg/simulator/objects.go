@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
@@ -37,18 +39,13 @@ type Objects struct {
 	PriorityClasses         []*schedulingv1.PriorityClass
 }
 
-// all lists the objects, kind by kind (namespaces left out), as manifests are applied: Cohorts
-// and ClusterQueues by their raw content.
-func (o *Objects) all() []any {
-	var out []any
+// all lists the objects, kind by kind (namespaces left out), as manifests are applied.
+func (o *Objects) all() []client.Object {
+	var out []client.Object
 	v := reflect.ValueOf(o).Elem()
 	for i := 1; i < v.NumField(); i++ {
 		for j := range v.Field(i).Len() {
-			obj := v.Field(i).Index(j).Interface()
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				obj = u.Object
-			}
-			out = append(out, obj)
+			out = append(out, v.Field(i).Index(j).Interface().(client.Object))
 		}
 	}
 	return out
@@ -123,21 +120,17 @@ func (s *Scenario) complete() {
 
 // clusterQueue is the named ClusterQueue as Kueue reads it; nil if there is none.
 func (s *Scenario) clusterQueue(name string) *kueue.ClusterQueue {
-	for _, u := range s.ClusterQueues {
-		if u.GetName() == name {
-			cq, _ := typedObject[kueue.ClusterQueue](u)
-			return cq
-		}
+	if i := slices.IndexFunc(s.ClusterQueues, func(u *unstructured.Unstructured) bool { return u.GetName() == name }); i >= 0 {
+		cq, _ := typedObject[kueue.ClusterQueue](s.ClusterQueues[i])
+		return cq
 	}
 	return nil
 }
 
 // localQueueFor returns the first LocalQueue pointing to cq.
 func (s *Scenario) localQueueFor(cq string) *kueue.LocalQueue {
-	for _, lq := range s.LocalQueues {
-		if string(lq.Spec.ClusterQueue) == cq {
-			return lq
-		}
+	if i := slices.IndexFunc(s.LocalQueues, func(lq *kueue.LocalQueue) bool { return string(lq.Spec.ClusterQueue) == cq }); i >= 0 {
+		return s.LocalQueues[i]
 	}
 	return nil
 }
@@ -154,15 +147,11 @@ func (s *Scenario) localQueuesNamed(name, namespace string) []*kueue.LocalQueue 
 
 // priorityClass finds a priority class by name: its kind and value.
 func (s *Scenario) priorityClass(name string) (kueue.PriorityClassKind, int32, bool) {
-	for _, pc := range s.WorkloadPriorityClasses {
-		if pc.Name == name {
-			return kueue.WorkloadPriorityClassKind, pc.Value, true
-		}
+	if i := slices.IndexFunc(s.WorkloadPriorityClasses, func(pc *kueue.WorkloadPriorityClass) bool { return pc.Name == name }); i >= 0 {
+		return kueue.WorkloadPriorityClassKind, s.WorkloadPriorityClasses[i].Value, true
 	}
-	for _, pc := range s.PriorityClasses {
-		if pc.Name == name {
-			return kueue.PodPriorityClassKind, pc.Value, true
-		}
+	if i := slices.IndexFunc(s.PriorityClasses, func(pc *schedulingv1.PriorityClass) bool { return pc.Name == name }); i >= 0 {
+		return kueue.PodPriorityClassKind, s.PriorityClasses[i].Value, true
 	}
 	return "", 0, false
 }
@@ -177,6 +166,29 @@ func withoutEmptyMeta(obj any) map[string]any {
 	}
 	delete(m, "status")
 	return m
+}
+
+// queueSpec is what a ClusterQueue and a Cohort share that the simulator reads.
+type queueSpec struct {
+	Spec struct{ ResourceGroups []kueue.ResourceGroup }
+}
+
+// rootOf gives the root of the tree above a cohort (itself at the root, "" for none) and
+// whether its parents form a cycle.
+func (s *Scenario) rootOf() func(cohort string) (root string, cycle bool) {
+	parents := map[string]string{}
+	for _, u := range s.Cohorts {
+		parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
+	}
+	return func(c string) (string, bool) {
+		for seen := sets.New[string](); parents[c] != ""; c = parents[c] {
+			if seen.Has(c) {
+				return c, true
+			}
+			seen.Insert(c)
+		}
+		return c, false
+	}
 }
 
 // typedObject reads a raw ClusterQueue or Cohort as Kueue's typed object, which drops our
@@ -239,11 +251,9 @@ func (w WorkloadSpec) PodTemplate() corev1.PodTemplateSpec {
 
 // describeRequests renders requests as cpu=1,memory=2Gi.
 func describeRequests(r corev1.ResourceList, pods int32) string {
-	names := slices.Sorted(maps.Keys(r))
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		q := r[n]
-		parts = append(parts, fmt.Sprintf("%s=%s", n, q.String()))
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(r)) {
+		parts = append(parts, fmt.Sprintf("%s=%s", n, ptr.To(r[n]).String()))
 	}
 	s := strings.Join(parts, ",")
 	if pods > 1 {

@@ -352,7 +352,7 @@ func (c *orderChecker) queueOrder(wl *workload.Info, snap *schdcache.Snapshot) {
 		}
 		if fits {
 			c.problems = append(c.problems, fmt.Sprintf("cycle %d round %d at +%s: %s admitted in %s while %s, ahead of it in the queue, fit the same snapshot",
-				c.figures.Cycles+1, c.rounds, formatOffset(c.w.now()), klog.KObj(wl.Obj), cq, klog.KObj(other.Obj)))
+				c.figures.Cycles+1, c.rounds, FormatOffset(c.w.now()), klog.KObj(wl.Obj), cq, klog.KObj(other.Obj)))
 		}
 	}
 	if checked {
@@ -407,7 +407,7 @@ func (c *orderChecker) shareOrder(h *orderHead, snap *schdcache.Snapshot) {
 		names = append(names, fmt.Sprintf("%s in %s", klog.KObj(w.info.Obj), w.info.ClusterQueue))
 	}
 	c.problems = append(c.problems, fmt.Sprintf("cycle %d round %d at +%s: %s admitted in %s while fair sharing puts first %s",
-		c.figures.Cycles+1, c.rounds, formatOffset(c.w.now()), klog.KObj(h.info.Obj), h.info.ClusterQueue, strings.Join(names, ", ")))
+		c.figures.Cycles+1, c.rounds, FormatOffset(c.w.now()), klog.KObj(h.info.Obj), h.info.ClusterQueue, strings.Join(names, ", ")))
 }
 
 type shareKey struct {

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -28,8 +28,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueuewebhooks "sigs.k8s.io/kueue/pkg/webhooks"
 
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // FieldError is a problem with one field of a scenario file, with the line it is on.
@@ -61,13 +61,12 @@ type ErrorList []*FieldError
 const maxReported = 20
 
 func (l ErrorList) Error() string {
-	lines := make([]string, 0, min(len(l), maxReported)+1)
-	for i, e := range l {
-		if i == maxReported {
-			lines = append(lines, fmt.Sprintf("... and %d more", len(l)-maxReported))
-			break
-		}
+	var lines []string
+	for _, e := range l[:min(len(l), maxReported)] {
 		lines = append(lines, e.Error())
+	}
+	if len(l) > maxReported {
+		lines = append(lines, fmt.Sprintf("... and %d more", len(l)-maxReported))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -75,6 +74,7 @@ func (l ErrorList) Error() string {
 // parser reads a scenario file. lines has the line of every field of the scenario's own
 // document, by path; objects has the manifest node of every object, by kind and name.
 type parser struct {
+	s       *Scenario
 	file    string
 	lines   map[string]int
 	objects map[string]*yaml.Node
@@ -105,30 +105,15 @@ func (p *parser) objectError(kind, name, field, format string, args ...any) {
 	p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
 }
 
-func (p *parser) sorted() ErrorList {
-	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
-	return p.errs
-}
-
 // parentPath strips the last element of a path: a.b[2].c -> a.b[2] -> a.b -> a.
 func parentPath(p string) string {
-	if strings.HasSuffix(p, "]") {
-		if i := strings.LastIndex(p, "["); i >= 0 {
-			return p[:i]
-		}
-	}
-	if i := strings.LastIndex(p, "."); i >= 0 {
+	if i := strings.LastIndex(p, "["); strings.HasSuffix(p, "]") && i >= 0 {
 		return p[:i]
 	}
-	return ""
+	return p[:max(strings.LastIndex(p, "."), 0)]
 }
 
-func child(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
+func child(path, name string) string { return strings.TrimPrefix(path+"."+name, ".") }
 
 func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
@@ -136,15 +121,11 @@ func key(path, k string) string { return fmt.Sprintf("%s[%s]", path, k) }
 
 // yamlSyntaxError turns the parser's "yaml: line 3: ..." into file:3: ...
 func yamlSyntaxError(file string, err error) *FieldError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, tail, ok := strings.Cut(rest, ": "); ok {
-			if line, convErr := strconv.Atoi(num); convErr == nil {
-				return &FieldError{File: file, Line: line, Message: "invalid YAML: " + tail}
-			}
-		}
+	msg, line := strings.TrimPrefix(err.Error(), "yaml: "), 0
+	if _, scanErr := fmt.Sscanf(msg, "line %d: ", &line); scanErr == nil {
+		_, msg, _ = strings.Cut(msg, ": ")
 	}
-	return &FieldError{File: file, Message: "invalid YAML: " + msg}
+	return &FieldError{File: file, Line: line, Message: "invalid YAML: " + msg}
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
@@ -197,7 +178,7 @@ func (p *parser) read(data []byte, s *Scenario) (manifests []manifest) {
 			continue
 		}
 		seenAny = true
-		if isManifest(root) {
+		if root.Kind == yaml.MappingNode && (mappingValue(root, "apiVersion") != nil || mappingValue(root, "kind") != nil) {
 			for _, n := range p.listItems(root) {
 				manifests = p.addNode(manifests, n)
 			}
@@ -256,7 +237,6 @@ func (p *parser) decode(n *yaml.Node, path string, v reflect.Value) {
 		if v.Kind() == reflect.Map {
 			v.Set(reflect.MakeMap(v.Type()))
 		}
-		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, item := n.Content[i], n.Content[i+1]
 			sub, elem := key(path, k.Value), reflect.Value{}
@@ -265,11 +245,10 @@ func (p *parser) decode(n *yaml.Node, path string, v reflect.Value) {
 			} else {
 				sub, elem = child(path, k.Value), fieldNamed(v, k.Value)
 			}
-			if line, twice := first[k.Value]; twice {
+			if line, twice := p.lines[sub]; twice {
 				p.errorAt(k.Line, sub, "set twice (first on line %d)", line)
 				continue
 			}
-			first[k.Value] = k.Line
 			p.note(sub, k.Line)
 			if !elem.IsValid() {
 				msg := "unknown field"
@@ -336,10 +315,6 @@ func typeWord(t string) string {
 	return "a mapping of fields"
 }
 
-func isManifest(n *yaml.Node) bool {
-	return n.Kind == yaml.MappingNode && (mappingValue(n, "apiVersion") != nil || mappingValue(n, "kind") != nil)
-}
-
 // listItems returns the items of a List, or the node itself.
 func (p *parser) listItems(n *yaml.Node) []*yaml.Node {
 	if kind := mappingValue(n, "kind"); kind == nil || kind.Value != "List" {
@@ -353,14 +328,20 @@ func (p *parser) listItems(n *yaml.Node) []*yaml.Node {
 	return items.Content
 }
 
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n = resolve(n); n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+// mappingKey is the index of key's node in mapping n; -1 if n has no such key.
+func mappingKey(n *yaml.Node, key string) int {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
-			return resolve(n.Content[i+1])
+			return i
 		}
+	}
+	return -1
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	n = resolve(n)
+	if i := mappingKey(n, key); i >= 0 {
+		return resolve(n.Content[i+1])
 	}
 	return nil
 }
@@ -392,20 +373,14 @@ var pathElem = regexp.MustCompile(`([^.\[\]]+)|\[([^\]]+)\]`)
 func lineIn(n *yaml.Node, path string) int {
 	line := n.Line
 	for _, m := range pathElem.FindAllStringSubmatch(path, -1) {
-		n = resolve(n)
-		switch {
-		case n.Kind == yaml.MappingNode:
-			found := false
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == m[1]+m[2] {
-					line, n, found = n.Content[i].Line, n.Content[i+1], true
-					break
-				}
-			}
-			if !found {
+		switch n = resolve(n); n.Kind {
+		case yaml.MappingNode:
+			i := mappingKey(n, m[1]+m[2])
+			if i < 0 {
 				return line
 			}
-		case n.Kind == yaml.SequenceNode:
+			line, n = n.Content[i].Line, n.Content[i+1]
+		case yaml.SequenceNode:
 			i, err := strconv.Atoi(m[2])
 			if err != nil || i >= len(n.Content) {
 				return line
@@ -431,11 +406,7 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			p.objects[kind+" "+name] = m.node
 		}
 		fail := func(field, format string, args ...any) {
-			line := m.node.Line
-			if field != "" {
-				line = lineIn(m.node, field)
-			}
-			p.errorAt(line, strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
+			p.errorAt(lineIn(m.node, field), strings.TrimSuffix(kind+" "+name+": "+field, ": "), format, args...)
 		}
 		gv := u.GroupVersionKind().GroupVersion()
 		if gv != kueue.SchemeGroupVersion && (gv.Group != schedulingv1.GroupName || kind != "PriorityClass") {
@@ -468,26 +439,15 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 			}
 			return len(errs) > 0
 		}
-		// A priority class's toleration problem reads "<field>: <problem>".
-		tolerated := func(kind kueue.PriorityClassKind, ann map[string]string, value int32) bool {
-			err := toleration.NewStore().Set(kind, name, ann, value)
-			if err != nil {
-				f, body, _ := strings.Cut(err.Error(), ": ")
-				fail(f, "%s", body)
-			}
-			return err == nil
-		}
 		switch obj := typed.(type) {
 		case *kueue.ResourceFlavor:
 			if obj.Spec.TopologyName != nil {
 				fail("spec.topologyName", "topology-aware scheduling is not simulated")
 				continue
 			}
-			if errs := kueuewebhooks.ValidateResourceFlavor(obj); len(errs) > 0 {
-				fail(errs[0].Field, "%s", errs[0].ErrorBody())
-				continue
+			if !refused(kueuewebhooks.ValidateResourceFlavor(obj)) {
+				s.Flavors = append(s.Flavors, obj)
 			}
-			s.Flavors = append(s.Flavors, obj)
 		case *kueue.ClusterQueue:
 			if refused(clusterQueueProblems(u, obj)) || p.enums(u, fail) {
 				continue
@@ -507,11 +467,11 @@ func (p *parser) addManifests(s *Scenario, manifests []manifest) {
 		case *kueue.LocalQueue:
 			s.LocalQueues = append(s.LocalQueues, obj)
 		case *kueue.WorkloadPriorityClass:
-			if tolerated(kueue.WorkloadPriorityClassKind, obj.Annotations, obj.Value) {
+			if _, errs := annotations.ParseToleration(obj.Annotations, obj.Value); !refused(errs) {
 				s.WorkloadPriorityClasses = append(s.WorkloadPriorityClasses, obj)
 			}
 		case *schedulingv1.PriorityClass:
-			if tolerated(kueue.PodPriorityClassKind, obj.Annotations, obj.Value) {
+			if _, errs := annotations.ParseToleration(obj.Annotations, obj.Value); !refused(errs) {
 				s.PriorityClasses = append(s.PriorityClasses, obj)
 			}
 		}
@@ -599,30 +559,22 @@ func DecodeManifest(u *unstructured.Unstructured) (typed any, problems []Manifes
 // (upstream's ClusterQueue validation and ours for kueue-timeshare's fields) and returns the
 // error the API server would give, or nil.
 func ValidateClusterQueueObject(u *unstructured.Unstructured) error {
-	cq, err := typedObject[kueue.ClusterQueue](u)
+	return invalid(u, clusterQueueProblems)
+}
+
+// ValidateCohortObject is ValidateClusterQueueObject for a Cohort (upstream's Cohort webhook).
+func ValidateCohortObject(u *unstructured.Unstructured) error { return invalid(u, cohortProblems) }
+
+// invalid is the API server's error for what problems finds in u, nil when it finds nothing.
+func invalid[T any](u *unstructured.Unstructured, problems func(*unstructured.Unstructured, *T) field.ErrorList) error {
+	typed, err := typedObject[T](u)
 	if err != nil {
 		return err
 	}
-	return invalid("ClusterQueue", u.GetName(), clusterQueueProblems(u, cq))
-}
-
-// ValidateCohortObject runs the checks the manager's webhooks run on a Cohort (upstream's Cohort
-// webhook and ours for kueue-timeshare's fields) and returns the error the API server would give,
-// or nil.
-func ValidateCohortObject(u *unstructured.Unstructured) error {
-	typed, err := typedObject[kueue.Cohort](u)
-	if err != nil {
-		return err
+	if errs := problems(u, typed); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: u.GetKind()}, u.GetName(), errs)
 	}
-	return invalid("Cohort", u.GetName(), cohortProblems(u, typed))
-}
-
-// invalid is the API server's error for errs, nil when there are none.
-func invalid(kind, name string, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: kind}, name, errs)
+	return nil
 }
 
 // clusterQueueProblems are what upstream's ClusterQueue validation and ours of kueue-timeshare's
@@ -640,19 +592,14 @@ func clusterQueueProblems(u *unstructured.Unstructured, cq *kueue.ClusterQueue) 
 // cohortProblems are what upstream's Cohort webhook and ours of kueue-timeshare's fields refuse
 // in u, read by Kueue as c.
 func cohortProblems(u *unstructured.Unstructured, c *kueue.Cohort) field.ErrorList {
-	var errs field.ErrorList
 	// Upstream's validation is unexported; its webhook gives its field errors aggregated.
 	_, err := (&kueuewebhooks.CohortWebhook{}).ValidateCreate(context.Background(), c)
+	var errs field.ErrorList
 	if agg, ok := err.(utilerrors.Aggregate); ok {
 		for _, e := range agg.Errors() {
-			if fe, ok := e.(*field.Error); ok {
-				errs = append(errs, fe)
-			} else {
-				errs = append(errs, field.InternalError(nil, e))
-			}
+			fe, _ := e.(*field.Error)
+			errs = append(errs, cmp.Or(fe, field.InternalError(nil, e)))
 		}
-	} else if err != nil {
-		errs = append(errs, field.InternalError(nil, err))
 	}
 	spec, _ := json.Marshal(u.Object["spec"])
 	ext, err := tsapi.ParseCohortExtension(spec)

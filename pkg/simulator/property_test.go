@@ -262,7 +262,7 @@ func (c *checker) observe(now time.Duration, w *world) {
 	c.checkLimits(now, w)
 	snap, err := w.cache.Snapshot(w.ctx)
 	if err != nil {
-		c.failf("snapshot at +%s: %v", formatOffset(now), err)
+		c.failf("snapshot at +%s: %v", FormatOffset(now), err)
 		return
 	}
 	byCQ := map[string][]*pend{}
@@ -608,23 +608,23 @@ func (c *checker) checkPreemption(e Event, lastAdmitted, turnTime map[string]tim
 	}
 	if vcq.Name == bcq.Name {
 		if d := c.preemptMinRuntime(vcq); held < d {
-			c.failf("protection: %s preempted by %s at +%s (%s) after %s, inside preemptMinRuntime %s", e.Workload, e.By, formatOffset(e.At), e.Reason, held, d)
+			c.failf("protection: %s preempted by %s at +%s (%s) after %s, inside preemptMinRuntime %s", e.Workload, e.By, FormatOffset(e.At), e.Reason, held, d)
 		}
 	} else if d := c.reclaimMinRuntime(vcq, bcq); held < d {
-		c.failf("protection: %s reclaimed by %s at +%s (%s) after %s, inside reclaimMinRuntime %s", e.Workload, e.By, formatOffset(e.At), e.Reason, held, d)
+		c.failf("protection: %s reclaimed by %s at +%s (%s) after %s, inside reclaimMinRuntime %s", e.Workload, e.By, FormatOffset(e.At), e.Reason, held, d)
 	}
 	if minimum, seconds, ok := classToleration(c.classOf(victim)); ok && by.Priority < minimum {
 		if seconds < 0 || held < time.Duration(seconds)*time.Second {
-			c.failf("protection: %s preempted by %s (priority %d) at +%s after %s, which its class tolerates (minimum %d, %ds)", e.Workload, e.By, by.Priority, formatOffset(e.At), held, minimum, seconds)
+			c.failf("protection: %s preempted by %s (priority %d) at +%s after %s, which its class tolerates (minimum %d, %ds)", e.Workload, e.By, by.Priority, FormatOffset(e.At), held, minimum, seconds)
 		}
 	}
 	w := c.window(vcq)
 	if e.Reason == policy.TimeBasedReason && held <= w {
-		c.failf("short turn: %s preempted for time-sharing by %s at +%s after %s, not longer than minAdmitDuration %s", e.Workload, e.By, formatOffset(e.At), held, w)
+		c.failf("short turn: %s preempted for time-sharing by %s at +%s after %s, not longer than minAdmitDuration %s", e.Workload, e.By, FormatOffset(e.At), held, w)
 	}
 	if vcq.Name == bcq.Name && w > 0 && victim.Priority == by.Priority && held <= w && e.Reason == kueue.InClusterQueueReason {
 		if victim.Arrival <= turnTime[e.By] {
-			c.failf("short turn: %s preempted by %s (%s) at +%s after %s, though it entered the queue (+%s) before the preemptor's turn time (+%s)", e.Workload, e.By, e.Reason, formatOffset(e.At), held, formatOffset(victim.Arrival), formatOffset(turnTime[e.By]))
+			c.failf("short turn: %s preempted by %s (%s) at +%s after %s, though it entered the queue (+%s) before the preemptor's turn time (+%s)", e.Workload, e.By, e.Reason, FormatOffset(e.At), held, FormatOffset(victim.Arrival), FormatOffset(turnTime[e.By]))
 		}
 	}
 }
@@ -688,7 +688,7 @@ func (c *checker) checkStarvation(res *Result, admissions map[string][]time.Dura
 					last = a
 				}
 				if end := min(iv.To, res.End); end-last > limit {
-					c.failf("starvation: %s waited from +%s to +%s, with no admission in ClusterQueue %s from +%s for longer than %s (longest protection %s)", s.Name, formatOffset(iv.From), formatOffset(iv.To), cq.Name, formatOffset(last), limit, protection)
+					c.failf("starvation: %s waited from +%s to +%s, with no admission in ClusterQueue %s from +%s for longer than %s (longest protection %s)", s.Name, FormatOffset(iv.From), FormatOffset(iv.To), cq.Name, FormatOffset(last), limit, protection)
 				}
 			}
 		}

@@ -159,32 +159,10 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 			continue
 		}
 		j.close(end)
-		wr := WorkloadResult{
-			Name:         j.spec.Name,
-			Namespace:    j.spec.Namespace,
-			ClusterQueue: j.spec.ClusterQueue,
-			Priority:     j.spec.Priority,
-			Requests:     describeRequests(j.spec.Requests, j.spec.Pods),
-			Arrival:      j.spec.Arrival,
-			Duration:     j.spec.Duration,
-			Admissions:   j.admissions,
-			Lost:         j.lost,
-			Counts:       j.counts,
-			Preemptions:  j.preemptions,
-			Finished:     j.state == done,
-			FinishedAt:   j.finishedAt,
-			Share:        resourceShare(sc, j.spec),
-			Intervals:    j.intervals,
-		}
-		for _, iv := range j.intervals {
-			d := iv.To - iv.From
-			if iv.Running {
-				wr.Admitted += d
-			} else {
-				wr.TotalWait += d
-				wr.LongestWait = max(wr.LongestWait, d)
-			}
-		}
+		wr := j.res
+		wr.Name, wr.Namespace, wr.ClusterQueue, wr.Priority = j.spec.Name, j.spec.Namespace, j.spec.ClusterQueue, j.spec.Priority
+		wr.Requests, wr.Arrival, wr.Duration = describeRequests(j.spec.Requests, j.spec.Pods), j.spec.Arrival, j.spec.Duration
+		wr.Share = resourceShare(sc, j.spec)
 		wr.CapacityTime = wr.Share * wr.Admitted.Seconds()
 		wr.LostResourceHours = heldOf(j.spec, r.LostWork.Resource) * wr.Lost.Hours()
 		r.LostWork.Lost += wr.Lost
@@ -192,7 +170,6 @@ func (w *world) result(sc *Scenario, mode Mode, order []*job, end time.Duration)
 		r.Counts.add(wr.Counts)
 		r.Workloads = append(r.Workloads, wr)
 	}
-	weighEvictions(r.Events, order, r.LostWork.Resource)
 	for i := range r.Workloads {
 		wr := &r.Workloads[i]
 		byQueue[wr.ClusterQueue] = append(byQueue[wr.ClusterQueue], wr)
@@ -229,10 +206,7 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 		q.Jain = sum * sum / (float64(len(wls)) * sumSq)
 	}
 	slices.Sort(waits)
-	q.WaitP50, q.WaitP95 = percentile(waits, 50), percentile(waits, 95)
-	if len(waits) > 0 {
-		q.WaitMax = waits[len(waits)-1]
-	}
+	q.WaitP50, q.WaitP95, q.WaitMax = percentile(waits, 50), percentile(waits, 95), percentile(waits, 100)
 	if span > 0 {
 		q.PreemptionsPerHour = float64(q.Preemptions) / span.Hours()
 		q.Utilisation = sum / span.Seconds()
@@ -240,56 +214,30 @@ func queueResult(name string, wls []*WorkloadResult, span time.Duration) QueueRe
 	return q
 }
 
-// weighEvictions gives each eviction's lost work (recorded with the event) in resource-hours.
-func weighEvictions(events []Event, jobs []*job, resource string) {
-	type key struct{ workload, cq string }
-	held := map[key]float64{}
-	for _, j := range jobs {
-		held[key{j.spec.Name, j.spec.ClusterQueue}] = heldOf(j.spec, resource)
-	}
-	for i := range events {
-		if e := &events[i]; e.Lost > 0 {
-			e.LostResourceHours = held[key{e.Workload, e.ClusterQueue}] * e.Lost.Hours()
-		}
-	}
-}
-
 // lostWorkResource picks the resource lost work is measured in (see LostWork) and names its unit.
 func lostWorkResource(sc *Scenario) (resource, unit string) {
-	var extended []string
+	gpu := func(name string) bool { return strings.Contains(strings.ToLower(name), "gpu") }
 	for _, w := range sc.Workloads {
 		for name := range w.Resources {
-			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) && !slices.Contains(extended, name) {
-				extended = append(extended, name)
+			// The first by name, of those that say gpu if any.
+			if utilresource.IsExtendedResourceName(corev1.ResourceName(name)) &&
+				(resource == "" || gpu(name) && !gpu(resource) || gpu(name) == gpu(resource) && name < resource) {
+				resource = name
 			}
 		}
 	}
-	// Sorted, with the names that say gpu first.
-	slices.SortFunc(extended, func(a, b string) int {
-		ga, gb := strings.Contains(strings.ToLower(a), "gpu"), strings.Contains(strings.ToLower(b), "gpu")
-		if ga != gb {
-			if ga {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
 	switch {
-	case len(extended) == 0:
+	case resource == "":
 		return string(corev1.ResourceCPU), "CPU-hours"
-	case strings.Contains(strings.ToLower(extended[0]), "gpu"):
-		return extended[0], "GPU-hours"
+	case gpu(resource):
+		return resource, "GPU-hours"
 	}
-	return extended[0], extended[0] + "-hours"
+	return resource, resource + "-hours"
 }
 
 // heldOf is how much of resource a workload's pods hold together.
 func heldOf(spec WorkloadSpec, resource string) float64 {
-	q, ok := spec.Requests[corev1.ResourceName(resource)]
-	if !ok {
-		return 0
-	}
+	q := spec.Requests[corev1.ResourceName(resource)]
 	return q.AsApproximateFloat64() * float64(spec.Pods)
 }
 
@@ -302,9 +250,9 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(rank, 1)-1]
 }
 
-// formatOffset renders a simulated time as a duration from the start, rounded to the second
+// FormatOffset renders a simulated time as a duration from the start, rounded to the second
 // unless shorter.
-func formatOffset(d time.Duration) string {
+func FormatOffset(d time.Duration) string {
 	if d >= time.Second || d <= -time.Second {
 		d = d.Round(time.Second)
 	}

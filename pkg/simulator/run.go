@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/ptr"
 
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -57,14 +59,7 @@ func (m Mode) Title() string {
 	if f, ok := m.without(); ok {
 		return "kueue-timeshare without " + string(f)
 	}
-	switch m {
-	case ModeUpstream:
-		return "upstream (features off)"
-	case ModeBooster:
-		return "upstream + priority booster"
-	default:
-		return "kueue-timeshare"
-	}
+	return cmp.Or(map[Mode]string{ModeUpstream: "upstream (features off)", ModeBooster: "upstream + priority booster"}[m], "kueue-timeshare")
 }
 
 // Options tune a run.
@@ -151,7 +146,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		spinning := w.schedule()
 		if w.booster != nil {
 			// The booster also sees the workloads this step admitted, as its watch would.
-			boosterNext = earliest(boosterNext, w.booster.reconcile(now))
+			if again := w.booster.reconcile(now); again != 0 && (boosterNext == 0 || again < boosterNext) {
+				boosterNext = again
+			}
 			if w.sync() {
 				spinning = w.schedule() || spinning
 			}
@@ -166,8 +163,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 			opts.Progress(now, horizon)
 		}
 
-		finished := arrivals == len(order) && !slices.ContainsFunc(order, func(j *job) bool { return j.state != done })
-		if finished && !fixed {
+		if !fixed && w.finished == len(order) {
 			end = now
 			break
 		}
@@ -207,32 +203,14 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		}
 		w.clock.SetTime(w.start.Add(next))
 	}
-	if unfinished := countUnfinished(order); unfinished > 0 {
+	if unfinished := len(order) - w.finished; unfinished > 0 {
 		why := "simulation.until"
 		if !fixed {
 			why = "the default limit (last arrival plus twice the sum of all durations)"
 		}
-		w.note("stopped at %s (%s) with %d of %d workloads unfinished", formatOffset(end), why, unfinished, len(order))
+		w.note("stopped at %s (%s) with %d of %d workloads unfinished", FormatOffset(end), why, unfinished, len(order))
 	}
 	return w.result(sc, opts.Mode, order, end), nil
-}
-
-func countUnfinished(order []*job) int {
-	n := 0
-	for _, j := range order {
-		if j.state != done {
-			n++
-		}
-	}
-	return n
-}
-
-// earliest is the earlier of two times, where 0 means none.
-func earliest(a, b time.Duration) time.Duration {
-	if a == 0 || (b != 0 && b < a) {
-		return b
-	}
-	return a
 }
 
 // maxRetries bounds the steps taken only to retry heads that keep failing while nothing changes.
@@ -264,10 +242,7 @@ func (s *Scenario) horizon(specs []WorkloadSpec) (time.Duration, bool) {
 }
 
 func (s *Scenario) schedulingInterval() time.Duration {
-	if s.Simulation.SchedulingInterval != nil {
-		return s.Simulation.SchedulingInterval.Duration
-	}
-	return DefaultSchedulingInterval
+	return ptr.Deref(s.Simulation.SchedulingInterval, Duration{DefaultSchedulingInterval}).Duration
 }
 
 // setGates sets the process-wide feature gates for mode and returns what restores them.
@@ -281,15 +256,10 @@ func setGates(sc *Scenario, mode Mode) (func(), error) {
 	// Kueue's gates whose default the manager changes: its default for our semantics, upstream's
 	// otherwise, unless the scenario sets them (then in every mode, as upstream reads them too).
 	for g, on := range tsfeatures.KueueDefaults {
-		set, ok := sc.FeatureGates[g]
-		switch {
-		case ok:
-			want[g] = set
-		case ours:
-			want[g] = on
-		default:
-			want[g] = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
+		if _, set := sc.FeatureGates[g]; set || !ours {
+			on = sc.gateOn(g)
 		}
+		want[g] = on
 	}
 	want[string(kueuefeatures.PriorityBoost)] = mode == ModeBooster
 	prev := map[string]bool{}
@@ -326,4 +296,13 @@ func (s *Scenario) gateOn(g string) bool {
 		on = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(g)].Default
 	}
 	return on
+}
+
+// headsPerCycle is the scenario's timeshare.headsPerCycle; the comparison modes run upstream's
+// loop, one head per ClusterQueue per cycle.
+func headsPerCycle(mode Mode, ts *tsconfig.Configuration) int {
+	if mode == ModeUpstream || mode == ModeBooster || ts.HeadsPerCycle == nil {
+		return 1
+	}
+	return int(*ts.HeadsPerCycle)
 }

@@ -71,13 +71,13 @@ func story(r *Result) []string {
 	for _, e := range r.Events {
 		switch e.Kind {
 		case EventAdmitted:
-			out = append(out, fmt.Sprintf("+%s %s admitted", formatOffset(e.At), e.Workload))
+			out = append(out, fmt.Sprintf("+%s %s admitted", FormatOffset(e.At), e.Workload))
 		case EventPreempted:
-			out = append(out, fmt.Sprintf("+%s %s preempted by %s (%s)", formatOffset(e.At), e.Workload, e.By, e.Reason))
+			out = append(out, fmt.Sprintf("+%s %s preempted by %s (%s)", FormatOffset(e.At), e.Workload, e.By, e.Reason))
 		case EventEvicted:
-			out = append(out, fmt.Sprintf("+%s %s evicted (%s)", formatOffset(e.At), e.Workload, e.Reason))
+			out = append(out, fmt.Sprintf("+%s %s evicted (%s)", FormatOffset(e.At), e.Workload, e.Reason))
 		case EventFinished:
-			out = append(out, fmt.Sprintf("+%s %s finished", formatOffset(e.At), e.Workload))
+			out = append(out, fmt.Sprintf("+%s %s finished", FormatOffset(e.At), e.Workload))
 		}
 	}
 	return out

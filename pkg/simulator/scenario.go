@@ -7,11 +7,13 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,9 +41,6 @@ type Scenario struct {
 	Workloads []Workload `yaml:"workloads,omitempty"`
 
 	Objects `yaml:"-"`
-
-	file  string
-	lines map[string]int
 }
 
 // Simulation bounds the simulated time.
@@ -171,42 +170,27 @@ type Quantity struct{ resource.Quantity }
 // Time is an RFC 3339 time.
 type Time struct{ time.Time }
 
-// scalarError is a bad scalar: not one, or one parse refuses.
-func scalarError(n *yaml.Node, parse func(string) error) error {
+// scalar reads a scalar node with parse; problem says what a value parse refuses is not.
+func scalar(n *yaml.Node, problem string, parse func(string) error) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("must be a single value, not %s", kindName(n))
 	}
-	if err := parse(n.Value); err != nil {
-		return fmt.Errorf("%q %v", n.Value, err)
+	if parse(n.Value) != nil {
+		return fmt.Errorf("%q is not %s", n.Value, problem)
 	}
 	return nil
 }
 
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	return scalarError(n, func(s string) (err error) {
-		if d.Duration, err = time.ParseDuration(s); err != nil {
-			return fmt.Errorf("is not a duration (write it like 90s, 15m or 4h)")
-		}
-		return nil
-	})
+	return scalar(n, "a duration (write it like 90s, 15m or 4h)", func(s string) (err error) { d.Duration, err = time.ParseDuration(s); return })
 }
 
 func (q *Quantity) UnmarshalYAML(n *yaml.Node) error {
-	return scalarError(n, func(s string) (err error) {
-		if q.Quantity, err = resource.ParseQuantity(s); err != nil {
-			return fmt.Errorf("is not a quantity (write it like 2, 500m or 8Gi)")
-		}
-		return nil
-	})
+	return scalar(n, "a quantity (write it like 2, 500m or 8Gi)", func(s string) (err error) { q.Quantity, err = resource.ParseQuantity(s); return })
 }
 
 func (t *Time) UnmarshalYAML(n *yaml.Node) error {
-	return scalarError(n, func(s string) (err error) {
-		if t.Time, err = time.Parse(time.RFC3339, s); err != nil {
-			return fmt.Errorf("is not an RFC 3339 time (write it like 2026-01-05T09:00:00Z)")
-		}
-		return nil
-	})
+	return scalar(n, "an RFC 3339 time (write it like 2026-01-05T09:00:00Z)", func(s string) (err error) { t.Time, err = time.Parse(time.RFC3339, s); return })
 }
 
 func (d Duration) MarshalYAML() (any, error) { return FormatDuration(d.Duration), nil }
@@ -249,12 +233,10 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		p.validate(s)
 	}
 	if len(p.errs) > 0 {
-		return nil, p.sorted()
+		slices.SortStableFunc(p.errs, func(a, b *FieldError) int { return cmp.Compare(a.Line, b.Line) })
+		return nil, p.errs
 	}
-	s.file, s.lines = file, p.lines
-	if s.Name == "" {
-		s.Name = file
-	}
+	s.Name = cmp.Or(s.Name, file)
 	return s, nil
 }
 

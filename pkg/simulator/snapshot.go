@@ -46,7 +46,7 @@ type PastPreemption struct {
 }
 
 // snapshot checks a workload's snapshot fields.
-func (v *validator) snapshot(p string, w Workload) {
+func (v *parser) snapshot(p string, w Workload) {
 	s := w.Snapshot
 	if s == nil {
 		return
@@ -86,7 +86,7 @@ func (v *validator) snapshot(p string, w Workload) {
 
 // snapshotFlavors checks that a holder's flavors are ClusterQueue flavors with quota for the
 // resources it asks for.
-func (v *validator) snapshotFlavors(w WorkloadSpec) {
+func (v *parser) snapshotFlavors(w WorkloadSpec) {
 	if w.Snapshot == nil || w.Snapshot.QuotaReserved == nil {
 		return
 	}
@@ -124,15 +124,12 @@ func (s *Scenario) resolvedSnapshot(w WorkloadSpec) *WorkloadSnapshot {
 	}
 	out := *w.Snapshot
 	out.Flavors = map[string]string{}
-	for r, f := range w.Snapshot.Flavors {
-		out.Flavors[r] = f
-	}
+	maps.Copy(out.Flavors, w.Snapshot.Flavors)
 	cq := s.clusterQueue(w.ClusterQueue)
 	for r := range w.Requests {
-		if _, ok := out.Flavors[string(r)]; ok || cq == nil {
-			continue
+		if _, ok := out.Flavors[string(r)]; !ok && cq != nil {
+			out.Flavors[string(r)] = flavorFor(cq, r, "")
 		}
-		out.Flavors[string(r)] = flavorFor(cq, r, "")
 	}
 	return &out
 }
@@ -194,8 +191,7 @@ func (w *world) submitSnapshot(j *job) error {
 			return fmt.Errorf("writing the status of workload %s: %w", j.spec.Name, err)
 		}
 	}
-	key := types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name}
-	latest := &kueue.Workload{}
+	key, latest := j.key, &kueue.Workload{}
 	if err := w.client.Get(w.ctx, key, latest); err != nil {
 		return fmt.Errorf("reading workload %s: %w", j.spec.Name, err)
 	}

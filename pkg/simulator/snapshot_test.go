@@ -79,7 +79,7 @@ func TestMidFlightWaitsIncludeThePast(t *testing.T) {
 	r := mustRun(t, mustParse(t, midRotation), ModeTimeshare)
 	got := map[string][2]string{}
 	for _, w := range r.Workloads {
-		got[w.Name] = [2]string{formatOffset(w.TotalWait), formatOffset(w.LongestWait)}
+		got[w.Name] = [2]string{FormatOffset(w.TotalWait), FormatOffset(w.LongestWait)}
 	}
 	want := map[string][2]string{
 		// a: 7m from its creation to its reservation, 10m between its turns, 3m until the end.

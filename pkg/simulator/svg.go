@@ -49,7 +49,10 @@ func WriteSVG(out io.Writer, runs ...*Result) error {
 	for _, p := range panels {
 		b.WriteString(p)
 	}
-	svgLegend(&b, y)
+	fmt.Fprintf(&b, `<rect x="10" y="%d" width="24" height="12" fill="%s"/><text x="40" y="%d">holds quota</text>`+"\n", y+8, svgPalette[0], y+18)
+	fmt.Fprintf(&b, `<line x1="140" y1="%d" x2="164" y2="%d" stroke="#999" stroke-width="2"/><text x="170" y="%d">waits</text>`+"\n", y+14, y+14, y+18)
+	fmt.Fprintf(&b, `<path d="M250 %d l-5 -7 h10 z" fill="#d62728"/><text x="262" y="%d">preempted (hover for the reason)</text>`+"\n", y+19, y+18)
+	fmt.Fprintf(&b, `<line x1="480" y1="%d" x2="480" y2="%d" stroke="black" stroke-width="2"/><text x="488" y="%d">finishes</text>`+"\n", y+6, y+22, y+18)
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(out, b.String())
 	return err
@@ -65,7 +68,7 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 	var head, b strings.Builder
 	esc := html.EscapeString
 	fmt.Fprintf(&head, `<text x="10" y="%d" font-size="15" font-weight="bold">%s: %s</text>`+"\n", y0+20, esc(r.Scenario), esc(r.Mode.Title()))
-	fmt.Fprintf(&head, `<text x="10" y="%d" fill="#555">simulated %s from %s</text>`+"\n", y0+37, esc(formatOffset(r.End)), esc(r.Start.UTC().Format(time.RFC3339)))
+	fmt.Fprintf(&head, `<text x="10" y="%d" fill="#555">simulated %s from %s</text>`+"\n", y0+37, esc(FormatOffset(r.End)), esc(r.Start.UTC().Format(time.RFC3339)))
 	y := y0 + svgTitleH
 	top := y
 
@@ -91,7 +94,7 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 			fmt.Fprintf(&b, `<text x="20" y="%d">%s</text>`+"\n", mid+4, esc(w.Name))
 			for _, iv := range w.Intervals {
 				x1, x2 := svgX(iv.From, end), svgX(iv.To, end)
-				span := fmt.Sprintf("%s +%s to +%s", w.Name, formatOffset(iv.From), formatOffset(iv.To))
+				span := fmt.Sprintf("%s +%s to +%s", w.Name, FormatOffset(iv.From), FormatOffset(iv.To))
 				if iv.Running {
 					fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s holds quota</title></rect>`+"\n",
 						x1, y, max(x2-x1, 0.5), svgRowH, color[w.Name], esc(span))
@@ -102,7 +105,7 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 			}
 			for _, e := range preempted[w.Name] {
 				x := svgX(e.At, end)
-				what := fmt.Sprintf("%s %s at +%s (%s)", w.Name, e.Kind, formatOffset(e.At), e.Reason)
+				what := fmt.Sprintf("%s %s at +%s (%s)", w.Name, e.Kind, FormatOffset(e.At), e.Reason)
 				if e.By != "" {
 					what += " by " + e.By
 				}
@@ -111,7 +114,7 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 			if w.Finished {
 				x := svgX(w.FinishedAt, end)
 				fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black" stroke-width="2"><title>%s finishes at +%s</title></line>`+"\n",
-					x, y-1, x, y+svgRowH+1, esc(w.Name), esc(formatOffset(w.FinishedAt)))
+					x, y-1, x, y+svgRowH+1, esc(w.Name), esc(FormatOffset(w.FinishedAt)))
 			}
 			y += svgRowH + svgRowGap
 		}
@@ -122,17 +125,10 @@ func svgPanel(r *Result, end time.Duration, y0 int) (string, int) {
 	for t := time.Duration(0); t <= end; t += step {
 		x := svgX(t, end)
 		fmt.Fprintf(&axis, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/>`+"\n", x, top, x, y)
-		fmt.Fprintf(&axis, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">+%s</text>`+"\n", x, y+14, esc(formatOffset(t)))
+		fmt.Fprintf(&axis, `<text x="%.1f" y="%d" text-anchor="middle" fill="#555">+%s</text>`+"\n", x, y+14, esc(FormatOffset(t)))
 	}
 	y += 30
 	return head.String() + axis.String() + b.String(), y - y0
-}
-
-func svgLegend(b *strings.Builder, y int) {
-	fmt.Fprintf(b, `<rect x="10" y="%d" width="24" height="12" fill="%s"/><text x="40" y="%d">holds quota</text>`+"\n", y+8, svgPalette[0], y+18)
-	fmt.Fprintf(b, `<line x1="140" y1="%d" x2="164" y2="%d" stroke="#999" stroke-width="2"/><text x="170" y="%d">waits</text>`+"\n", y+14, y+14, y+18)
-	fmt.Fprintf(b, `<path d="M250 %d l-5 -7 h10 z" fill="#d62728"/><text x="262" y="%d">preempted (hover for the reason)</text>`+"\n", y+19, y+18)
-	fmt.Fprintf(b, `<line x1="480" y1="%d" x2="480" y2="%d" stroke="black" stroke-width="2"/><text x="488" y="%d">finishes</text>`+"\n", y+6, y+22, y+18)
 }
 
 // tickStep picks a round step that puts at most ten ticks on the axis.

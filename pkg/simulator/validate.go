@@ -1,15 +1,14 @@
 package simulator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -74,49 +73,42 @@ type WorkloadSpec struct {
 // validate checks what decoding cannot: references between the objects, ranges, and the
 // scenario's own fields.
 func (p *parser) validate(s *Scenario) {
-	v := &validator{parser: p, s: s}
-	v.positive("simulation.until", s.Simulation.Until)
+	p.s = s
+	p.positive("simulation.until", s.Simulation.Until)
 	if i := s.Simulation.SchedulingInterval; i != nil && i.Duration < time.Millisecond {
-		v.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
+		p.errorf("simulation.schedulingInterval", "must be at least 1ms, not %s", i.Duration)
 	}
 	allowed := ScenarioGates()
 	for _, name := range slices.Sorted(maps.Keys(s.FeatureGates)) {
 		if !slices.Contains(allowed, name) {
-			v.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
+			p.errorf(key("featureGates", name), "not a feature gate a scenario may set; use one of %s", strings.Join(allowed, ", "))
 		}
 	}
 	for _, e := range tsconfig.Validate(s.timeshareConfig()) {
 		// The configuration's paths start with "timeshare", as the scenario's do.
-		v.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
+		p.errorf(e.Field, "%s", strings.TrimPrefix(e.ErrorBody(), "Invalid value: "))
 	}
 	if s.Timeshare.RuntimeClock == tsconfig.RuntimeClockPodsReady {
-		v.errorf("timeshare.runtimeClock", "%s is not simulated (no Pod becomes ready); leave it out of a scenario", tsconfig.RuntimeClockPodsReady)
+		p.errorf("timeshare.runtimeClock", "%s is not simulated (no Pod becomes ready); leave it out of a scenario", tsconfig.RuntimeClockPodsReady)
 	}
-	if s.FairSharing != nil {
-		for i, st := range s.FairSharing.PreemptionStrategies {
-			if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {
-				v.errorf(index("fairSharing.preemptionStrategies", i), "%q is not supported; use one of %s, %s", st, configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare)
-			}
+	for i, st := range ptr.Deref(s.FairSharing, FairSharing{}).PreemptionStrategies {
+		if !slices.Contains([]string{string(configapi.LessThanOrEqualToFinalShare), string(configapi.LessThanInitialShare)}, st) {
+			p.errorf(index("fairSharing.preemptionStrategies", i), "%q is not supported; use one of %s, %s", st, configapi.LessThanOrEqualToFinalShare, configapi.LessThanInitialShare)
 		}
 	}
-	v.objects()
+	p.references()
 	if len(p.errs) == 0 {
-		v.workloads()
+		p.workloads()
 	}
 }
 
-type validator struct {
-	*parser
-	s *Scenario
-}
-
-func (v *validator) positive(path string, d *Duration) {
+func (v *parser) positive(path string, d *Duration) {
 	if d != nil && d.Duration <= 0 {
 		v.errorf(path, "must be positive, not %s", d.Duration)
 	}
 }
 
-func (v *validator) nonNegative(path string, d *Duration) {
+func (v *parser) nonNegative(path string, d *Duration) {
 	if d != nil && d.Duration < 0 {
 		v.errorf(path, "must not be negative, not %s", d.Duration)
 	}
@@ -128,9 +120,9 @@ func ScenarioGates() []string {
 	return append(ourGates(), slices.Sorted(maps.Keys(tsfeatures.KueueDefaults))...)
 }
 
-// objects checks what the API server does not: that every object a ClusterQueue, Cohort or
+// references checks what the API server does not: that every object a ClusterQueue, Cohort or
 // LocalQueue names exists, that names are not declared twice, and that Cohorts form trees.
-func (v *validator) objects() {
+func (v *parser) references() {
 	s := v.s
 	if len(s.Flavors) == 0 {
 		v.errorAt(0, "", "at least one ResourceFlavor is required")
@@ -150,37 +142,21 @@ func (v *validator) objects() {
 		twice("ResourceFlavor", f.Name, "ResourceFlavor")
 		flavors.Insert(f.Name)
 	}
-	parents := map[string]string{}
-	for _, kind := range []string{"Cohort", "ClusterQueue"} {
-		list := s.Cohorts
-		if kind == "ClusterQueue" {
-			list = s.ClusterQueues
-		}
-		for _, u := range list {
-			twice(kind, u.GetName(), kind)
-			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "resourceGroups")
-			for g, group := range groups {
-				fs, _, _ := unstructured.NestedSlice(group.(map[string]any), "flavors")
-				for i, f := range fs {
-					if name, _, _ := unstructured.NestedString(f.(map[string]any), "name"); !flavors.Has(name) {
-						v.objectError(kind, u.GetName(), fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].name", g, i), "ResourceFlavor %q is not declared", name)
-					}
+	root := s.rootOf()
+	for _, u := range append(slices.Clone(s.Cohorts), s.ClusterQueues...) {
+		kind, name := u.GetKind(), u.GetName()
+		twice(kind, name, kind)
+		typed, _ := typedObject[queueSpec](u)
+		for g, group := range typed.Spec.ResourceGroups {
+			for i, f := range group.Flavors {
+				if !flavors.Has(string(f.Name)) {
+					v.objectError(kind, name, fmt.Sprintf("spec.resourceGroups[%d].flavors[%d].name", g, i), "ResourceFlavor %q is not declared", f.Name)
 				}
 			}
-			if kind == "Cohort" {
-				parents[u.GetName()], _, _ = unstructured.NestedString(u.Object, "spec", "parentName")
-			}
 		}
-	}
-	// A parent chain must end: Kueue leaves a cycle's queues unable to admit anything.
-	for _, c := range s.Cohorts {
-		at := sets.New(c.GetName())
-		for p := parents[c.GetName()]; p != ""; p = parents[p] {
-			if at.Has(p) {
-				v.objectError("Cohort", c.GetName(), "spec.parentName", "Cohort %q is its own ancestor (the parents form a cycle)", c.GetName())
-				break
-			}
-			at.Insert(p)
+		// A parent chain must end: Kueue leaves a cycle's queues unable to admit anything.
+		if _, cycle := root(name); kind == "Cohort" && cycle {
+			v.objectError(kind, name, "spec.parentName", "Cohort %q is its own ancestor (the parents form a cycle)", name)
 		}
 	}
 	for _, lq := range s.LocalQueues {
@@ -197,34 +173,17 @@ func (v *validator) objects() {
 	}
 }
 
-// managerState are the manager-owned annotations that a unit's controller also clears at an
-// eviction (policy.Unit.Clears): state of the manager's own decisions, which a scenario cannot
-// start a workload in.
-func managerState() []string {
-	var out []string
-	for _, u := range policy.Units() {
-		for _, a := range u.Clears {
-			if slices.Contains(annotations.ManagerOwned(), a) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
 // MaxWorkloads bounds the workloads of a scenario, copies included.
 const MaxWorkloads = 100000
 
-func (v *validator) workloads() {
+func (v *parser) workloads() {
 	if len(v.s.Workloads) == 0 {
 		v.errorf("workloads", "at least one workload is required")
 	}
 	total := 0
 	for i, w := range v.s.Workloads {
-		total += min(max(w.Copies, 1), MaxWorkloads+1)
-		if total > MaxWorkloads {
-			v.errorf(child(fmt.Sprintf("workloads[%d]", i), "copies"), "the scenario would have %d workloads; the simulator takes at most %d",
-				total+max(w.Copies, 1)-min(max(w.Copies, 1), MaxWorkloads+1), MaxWorkloads)
+		if total += max(w.Copies, 1); total > MaxWorkloads || total < 0 {
+			v.errorf(fmt.Sprintf("workloads[%d].copies", i), "the scenario would have %d workloads; the simulator takes at most %d", total, MaxWorkloads)
 			return
 		}
 	}
@@ -271,18 +230,20 @@ func (v *validator) workloads() {
 			name, _, _ := strings.Cut(strings.TrimPrefix(er.Problem, "annotation "), ":")
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
-		for _, a := range managerState() {
-			if _, ok := w.Annotations[a]; ok {
-				v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
+		// A unit's state that its controller clears at an eviction is the manager's to write.
+		for _, u := range policy.Units() {
+			for _, a := range u.Clears {
+				if _, ok := w.Annotations[a]; ok && slices.Contains(annotations.ManagerOwned(), a) {
+					v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
+				}
 			}
 		}
 	}
 	if len(v.errs) > 0 {
 		return
 	}
-	specs, _ := v.s.expand()
 	seen := map[string]string{}
-	for _, w := range specs {
+	for _, w := range v.s.WorkloadSpecs() {
 		k := w.Namespace + "/" + w.Name
 		if first, dup := seen[k]; dup {
 			v.errorf(child(w.path, "name"), "workload %s is declared twice (first at %s)", k, first)
@@ -294,7 +255,7 @@ func (v *validator) workloads() {
 	}
 }
 
-func (v *validator) workloadQueue(p string, w Workload) {
+func (v *parser) workloadQueue(p string, w Workload) {
 	switch {
 	case w.Queue != "" && w.ClusterQueue != "":
 		v.errorf(child(p, "clusterQueue"), "set either queue (a LocalQueue) or clusterQueue, not both")
@@ -321,7 +282,7 @@ func (v *validator) workloadQueue(p string, w Workload) {
 }
 
 // coveredResources: a resource the ClusterQueue has no quota for makes the workload wait forever.
-func (v *validator) coveredResources(w WorkloadSpec) {
+func (v *parser) coveredResources(w WorkloadSpec) {
 	cq := v.s.clusterQueue(w.ClusterQueue)
 	covered := sets.New[corev1.ResourceName]()
 	for _, g := range cq.Spec.ResourceGroups {
@@ -334,17 +295,16 @@ func (v *validator) coveredResources(w WorkloadSpec) {
 	}
 }
 
-// expand lists the scenario's workloads with copies expanded and queues resolved, in arrival
-// order (declaration order among equal arrivals). ok is false if some reference does not resolve.
-func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
-	ok = true
+// WorkloadSpecs lists the scenario's workloads with copies expanded and queues resolved, in
+// arrival order (declaration order among equal arrivals), leaving out those whose queue does not
+// resolve.
+func (s *Scenario) WorkloadSpecs() (out []WorkloadSpec) {
 	for i, w := range s.Workloads {
 		p := fmt.Sprintf("workloads[%d]", i)
 		lq := s.localQueueFor(w.ClusterQueue)
 		if w.ClusterQueue == "" || lq == nil {
 			matches := s.localQueuesNamed(w.Queue, w.Namespace)
 			if len(matches) != 1 {
-				ok = false
 				continue
 			}
 			lq = matches[0]
@@ -353,10 +313,7 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 		for r, q := range w.Resources {
 			requests[corev1.ResourceName(r)] = q.Quantity
 		}
-		pods := w.Pods
-		if pods == 0 {
-			pods = 1
-		}
+		pods := cmp.Or(w.Pods, 1)
 		copies := max(w.Copies, 1)
 		for c := range copies {
 			spec := WorkloadSpec{
@@ -388,19 +345,13 @@ func (s *Scenario) expand() (out []WorkloadSpec, ok bool) {
 			out = append(out, spec)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Arrival < out[j].Arrival })
-	return out, ok
-}
-
-// WorkloadSpecs returns the scenario's workloads with copies expanded, in arrival order.
-func (s *Scenario) WorkloadSpecs() []WorkloadSpec {
-	out, _ := s.expand()
+	slices.SortStableFunc(out, func(a, b WorkloadSpec) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	return out
 }
 
 // checkpoints checks checkpointInterval and checkpointDuration, which model how much work an
 // eviction loses.
-func (v *validator) checkpoints(p string, w Workload) {
+func (v *parser) checkpoints(p string, w Workload) {
 	v.positive(child(p, "checkpointInterval"), w.CheckpointInterval)
 	v.nonNegative(child(p, "checkpointDuration"), w.CheckpointDuration)
 	if w.CheckpointInterval != nil && w.Checkpointed {

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -81,12 +83,16 @@ type world struct {
 	byUID map[types.UID]string
 
 	events []Event
-	cycles int
-	notes  []string
+	// finished counts the jobs that finished.
+	finished int
+	cycles   int
+	notes    []string
 	// stallLimit is how many fruitless cycles in a row end a step's scheduling.
 	stallLimit int
 	// versions counts the Workload versions handed to the event handlers.
 	versions int
+	// lostResource is the resource lost work is measured in (lostWorkResource).
+	lostResource string
 }
 
 // builderIndexer registers Kueue's field indexes on a fake client builder.
@@ -99,10 +105,7 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 
 func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor) (*world, error) {
 	objs := sc.Objects.deepCopy()
-	start := DefaultStart
-	if sc.Simulation.Start != nil {
-		start = sc.Simulation.Start.Time
-	}
+	start := ptr.Deref(sc.Simulation.Start, Time{DefaultStart}).Time
 	w := &world{
 		ctx:   ctrl.LoggerInto(ctx, log),
 		log:   log,
@@ -115,9 +118,10 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		// One cycle per flavor a head may try, plus two.
 		stallLimit: len(sc.Flavors) + 2,
 	}
-	window := boosterWindow(objs)
+	w.lostResource, _ = lostWorkResource(sc)
+	var window time.Duration
 	if mode == ModeBooster {
-		boosterObjects(objs)
+		window = boosterObjects(objs)
 	}
 
 	// Only the kinds Kueue's code reads: the fake client's server-side apply maps every kind of
@@ -135,14 +139,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	if err := queuesettings.SetupIndexes(w.ctx, idx); err != nil {
 		return nil, err
 	}
-	var initial []client.Object
-	for _, o := range objs.all() {
-		if u, ok := o.(map[string]any); ok {
-			typed, _, _ := DecodeManifest(&unstructured.Unstructured{Object: u})
-			o = typed
-		}
-		initial = append(initial, o.(client.Object))
-	}
+	// The fake client reads the raw Cohorts and ClusterQueues as Kueue's types.
+	initial := objs.all()
 	for _, ns := range objs.Namespaces {
 		initial = append(initial, ns)
 	}
@@ -160,9 +158,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	}
 	w.cache = schdcache.New(w.client, schdcache.WithFairSharing(fs != nil))
 	expectations := preemptexpectations.New()
-	queues, requeuer := qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
+	w.queues, w.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache,
 		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(w.clock))
-	w.queues, w.requeuer = queues, requeuer
 	ts := sc.timeshareConfig()
 	w.settings = manager.NewSettingsStore(ts)
 	w.tolerate = toleration.NewStore()
@@ -175,23 +172,14 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	}
 	for _, u := range objs.Cohorts {
 		c, _ := typedObject[kueue.Cohort](u)
-		if err := w.cache.AddOrUpdateCohort(c); err != nil {
+		if err := errors.Join(w.cache.AddOrUpdateCohort(c), w.settings.SetCohort(u)); err != nil {
 			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
 		}
 		w.queues.AddOrUpdateCohort(w.ctx, c)
-		if err := w.settings.SetCohort(u); err != nil {
-			return nil, fmt.Errorf("Cohort %s: %w", c.Name, err)
-		}
 	}
 	for _, u := range objs.ClusterQueues {
 		cq, _ := typedObject[kueue.ClusterQueue](u)
-		if err := w.cache.AddClusterQueue(w.ctx, cq); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
-		}
-		if err := w.queues.AddClusterQueue(w.ctx, cq); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
-		}
-		if err := w.settings.SetClusterQueue(u); err != nil {
+		if err := errors.Join(w.cache.AddClusterQueue(w.ctx, cq), w.queues.AddClusterQueue(w.ctx, cq), w.settings.SetClusterQueue(u)); err != nil {
 			return nil, fmt.Errorf("ClusterQueue %s: %w", cq.Name, err)
 		}
 	}
@@ -242,39 +230,32 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 // scheduler, the preemptor, the emulated controllers), so that sync hands exactly those changes to
 // the event handlers, as an informer would.
 func (w *world) watchWrites() interceptor.Funcs {
-	mark := func(obj client.Object) {
-		if _, ok := obj.(*kueue.Workload); ok {
-			w.dirtyMu.Lock()
-			w.dirty.Insert(client.ObjectKeyFromObject(obj))
-			w.dirtyMu.Unlock()
-		}
-	}
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.Delete(ctx, obj, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			mark(obj)
+			w.markDirty(obj)
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if u, ok := obj.(*unstructured.Unstructured); ok && sub == "status" && patch.Type() == types.ApplyPatchType && u.GetKind() == "Workload" {
 				return w.applyConditions(ctx, c, u)
 			}
-			mark(obj)
+			w.markDirty(obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
@@ -302,10 +283,17 @@ func (w *world) applyConditions(ctx context.Context, c client.Client, u *unstruc
 		}
 		apimeta.SetStatusCondition(&wl.Status.Conditions, cond)
 	}
-	w.dirtyMu.Lock()
-	w.dirty.Insert(client.ObjectKeyFromObject(wl))
-	w.dirtyMu.Unlock()
+	w.markDirty(wl)
 	return c.Status().Update(ctx, wl)
+}
+
+// markDirty notes a Workload written, for sync.
+func (w *world) markDirty(obj client.Object) {
+	if _, ok := obj.(*kueue.Workload); ok {
+		w.dirtyMu.Lock()
+		w.dirty.Insert(client.ObjectKeyFromObject(obj))
+		w.dirtyMu.Unlock()
+	}
 }
 
 func (w *world) now() time.Duration { return w.clock.Now().Sub(w.start) }
@@ -350,12 +338,15 @@ func (w *world) finish(j *job) error {
 func (w *world) sync() bool {
 	acted := false
 	for round := 0; ; round++ {
-		keys := w.takeDirty()
+		w.dirtyMu.Lock()
+		keys := w.dirty.UnsortedList()
+		w.dirty.Clear()
+		w.dirtyMu.Unlock()
 		if len(keys) == 0 {
 			break
 		}
 		if round == 100 {
-			w.note("workload updates did not settle at %s", formatOffset(w.now()))
+			w.note("workload updates did not settle at %s", FormatOffset(w.now()))
 			break
 		}
 		slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
@@ -384,32 +375,17 @@ func (w *world) sync() bool {
 			} else {
 				w.workloads.Update(event.TypedUpdateEvent[*kueue.Workload]{ObjectOld: old.DeepCopy(), ObjectNew: wl.DeepCopy()})
 			}
-			if w.observe(old, wl) {
-				acted = true
-			}
+			acted = w.observe(old, wl) || acted
 			changed = append(changed, wl)
 		}
 		for _, wl := range changed {
-			if w.stopEvictedJob(wl) {
-				acted = true
-			}
-			if w.requeueEvicted(wl) {
-				acted = true
-			}
+			acted = w.stopEvictedJob(wl) || acted
+			acted = w.requeueEvicted(wl) || acted
 			w.clearEvicted(wl)
 		}
 	}
 	w.requeuer.ProcessRequeues(w.ctx)
 	return acted
-}
-
-// takeDirty returns the Workloads written since the last call and forgets them.
-func (w *world) takeDirty() []types.NamespacedName {
-	w.dirtyMu.Lock()
-	defer w.dirtyMu.Unlock()
-	keys := w.dirty.UnsortedList()
-	w.dirty.Clear()
-	return keys
 }
 
 // stopEvictedJob does what the job controller does for an evicted workload that still holds its
@@ -461,19 +437,17 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 	acted := false
 	if workloadfinish.IsFinished(wl) && (old == nil || !workloadfinish.IsFinished(old)) {
 		j.finished(now)
+		w.finished++
 		w.record(Event{Kind: EventFinished, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
 		return true
 	}
-	wasReserved := old != nil && workload.HasQuotaReservation(old)
-	if !wasReserved && workload.HasQuotaReservation(wl) {
-		cq := string(wl.Status.Admission.ClusterQueue)
+	if (old == nil || !workload.HasQuotaReservation(old)) && workload.HasQuotaReservation(wl) {
 		j.admitted(now)
-		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: cq})
+		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: string(wl.Status.Admission.ClusterQueue)})
 		acted = true
 	}
 	w.observeWarning(j, old, wl)
-	ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted)
-	if ev != nil && ev.Status == metav1.ConditionTrue && !conditionTrue(old, kueue.WorkloadEvicted) {
+	if ev := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); conditionTrue(wl, kueue.WorkloadEvicted) && !conditionTrue(old, kueue.WorkloadEvicted) {
 		e := Event{Kind: EventEvicted, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: ev.Reason}
 		if ev.Reason == kueue.WorkloadEvictedByPreemption || policy.IsOwnReason(ev.Reason) {
 			e.Kind = EventPreempted
@@ -489,6 +463,7 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 			}
 		}
 		e.Lost = j.evicted(now, e.Reason)
+		e.LostResourceHours = heldOf(j.spec, w.lostResource) * e.Lost.Hours()
 		w.record(e)
 		acted = true
 	}
@@ -524,7 +499,8 @@ func (w *world) observeWarning(j *job, old, wl *kueue.Workload) {
 func (w *world) saveCheckpoints(order []*job) error {
 	now := w.now()
 	for _, j := range order {
-		if !j.checkpointDue(now) {
+		// The checkpoint begun at a warning, once it completes.
+		if n := j.warning; j.state != running || n == nil || n.saved || n.checkpointAt <= 0 || n.checkpointAt > now {
 			continue
 		}
 		j.warning.saved = true
@@ -551,23 +527,16 @@ func (w *world) clearEvicted(wl *kueue.Workload) {
 	if !conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	var drop []string
+	patched := wl.DeepCopy()
 	for _, u := range policy.Units() {
 		for _, a := range u.Clears {
-			if _, ok := wl.Annotations[a]; ok {
-				drop = append(drop, a)
-			}
+			delete(patched.Annotations, a)
 		}
 	}
-	if len(drop) == 0 {
+	if len(patched.Annotations) == len(wl.Annotations) {
 		return
 	}
-	patched := wl.DeepCopy()
-	patch := client.MergeFrom(wl)
-	for _, a := range drop {
-		delete(patched.Annotations, a)
-	}
-	if err := w.client.Patch(w.ctx, patched, patch); client.IgnoreNotFound(err) != nil {
+	if err := w.client.Patch(w.ctx, patched, client.MergeFrom(wl)); client.IgnoreNotFound(err) != nil {
 		w.note("clearing the annotations of evicted workload %s: %v", wl.Name, err)
 	}
 }
@@ -624,16 +593,13 @@ func (w *world) schedule() (spinning bool) {
 		}
 		// A cycle that changed a Workload (a pending message, say) can change the next one: an
 		// updated workload goes back to the active queue, a parked one stays parked. The manager's
-		// loop goes on at once; so does the simulation, until the writes stop.
-		if progress || acted || w.versions != versions {
-			stalled = 0
-			tried.Clear()
-			tried.Insert(heads...)
-			continue
-		}
-		// A head not tried yet: the ones before it were parked without a write (their pending
+		// loop goes on at once; so does the simulation, until the writes stop. So it does for a
+		// head not tried yet: the ones before it were parked without a write (their pending
 		// message had not changed), and the loop goes on to the next ones at once.
-		if !tried.HasAll(heads...) {
+		if changed := progress || acted || w.versions != versions; changed || !tried.HasAll(heads...) {
+			if changed {
+				tried.Clear()
+			}
 			stalled = 0
 			tried.Insert(heads...)
 			continue
@@ -644,7 +610,7 @@ func (w *world) schedule() (spinning bool) {
 			return true
 		}
 	}
-	w.note("the scheduler did not settle after %d cycles at %s", maxCycles, formatOffset(w.now()))
+	w.note("the scheduler did not settle after %d cycles at %s", maxCycles, FormatOffset(w.now()))
 	return true
 }
 
@@ -659,10 +625,9 @@ func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 		if capacity <= 0 {
 			capacity = sc.nominal(spec.ClusterQueue, string(name), true)
 		}
-		if capacity <= 0 {
-			continue
+		if capacity > 0 {
+			share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/capacity)
 		}
-		share = max(share, q.AsApproximateFloat64()*float64(spec.Pods)/capacity)
 	}
 	return share
 }
@@ -670,26 +635,26 @@ func resourceShare(sc *Scenario, spec WorkloadSpec) float64 {
 // nominal is the nominal quota of a resource, over all flavors, of the ClusterQueue and, with
 // tree, of every ClusterQueue and Cohort of its cohort tree.
 func (s *Scenario) nominal(cq, res string, tree bool) float64 {
-	parents := map[string]string{}
-	for _, c := range s.Cohorts {
-		parents[c.GetName()], _, _ = unstructured.NestedString(c.Object, "spec", "parentName")
+	root := s.rootOf()
+	cohortOf := func(u *unstructured.Unstructured) string {
+		c, _, _ := unstructured.NestedString(u.Object, "spec", "cohortName")
+		return c
 	}
-	root := func(u *unstructured.Unstructured, field string) string {
-		at, _, _ := unstructured.NestedString(u.Object, "spec", field)
-		for seen := sets.New[string](); parents[at] != "" && !seen.Has(at); at = parents[at] {
-			seen.Insert(at)
-		}
-		return at
-	}
-	var mine string
+	mine, total := "", 0.0
 	for _, u := range s.ClusterQueues {
 		if u.GetName() == cq {
-			mine = root(u, "cohortName")
+			mine, _ = root(cohortOf(u))
 		}
 	}
-	total := 0.0
-	add := func(groups []kueue.ResourceGroup) {
-		for _, g := range groups {
+	inTree := func(cohort string) bool {
+		r, _ := root(cohort)
+		return tree && mine != "" && r == mine
+	}
+	add := func(u *unstructured.Unstructured) {
+		typed, _ := typedObject[struct {
+			Spec struct{ ResourceGroups []kueue.ResourceGroup }
+		}](u)
+		for _, g := range typed.Spec.ResourceGroups {
 			for _, f := range g.Flavors {
 				for _, r := range f.Resources {
 					if string(r.Name) == res {
@@ -700,15 +665,13 @@ func (s *Scenario) nominal(cq, res string, tree bool) float64 {
 		}
 	}
 	for _, u := range s.ClusterQueues {
-		if u.GetName() == cq || (tree && mine != "" && root(u, "cohortName") == mine) {
-			typed, _ := typedObject[kueue.ClusterQueue](u)
-			add(typed.Spec.ResourceGroups)
+		if u.GetName() == cq || inTree(cohortOf(u)) {
+			add(u)
 		}
 	}
 	for _, u := range s.Cohorts {
-		if tree && mine != "" && (u.GetName() == mine || root(u, "parentName") == mine) {
-			typed, _ := typedObject[kueue.Cohort](u)
-			add(typed.Spec.ResourceGroups)
+		if inTree(u.GetName()) {
+			add(u)
 		}
 	}
 	return total

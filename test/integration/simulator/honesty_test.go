@@ -42,7 +42,7 @@ var _ = ginkgo.Describe("The simulator and the manager", func() {
 			sim, err := simulator.Run(ctx, sc, simulator.Options{})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			steps := plan(sc, sim)
-			ginkgo.GinkgoWriter.Printf("simulated: %v\n", sim.Sequence())
+			ginkgo.GinkgoWriter.Printf("simulated: %+v\n", steps)
 
 			namespace := createObjects(ctx, sc)
 			seen.reset(namespace)

@@ -36,6 +36,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
+	"github.com/kueue-timeshare/kueue-timeshare/test/performance/timesharing"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -200,11 +201,11 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 		endOf[fmt.Sprintf("%s-%d", q.a.name, q.n)] = start.Add(q.start + horizon)
 	}
 
-	var rows []simulator.TimeSharingRow
+	var rows []timesharing.Row
 	for n := 2; n <= *maxN; n++ {
-		row := simulator.TimeSharingRow{
-			Case:     simulator.TimeSharingCase{N: n, Window: *window, Horizon: horizon},
-			Measures: map[simulator.Mode]simulator.TimeSharingMeasure{},
+		row := timesharing.Row{
+			Case:     timesharing.Case{N: n, Window: *window, Horizon: horizon},
+			Measures: map[simulator.Mode]timesharing.Measure{},
 		}
 		for _, a := range approaches {
 			name := fmt.Sprintf("%s-%d", a.name, n)
@@ -218,7 +219,7 @@ func TestTimeSharingOnEnvtest(t *testing.T) {
 	}
 	fmt.Fprintf(os.Stdout, "\nTime-sharing on envtest: minAdmitDuration (and booster interval) %s, %s of real time per queue, %d queues started %s apart\n\n",
 		*window, horizon, len(queues), *stagger)
-	if err := simulator.WriteTimeSharingTable(os.Stdout, rows); err != nil {
+	if err := timesharing.WriteTable(os.Stdout, rows); err != nil {
 		t.Fatal(err)
 	}
 	turns := rec.turns("timeshare-", *window)
@@ -547,10 +548,10 @@ func (r *recorder) observePod(p *corev1.Pod, deleted bool, now time.Time) {
 // measure computes, for the LocalQueue queue's n workloads, what the simulator reports: the
 // longest continuous wait (to the end for one still waiting), Jain's index over the time each
 // held the quota, preemptions per hour and the workloads never admitted.
-func (r *recorder) measure(queue string, n int, end time.Time) (simulator.TimeSharingMeasure, error) {
+func (r *recorder) measure(queue string, n int, end time.Time) (timesharing.Measure, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ms simulator.TimeSharingMeasure
+	var ms timesharing.Measure
 	var held []float64
 	var first time.Time
 	preemptions := 0
