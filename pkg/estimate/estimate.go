@@ -405,8 +405,8 @@ func (w *walker) waitsAgain(wt *waiting) {
 	}
 }
 
-// canUseTurn reports whether wt could fit were every holder that may ever leave for it gone;
-// under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
+// canUseTurn reports whether wt could fit were every holder that the rules ever let it preempt
+// gone; under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
 func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 	if w.q.Settings.StrictFIFO {
 		return true
