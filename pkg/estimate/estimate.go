@@ -256,9 +256,9 @@ type byPriority struct {
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
 	// older is rep queued before everyone: upstream preempts a same-priority holder queued after
-	// the preemptor at once. newerHeap are the releases for older of the holders queued after
-	// the first pending workload of the priority, where they come before rep's, and newer those
-	// due by now, newest first: each preemptor may take those queued after it.
+	// the preemptor at once. newerHeap are the releases for older of the holds marked older,
+	// where they come before rep's, and newer those due by now, newest first: each preemptor may
+	// take those queued after it.
 	older     *policy.Pending
 	newerHeap releases
 	newer     []release
@@ -830,7 +830,7 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 			break
 		}
 		// In bp's pool, it counts there unless it leaves that pool for a turn wt may not take.
-		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(in pooledIn) bool { return in.bp == bp && (turn || !in.turn) }) {
+		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(pi pooledIn) bool { return pi.bp == bp && (turn || !pi.turn) }) {
 			continue
 		}
 		in.Candidate = &r.h.cand
