@@ -40,12 +40,11 @@ const (
 // was admitted or moved), so that no listed workload goes without its estimate. refreshAll
 // computes them without a request.
 type cachedEstimates struct {
-	// compute estimates a ClusterQueue from the snapshot snap gives (nil: a fresh one); nil when
-	// it cannot yet.
-	compute func(cq kueue.ClusterQueueReference, snap func() *schdcache.Snapshot) map[string]estimate.Estimate
-	// pending is the ClusterQueue's pending workloads ("namespace/name"), in order; nil: the
-	// ttl alone decides.
-	pending func(kueue.ClusterQueueReference) []string
+	// compute estimates a ClusterQueue's pending workloads from the snapshot snap gives (nil: a
+	// fresh one); nil when it cannot yet.
+	compute func(cq kueue.ClusterQueueReference, pending []*workload.Info, snap func() *schdcache.Snapshot) map[string]estimate.Estimate
+	// pending is the ClusterQueue's pending workloads, in the order they are shown and estimated.
+	pending func(kueue.ClusterQueueReference) []*workload.Info
 	clock   clock.PassiveClock
 	ttl     time.Duration
 
@@ -65,20 +64,27 @@ func (c *cachedEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	var pending []string
-	if c.pending != nil {
-		pending = c.pending(cq)
-	}
+	infos := c.pending(cq)
+	pending := keysOf(infos)
 	if e, ok := c.byCQ[cq]; ok && now.Sub(e.at) < c.ttl && slices.Equal(e.pending, pending) {
 		return e.byName
 	}
-	return c.computeLocked(cq, now, pending, nil)
+	return c.computeLocked(cq, now, infos, pending, nil)
+}
+
+// keysOf is the "namespace/name" of each workload of infos, in order.
+func keysOf(infos []*workload.Info) []string {
+	out := make([]string, len(infos))
+	for i, info := range infos {
+		out[i] = info.Obj.Namespace + "/" + info.Obj.Name
+	}
+	return out
 }
 
 // computeLocked keeps what compute gives unless it is nil (no preemptor or snapshot yet), so that
 // the next refresh tries again.
-func (c *cachedEstimates) computeLocked(cq kueue.ClusterQueueReference, now time.Time, pending []string, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
-	byName := c.compute(cq, snap)
+func (c *cachedEstimates) computeLocked(cq kueue.ClusterQueueReference, now time.Time, infos []*workload.Info, pending []string, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
+	byName := c.compute(cq, infos, snap)
 	if byName == nil {
 		return nil
 	}
@@ -113,25 +119,25 @@ func (c *cachedEstimates) refreshAll(cqs []kueue.ClusterQueueReference, interval
 func (c *cachedEstimates) refresh(cq kueue.ClusterQueueReference, interval time.Duration, snap func() *schdcache.Snapshot) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pending := c.pending(cq)
-	if len(pending) == 0 {
+	infos := c.pending(cq)
+	if len(infos) == 0 {
 		return false
 	}
+	pending := keysOf(infos)
 	now := c.clock.Now()
 	if e, ok := c.byCQ[cq]; ok && (now.Sub(e.at) < interval/2 || slices.Equal(e.pending, pending)) {
 		return false
 	}
-	c.computeLocked(cq, now, pending, snap)
+	c.computeLocked(cq, now, infos, pending, snap)
 	return true
 }
 
 // estimator computes a ClusterQueue's estimates from the scheduler cache's snapshot, the
 // turn-ordered pending list the visibility API shows, and the preemptor's policy.
 type estimator struct {
-	m       *Manager
-	pending tsvisibility.Pending
-	clock   clock.PassiveClock
-	log     logr.Logger
+	m     *Manager
+	clock clock.PassiveClock
+	log   logr.Logger
 	// first keeps each workload's first estimate, for the error metric.
 	first *firstEstimates
 }
@@ -146,7 +152,7 @@ func (e *estimator) snapshot() *schdcache.Snapshot {
 	return snap
 }
 
-func (e *estimator) compute(cq kueue.ClusterQueueReference, snapshot func() *schdcache.Snapshot) map[string]estimate.Estimate {
+func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.Info, snapshot func() *schdcache.Snapshot) map[string]estimate.Estimate {
 	p := e.m.preemptor.Load()
 	if p == nil {
 		return nil
@@ -177,7 +183,6 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, snapshot func() *sch
 		Handover:   estimateHandover,
 		DrainOf:    scheduler.DrainOf,
 	}
-	infos := e.pending.PendingWorkloadsInfo(cq)
 	q, holders, waiting := estimate.FromSnapshot(cqs, infos, c)
 	out := map[string]estimate.Estimate{}
 	for _, est := range estimate.Compute(q, holders, waiting, e.clock.Now()) {
@@ -198,18 +203,10 @@ func (m *Manager) setupEstimates() error {
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		clk = c
 	}
-	pending := m.turnOrdered()
 	log := m.log.WithName("estimate")
 	first := &firstEstimates{role: func() string { return roletracker.GetRole(m.roleTracker) }, customLabels: m.customLabels}
-	e := &estimator{m: m, pending: pending, clock: clk, log: log, first: first}
-	keys := func(cq kueue.ClusterQueueReference) []string {
-		var out []string
-		for _, info := range pending.PendingWorkloadsInfo(cq) {
-			out = append(out, info.Obj.Namespace+"/"+info.Obj.Name)
-		}
-		return out
-	}
-	m.estimateCache = &cachedEstimates{compute: e.compute, pending: keys, clock: clk, ttl: estimateTTL}
+	e := &estimator{m: m, clock: clk, log: log, first: first}
+	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, clock: clk, ttl: estimateTTL}
 	interval := m.timeshareCfg.AdmissionEstimates.RefreshInterval.Duration
 	run := func(ctx context.Context) error {
 		return m.runEstimates(ctx, first, interval, clk, e.snapshot, log)

@@ -1,14 +1,17 @@
 package manager
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 )
@@ -49,7 +52,7 @@ func TestCachedEstimates(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(start)
 			computed := 0
 			pending := []string{"ns/w"}
-			c := &cachedEstimates{clock: clk, ttl: estimateTTL, pending: func(kueue.ClusterQueueReference) []string { return pending }, compute: func(kueue.ClusterQueueReference, func() *schdcache.Snapshot) map[string]estimate.Estimate {
+			c := &cachedEstimates{clock: clk, ttl: estimateTTL, pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending) }, compute: func(kueue.ClusterQueueReference, []*workload.Info, func() *schdcache.Snapshot) map[string]estimate.Estimate {
 				computed++
 				return map[string]estimate.Estimate{"ns/w": {Workload: "ns/w", Position: computed}}
 			}}
@@ -152,8 +155,11 @@ func TestRefreshEstimates(t *testing.T) {
 			pending := map[kueue.ClusterQueueReference][]string{}
 			snapshots := 0
 			c := &cachedEstimates{clock: clk, ttl: estimateTTL,
-				pending: func(cq kueue.ClusterQueueReference) []string { return pending[cq] },
-				compute: func(cq kueue.ClusterQueueReference, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
+				pending: func(cq kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending[cq]) },
+				compute: func(cq kueue.ClusterQueueReference, infos []*workload.Info, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
+					if diff := cmp.Diff(pending[cq], keysOf(infos)); diff != "" {
+						t.Errorf("%s estimated another list than its pending one (-pending +estimated):\n%s", cq, diff)
+					}
 					if snap != nil {
 						snap()
 					}
@@ -186,4 +192,14 @@ func TestRefreshEstimates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// infosOf is a pending list of workloads named "namespace/name".
+func infosOf(names []string) []*workload.Info {
+	var out []*workload.Info
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		out = append(out, &workload.Info{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}})
+	}
+	return out
 }
