@@ -23,6 +23,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	DefaultNoticePeriod:      &metav1.Duration{},
 	HeadsPerCycle:            ptr.To[int32](1),
 	PendingStatusWriters:     ptr.To[int32](0),
+	AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
 
@@ -94,6 +95,7 @@ timeshare:
 					DefaultNoticePeriod:      &metav1.Duration{},
 					HeadsPerCycle:            ptr.To[int32](1),
 					PendingStatusWriters:     ptr.To[int32](0),
+					AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}
 				if diff := cmp.Diff(want, cfg.Timeshare); diff != "" {
@@ -148,6 +150,18 @@ timeshare:
 			check: func(t *testing.T, cfg Config) {
 				if diff := cmp.Diff(&metav1.Duration{}, cfg.Timeshare.Metrics.LongWaitThreshold); diff != "" {
 					t.Errorf("longWaitThreshold (-want +got):\n%s", diff)
+				}
+			},
+		},
+		"a negative estimate refresh interval names the field": {
+			file:    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  admissionEstimates:\n    refreshInterval: -5s\n",
+			wantErr: []string{"invalid configuration", "timeshare.admissionEstimates.refreshInterval", "must not be negative"},
+		},
+		"an estimate refresh interval of 0s is kept (estimates only when asked)": {
+			file: "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\ntimeshare:\n  admissionEstimates:\n    refreshInterval: 0s\n",
+			check: func(t *testing.T, cfg Config) {
+				if diff := cmp.Diff(&metav1.Duration{}, cfg.Timeshare.AdmissionEstimates.RefreshInterval); diff != "" {
+					t.Errorf("refreshInterval (-want +got):\n%s", diff)
 				}
 			},
 		},

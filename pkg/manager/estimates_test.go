@@ -1,13 +1,17 @@
 package manager
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 )
@@ -48,7 +52,7 @@ func TestCachedEstimates(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(start)
 			computed := 0
 			pending := []string{"ns/w"}
-			c := &cachedEstimates{clock: clk, ttl: estimateTTL, pending: func(kueue.ClusterQueueReference) []string { return pending }, compute: func(cq kueue.ClusterQueueReference) map[string]estimate.Estimate {
+			c := &cachedEstimates{clock: clk, ttl: estimateTTL, pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending) }, compute: func(kueue.ClusterQueueReference, []*workload.Info, func() *schdcache.Snapshot) map[string]estimate.Estimate {
 				computed++
 				return map[string]estimate.Estimate{"ns/w": {Workload: "ns/w", Position: computed}}
 			}}
@@ -65,4 +69,137 @@ func TestCachedEstimates(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRefreshEstimates(t *testing.T) {
+	const interval = 5 * time.Second
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// step is one instant: the pending lists that changed, a visibility read, the lists that
+	// changed after it, then a pass.
+	type step struct {
+		at        time.Duration
+		pending   map[kueue.ClusterQueueReference][]string
+		read      kueue.ClusterQueueReference
+		afterRead map[kueue.ClusterQueueReference][]string
+	}
+	// pass is what one pass computed and how many snapshots it took.
+	type pass struct {
+		Computed  []kueue.ClusterQueueReference
+		Snapshots int
+	}
+	cases := map[string]struct {
+		steps []step
+		want  []pass
+	}{
+		"ClusterQueues without pending workloads are passed over, without a snapshot": {
+			steps: []step{{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": nil, "b": {}}}},
+			want:  []pass{{}},
+		},
+		"every ClusterQueue with pending workloads is computed at the first pass, from one snapshot": {
+			steps: []step{{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}, "b": {"ns/x"}, "c": nil}}},
+			want:  []pass{{Computed: []kueue.ClusterQueueReference{"a", "b"}, Snapshots: 1}},
+		},
+		"an unchanged pending list is not computed again": {
+			steps: []step{
+				{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}}},
+				{at: interval},
+				{at: 10 * interval},
+			},
+			want: []pass{{Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1}, {}, {}},
+		},
+		"a changed pending list is computed at the next pass": {
+			steps: []step{
+				{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}, "b": {"ns/x"}}},
+				{at: interval, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w", "ns/y"}}},
+				{at: 2 * interval, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/y"}, "b": {"ns/z"}}},
+			},
+			want: []pass{
+				{Computed: []kueue.ClusterQueueReference{"a", "b"}, Snapshots: 1},
+				{Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1},
+				{Computed: []kueue.ClusterQueueReference{"a", "b"}, Snapshots: 1},
+			},
+		},
+		"estimates a read computed since the last pass are kept": {
+			steps: []step{
+				{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}}},
+				{at: interval, read: "a", afterRead: map[kueue.ClusterQueueReference][]string{"a": {"ns/w", "ns/y"}}},
+				{at: 2 * interval, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/y"}}},
+			},
+			want: []pass{
+				{Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1},
+				{},
+				{Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1},
+			},
+		},
+		"a ClusterQueue that could not be computed yet is tried again at the next pass": {
+			steps: []step{
+				{at: 0, pending: map[kueue.ClusterQueueReference][]string{"c": {"ns/w"}}},
+				{at: interval},
+				{at: 2 * interval},
+			},
+			want: []pass{{Computed: []kueue.ClusterQueueReference{"c"}, Snapshots: 1}, {Computed: []kueue.ClusterQueueReference{"c"}, Snapshots: 1}, {Computed: []kueue.ClusterQueueReference{"c"}, Snapshots: 1}},
+		},
+		"a ClusterQueue whose pending list empties keeps its estimates until it has pending workloads again": {
+			steps: []step{
+				{at: 0, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}}},
+				{at: interval, pending: map[kueue.ClusterQueueReference][]string{"a": nil}},
+				{at: 2 * interval, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/w"}}},
+				{at: 3 * interval, pending: map[kueue.ClusterQueueReference][]string{"a": {"ns/v"}}},
+			},
+			want: []pass{{Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1}, {}, {}, {Computed: []kueue.ClusterQueueReference{"a"}, Snapshots: 1}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(start)
+			pending := map[kueue.ClusterQueueReference][]string{}
+			snapshots := 0
+			c := &cachedEstimates{clock: clk, ttl: estimateTTL,
+				pending: func(cq kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending[cq]) },
+				compute: func(cq kueue.ClusterQueueReference, infos []*workload.Info, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
+					if diff := cmp.Diff(pending[cq], keysOf(infos)); diff != "" {
+						t.Errorf("%s estimated another list than its pending one (-pending +estimated):\n%s", cq, diff)
+					}
+					if snap != nil {
+						snap()
+					}
+					if cq == "c" {
+						return nil // as before the scheduler has built its preemptor
+					}
+					return map[string]estimate.Estimate{}
+				}}
+			var got []pass
+			for _, s := range tc.steps {
+				clk.SetTime(start.Add(s.at))
+				for cq, list := range s.pending {
+					pending[cq] = list
+				}
+				if s.read != "" {
+					c.Estimates(s.read)
+				}
+				for cq, list := range s.afterRead {
+					pending[cq] = list
+				}
+				before := snapshots
+				computed := c.refreshAll([]kueue.ClusterQueueReference{"a", "b", "c"}, interval, func() *schdcache.Snapshot {
+					snapshots++
+					return &schdcache.Snapshot{}
+				})
+				got = append(got, pass{Computed: computed, Snapshots: snapshots - before})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("passes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// infosOf is a pending list of workloads named "namespace/name".
+func infosOf(names []string) []*workload.Info {
+	var out []*workload.Info
+	for _, n := range names {
+		ns, name, _ := strings.Cut(n, "/")
+		out = append(out, &workload.Info{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}})
+	}
+	return out
 }

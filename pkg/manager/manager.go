@@ -149,6 +149,8 @@ type Manager struct {
 	workloadIndex *preemption.WorkloadIndex
 	// preemptor is the scheduler's, once built, for the admission estimate.
 	preemptor atomic.Pointer[preemption.Preemptor]
+	// estimateCache is the admission estimates, nil under upstream's scheduler.
+	estimateCache *cachedEstimates
 }
 
 // New builds the manager and every component it runs; nothing starts until Start.
@@ -267,6 +269,9 @@ func New(ctx context.Context, kubeConfig *rest.Config, ctrlOpts ctrl.Options, al
 	if err := m.setupScheduler(); err != nil {
 		return nil, err
 	}
+	if err := m.setupEstimates(); err != nil {
+		return nil, err
+	}
 	if features.Enabled(features.VisibilityOnDemand) {
 		if err := mgr.Add(nonLeaderRunnable(m.runVisibilityServer)); err != nil {
 			return nil, fmt.Errorf("adding visibility server: %w", err)
@@ -288,7 +293,14 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 			}
 		}
 	}
-	pending := tsvisibility.TurnOrdered{
+	o.Estimates = m.estimates()
+	return tsvisibility.Run(ctx, m.turnOrdered(), m.kubeConfig, o)
+}
+
+// turnOrdered is the pending workloads in the order our scheduler takes them (turn order in
+// ClusterQueues with a minAdmitDuration), as the visibility API shows them.
+func (m *Manager) turnOrdered() tsvisibility.TurnOrdered {
+	return tsvisibility.TurnOrdered{
 		Queues:   m.Queues,
 		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)},
 		TakesTurns: func(cq kueue.ClusterQueueReference) bool {
@@ -296,8 +308,6 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 		},
 		Log: m.log.WithName("visibility"),
 	}
-	o.Estimates = m.estimates(pending)
-	return tsvisibility.Run(ctx, pending, m.kubeConfig, o)
 }
 
 // Start runs the caches' clean-up loops and the manager until ctx ends.

@@ -23,7 +23,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 	var names []string
 	for _, c := range slices.Concat([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads,
-		PendingLongestWait, PendingWaitingLong, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong}, unitVectors, unitCollectors()) {
+		PendingLongestWait, PendingWaitingLong, EstimateError, AdmissionsWithoutEstimate, LocalQueuePendingLongestWait, LocalQueuePendingWaitingLong}, unitVectors, unitCollectors()) {
 		descs := make(chan *prometheus.Desc, 1)
 		c.Describe(descs)
 		m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch((<-descs).String())

@@ -38,6 +38,20 @@ var (
 	// PendingWaitingLong is, per ClusterQueue, how many pending workloads have waited longer than
 	// the configured threshold.
 	PendingWaitingLong *prometheus.GaugeVec
+	// EstimateError is, per ClusterQueue and direction (late, early), how far an admission was
+	// from the first estimate its workload was given in that wait.
+	EstimateError *prometheus.HistogramVec
+	// AdmissionsWithoutEstimate counts, per ClusterQueue, admissions whose first estimate was
+	// unknown, or that had none.
+	AdmissionsWithoutEstimate *prometheus.CounterVec
+)
+
+// The directions of EstimateError and the estimates of AdmissionsWithoutEstimate.
+const (
+	EstimateLate    = "late"
+	EstimateEarly   = "early"
+	EstimateUnknown = "unknown"
+	EstimateNone    = "none"
 )
 
 var (
@@ -80,7 +94,7 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 
 func perClusterQueue() []prometheus.Collector {
 	return append([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads,
-		PendingLongestWait, PendingWaitingLong}, unitVectors...)
+		PendingLongestWait, PendingWaitingLong, EstimateError, AdmissionsWithoutEstimate}, unitVectors...)
 }
 
 func build(names []string) {
@@ -119,6 +133,20 @@ func build(names []string) {
 		Name:      "pending_workloads_waiting_longer_than_threshold",
 		Help:      "The number of the ClusterQueue's pending workloads that have waited longer than timeshare.metrics.longWaitThreshold, per 'cluster_queue' (no series when the threshold is 0s). " + waitHelp,
 	}, labels("cluster_queue", "replica_role"))
+	EstimateError = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: subsystem,
+		Name:      "admission_estimate_error_seconds",
+		Help: "How far a workload's admission (quota reserved) was from the first estimate it was given in that wait, per 'cluster_queue' " +
+			"and 'direction' (late: admitted after the estimate; early: before).",
+		// From a quarter of a second (the scheduling interval) to about 4.5 hours.
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 17),
+	}, labels("cluster_queue", "direction", "replica_role"))
+	AdmissionsWithoutEstimate = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: subsystem,
+		Name:      "admissions_without_estimate_total",
+		Help: "Admissions (quota reserved) of workloads whose first estimate in that wait was unknown ('estimate' unknown) " +
+			"or that had none ('estimate' none: admitted before one was computed), per 'cluster_queue'.",
+	}, labels("cluster_queue", "estimate", "replica_role"))
 	unitVectors, unitGauges = nil, map[policy.Feature]*prometheus.GaugeVec{}
 	for _, u := range policy.Units() {
 		if u.QueueMetrics == nil {

@@ -113,10 +113,11 @@ func (t Timeshare) MarshalYAML() (any, error) {
 }
 
 // TimeshareOf is the scenario form of a manager configuration's timeshare section: what a
-// simulation reads of it (not runtimeClock or metrics, which it does not model).
+// simulation reads of it (not runtimeClock, metrics or admissionEstimates, which it does not
+// model).
 func TimeshareOf(c *tsconfig.Configuration) Timeshare {
 	t := Timeshare{*c}
-	t.RuntimeClock, t.Metrics = "", tsconfig.Metrics{}
+	t.RuntimeClock, t.Metrics, t.AdmissionEstimates = "", tsconfig.Metrics{}, tsconfig.AdmissionEstimates{}
 	return t
 }
 

@@ -9,8 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 )
 
 // minimal is the smallest valid scenario; the bad scenarios below change one thing in it.
@@ -374,3 +377,27 @@ workloads:
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestTimeshareOf: a saved scenario keeps what a simulation reads of the manager's timeshare
+// section and leaves out what it does not model.
+func TestTimeshareOf(t *testing.T) {
+	minute := &metav1.Duration{Duration: time.Minute}
+	cases := map[string]struct {
+		in   tsconfig.Configuration
+		want tsconfig.Configuration
+	}{
+		"the runtime clock, metrics and admission estimates are left out": {
+			in: tsconfig.Configuration{DefaultPreemptMinRuntime: minute, RuntimeClock: tsconfig.RuntimeClockPodsReady,
+				Metrics: tsconfig.Metrics{LongWaitThreshold: minute}, AdmissionEstimates: tsconfig.AdmissionEstimates{RefreshInterval: minute}},
+			want: tsconfig.Configuration{DefaultPreemptMinRuntime: minute},
+		},
+		"an empty section stays empty": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, TimeshareOf(&tc.in).Configuration); diff != "" {
+				t.Errorf("TimeshareOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

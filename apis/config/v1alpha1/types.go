@@ -65,8 +65,23 @@ type Configuration struct {
 	// PreemptionBudget is the budget of each ClusterQueue with none on its path (its own bucket
 	// per ClusterQueue). Accepted only with the PreemptionBudget feature gate.
 	PreemptionBudget *tsapi.PreemptionBudget `json:"preemptionBudget,omitempty"`
+	// AdmissionEstimates holds when the manager computes admission estimates; left out of a
+	// scenario the simulator saves while unset.
+	AdmissionEstimates AdmissionEstimates `json:"admissionEstimates,omitzero"`
 	// Metrics holds the settings of our own metrics (Kueue's are in its top-level metrics).
 	Metrics Metrics `json:"metrics"`
+}
+
+// DefaultEstimateRefreshInterval gives a workload that waits longer than a few seconds its
+// estimate, at a bounded cost: see docs/admission-estimate.md.
+const DefaultEstimateRefreshInterval = 5 * time.Second
+
+// AdmissionEstimates is the `timeshare.admissionEstimates` section.
+type AdmissionEstimates struct {
+	// RefreshInterval is how often the replica that schedules computes the estimates of the
+	// ClusterQueues whose pending workloads changed, so that a waiting workload has one (and the
+	// error metric a sample) without anyone asking. 0s: only when the visibility API asks.
+	RefreshInterval *metav1.Duration `json:"refreshInterval,omitempty"`
 }
 
 // DefaultHeadsPerCycle is one head per ClusterQueue per cycle, as upstream's loop; MaxHeadsPerCycle
@@ -131,6 +146,9 @@ func SetDefaults(c *Configuration) {
 	if c.PendingStatusWriters == nil {
 		c.PendingStatusWriters = ptr.To[int32](DefaultPendingStatusWriters)
 	}
+	if c.AdmissionEstimates.RefreshInterval == nil {
+		c.AdmissionEstimates.RefreshInterval = &metav1.Duration{Duration: DefaultEstimateRefreshInterval}
+	}
 	if c.Metrics.LongWaitThreshold == nil {
 		c.Metrics.LongWaitThreshold = &metav1.Duration{Duration: DefaultLongWaitThreshold}
 	}
@@ -149,6 +167,7 @@ func Validate(c *Configuration) field.ErrorList {
 	nonNegative("defaultReclaimMinRuntime", c.DefaultReclaimMinRuntime)
 	nonNegative("defaultRequeueDelay", c.DefaultRequeueDelay)
 	nonNegative("defaultNoticePeriod", c.DefaultNoticePeriod)
+	nonNegative("admissionEstimates", c.AdmissionEstimates.RefreshInterval, "refreshInterval")
 	nonNegative("metrics", c.Metrics.LongWaitThreshold, "longWaitThreshold")
 	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
 		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))

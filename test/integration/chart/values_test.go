@@ -65,6 +65,7 @@ var _ = ginkgo.Describe("values.schema.json", func() {
 		ginkgo.Entry("pending-status writers are at most 64", "timeshare.pendingStatusWriters=65", "/timeshare/pendingStatusWriters"),
 		ginkgo.Entry("a notice is a duration", "timeshare.defaultNoticePeriod=briefly", "/timeshare/defaultNoticePeriod"),
 		ginkgo.Entry("a long-wait threshold is a duration", "timeshare.metrics.longWaitThreshold=a while", "/timeshare/metrics/longWaitThreshold"),
+		ginkgo.Entry("an estimate refresh interval is a duration", "timeshare.admissionEstimates.refreshInterval=often", "/timeshare/admissionEstimates/refreshInterval"),
 		ginkgo.Entry("an integration is one Kueue knows", "integrations.frameworks={batch/jobs}", "/integrations/frameworks/0"),
 		ginkgo.Entry("a port is in range", "webhook.port=70000", "/webhook/port"),
 		ginkgo.Entry("a pull policy is Kubernetes'", "image.pullPolicy=Sometimes", "/image/pullPolicy"),
@@ -194,6 +195,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](1),
 			PendingStatusWriters:     ptr.To[int32](0),
+			AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())
@@ -221,6 +223,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			"timeshare.runtimeClock=PodsReady",
 			"timeshare.headsPerCycle=32",
 			"timeshare.pendingStatusWriters=4",
+			"timeshare.admissionEstimates.refreshInterval=30s",
 			"timeshare.metrics.longWaitThreshold=30m",
 			"kueueConfiguration.manageJobsWithoutQueueName=true",
 			"kueueConfiguration.waitForPodsReady.timeout=7m",
@@ -237,6 +240,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](32),
 			PendingStatusWriters:     ptr.To[int32](4),
+			AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 30 * time.Second}},
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
 		gomega.Expect(cmp.Diff(want, cfg.Timeshare)).To(gomega.BeEmpty())

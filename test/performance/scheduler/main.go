@@ -56,7 +56,7 @@ func run() int {
 		loadName   = flag.String("load", "baseline", "what to play: baseline (upstream's "+baselineConfig+"), tas (upstream's "+tasConfig+"), deep (a deep-queue load after upstream issue 14477); the configurations are read from the sigs.k8s.io/kueue module this repository builds against")
 		configPath = flag.String("generator-config", "", "another upstream generator configuration for -load baseline or tas")
 		scale      = flag.Float64("scale", 1, "fraction of every workloads set's count to generate (rounded up, at least 1), and of the deep load's quotas; 1 is the full configuration")
-		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads, heads0 (heads with timeshare.pendingStatusWriters 0)")
+		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads, heads0 (heads with timeshare.pendingStatusWriters 0), est0 (off with timeshare.admissionEstimates.refreshInterval 0s)")
 		writers    = flag.Int("writers", -1, "timeshare.pendingStatusWriters of our runs that do not set it; -1 keeps the configuration's default")
 		heads      = flag.Int("heads", 32, "timeshare.headsPerCycle of the \"heads\" run")
 		window     = flag.Duration("min-admit-duration", time.Minute, "minAdmitDuration set on every ClusterQueue in the \"on\" run (at least 1m)")

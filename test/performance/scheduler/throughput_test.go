@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,5 +196,24 @@ func TestRequestCounts(t *testing.T) {
 	w, r := requestCounts(map[string]int{"status patch Workload": 5, "get Workload": 2, "list WorkloadList": 1, "status get Workload": 1, "delete Workload": 3})
 	if w != 8 || r != 4 {
 		t.Errorf("writes, reads = %d, %d; want 8, 4", w, r)
+	}
+}
+
+func TestTimeshareSection(t *testing.T) {
+	vs, err := variants([]string{"off", "heads0", "est0"}, time.Minute, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"off":    "",
+		"heads0": "timeshare:\n  headsPerCycle: 32\n  pendingStatusWriters: 0\n",
+		"est0":   "timeshare:\n  admissionEstimates:\n    refreshInterval: 0s\n",
+	}
+	got := map[string]string{}
+	for _, v := range vs {
+		got[v.name] = timeshareSection(v)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("timeshare sections (-want +got):\n%s", diff)
 	}
 }

@@ -39,6 +39,9 @@ type variant struct {
 	// writers, when set, is the manager's timeshare.pendingStatusWriters; unset, the
 	// configuration's default.
 	writers *int
+	// estimateRefresh, when set, is the manager's timeshare.admissionEstimates.refreshInterval;
+	// unset, the configuration's default.
+	estimateRefresh *time.Duration
 }
 
 // variants returns the runs, in the order they execute, that names selects (all when empty);
@@ -60,6 +63,8 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 		{name: "heads", title: fmt.Sprintf("(d) ours, features off, headsPerCycle %d", heads), gates: ourGatesOff, headsPerCycle: heads},
 		// The pending statuses written inline, as upstream does, beside "heads" with the default.
 		{name: "heads0", title: fmt.Sprintf("(e) ours, features off, headsPerCycle %d, pendingStatusWriters 0", heads), gates: ourGatesOff, headsPerCycle: heads, writers: ptr.To(0)},
+		// "off" without the admission estimates' refresh, to measure what it costs.
+		{name: "est0", title: "(f) ours, features off, admissionEstimates.refreshInterval 0s", gates: ourGatesOff, estimateRefresh: ptr.To(time.Duration(0))},
 	}
 	if len(names) == 0 {
 		return all, nil
@@ -73,7 +78,7 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads, heads0)", n)
+			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads, heads0, est0)", n)
 		}
 	}
 	return out, nil
@@ -98,6 +103,9 @@ func timeshareSection(v variant) string {
 	}
 	if v.writers != nil {
 		fmt.Fprintf(&b, "  pendingStatusWriters: %d\n", *v.writers)
+	}
+	if v.estimateRefresh != nil {
+		fmt.Fprintf(&b, "  admissionEstimates:\n    refreshInterval: %s\n", *v.estimateRefresh)
 	}
 	if b.Len() == 0 {
 		return ""
