@@ -119,24 +119,33 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		q = &qc
 	}
 	w := newWalker(q, now, len(holders)+len(pending))
+	pends := make([]*policy.Pending, len(pending))
+	for i := range pending {
+		if pends[i] = pending[i].Pending; pends[i] == nil {
+			pends[i] = &policy.Pending{}
+		}
+		// A candidate queued after the preemptor may be preempted at once (upstream's newer
+		// equal priority); the walk asks as the last of each priority, which none of the
+		// workloads it admits came after, and, for a holder queued after some workload in line,
+		// also as one queued before it (byPriority.older).
+		p := pends[i]
+		if last, ok := w.last[p.Priority]; !ok || p.QueuedAt.After(last) {
+			w.last[p.Priority] = p.QueuedAt
+		}
+		if first, ok := w.first[p.Priority]; !ok || p.QueuedAt.Before(first) {
+			w.first[p.Priority] = p.QueuedAt
+		}
+	}
 	for i := range holders {
 		h := &holders[i]
-		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now})
+		first, ok := w.first[h.Candidate.Priority]
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: ok && h.Candidate.QueuedAt.After(first)})
 	}
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
-		if p.Pending == nil {
-			p = &Waiting{Name: p.Name, Requests: p.Requests, Pending: &policy.Pending{}, Candidate: p.Candidate, Runtime: p.Runtime, Drain: p.Drain}
-		}
-		// A candidate queued after the preemptor may be preempted at once (upstream's newer
-		// equal priority); the walk asks as the last of each priority, which none of the
-		// workloads it admits came after.
-		if last, ok := w.last[p.Pending.Priority]; !ok || p.Pending.QueuedAt.After(last) {
-			w.last[p.Pending.Priority] = p.Pending.QueuedAt
-		}
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
-		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: p.Pending, cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: pends[i], cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
 	}
 	w.left = len(pending)
 	w.run()
@@ -158,6 +167,8 @@ type hold struct {
 	runtime time.Duration
 	drain   time.Duration
 	gone    bool
+	// older: a workload of its priority queued before it may wait while it holds.
+	older bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
 	pools   []pooledIn
 	stuckIn []*byPriority
@@ -202,6 +213,8 @@ type release struct {
 	turn bool
 	// own: it is evicted for one of this project's reasons, so its quota drains (hold.drain).
 	own bool
+	// end: only its promised end frees it, no rule lets such a preemptor take it.
+	end bool
 	h   *hold
 }
 
@@ -238,10 +251,17 @@ type byPriority struct {
 	pool   []release
 	pooled []int64
 	// turned is the part of pooled that leaves for a time-sharing turn; stuck is the quota of
-	// the unbounded holds.
+	// the unbounded holds and of those that leave only by their promised end.
 	turned, stuck []int64
 	// first is where the pool's holders still holding begin; grown counts the holders pooled.
 	first, grown int
+	// older is rep queued before everyone: upstream preempts a same-priority holder queued after
+	// the preemptor at once. newerHeap are the releases for older of the holds marked older,
+	// where they come before rep's, and newer those due by now, newest first: each preemptor may
+	// take those queued after it.
+	older     *policy.Pending
+	newerHeap releases
+	newer     []release
 }
 
 // line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
@@ -267,26 +287,29 @@ type walker struct {
 	candidates []release
 	// freed counts the holders that left.
 	freed int
-	// scratch is preemptFor's buffer.
-	scratch []int64
+	// scratch is preemptFor's buffer, newer newerFor's, preemptor asPreemptor's.
+	scratch   []int64
+	newer     []release
+	preemptor policy.Pending
 	// instants is releaseOf's buffer.
 	instants []time.Time
 	// capacity is Queue.Capacity by slot.
 	capacity []int64
 	lines    []*line
 	prios    map[int64]*byPriority
-	// last is the latest queue time of the pending workloads of each priority.
-	last  map[int64]time.Time
-	holds []*hold
-	out   []Estimate
-	left  int
+	// last and first are the latest and earliest queue times of the pending workloads of each
+	// priority.
+	last, first map[int64]time.Time
+	holds       []*hold
+	out         []Estimate
+	left        int
 	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
 	// workload.
 	admissions, maxAdmissions int
 }
 
 func newWalker(q *Queue, now time.Time, n int) *walker {
-	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}}
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}, first: map[int64]time.Time{}}
 	for _, g := range q.Groups {
 		for _, f := range g.Flavors {
 			for _, r := range g.Resources {
@@ -337,19 +360,53 @@ func (w *walker) hold(h *hold) {
 }
 
 func (w *walker) sortIn(bp *byPriority, h *hold) {
-	if r, ok := w.releaseOf(h, bp.rep); ok {
-		heap.Push(&bp.heap, r)
-		return
+	r, ok := w.releaseOf(h, bp.rep)
+	if h.older {
+		w.sortInNewer(bp, h, r, ok)
 	}
-	bp.unbounded = append(bp.unbounded, h)
-	h.stuckIn = append(h.stuckIn, bp)
-	for _, a := range h.use {
-		bp.stuck[a.slot] += a.value
+	if ok {
+		heap.Push(&bp.heap, r)
+	} else {
+		bp.unbounded = append(bp.unbounded, h)
+	}
+	// The preemptor's passing over asks the rules, which know no promised end: until it ends,
+	// such a holder is in the way of a turn as one that never leaves.
+	if !ok || r.end {
+		h.stuckIn = append(h.stuckIn, bp)
+		for _, a := range h.use {
+			bp.stuck[a.slot] += a.value
+		}
 	}
 }
 
-// canUseTurn reports whether wt could fit were every holder that may ever leave for it gone;
-// under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
+// sortInNewer adds h's release for a preemptor queued before it, where it comes before r, rep's.
+func (w *walker) sortInNewer(bp *byPriority, h *hold, r release, ok bool) {
+	if p := bp.rep; h.cand.Priority != p.Priority || h.cand.QueuedAt.After(p.QueuedAt) {
+		return
+	}
+	if n, nok := w.releaseOf(h, bp.older); nok && (!ok || n.at.Before(r.at)) {
+		heap.Push(&bp.newerHeap, n)
+	}
+}
+
+// waitsAgain lets wt, back in line at its queue time, preempt the holders of its priority
+// queued after it that no workload in line was queued before.
+func (w *walker) waitsAgain(wt *waiting) {
+	bp := w.prios[wt.pend.Priority]
+	for _, h := range w.holds {
+		if h.gone || h.older || h.cand.Priority != wt.pend.Priority || !h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+			continue
+		}
+		h.older = true
+		if bp != nil {
+			r, ok := w.releaseOf(h, bp.rep)
+			w.sortInNewer(bp, h, r, ok)
+		}
+	}
+}
+
+// canUseTurn reports whether wt could fit were every holder that the rules ever let it preempt
+// gone; under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
 func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 	if w.q.Settings.StrictFIFO {
 		return true
@@ -372,7 +429,9 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 		rep.QueuedAt = last
 	}
 	rep.WaitingLonger = ""
-	bp := &byPriority{rep: &rep, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
+	older := rep
+	older.QueuedAt = time.Time{}
+	bp := &byPriority{rep: &rep, older: &older, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
 	for _, h := range w.holds {
 		if !h.gone {
 			w.sortIn(bp, h)
@@ -419,7 +478,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 		}
 	}
 	if !h.ends.IsZero() {
-		return release{at: h.ends, h: h}, true
+		return release{at: h.ends, end: true, h: h}, true
 	}
 	return release{}, false
 }
@@ -586,11 +645,21 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 	at := t.Truncate(time.Second)
 	c.Priority = wt.pend.Priority
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
-	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain}
+	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain, older: w.queuedBefore(c.Priority, c.QueuedAt)}
 	if wt.runtime > 0 {
 		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
+}
+
+// queuedBefore reports whether a workload of priority prio queued before at waits in line.
+func (w *walker) queuedBefore(prio int64, at time.Time) bool {
+	i, found := slices.BinarySearchFunc(w.lines, prio, func(l *line, p int64) int { return cmp.Compare(p, l.priority) })
+	if !found {
+		return false
+	}
+	l := w.lines[i]
+	return slices.ContainsFunc(l.items[l.first:], func(wt *waiting) bool { return !wt.done && wt.pend.QueuedAt.Before(at) })
 }
 
 // unknown ends wt's walk without an answer.
@@ -691,8 +760,13 @@ func (w *walker) step() bool {
 				w.admit(wt, use, w.fitsNow())
 				return true
 			}
+			newer := w.newerFor(bp, wt, free, own == 1, w.newer[:0])
+			w.newer = newer
+			if len(newer) > 0 {
+				most = slices.Max(free)
+			}
 			if wt.least <= most && w.fits(free, wt) {
-				w.take(bp, wt, free, own == 1)
+				w.take(bp, wt, free, own == 1, newer)
 				return true
 			}
 			wt.checked = [3]int{w.freed, bp.grown, own}
@@ -721,12 +795,60 @@ func (w *walker) pool(bp *byPriority) {
 			}
 		}
 	}
+	for bp.newerHeap.Len() > 0 && !bp.newerHeap[0].at.After(w.t) {
+		r := heap.Pop(&bp.newerHeap).(release)
+		if r.h.gone {
+			continue
+		}
+		bp.newer = slices.DeleteFunc(bp.newer, func(r release) bool { return r.h.gone })
+		i, _ := slices.BinarySearchFunc(bp.newer, r.h.cand.QueuedAt, func(e release, at time.Time) int { return at.Compare(e.h.cand.QueuedAt) })
+		bp.newer = slices.Insert(bp.newer, i, r)
+		bp.grown++
+	}
+}
+
+// asPreemptor is wt as the policy sees it when it may take a holder queued after it.
+func (w *walker) asPreemptor(wt *waiting) *policy.Pending {
+	w.preemptor = *wt.pend
+	w.preemptor.WaitingLonger = ""
+	return &w.preemptor
+}
+
+// newerFor adds to free the quota of the holders of bp.newer that wt may preempt (queued after
+// it, and not in bp's pool already; for a turn only if turn) and appends their releases to out.
+func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, out []release) []release {
+	for len(bp.newer) > 0 && bp.newer[0].h.gone {
+		bp.newer = bp.newer[1:]
+	}
+	if len(bp.newer) == 0 || !bp.newer[0].h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+		return out
+	}
+	p := w.asPreemptor(wt)
+	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+	for _, r := range bp.newer {
+		if !r.h.cand.QueuedAt.After(p.QueuedAt) {
+			break
+		}
+		// In bp's pool, it counts there unless it leaves that pool for a turn wt may not take.
+		if r.h.gone || (r.turn && !turn) || slices.ContainsFunc(r.h.pools, func(pi pooledIn) bool { return pi.bp == bp && (turn || !pi.turn) }) {
+			continue
+		}
+		in.Candidate = &r.h.cand
+		if !w.q.Policy.Decide(&in).Eligible {
+			continue
+		}
+		out = append(out, r)
+		for _, a := range r.h.use {
+			free[a.slot] += a.value
+		}
+	}
+	return out
 }
 
 // take admits wt after the pooled holders it needs have left: those in the flavors it would
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
 // turns out not to need.
-func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
+func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer []release) {
 	target, _ := w.fit(all, wt)
 	free := slices.Clone(w.free)
 	var taken []release
@@ -736,6 +858,11 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	candidates := w.candidates[:0]
 	for _, r := range bp.pool[bp.first:] {
 		if !r.h.gone && (turn || !r.turn) && overlaps(r.h.use, target) {
+			candidates = append(candidates, r)
+		}
+	}
+	for _, r := range newer {
+		if overlaps(r.h.use, target) {
 			candidates = append(candidates, r)
 		}
 	}
@@ -764,6 +891,17 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 			free[a.slot] += a.value
 		}
 	}
+	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
+	// before a turn, so it waits again at its queue time.
+	for i, r := range taken {
+		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+			continue
+		}
+		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+		if d := w.q.Policy.Decide(&in); d.Eligible {
+			taken[i].turn, taken[i].own = d.Reason == policy.TimeBasedReason, policy.IsOwnReason(d.Reason)
+		}
+	}
 	at, last, evicted := w.t, "", w.t
 	for _, r := range taken {
 		if free := r.freeAt(); !free.Before(at) {
@@ -781,7 +919,11 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool) {
 	}
 	for _, r := range taken {
 		if r.requeue {
-			w.enqueue(&waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn})
+			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn}
+			w.enqueue(wt)
+			if !r.turn {
+				w.waitsAgain(wt)
+			}
 		}
 	}
 	use, _ := w.fit(w.free, wt)
@@ -833,6 +975,12 @@ func (w *walker) nextRelease() (time.Time, bool) {
 			}
 			if bp.heap.Len() > 0 && (!found || bp.heap[0].at.Before(next)) {
 				next, found = bp.heap[0].at, true
+			}
+			for bp.newerHeap.Len() > 0 && bp.newerHeap[0].h.gone {
+				heap.Pop(&bp.newerHeap)
+			}
+			if bp.newerHeap.Len() > 0 && (!found || bp.newerHeap[0].at.Before(next)) {
+				next, found = bp.newerHeap[0].at, true
 			}
 			if w.q.Settings.StrictFIFO {
 				return next, found
@@ -1010,6 +1158,7 @@ func (w *walker) turnNow(l *line) *waiting {
 			free = append(free, v+bp.pooled[s])
 		}
 		w.scratch = free
+		w.newer = w.newerFor(bp, wt, free, true, w.newer[:0])
 		if w.fits(free, wt) {
 			return wt
 		}

@@ -235,6 +235,86 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/b", Position: 2, When: t0, Reason: "when ns/h1 leaves"},
 			},
 		},
+		"a holder queued after the one whose turn it is is preempted with the turn, and waits again at its queue time": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "old", cpu: 2, since: 50 * time.Minute},
+				// Admitted while a, too big, waited: upstream preempts a newer equal priority.
+				// Queued between a and b.
+				{name: "newer", cpu: 2, since: 5 * time.Minute, queued: -time.Hour + 500*time.Millisecond},
+			},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
+				// newer, back in line before b, takes the next turn; old fits beside it.
+				{Workload: "ns/b", Position: 2, When: at(130*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
+			},
+		},
+		"BestEffortFIFO: one admitted past an older workload is preempted by it once it can fit": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 3, since: 50 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 1}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
+		"BestEffortFIFO: a higher priority's promised end does not keep the turn for one it blocks": {
+			queue: queueCase{capacity: 6, window: time.Hour},
+			holders: []wl{
+				{name: "ends", cpu: 3, prio: 10, since: 10 * time.Minute, expected: 20 * time.Minute},
+				{name: "keeps", cpu: 2, prio: 10, since: 10 * time.Minute},
+			},
+			pending: []wl{{name: "big", cpu: 3}, {name: "x", cpu: 1}, {name: "r", cpu: 1}},
+			mangle: func(_ *Queue, _ []Holder, ws []Waiting) {
+				// r was rotated out: its turn comes last, its place in the queue first.
+				ws[2].Candidate.QueuedAt = t0.Add(-2 * time.Hour)
+			},
+			want: []Estimate{
+				// Passed over until ends leaves: the preemptor sees no rule that lets it go.
+				{Workload: "ns/big", Position: 1, When: at(10 * time.Minute), Reason: "when ns/ends leaves"},
+				{Workload: "ns/x", Position: 2, When: t0, Reason: "fits now"},
+				{Workload: "ns/r", Position: 3, When: at(time.Hour + time.Millisecond), Reason: "when ns/x leaves"},
+			},
+		},
+		"a holder queued after the preemptor leaves as newer, not for a turn, though past its window": {
+			// Seed 30111's cq1 of the drift test.
+			queue: queueCase{capacity: 4, window: 30 * time.Minute, preemptMin: 45 * time.Minute},
+			holders: []wl{
+				{name: "w10", cpu: 3, since: 16 * time.Minute, queued: -16 * time.Minute},
+				{name: "w4", cpu: 1, prio: 10, since: 13 * time.Minute, queued: -13 * time.Minute},
+			},
+			pending: []wl{{name: "w11", cpu: 1}, {name: "w3", cpu: 2}, {name: "w7", cpu: 1}},
+			mangle: func(_ *Queue, _ []Holder, ws []Waiting) {
+				// w11 was preempted by a higher priority, w3 rotated out by w10.
+				ws[0].Pending.QueuedAt, ws[0].Candidate.QueuedAt = t0.Add(-65*time.Minute), t0.Add(-65*time.Minute)
+				ws[1].Pending.QueuedAt, ws[1].Candidate.QueuedAt = t0.Add(-16*time.Minute), t0.Add(-115*time.Minute)
+				ws[2].Pending.QueuedAt, ws[2].Candidate.QueuedAt = t0, t0
+			},
+			want: []Estimate{
+				{Workload: "ns/w11", Position: 1, When: at(29 * time.Minute), Reason: "when ns/w10 leaves"},
+				{Workload: "ns/w3", Position: 2, When: at(29 * time.Minute), Reason: "fits now"},
+				// w10, back at its queue time, takes the next turn before w7.
+				{Workload: "ns/w7", Position: 3, When: at(119 * time.Minute), Reason: "when ns/w10 leaves"},
+			},
+		},
+		"one preempted by a higher priority waits again at its queue time, before holders queued after it": {
+			queue: queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{
+				{name: "n", cpu: 2, since: 5 * time.Minute, queued: -30 * time.Minute},
+				{name: "v", cpu: 2, since: 3 * time.Minute, queued: -2 * time.Hour},
+			},
+			pending: []wl{{name: "hi", cpu: 2, prio: 10, expected: 30 * time.Minute}, {name: "x", cpu: 2}},
+			mangle: func(_ *Queue, _ []Holder, ws []Waiting) {
+				ws[1].Pending.QueuedAt, ws[1].Candidate.QueuedAt = t0.Add(-10*time.Minute), t0.Add(-10*time.Minute)
+			},
+			want: []Estimate{
+				// v, the most recently admitted, leaves for hi, then takes n's place at once.
+				{Workload: "ns/hi", Position: 1, When: t0, Reason: "when ns/v leaves"},
+				// n, back before x, takes hi's place when it ends; x takes v's turn.
+				{Workload: "ns/x", Position: 2, When: at(time.Hour + time.Millisecond), Reason: "when ns/v leaves"},
+			},
+		},
 		"a min-runtime longer than the window holds the turn": {
 			queue:   queueCase{capacity: 4, window: 10 * time.Minute, preemptMin: 30 * time.Minute},
 			holders: []wl{{name: "h", cpu: 4, since: 5 * time.Minute}},

@@ -79,7 +79,9 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 			Protection: policy.ResolvePreempt(policy.PathOf(cq, nil, w.settings), defaults),
 			Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: w.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
 			Sources:    policy.Sources{w.tolerate},
-			Handover:   handover,
+			// As the manager gives it: a workload rotated out waits since its eviction.
+			TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) },
+			Handover: handover,
 		}
 		q, holders, waiting := estimate.FromSnapshot(snap.ClusterQueue(cq), pending, c)
 		for _, e := range estimate.Compute(q, holders, waiting, w.clock.Now()) {

@@ -1,0 +1,124 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
+)
+
+// TestEstimateDriftWithArrivals measures what the estimate does not foresee: on the same rotating
+// queues as TestEstimateAccuracy, workloads arrive over three hours. Each workload's first
+// estimate, made at the instant it arrives, is compared with its first admission, as the
+// manager's kueue_admission_estimate_error_seconds does. A later arrival may take a turn or the
+// quota first (late), or preempt a holder that frees more than it takes (early): that drift must
+// show. An estimate made once everything has arrived is within one scheduling interval, as
+// without arrivals.
+func TestEstimateDriftWithArrivals(t *testing.T) {
+	type made struct {
+		estimate.Estimate
+		at time.Duration
+	}
+	var drifted, settled, late, early int
+	var worstLate, worstEarly, worstSettled time.Duration
+	cases := *estimateCases
+	if raceDetector && !flagSet("estimate-cases") {
+		cases = 6
+	}
+	for seed := *estimateSeed; seed < *estimateSeed+int64(cases); seed++ {
+		m := generate(seed)
+		arrivals := make([]time.Duration, len(m.WLs))
+		for i := range m.WLs {
+			arrivals[i] = m.WLs[i].Arrival
+		}
+		m = rotatingWithoutArrivals(m)
+		for i := range m.WLs {
+			m.WLs[i].Arrival = arrivals[i]
+		}
+		last := slices.Max(arrivals)
+		sc, err := Parse(fmt.Sprintf("generated-%d.yaml", seed), []byte(m.YAML()))
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		var names []string
+		for _, cq := range m.CQs {
+			names = append(names, cq.Name)
+		}
+		// first: each workload's first estimate; after: its estimate at the last arrival.
+		first, after := map[string]made{}, map[string]made{}
+		var start time.Time
+		var estErr error
+		res, err := Run(context.Background(), sc, Options{observe: func(now time.Duration, w *world) {
+			if estErr != nil || !slices.Contains(arrivals, now) {
+				return
+			}
+			start = w.start
+			est, err := estimatesOf(w, sc, names, 0)
+			if err != nil {
+				estErr = err
+				return
+			}
+			for name, e := range est {
+				if _, ok := first[name]; !ok {
+					first[name] = made{e, now}
+				}
+				if now == last {
+					after[name] = made{e, now}
+				}
+			}
+		}})
+		if err != nil || estErr != nil {
+			t.Fatalf("seed %d: %v %v", seed, err, estErr)
+		}
+		// admittedAfter is the workload's first admission after the instant an estimate was made.
+		admittedAfter := func(name string, at time.Duration) (time.Duration, bool) {
+			for _, e := range res.Events {
+				if e.Workload == name && e.Kind == EventAdmitted && e.At > at {
+					return e.At, true
+				}
+			}
+			return 0, false
+		}
+		errorOf := func(name string, e made) (time.Duration, bool) {
+			actual, ok := admittedAfter(name, e.at)
+			if !ok || e.Unknown || e.When.Sub(start) > m.Until-m.Interval {
+				return 0, false
+			}
+			return actual - e.When.Sub(start), true
+		}
+		for name, e := range first {
+			d, ok := errorOf(name, e)
+			if !ok {
+				continue
+			}
+			drifted++
+			switch {
+			case d > m.Interval:
+				late++
+				worstLate = max(worstLate, d)
+			case d < -m.Interval:
+				early++
+				worstEarly = max(worstEarly, -d)
+			}
+		}
+		for name, e := range after {
+			d, ok := errorOf(name, e)
+			if !ok {
+				continue
+			}
+			settled++
+			worstSettled = max(worstSettled, d.Abs())
+			if d.Abs() > m.Interval {
+				t.Errorf("seed %d: %s estimated at %s (%s) after the last arrival, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, FormatOffset(e.When.Sub(start)+d))
+			}
+		}
+	}
+	t.Logf("first estimates: %d admitted, %d late beyond one interval (worst %s), %d early (worst %s); estimates after the last arrival: %d admitted, worst error %s",
+		drifted, late, worstLate, early, worstEarly, settled, worstSettled)
+	if late+early == 0 {
+		t.Errorf("no first estimate drifted: the arrivals did not show in the error")
+	}
+}
