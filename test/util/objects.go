@@ -110,3 +110,19 @@ func CreateClusterQueue(ctx context.Context, c client.Client, ns, name, cpu, coh
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(name)},
 	})
 }
+
+// CompleteJob reports the running Job j as finished, as the Job controller would once its pods
+// succeeded; call it inside Eventually, since the update may conflict.
+func CompleteJob(g gomega.Gomega, ctx context.Context, c client.Client, j *batchv1.Job) {
+	var got batchv1.Job
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
+	g.Expect(ptr.Deref(got.Spec.Suspend, true)).To(gomega.BeFalse(), "%s runs", j.Name)
+	now := metav1.Now()
+	got.Status.StartTime = &now
+	got.Status.CompletionTime = &now
+	got.Status.Succeeded = ptr.Deref(got.Spec.Completions, 1)
+	got.Status.Conditions = append(got.Status.Conditions,
+		batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now},
+		batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now})
+	g.Expect(c.Status().Update(ctx, &got)).To(gomega.Succeed())
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -203,16 +202,6 @@ func submit(ctx context.Context, w simulator.WorkloadSpec) *batchv1.Job {
 func complete(ctx context.Context, j *batchv1.Job) {
 	ginkgo.GinkgoHelper()
 	gomega.Eventually(func(g gomega.Gomega) {
-		var got batchv1.Job
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
-		g.Expect(ptr.Deref(got.Spec.Suspend, true)).To(gomega.BeFalse(), "%s runs", j.Name)
-		now := metav1.Now()
-		got.Status.StartTime = &now
-		got.Status.CompletionTime = &now
-		got.Status.Succeeded = ptr.Deref(got.Spec.Completions, 1)
-		got.Status.Conditions = append(got.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now},
-			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now})
-		g.Expect(env.Client.Status().Update(ctx, &got)).To(gomega.Succeed())
+		util.CompleteJob(g, ctx, env.Client, j)
 	}, timeout, interval).Should(gomega.Succeed())
 }

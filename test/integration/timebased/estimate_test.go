@@ -7,13 +7,12 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 var _ = ginkgo.Describe("Visibility API estimates", func() {
@@ -164,12 +164,12 @@ type histogramSeries struct {
 	sum   float64
 }
 
-// estimateErrors reads kueue_admission_estimate_error_seconds of cq and direction.
-func estimateErrors(g gomega.Gomega, cq, direction string) histogramSeries {
+// series is the series of the metric name whose labels include want, nil if none.
+func series(g gomega.Gomega, name string, want map[string]string) *dto.Metric {
 	families, err := ctrlmetrics.Registry.Gather()
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	for _, f := range families {
-		if f.GetName() != "kueue_admission_estimate_error_seconds" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -177,48 +177,38 @@ func estimateErrors(g gomega.Gomega, cq, direction string) histogramSeries {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["cluster_queue"] == cq && labels["direction"] == direction {
-				return histogramSeries{count: m.GetHistogram().GetSampleCount(), sum: m.GetHistogram().GetSampleSum()}
+			if matches(labels, want) {
+				return m
 			}
 		}
 	}
-	return histogramSeries{}
+	return nil
+}
+
+func matches(labels, want map[string]string) bool {
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// estimateErrors reads kueue_admission_estimate_error_seconds of cq and direction.
+func estimateErrors(g gomega.Gomega, cq, direction string) histogramSeries {
+	m := series(g, "kueue_admission_estimate_error_seconds", map[string]string{"cluster_queue": cq, "direction": direction})
+	return histogramSeries{count: m.GetHistogram().GetSampleCount(), sum: m.GetHistogram().GetSampleSum()}
 }
 
 // withoutEstimate is kueue_admissions_without_estimate_total of cq and estimate.
 func withoutEstimate(cq, estimate string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "kueue_admissions_without_estimate_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cluster_queue"] == cq && labels["estimate"] == estimate {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return series(gomega.Default, "kueue_admissions_without_estimate_total", map[string]string{"cluster_queue": cq, "estimate": estimate}).GetCounter().GetValue()
 }
 
 // complete reports j as finished, as the Job controller would once its pod succeeded.
 func complete(ctx context.Context, j *batchv1.Job) {
 	ginkgo.GinkgoHelper()
 	gomega.Eventually(func(g gomega.Gomega) {
-		var got batchv1.Job
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &got)).To(gomega.Succeed())
-		now := metav1.Now()
-		got.Status.StartTime = &now
-		got.Status.CompletionTime = &now
-		got.Status.Succeeded = ptr.Deref(got.Spec.Completions, 1)
-		got.Status.Conditions = append(got.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now},
-			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now})
-		g.Expect(env.Client.Status().Update(ctx, &got)).To(gomega.Succeed())
+		util.CompleteJob(g, ctx, env.Client, j)
 	}, timeout, interval).Should(gomega.Succeed())
 }
