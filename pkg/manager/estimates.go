@@ -33,6 +33,9 @@ const (
 	// estimateHandover is the time from a victim's release to the preemptor's admission: about
 	// one scheduling cycle.
 	estimateHandover = time.Second
+	// maxEstimated is how many pending workloads of a ClusterQueue are estimated, the first in
+	// turn order: as many as the visibility API lists by default.
+	maxEstimated = 1000
 )
 
 // cachedEstimates serves each ClusterQueue's estimates, computed on request, for ttl, and
@@ -45,8 +48,11 @@ type cachedEstimates struct {
 	compute func(cq kueue.ClusterQueueReference, pending []*workload.Info, snap func() *schdcache.Snapshot) map[string]estimate.Estimate
 	// pending is the ClusterQueue's pending workloads, in the order they are shown and estimated.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
-	clock   clock.PassiveClock
-	ttl     time.Duration
+	// max bounds how many of them are estimated, the first in that order (0: all), so that a
+	// tenant who floods a queue cannot make each walk arbitrarily long.
+	max   int
+	clock clock.PassiveClock
+	ttl   time.Duration
 
 	mu   sync.Mutex
 	byCQ map[kueue.ClusterQueueReference]computedEstimates
@@ -64,12 +70,21 @@ func (c *cachedEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]e
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	infos := c.pending(cq)
+	infos := c.listed(cq)
 	pending := keysOf(infos)
 	if e, ok := c.byCQ[cq]; ok && now.Sub(e.at) < c.ttl && slices.Equal(e.pending, pending) {
 		return e.byName
 	}
 	return c.computeLocked(cq, now, infos, pending, nil)
+}
+
+// listed is the pending workloads of cq that are estimated.
+func (c *cachedEstimates) listed(cq kueue.ClusterQueueReference) []*workload.Info {
+	infos := c.pending(cq)
+	if c.max > 0 && len(infos) > c.max {
+		infos = infos[:c.max]
+	}
+	return infos
 }
 
 // keysOf is the "namespace/name" of each workload of infos, in order.
@@ -119,7 +134,7 @@ func (c *cachedEstimates) refreshAll(cqs []kueue.ClusterQueueReference, interval
 func (c *cachedEstimates) refresh(cq kueue.ClusterQueueReference, interval time.Duration, snap func() *schdcache.Snapshot) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	infos := c.pending(cq)
+	infos := c.listed(cq)
 	if len(infos) == 0 {
 		return false
 	}
@@ -206,7 +221,7 @@ func (m *Manager) setupEstimates() error {
 	log := m.log.WithName("estimate")
 	first := &firstEstimates{role: func() string { return roletracker.GetRole(m.roleTracker) }, customLabels: m.customLabels}
 	e := &estimator{m: m, clock: clk, log: log, first: first}
-	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, clock: clk, ttl: estimateTTL}
+	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, max: maxEstimated, clock: clk, ttl: estimateTTL}
 	interval := m.timeshareCfg.AdmissionEstimates.RefreshInterval.Duration
 	run := func(ctx context.Context) error {
 		return m.runEstimates(ctx, first, interval, clk, e.snapshot, log)

@@ -71,6 +71,57 @@ func TestCachedEstimates(t *testing.T) {
 	}
 }
 
+// TestCachedEstimatesMax: only the first max pending workloads are walked, and a workload joining
+// behind them does not make the ClusterQueue computed again.
+func TestCachedEstimatesMax(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		max     int
+		pending [][]string
+		// want is, per read, how many workloads the walk it was served from was given; walks
+		// how many walks there were.
+		want  []int
+		walks int
+	}{
+		"under the bound, all are walked": {
+			max: 3, pending: [][]string{{"ns/a", "ns/b"}}, want: []int{2}, walks: 1,
+		},
+		"beyond it, the first are walked, and one joining at the end changes nothing": {
+			max: 2, pending: [][]string{{"ns/a", "ns/b", "ns/c"}, {"ns/a", "ns/b", "ns/c", "ns/d"}}, want: []int{2, 2}, walks: 1,
+		},
+		"one joining within the bound is walked": {
+			max: 2, pending: [][]string{{"ns/b", "ns/c"}, {"ns/a", "ns/b", "ns/c"}}, want: []int{2, 2}, walks: 2,
+		},
+		"no bound": {
+			pending: [][]string{{"ns/a", "ns/b", "ns/c"}}, want: []int{3}, walks: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(start)
+			var pending []string
+			var walks []int
+			c := &cachedEstimates{clock: clk, ttl: estimateTTL, max: tc.max,
+				pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending) },
+				compute: func(_ kueue.ClusterQueueReference, infos []*workload.Info, _ func() *schdcache.Snapshot) map[string]estimate.Estimate {
+					walks = append(walks, len(infos))
+					return map[string]estimate.Estimate{"walk": {Position: len(walks)}}
+				}}
+			var got []int
+			for _, p := range tc.pending {
+				pending = p
+				got = append(got, walks[c.Estimates("cq")["walk"].Position-1])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workloads walked, per read (-want +got):\n%s", diff)
+			}
+			if len(walks) != tc.walks {
+				t.Errorf("%d walks, want %d", len(walks), tc.walks)
+			}
+		})
+	}
+}
+
 func TestRefreshEstimates(t *testing.T) {
 	const interval = 5 * time.Second
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
