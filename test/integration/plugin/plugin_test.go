@@ -81,7 +81,8 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 			got = r.ClusterQueues[0]
 			g.Expect(got.Pending).To(gomega.HaveLen(2))
 			// Pending: positions from the visibility API, messages from each QuotaReserved condition,
-			// estimates one turn apart from the holder's turn end, each after a handover of 1s.
+			// estimates one turn apart from the holder's turn end, each once the victim's Pods have
+			// had the default 30s grace period (HandoverAfterVictimTermination) and a handover of 1s.
 			eta := want.Admitted[0].TurnEnds.Time
 			for i, p := range got.Pending {
 				var wl kueue.Workload
@@ -91,7 +92,7 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 				if i > 0 {
 					eta = eta.Add(5 * time.Minute)
 				}
-				eta = eta.Add(time.Second)
+				eta = eta.Add(30*time.Second + time.Second)
 				want.Pending = append(want.Pending, app.PendingWorkload{Position: i, Namespace: ns, Name: wl.Name, LocalQueue: "turns",
 					Created: &wl.CreationTimestamp, Reason: qr.Reason, Message: qr.Message,
 					ETA:      eta.UTC().Format(time.RFC3339),
