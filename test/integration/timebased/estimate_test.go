@@ -173,16 +173,21 @@ func series(g gomega.Gomega, name string, want map[string]string) *dto.Metric {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if matches(labels, want) {
+			if matches(labelsOf(m), want) {
 				return m
 			}
 		}
 	}
 	return nil
+}
+
+// labelsOf is m's labels by name.
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
 }
 
 func matches(labels, want map[string]string) bool {

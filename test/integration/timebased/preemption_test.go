@@ -139,11 +139,7 @@ func counterFor(name, cqLabel, cq, reason string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels[cqLabel] == cq && labels["reason"] == reason {
+			if labels := labelsOf(m); labels[cqLabel] == cq && labels["reason"] == reason {
 				total += m.GetCounter().GetValue()
 			}
 		}
