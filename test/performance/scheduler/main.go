@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,10 @@ func run() int {
 		lockProfs  = flag.Bool("lockprofiles", false, "write block and mutex profiles of the manager in each run (manager.block.prof, manager.mutex.prof)")
 		traceRun   = flag.Bool("trace", false, "write an execution trace of the manager in each run (manager.trace; large)")
 		rounds     = flag.Int("rounds", 1, "run every variant this many times, alternating their order; ratios are also given as medians over the rounds")
+		qps        = flag.Float64("qps", 0, "the manager's client QPS in every run (clientConnection.qps; negative: no client rate limit); 0 keeps Kueue's default")
+		burst      = flag.Int("burst", 0, "the manager's client burst in every run, with -qps")
+		apiProfile = flag.Duration("apiserver-cpuprofile", 0, "profile the API server's CPU for this long from the clock's start in each run (apiserver.cpu.prof); 0: no profile")
+		gateList   = flag.String("gates", "", "feature gates set in every run over the variant's, as Name=true,Name=false (for example WorkloadRequestUseMergePatch=true)")
 		verbosity  = flag.Int("manager-verbosity", -1, "manager log verbosity: -1 errors only (as minimalkueue), 0 info, N for V(N)")
 	)
 	flag.Parse()
@@ -140,7 +145,10 @@ func run() int {
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, lockProfiles: *lockProfs, trace: *traceRun, verbosity: *verbosity, progress: os.Stderr,
-		background: ld.background, worth: worth, hold: ld.hold}
+		background: ld.background, worth: worth, hold: ld.hold, qps: *qps, burst: *burst, apiProfile: *apiProfile}
+	if opts.gates, err = parseGates(*gateList); err != nil {
+		return fail(err)
+	}
 
 	var results []*result
 	var classes []string
@@ -204,4 +212,21 @@ func run() int {
 func fail(err error) int {
 	fmt.Fprintln(os.Stderr, "bench-throughput:", err)
 	return 1
+}
+
+// parseGates reads -gates: Name=true or Name=false, comma-separated.
+func parseGates(list string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	for item := range strings.SplitSeq(list, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(item, "=")
+		on, err := strconv.ParseBool(value)
+		if !ok || name == "" || err != nil {
+			return nil, fmt.Errorf("-gates: %q is not Name=true or Name=false", item)
+		}
+		gates[name] = on
+	}
+	return gates, nil
 }

@@ -54,25 +54,35 @@ type managerCounts struct {
 	// (a negative QPS: none); both schedulers write through it.
 	ClientQPS   float32 `json:"clientQPS"`
 	ClientBurst int32   `json:"clientBurst"`
+	// ClientRequests are every request the manager's clients sent, events included, by HTTP
+	// method (client-go's rest_client_requests_total): what the rate limit above bounds.
+	ClientRequests map[string]int `json:"clientRequests"`
 }
 
-// admissionCycles reads Kueue's admission cycle metrics from the process's registry.
-func admissionCycles() (map[string]int, float64) {
+// admissionCycles reads Kueue's admission cycle metrics and the client's requests by method from
+// the process's registry.
+func admissionCycles() (map[string]int, float64, map[string]int) {
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
-		return nil, 0
+		return nil, 0, nil
 	}
 	cycles := map[string]int{}
+	requests := map[string]int{}
 	seconds := 0.0
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
-			result := ""
+			result, method := "", ""
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" {
+				switch l.GetName() {
+				case "result":
 					result = l.GetValue()
+				case "method":
+					method = l.GetValue()
 				}
 			}
 			switch f.GetName() {
+			case "rest_client_requests_total":
+				requests[method] += int(m.GetCounter().GetValue())
 			case "kueue_admission_attempts_total":
 				cycles[result] += int(m.GetCounter().GetValue())
 			case "kueue_admission_attempt_duration_seconds":
@@ -80,7 +90,7 @@ func admissionCycles() (map[string]int, float64) {
 			}
 		}
 	}
-	return cycles, seconds
+	return cycles, seconds, requests
 }
 
 // runManagerCommand runs kueue-timeshare's manager (pkg/manager, the same code as the
@@ -163,7 +173,7 @@ func runManagerCommand(args []string) int {
 	if *callsFile != "" {
 		counts := managerCounts{Requests: calls.snapshot(),
 			ClientQPS: ptr.Deref(cfg.Kueue.ClientConnection.QPS, -1), ClientBurst: ptr.Deref(cfg.Kueue.ClientConnection.Burst, 0)}
-		counts.Cycles, counts.CycleSeconds = admissionCycles()
+		counts.Cycles, counts.CycleSeconds, counts.ClientRequests = admissionCycles()
 		if werr := writeYAML(*callsFile, counts); werr != nil {
 			log.Error(werr, "Writing the counts")
 		}

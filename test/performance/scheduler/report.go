@@ -71,6 +71,14 @@ func requestCounts(requests map[string]int) (writes, reads int) {
 	return writes, reads
 }
 
+func sumValues(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 func metrics(results []*result, classes []string) []metric {
 	ms := []metric{
 		{"all admitted", func(r *result) float64 { return r.lastAdmitted.Seconds() }, seconds},
@@ -126,6 +134,8 @@ func metrics(results []*result, classes []string) []metric {
 		metric{"time in cycles", func(r *result) float64 { return r.counts.CycleSeconds }, seconds},
 		metric{"scheduler writes", func(r *result) float64 { w, _ := requestCounts(r.counts.Requests); return float64(w) }, count},
 		metric{"scheduler cache reads", func(r *result) float64 { _, rd := requestCounts(r.counts.Requests); return float64(rd) }, count},
+		metric{"manager API requests", func(r *result) float64 { return float64(sumValues(r.counts.ClientRequests)) }, count},
+		metric{"of them POST (events)", func(r *result) float64 { return float64(r.counts.ClientRequests["POST"]) }, count},
 	)
 	if slices.ContainsFunc(results, func(r *result) bool { return r.cpu.Total > 0 }) {
 		ms = append(ms,
@@ -134,6 +144,7 @@ func metrics(results []*result, classes []string) []metric {
 		)
 	}
 	ms = append(ms,
+		metric{"API server CPU", func(r *result) float64 { return r.apiCPU.Seconds() }, seconds},
 		metric{"manager CPU", func(r *result) float64 { return float64(r.manager.UserMs+r.manager.SysMs) / 1000 }, seconds},
 		metric{"manager max RSS", func(r *result) float64 { return float64(r.manager.Maxrss) / 1024 }, func(v float64) string { return fmt.Sprintf("%.0f MB", v) }},
 	)

@@ -52,6 +52,15 @@ type runOptions struct {
 	worth int
 	// hold: the measured part is created with its ClusterQueues held (load.hold).
 	hold bool
+	// qps and burst, when qps is not 0, are every run's clientConnection (a negative qps turns the
+	// client's rate limit off); otherwise Kueue's defaults.
+	qps   float64
+	burst int
+	// apiProfile, when set, is how long the API server's CPU is profiled from the clock's start
+	// (apiserver.cpu.prof).
+	apiProfile time.Duration
+	// gates are feature gates set in every run, over the variant's.
+	gates map[string]bool
 }
 
 // result is what one run measured.
@@ -80,6 +89,8 @@ type result struct {
 	// load is the machine's mean one-minute load average during the run, sampled at its start, every
 	// 30 s and at its end: the benchmark shares the machine with whatever else runs on it.
 	load float64
+	// apiCPU is the API server's CPU time from the clock's start until the recorder ended.
+	apiCPU time.Duration
 	// deepRate is the admission rate while the queues were deep, until deepUntil (see deepRate);
 	// deepOK is false when it is not defined for the run.
 	deepRate  float64
@@ -157,9 +168,16 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		return nil, err
 	}
 	gates := maps.Clone(v.gates)
+	if gates == nil {
+		gates = map[string]bool{}
+	}
+	maps.Copy(gates, o.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
 	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
 	settings.Extra = timeshareSection(v)
+	if o.qps != 0 {
+		settings.Extra += fmt.Sprintf("clientConnection:\n  qps: %g\n  burst: %d\n", o.qps, o.burst)
+	}
 	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
@@ -261,6 +279,14 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		progress("%d workloads created and pending in held ClusterQueues after %s", res.workloads, time.Since(holdStart).Round(time.Millisecond))
 	}
 	start := time.Now()
+	apiCPUStart, apiCPUKnown := apiServerCPU()
+	if o.apiProfile > 0 {
+		go func() {
+			if err := profileAPIServer(runCtx, cp.Config, o.apiProfile, filepath.Join(dir, "apiserver.cpu.prof")); err != nil {
+				log.Error(err, "Profiling the API server")
+			}
+		}()
+	}
 	if o.hold {
 		if err := release(runCtx, apiClient); err != nil {
 			return nil, err
@@ -335,6 +361,14 @@ wait:
 		}
 	}
 	res.recorded = time.Since(start)
+	if end, ok := apiServerCPU(); ok && apiCPUKnown {
+		res.apiCPU = end - apiCPUStart
+	}
+	if reqs, err := apiServerRequests(runCtx, cp.Config); err != nil {
+		log.Error(err, "Reading the API server's request counts")
+	} else if err := writeYAML(filepath.Join(dir, "apiserver-requests.yaml"), reqs); err != nil {
+		return nil, err
+	}
 	sampleLoad()
 	for _, l := range loads {
 		res.load += l / float64(len(loads))
