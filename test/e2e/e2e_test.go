@@ -172,13 +172,7 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		gomega.Expect(k8s.List(ctx, &wls, client.InNamespace(ns))).To(gomega.Succeed())
 		gomega.Expect(wls.Items).To(gomega.HaveLen(3), "no Workload lost while the manager is down")
 		gomega.Expect(running(jobPods(ctx, second))).To(gomega.Equal(1), "the holder's Pod keeps running")
-		if visibilityAddress != "" {
-			// In 10 s another process may take the killed manager's visibility port.
-			addr, err := controlplane.FreeLoopbackAddress()
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			visibilityAddress = addr
-			writeManagerConfig(defaultManagerExtra)
-		}
+		freshAddresses(defaultManagerExtra)
 		mgr = startManager(readyzURL)
 		gomega.Consistently(func(g gomega.Gomega) {
 			g.Expect(holding(workload(g, ctx, second))).To(gomega.BeTrue(), "the restarted manager keeps the window")

@@ -85,6 +85,22 @@ func writeManagerConfig(extra string) {
 	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
 }
 
+// freshAddresses moves the manager's health probe and, when it is on, its visibility API to
+// new ports and rewrites its configuration with extra: while a killed manager is down, another
+// process may take the ports it listened on.
+func freshAddresses(extra string) {
+	ginkgo.GinkgoHelper()
+	var err error
+	health, err = controlplane.FreeLoopbackAddress()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	readyzURL = "http://" + health + "/readyz"
+	if visibilityAddress != "" {
+		visibilityAddress, err = controlplane.FreeLoopbackAddress()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	writeManagerConfig(extra)
+}
+
 // reconfigureManager restarts the manager with extra as its configuration's chosen part.
 func reconfigureManager(extra string) {
 	ginkgo.GinkgoHelper()
