@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,12 +37,37 @@ func TestParseGates(t *testing.T) {
 	}
 }
 
-// The figure comes from /proc: where there is none the run reports no API server CPU.
-func TestAPIServerCPUWithoutChild(t *testing.T) {
+// apiServerCPU finds this process's kube-apiserver child by its command name, and only while it
+// runs: a copy of sleep named kube-apiserver stands in for envtest's.
+func TestAPIServerCPU(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc here")
 	}
 	if cpu, ok := apiServerCPU(); ok {
-		t.Errorf("apiServerCPU() = %s, true; the test process has no kube-apiserver child", cpu)
+		t.Fatalf("apiServerCPU() = %s, true before any child runs", cpu)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command here")
+	}
+	raw, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(t.TempDir(), "kube-apiserver")
+	if err := os.WriteFile(fake, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(fake, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := apiServerCPU(); !ok {
+		t.Errorf("apiServerCPU() found no kube-apiserver child while one runs (pid %d)", cmd.Process.Pid)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if cpu, ok := apiServerCPU(); ok {
+		t.Errorf("apiServerCPU() = %s, true after the child ended", cpu)
 	}
 }
