@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -59,31 +59,33 @@ func apiServerCPU() (time.Duration, bool) {
 	return 0, false
 }
 
+// apiServerGet streams the API server's answer to a GET of path; an answer other than 2xx is an
+// error.
+func apiServerGet(ctx context.Context, cfg *rest.Config, path string, params map[string]string) (io.ReadCloser, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req := cs.Discovery().RESTClient().Get().AbsPath(path)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	return req.Stream(ctx)
+}
+
 // profileAPIServer writes a CPU profile of the API server over d to path, through its
 // /debug/pprof endpoint (on by default in kube-apiserver).
 func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, path string) error {
-	hc, err := rest.HTTPClientFor(cfg)
+	body, err := apiServerGet(ctx, cfg, "/debug/pprof/profile", map[string]string{"seconds": strconv.Itoa(int(d.Seconds()))})
 	if err != nil {
-		return err
+		return fmt.Errorf("API server profile: %w", err)
 	}
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("API server profile: %s", resp.Status)
-	}
+	defer body.Close()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if _, err := io.Copy(f, body); err != nil {
 		f.Close()
 		return err
 	}
@@ -93,21 +95,13 @@ func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, pa
 // apiServerRequests reads the API server's apiserver_request_total and sums it by
 // "<verb> <resource>[/<subresource>]", over every client of the control plane.
 func apiServerRequests(ctx context.Context, cfg *rest.Config) (map[string]int, error) {
-	hc, err := rest.HTTPClientFor(cfg)
+	body, err := apiServerGet(ctx, cfg, "/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
+	defer body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := parser.TextToMetricFamilies(body)
 	if err != nil {
 		return nil, err
 	}

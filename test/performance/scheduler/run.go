@@ -167,10 +167,8 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	if err != nil {
 		return nil, err
 	}
-	gates := maps.Clone(v.gates)
-	if gates == nil {
-		gates = map[string]bool{}
-	}
+	gates := map[string]bool{}
+	maps.Copy(gates, v.gates)
 	maps.Copy(gates, o.gates)
 	configFile := filepath.Join(dir, "kueue-config.yaml")
 	settings := controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, FeatureGates: gates}
