@@ -919,9 +919,12 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 	}
 	for _, r := range taken {
 		if r.requeue {
-			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, r.turn), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: r.turn}
+			// In a ClusterQueue that takes turns, one that leaves the quota for any reason waits
+			// from then (preemption.turnTime).
+			back := r.turn || w.q.Settings.TakesTurns()
+			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
 			w.enqueue(wt)
-			if !r.turn {
+			if !back {
 				w.waitsAgain(wt)
 			}
 		}
@@ -1015,11 +1018,11 @@ func endsOf(c *policy.Candidate, runtime time.Duration, now time.Time) time.Time
 	return start.Add(min(runtime, Horizon))
 }
 
-// pendingOf is h as a preemptor once evicted at at: its turn time is its eviction if it left for
-// a turn, else its queue time.
-func (w *walker) pendingOf(h *hold, at time.Time, turn bool) *policy.Pending {
+// pendingOf is h as a preemptor once evicted at at: its turn time is its eviction if it goes to
+// the back of the line (back), else its queue time.
+func (w *walker) pendingOf(h *hold, at time.Time, back bool) *policy.Pending {
 	p := &policy.Pending{ClusterQueue: w.q.Name, Priority: h.cand.Priority, QueuedAt: h.cand.QueuedAt}
-	if turn {
+	if back {
 		p.QueuedAt = at.Truncate(time.Second)
 	}
 	if h.cand.Info != nil {

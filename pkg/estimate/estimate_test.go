@@ -235,7 +235,7 @@ func TestCompute(t *testing.T) {
 				{Workload: "ns/b", Position: 2, When: t0, Reason: "when ns/h1 leaves"},
 			},
 		},
-		"a holder queued after the one whose turn it is is preempted with the turn, and waits again at its queue time": {
+		"a holder queued after the one whose turn it is is preempted with the turn, and waits again from then, behind b": {
 			queue: queueCase{capacity: 4, window: time.Hour},
 			holders: []wl{
 				{name: "old", cpu: 2, since: 50 * time.Minute},
@@ -246,8 +246,8 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "a", cpu: 4}, {name: "b", cpu: 4}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
-				// newer, back in line before b, takes the next turn; old fits beside it.
-				{Workload: "ns/b", Position: 2, When: at(130*time.Minute + time.Millisecond), Reason: "when ns/old leaves"},
+				// newer waits from its eviction, behind b, which takes a's place when a's window ends.
+				{Workload: "ns/b", Position: 2, When: at(70*time.Minute + time.Millisecond), Reason: "when ns/a leaves"},
 			},
 		},
 		"BestEffortFIFO: one admitted past an older workload is preempted by it once it can fit": {
@@ -294,11 +294,11 @@ func TestCompute(t *testing.T) {
 			want: []Estimate{
 				{Workload: "ns/w11", Position: 1, When: at(29 * time.Minute), Reason: "when ns/w10 leaves"},
 				{Workload: "ns/w3", Position: 2, When: at(29 * time.Minute), Reason: "fits now"},
-				// w10, back at its queue time, takes the next turn before w7.
-				{Workload: "ns/w7", Position: 3, When: at(119 * time.Minute), Reason: "when ns/w10 leaves"},
+				// w10 waits from its eviction, behind w7, which preempts w11 once its 45m min-runtime ends.
+				{Workload: "ns/w7", Position: 3, When: at(74 * time.Minute), Reason: "when ns/w11 leaves"},
 			},
 		},
-		"one preempted by a higher priority waits again at its queue time, before holders queued after it": {
+		"one preempted by a higher priority waits again from then, behind those queued before": {
 			queue: queueCase{capacity: 4, window: time.Hour},
 			holders: []wl{
 				{name: "n", cpu: 2, since: 5 * time.Minute, queued: -30 * time.Minute},
@@ -311,8 +311,8 @@ func TestCompute(t *testing.T) {
 			want: []Estimate{
 				// v, the most recently admitted, leaves for hi, then takes n's place at once.
 				{Workload: "ns/hi", Position: 1, When: t0, Reason: "when ns/v leaves"},
-				// n, back before x, takes hi's place when it ends; x takes v's turn.
-				{Workload: "ns/x", Position: 2, When: at(time.Hour + time.Millisecond), Reason: "when ns/v leaves"},
+				// v waits from its eviction, behind x, which takes hi's place when it ends.
+				{Workload: "ns/x", Position: 2, When: at(30 * time.Minute), Reason: "when ns/hi leaves"},
 			},
 		},
 		"a min-runtime longer than the window holds the turn": {

@@ -13,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
@@ -127,24 +126,28 @@ func (r *Reconciler) copyFromOwner(ctx context.Context, wl *kueue.Workload) erro
 	return nil
 }
 
-// Owner reads wl's controlling job by name; nil when there is none, or when this manager cannot
-// read it (gone, or a kind it has no access to).
-func Owner(ctx context.Context, c client.Reader, wl *kueue.Workload) (*unstructured.Unstructured, error) {
+// Owner reads wl's controlling job: nil when there is none, when its kind is not one of the job
+// integrations enabled in Kueue's configuration, when it cannot be read (gone, or no access), or
+// when the object of that name is not the one the reference names (another UID). The ownerReference
+// is tenant-written: only integrated kinds, which are namespaced, are read, in wl's namespace, and
+// through the manager's informers (the same ones Kueue's job reconcilers watch), not a live GET.
+func Owner(ctx context.Context, c client.Reader, wl *kueue.Workload) (client.Object, error) {
 	ref := metav1.GetControllerOf(wl)
 	if ref == nil {
 		return nil, nil
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
+	job := jobframework.GetEmptyOwnerObject(ref)
+	if job == nil {
 		return nil, nil
 	}
-	job := &unstructured.Unstructured{}
-	job.SetGroupVersionKind(gv.WithKind(ref.Kind))
 	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
 		return nil, err
+	}
+	if job.GetUID() != ref.UID {
+		return nil, nil
 	}
 	return job, nil
 }

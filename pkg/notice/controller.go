@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -517,18 +516,14 @@ func (r *Reconciler) patchAnnotations(ctx context.Context, obj client.Object, va
 	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":%s}}`, raw)))
 }
 
-// owner reads wl's controlling job; nil when there is none, it cannot be read, or one of the same
-// name replaced it.
-func (r *Reconciler) owner(ctx context.Context, wl *kueue.Workload) (*unstructured.Unstructured, error) {
-	job, err := jobannotations.Owner(ctx, r.Client, wl)
-	if job == nil || err != nil || job.GetUID() != metav1.GetControllerOf(wl).UID {
-		return nil, err
-	}
-	return job, nil
+// owner reads wl's controlling job (jobannotations.Owner); nil when there is none, it cannot be
+// read, or one of the same name replaced it.
+func (r *Reconciler) owner(ctx context.Context, wl *kueue.Workload) (client.Object, error) {
+	return jobannotations.Owner(ctx, r.Client, wl)
 }
 
 // annotatePods writes n's deadline on wl's Pods that may still run.
-func (r *Reconciler) annotatePods(ctx context.Context, wl *kueue.Workload, job *unstructured.Unstructured, n *annotations.Notice) error {
+func (r *Reconciler) annotatePods(ctx context.Context, wl *kueue.Workload, job client.Object, n *annotations.Notice) error {
 	pods, err := r.pods(ctx, wl, job, true)
 	if err != nil {
 		return err
@@ -550,7 +545,7 @@ func (r *Reconciler) annotatePods(ctx context.Context, wl *kueue.Workload, job *
 // Pods owning wl and those of its pod group; for other kinds the Pods the job controls directly
 // (not those of a child object, such as a JobSet's Jobs). running keeps only the Pods that may
 // still run.
-func (r *Reconciler) pods(ctx context.Context, wl *kueue.Workload, job *unstructured.Unstructured, running bool) ([]corev1.Pod, error) {
+func (r *Reconciler) pods(ctx context.Context, wl *kueue.Workload, job client.Object, running bool) ([]corev1.Pod, error) {
 	var found []corev1.Pod
 	seen := map[types.UID]bool{}
 	add := func(p *corev1.Pod) {
@@ -595,7 +590,7 @@ func (r *Reconciler) pods(ctx context.Context, wl *kueue.Workload, job *unstruct
 	if job == nil {
 		return nil, nil
 	}
-	if job.GetKind() == "Job" && job.GetAPIVersion() == batchv1.SchemeGroupVersion.String() {
+	if _, isJob := job.(*batchv1.Job); isJob {
 		pods, err := list(client.MatchingLabels{batchv1.ControllerUidLabel: string(job.GetUID())})
 		if err != nil {
 			return nil, err

@@ -126,8 +126,8 @@ func TestEstimateDriftWithArrivals(t *testing.T) {
 }
 
 // TestEstimateDriftOfAnArrival: a higher priority that arrives after a workload was estimated
-// takes the quota first, so that workload is admitted later than estimated, by the arrival's run
-// and the turn the holder it preempted takes again.
+// takes the quota first, so that workload is admitted later than estimated, by the arrival's run.
+// The holder it preempted waits from its eviction, behind the estimated one.
 func TestEstimateDriftOfAnArrival(t *testing.T) {
 	const scenario = `apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
@@ -183,10 +183,10 @@ workloads:
 		}
 	}
 	// Estimated when the holder's window ends (1h); the urgent one preempts the holder at 30m and
-	// runs to 2h30m, the holder takes the quota again for its window, and the waiting one preempts
-	// it at 3h30m.
+	// runs to 2h30m; the holder, which left the quota at 30m, waits behind the one waiting since
+	// 1m, which is admitted at 2h30m.
 	got := struct{ Estimated, Admitted time.Duration }{first.When.Sub(start).Round(time.Second), admitted.Round(time.Second)}
-	want := struct{ Estimated, Admitted time.Duration }{time.Hour, 3*time.Hour + 30*time.Minute}
+	want := struct{ Estimated, Admitted time.Duration }{time.Hour, 2*time.Hour + 30*time.Minute}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the waiting workload's first estimate and admission (-want +got):\n%s", diff)
 	}

@@ -24,26 +24,29 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// turnTime is when a pending workload started waiting for its turn: when it was last preempted
-// for time-sharing, or else its queue-order timestamp. The queue itself orders by creation, which
-// would hand the quota straight back to the workload just preempted.
+// turnTime is when a pending workload started waiting for its turn: when it last left the quota,
+// for whatever reason (rotated out, preempted, deactivated, evicted by an admission check or a
+// PodsReady timeout), or else its queue-order timestamp. The queue itself orders by creation, which
+// would hand the quota straight back to a workload that left it, whether rotated out or evicted on
+// its owner's request (spec.active), ahead of those that waited meanwhile.
 func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
-	if c := timeBasedPreemption(wl); c != nil {
+	queued := ordering.GetQueueOrderTimestamp(wl).Time
+	if c := leftQuota(wl); c != nil && c.LastTransitionTime.After(queued) {
 		return c.LastTransitionTime.Time
 	}
-	return ordering.GetQueueOrderTimestamp(wl).Time
+	return queued
 }
 
 // compareTurns orders two same-priority pending workloads by turn: turn time first. Condition
 // times have a resolution of one second, and a workload is often rotated out in the second the one
-// it makes room for joined the queue: on equal times the workload rotated out goes behind one that
-// joined by its queue-order timestamp, as the back of the line is where rotation puts it. Then the
-// smaller UID.
+// it makes room for joined the queue: on equal times the workload that left the quota goes behind
+// one that joined by its queue-order timestamp, as the back of the line is where leaving puts it.
+// Then the smaller UID.
 func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
 	if c := turnTime(a, ordering).Compare(turnTime(b, ordering)); c != 0 {
 		return c
 	}
-	ra, rb := timeBasedPreemption(a) != nil, timeBasedPreemption(b) != nil
+	ra, rb := leftQuota(a) != nil, leftQuota(b) != nil
 	if ra != rb {
 		if ra {
 			return 1
@@ -51,6 +54,17 @@ func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
 		return -1
 	}
 	return cmp.Compare(a.UID, b.UID)
+}
+
+// leftQuota returns the condition saying that a pending workload left the quota and has not had
+// it back since: Evicted, for any reason, or Preempted for time-sharing (both are set False when
+// quota is reserved again). Upstream sets Evicted on a pending workload that is deactivated too:
+// it then waits from its deactivation.
+func leftQuota(wl *kueue.Workload) *metav1.Condition {
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		return c
+	}
+	return timeBasedPreemption(wl)
 }
 
 // timeBasedPreemption returns the Preempted condition of a workload rotated out for time-sharing.
@@ -145,12 +159,13 @@ func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kue
 	return nil
 }
 
-// SubstituteHead lets a queue head that was rotated out for time-sharing step aside for the
-// same-priority workload of its ClusterQueue whose turn comes first. Without it a StrictFIFO queue,
-// which orders by creation, would keep the rotated-out workload at its head and block the others.
+// SubstituteHead lets a queue head that left the quota (rotated out for time-sharing, or evicted for
+// another reason) step aside for the same-priority workload of its ClusterQueue whose turn comes
+// first. Without it a StrictFIFO queue, which orders by creation, would keep that workload at its
+// head and block the others.
 // Under BestEffortFIFO a workload that cannot use a turn (see turnUse) is passed over.
 func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info, snapshot *schdcache.Snapshot) *workload.Info {
-	if !p.settings(head.ClusterQueue).TakesTurns() || timeBasedPreemption(head.Obj) == nil {
+	if !p.settings(head.ClusterQueue).TakesTurns() || leftQuota(head.Obj) == nil {
 		return nil
 	}
 	log := ctrllog.FromContext(ctx)
@@ -259,16 +274,19 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 const (
 	waitingForTurn = "waiting for a time-sharing turn: same-priority workloads that have waited longer go first"
 	heldForTurn    = "Workload was preempted for time-sharing and waits for its turn: same-priority workloads that have waited longer go first"
+	// heldAfterEviction: a workload that left the quota for another reason (deactivated, evicted,
+	// preempted) waits from then, as one rotated out does.
+	heldAfterEviction = "Workload left the quota and waits for its turn from then: same-priority workloads that have waited longer go first"
 )
 
-// VetoAdmission holds back a workload that was rotated out for time-sharing while a same-priority
-// workload of its ClusterQueue has waited longer for a turn and can take it now: it goes behind
-// them, as if it had joined the queue when it was preempted. When the one whose turn it is must
-// still wait for windows or protections to end, the quota the rotated-out workload fits in would
-// stay idle meanwhile, so it is admitted.
+// VetoAdmission holds back a workload that left the quota (rotated out for time-sharing, or evicted
+// for another reason) while a same-priority workload of its ClusterQueue has waited longer for a
+// turn and can take it now: it goes behind them, as if it had joined the queue when it left. When
+// the one whose turn it is must still wait for windows or protections to end, the quota the
+// workload fits in would stay idle meanwhile, so it is admitted.
 func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) string {
 	settings := p.settings(wl.ClusterQueue)
-	if !settings.TakesTurns() || timeBasedPreemption(wl.Obj) == nil || p.pending == nil {
+	if !settings.TakesTurns() || leftQuota(wl.Obj) == nil || p.pending == nil {
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)
@@ -276,14 +294,17 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 	if first == nil || !p.takesTurnNow(ctx, snapshot, wl, first) {
 		return ""
 	}
-	log.V(3).Info("Rotated-out workload held back for the one whose turn it is", "workload", klog.KObj(wl.Obj), "turn", klog.KObj(first.Obj))
+	log.V(3).Info("Workload that left the quota held back for the one whose turn it is", "workload", klog.KObj(wl.Obj), "turn", klog.KObj(first.Obj))
+	if timeBasedPreemption(wl.Obj) == nil {
+		return heldAfterEviction
+	}
 	return heldForTurn
 }
 
 // TurnOrder returns a ClusterQueue's pending workloads, given in the queue's own order, in the
 // order the scheduler takes them when the ClusterQueue has a minAdmitDuration: the first one left
-// goes next, unless it was rotated out for time-sharing and a same-priority workload's turn comes
-// first, in which case that one goes next (SubstituteHead). The visibility API shows this order.
+// goes next, unless it left the quota (leftQuota) and a same-priority workload's turn comes first,
+// in which case that one goes next (SubstituteHead). The visibility API shows this order.
 // pending is not changed.
 func TurnOrder(log logr.Logger, pending []*workload.Info, ordering workload.Ordering) []*workload.Info {
 	prio := make([]int64, len(pending))
@@ -313,7 +334,7 @@ func TurnOrder(log logr.Logger, pending []*workload.Info, ordering workload.Orde
 			next++
 		}
 		pick := next
-		if timeBasedPreemption(pending[next].Obj) != nil {
+		if leftQuota(pending[next].Obj) != nil {
 			pick = firstTurn(prio[next])
 		}
 		taken[pick] = true

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -90,6 +91,55 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEndedEarly)))
 		}, timeout, interval).Should(gomega.Succeed())
 		gomega.Expect(n.Deadline).To(gomega.BeTemporally(">", clk.Now()), "ended before its deadline")
+	})
+
+	ginkgo.It("cannot make the manager read an object through a forged ownerReference: only a job kind Kueue integrates, with the UID the reference names", func() {
+		ns := queue(ctx, "owner")
+		tenant := tenantIn(ns, "owner-lead")
+
+		ginkgo.By("an admin's Job in the tenant's namespace that Kueue does not manage, and a cluster-scoped object, both annotated with an expected runtime")
+		job := util.CPUJob(ns, "annotated", ns, "1")
+		job.Labels = nil
+		job.Spec.Suspend = ptr.To(true)
+		job.Annotations = map[string]string{annotations.ExpectedRuntime: "10m"}
+		gomega.Expect(env.Client.Create(ctx, job)).To(gomega.Succeed())
+		clusterScoped := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "owner-test-" + ns, Annotations: map[string]string{annotations.ExpectedRuntime: "20m"}}}
+		gomega.Expect(env.Client.Create(ctx, clusterScoped)).To(gomega.Succeed())
+
+		ownedBy := func(name string, ref metav1.OwnerReference) *kueue.Workload {
+			ginkgo.GinkgoHelper()
+			ref.Controller = ptr.To(true)
+			wl := &kueue.Workload{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{ref}},
+				Spec:       kueue.WorkloadSpec{PodSets: []kueue.PodSet{{Name: kueue.DefaultPodSetName, Count: 1, Template: job.Spec.Template}}},
+			}
+			gomega.Expect(tenant.Create(ctx, wl)).To(gomega.Succeed())
+			return wl
+		}
+		jobRef := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name}
+		honestRef := jobRef
+		honestRef.UID = job.UID
+		forgedRef := jobRef
+		forgedRef.UID = types.UID("00000000-0000-0000-0000-000000000001")
+		honest := ownedBy("honest", honestRef)
+		forged := ownedBy("forged-uid", forgedRef)
+		cluster := ownedBy("cluster-scoped", metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: clusterScoped.Name, UID: clusterScoped.UID})
+
+		ginkgo.By("copying the annotations of the Job the reference names, UID included")
+		gomega.Eventually(func(g gomega.Gomega) {
+			var wl kueue.Workload
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(honest), &wl)).To(gomega.Succeed())
+			g.Expect(wl.Annotations).To(gomega.HaveKeyWithValue(annotations.ExpectedRuntime, "10m"))
+		}, timeout, interval).Should(gomega.Succeed())
+
+		ginkgo.By("reading nothing through a reference with another UID, or to a kind Kueue does not integrate")
+		gomega.Consistently(func(g gomega.Gomega) {
+			for _, w := range []*kueue.Workload{forged, cluster} {
+				var wl kueue.Workload
+				g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(w), &wl)).To(gomega.Succeed())
+				g.Expect(wl.Annotations).NotTo(gomega.HaveKey(annotations.ExpectedRuntime), w.Name)
+			}
+		}, 2*time.Second, interval).Should(gomega.Succeed())
 	})
 })
 
