@@ -28,21 +28,48 @@ export GOFLAGS := -mod=readonly
 run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a local cluster with simulated Nodes and the manager on loopback, with a live view.
 	$(BIN)/local-control-plane --demo "$(DEMO_DIR)" --pods=$(PODS) $(RUN_ARGS)
 
-# Unit and simulator packages run once, under the race detector (test-race); the envtest suites
+# Unit and simulator packages run once, under the race detector (test-race), except the CPU-bound
+# ones in UNIT_PKGS (the simulator's property checkers, the fuzz corpora of the victim policy and
+# the API types): they start no goroutines of their own (their code under test does, and is raced
+# in its own packages), and the detector would run them several times slower. The envtest suites
 # under test/ run without it: their API server and etcd are separate processes, and the race
-# detector would slow the manager's specs several times over. Under the detector the rotation
-# property checker runs 30 scenarios; its 300 run again without it (about 30 seconds).
-RACE_PKGS := ./pkg/... ./cmd/... ./apis/... ./hack/...
+# detector would slow the manager's specs several times over.
+UNIT_PKGS := ./pkg/simulator
+RACE_PKGS := $(filter-out $(UNIT_PKGS),$(shell $(GO) list ./pkg/... ./cmd/... ./apis/... ./hack/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
+# The suites under test/, the slowest first: go test starts them in this order, two at a time, and
+# the short ones fill in behind the long ones.
+SUITE_PKGS := ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
+  ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice \
+  $(filter-out ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
+  ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice,\
+  $(shell $(GO) list ./test/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
+# The tools the suites run; built two at a time, so that one's downloads and link overlap
+# another's compilation.
+TEST_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok \
+  $(BIN)/helm $(BIN)/kubectl $(BIN)/promtool
+# STAGE runs a stage of `make test`, timed into $(STAGE_LOG) when set (.ci/run prints the table).
+STAGE := $(ROOT)/hack/stage.sh
 
 .PHONY: test
-test: verify envtest cluster manifests helm-generate $(BIN)/helm $(BIN)/kubectl $(BIN)/promtool test-race ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
-	$(if $(GOTEST_FLAGS),,$(GO) test -count=1 -run '^TestRotationProperties$$' ./pkg/simulator)
-	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
+test: ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
+	$(STAGE) tools $(MAKE) --no-print-directory -j2 test-tools
+	$(STAGE) verify $(MAKE) --no-print-directory verify
+	$(STAGE) manifests $(MAKE) --no-print-directory manifests
+	$(STAGE) unit-race $(MAKE) --no-print-directory test-race
+	$(STAGE) unit $(MAKE) --no-print-directory test-unit
+	$(STAGE) suites $(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(SUITE_PKGS)
+
+.PHONY: test-tools
+test-tools: $(TEST_TOOLS) ## Build the tools the suites run (envtest, the local cluster, helm, kubectl, promtool).
 
 .PHONY: test-race
-test-race: ## Unit and simulator tests under the race detector.
+test-race: ## Unit tests under the race detector (all but UNIT_PKGS).
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
 	cd hack/ociimage && $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## The CPU-bound unit tests (UNIT_PKGS: the simulator's property checkers) without the race detector.
+	$(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.

@@ -1,12 +1,8 @@
 package notice_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -16,14 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -109,14 +102,7 @@ var _ = ginkgo.Describe("Tenants with Kueue's batch-admin, batch-user and Kubern
 // tenantWith binds user to role in ns and returns a client acting as it.
 func tenantWith(ctx context.Context, ns, user string, role *rbacv1.ClusterRole) client.Client {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	})).To(gomega.Succeed())
-	cfg := rest.CopyConfig(env.ControlPlane.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := env.Tenant(ctx, ns, user, role)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return c
 }
@@ -149,18 +135,7 @@ func aggregatedRole(ctx context.Context, name string) *rbacv1.ClusterRole {
 // kueueRoles reads every ClusterRole of config/default/user-roles.yaml.
 func kueueRoles() []*rbacv1.ClusterRole {
 	ginkgo.GinkgoHelper()
-	root, err := controlplane.FindRoot()
+	roles, err := util.KueueRoles()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	raw, err := os.ReadFile(filepath.Join(root, "config", "default", "user-roles.yaml"))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	var out []*rbacv1.ClusterRole
-	for {
-		var role rbacv1.ClusterRole
-		if err := dec.Decode(&role); err != nil {
-			gomega.Expect(err).To(gomega.MatchError(io.EOF))
-			return out
-		}
-		out = append(out, &role)
-	}
+	return roles
 }
