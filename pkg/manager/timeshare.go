@@ -12,6 +12,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -108,6 +109,11 @@ func (m *Manager) setupTimeshare() error {
 	}
 	if err := notice.Setup(m, m.opts.Clock, wake, m.customLabels, m.roleTracker); err != nil {
 		return fmt.Errorf("setting up the preemption notice controller: %w", err)
+	}
+	if policy.RuntimeClock(m.timeshareCfg.RuntimeClock) == policy.RuntimeClockPodsReady {
+		if err := firstready.Setup(m); err != nil {
+			return fmt.Errorf("setting up the first-ready controller: %w", err)
+		}
 	}
 	var tick clock.WithTicker = clock.RealClock{}
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {

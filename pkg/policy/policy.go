@@ -370,15 +370,37 @@ func RunningSince(wl *kueue.Workload, clock RuntimeClock) time.Time {
 	if clock != RuntimeClockPodsReady {
 		return admitted.LastTransitionTime.Time
 	}
-	ready := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue {
-		return time.Time{}
-	}
+	var since time.Time
 	// A PodsReady left over from before the last admission does not count.
-	if ready.LastTransitionTime.Before(&admitted.LastTransitionTime) {
+	if ready := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPodsReady); ready != nil && ready.Status == metav1.ConditionTrue &&
+		!ready.LastTransitionTime.Before(&admitted.LastTransitionTime) {
+		since = ready.LastTransitionTime.Time
+	}
+	// Readiness bought once per admission: Pods that stop being ready and are ready again do not
+	// start the clock again, nor stop it meanwhile.
+	if first := FirstReady(wl, admitted.LastTransitionTime.Time); !first.IsZero() && (since.IsZero() || first.Before(since)) {
+		since = first
+	}
+	return since
+}
+
+// FirstReadyCondition is the manager's record, in a Workload's status, of when its Pods were first
+// ready since its admission (pkg/firstready writes it under the PodsReady runtime clock). Kueue's
+// PodsReady condition keeps only the last transition, which a readiness probe that fails now and
+// then moves forward. A Workload's status is not the tenant's to write.
+const FirstReadyCondition = "kueue-timeshare.io/FirstPodsReady"
+
+// FirstReadyFieldOwner owns FirstReadyCondition.
+const FirstReadyFieldOwner = "kueue-timeshare-first-ready"
+
+// FirstReady is the time FirstReadyCondition records for the admission at admittedAt; zero when it
+// records none, or one from before that admission.
+func FirstReady(wl *kueue.Workload, admittedAt time.Time) time.Time {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, FirstReadyCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.LastTransitionTime.Time.Before(admittedAt) {
 		return time.Time{}
 	}
-	return ready.LastTransitionTime.Time
+	return c.LastTransitionTime.Time
 }
 
 // CountRuntimeFrom sets RunningSince and NotStarted by clock.

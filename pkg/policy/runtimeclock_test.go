@@ -56,6 +56,29 @@ func TestRuntimeClock(t *testing.T) {
 			clock: RuntimeClockPodsReady, now: t0.Add(time.Hour),
 			wantProtected: true,
 		},
+		"PodsReady clock: readiness that flapped counts from the first readiness the manager recorded": {
+			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
+				cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt.Add(25*time.Minute))},
+			clock: RuntimeClockPodsReady, now: readyAt.Add(30 * time.Minute),
+			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute), wantNominated: true,
+		},
+		"PodsReady clock: Pods not ready now, but ready since admission: the clock runs on": {
+			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
+				cond(kueue.WorkloadPodsReady, metav1.ConditionFalse, readyAt.Add(5*time.Minute))},
+			clock: RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
+			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute), wantNominated: true,
+		},
+		"PodsReady clock: a record from an earlier admission does not count": {
+			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, t0.Add(-time.Hour)),
+				cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
+			clock: RuntimeClockPodsReady, now: t0.Add(10*time.Minute + 30*time.Second),
+			wantSince: readyAt, wantProtected: true, wantEnds: readyAt.Add(10 * time.Minute),
+		},
+		"Admitted clock: the record is not read": {
+			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt)},
+			clock: RuntimeClockAdmitted, now: t0.Add(10 * time.Minute),
+			wantSince: t0, wantEnds: t0.Add(10 * time.Minute), wantNominated: true,
+		},
 		"not admitted: nothing runs, nothing to protect, by either clock": {
 			conds: []metav1.Condition{cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
 			clock: RuntimeClockPodsReady, now: t0.Add(time.Hour),
