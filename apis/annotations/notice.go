@@ -33,9 +33,34 @@ type Notice struct {
 	Deadline time.Time `json:"-"`
 	// Reason is the preemption reason the eviction will carry (InClusterQueueTimeBased, ...).
 	Reason string `json:"reason"`
-	// Preemptor is the pending workload that needs the room ("namespace/name"), and its UID.
-	Preemptor    string    `json:"preemptor"`
+	// Preemptor is the pending workload that needs the room ("namespace/name"), and its UID. The
+	// name is left out (empty) when the preemptor is of another namespace than the Workload under
+	// notice: that Workload's owner reads the notice, and another team's workload is known to it by
+	// UID only.
+	Preemptor    string    `json:"preemptor,omitempty"`
 	PreemptorUID types.UID `json:"preemptorUID"`
+}
+
+// OtherNamespaceWorkload is how text written for a namespace's users names a workload of another
+// namespace.
+const OtherNamespaceWorkload = "a workload of another namespace"
+
+// PreemptorName is n's preemptor as "namespace/name", or OtherNamespaceWorkload when the name is
+// left out.
+func (n *Notice) PreemptorName() string {
+	if n.Preemptor == "" {
+		return OtherNamespaceWorkload
+	}
+	return n.Preemptor
+}
+
+// PreemptorText names n's preemptor for the users of the Workload under notice: "workload
+// namespace/name", or OtherNamespaceWorkload when the name is left out.
+func (n *Notice) PreemptorText() string {
+	if n.Preemptor == "" {
+		return OtherNamespaceWorkload
+	}
+	return "workload " + n.Preemptor
 }
 
 // Limits on what a notice may hold. A tenant can write these annotations on its own Workload, so
@@ -73,8 +98,8 @@ func ParseNotice(ann map[string]string) (*Notice, error) {
 	if len(n.PreemptorUID) > maxUIDBytes {
 		return nil, fmt.Errorf("annotation %s: preemptorUID must be at most %d characters", PreemptionNotice, maxUIDBytes)
 	}
-	if ns, name, ok := strings.Cut(n.Preemptor, "/"); !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, fmt.Errorf("annotation %s: preemptor must be namespace/name of a Workload", PreemptionNotice)
+	if ns, name, ok := strings.Cut(n.Preemptor, "/"); n.Preemptor != "" && (!ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0) {
+		return nil, fmt.Errorf("annotation %s: preemptor must be namespace/name of a Workload, or left out", PreemptionNotice)
 	}
 	if n.Start.IsZero() {
 		return nil, fmt.Errorf("annotation %s: start is required", PreemptionNotice)

@@ -42,7 +42,8 @@ func TestParseNotice(t *testing.T) {
 		"a reason that cannot be a condition's": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"not a reason!","preemptor":"a/b","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"},
 			wantErr: "annotation kueue-timeshare.io/preemption-notice: reason must be a condition reason of at most 64 characters"},
 		"a preemptor that is no namespace/name": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"InClusterQueueTimeBased","preemptor":"Team A","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"},
-			wantErr: "annotation kueue-timeshare.io/preemption-notice: preemptor must be namespace/name of a Workload"},
+			wantErr: "annotation kueue-timeshare.io/preemption-notice: preemptor must be namespace/name of a Workload, or left out"},
+		"a preemptor of another namespace, left out": {ann: map[string]string{PreemptionNotice: `{"start":"2026-11-25T10:00:00Z","reason":"InClusterQueueTimeBased","preemptorUID":"u"}`, PreemptionDeadline: "2026-11-25T10:10:00Z"}},
 		"a deadline before the start": {ann: map[string]string{PreemptionNotice: valid, PreemptionDeadline: "2026-11-25T09:00:00Z"},
 			wantErr: "annotation kueue-timeshare.io/preemption-deadline: must be after the notice's start"},
 	}

@@ -48,6 +48,10 @@ const fieldOwner = client.FieldOwner(policy.NoticeFieldOwner)
 // preemptor reaches its victims.
 const preemptorIndex = "kueue-timeshare.io/notice-preemptor"
 
+// uidIndex indexes Workloads by UID: a notice names a preemptor of another namespace than its
+// victim's by UID only.
+const uidIndex = "kueue-timeshare.io/uid"
+
 // Reconciler keeps a Workload's notice visible and ends the notices that end without an eviction.
 type Reconciler struct {
 	Client   client.Client
@@ -75,6 +79,11 @@ func Setup(mgr ctrl.Manager, clk clock.Clock, wake func(context.Context, kueue.C
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing Workloads by notice preemptor: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, uidIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}); err != nil {
+		return fmt.Errorf("indexing Workloads by UID: %w", err)
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kueue-timeshare"), Clock: clk, Wake: wake,
 		CustomLabels: cl, RoleTracker: rt, invalid: map[types.NamespacedName]string{}}
@@ -308,21 +317,13 @@ func (r *Reconciler) copyNotice(ctx context.Context, wl *kueue.Workload, n *anno
 // preemptor reads the Workload named in n; one whose ClusterQueue is not in the victim's cohort
 // tree cannot use the room the notice promises, and is treated as gone.
 func (r *Reconciler) preemptor(ctx context.Context, n *annotations.Notice, victim *kueue.Workload) (Preemptor, error) {
-	ns, name, ok := strings.Cut(n.Preemptor, "/")
-	if !ok || ns == "" || name == "" {
-		// Only its UID is known: no Workload can be found by it, so the notice is withdrawn.
-		return Preemptor{}, nil
-	}
-	var p kueue.Workload
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Preemptor{}, nil
-		}
+	p, err := r.findPreemptor(ctx, n)
+	if p == nil || err != nil {
 		return Preemptor{}, err
 	}
-	pre := PreemptorOf(&p)
+	pre := PreemptorOf(p)
 	if pre.Found && pre.UID == n.PreemptorUID && !pre.QuotaReserved {
-		same, err := r.sameTree(ctx, r.clusterQueue(ctx, &p), r.clusterQueue(ctx, victim))
+		same, err := r.sameTree(ctx, r.clusterQueue(ctx, p), r.clusterQueue(ctx, victim))
 		if err != nil {
 			return Preemptor{}, err
 		}
@@ -631,17 +632,35 @@ func (r *Reconciler) clusterQueue(ctx context.Context, wl *kueue.Workload) kueue
 	return lq.Spec.ClusterQueue
 }
 
+// findPreemptor reads the Workload n names: by name when the notice has it, else by UID (a
+// preemptor of another namespace than the victim's, which the notice names by UID only). Nil when
+// it is gone; the UID is checked by the callers.
+func (r *Reconciler) findPreemptor(ctx context.Context, n *annotations.Notice) (*kueue.Workload, error) {
+	if ns, name, ok := strings.Cut(n.Preemptor, "/"); ok && ns != "" && name != "" {
+		var p kueue.Workload
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return &p, nil
+	}
+	var list kueue.WorkloadList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{uidIndex: string(n.PreemptorUID)}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	return &list.Items[0], nil
+}
+
 // wake retries the victim's and the preemptor's ClusterQueues.
 func (r *Reconciler) wake(ctx context.Context, wl *kueue.Workload, n *annotations.Notice) {
 	if r.Wake == nil {
 		return
 	}
 	cqs := map[kueue.ClusterQueueReference]bool{r.clusterQueue(ctx, wl): true}
-	if ns, name, ok := strings.Cut(n.Preemptor, "/"); ok {
-		var p kueue.Workload
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p); err == nil && p.UID == n.PreemptorUID {
-			cqs[r.clusterQueue(ctx, &p)] = true
-		}
+	if p, err := r.findPreemptor(ctx, n); err == nil && p != nil && p.UID == n.PreemptorUID {
+		cqs[r.clusterQueue(ctx, p)] = true
 	}
 	for cq := range cqs {
 		if cq != "" {

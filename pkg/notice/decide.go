@@ -112,17 +112,17 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 	}
 	switch {
 	case !pre.Found:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deleted", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deleted", n.PreemptorText())}
 	case pre.UID != n.PreemptorUID:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deleted (one of the same name replaced it)", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deleted (one of the same name replaced it)", n.PreemptorText())}
 	case pre.Finished:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s finished", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s finished", n.PreemptorText())}
 	case !pre.Active:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was deactivated", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deactivated", n.PreemptorText())}
 	case pre.QuotaReserved:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s was admitted without this eviction", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was admitted without this eviction", n.PreemptorText())}
 	case pre.ElsewhereInTree:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("workload %s moved to a queue outside this cohort tree", n.Preemptor)}
+		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s moved to a queue outside this cohort tree", n.PreemptorText())}
 	}
 	due, _ := policy.NoticeDue(n, wl, now)
 	d := Decision{Action: Tell, Due: due}
@@ -149,7 +149,7 @@ func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
 // EndedMessage is the False condition's message when this controller ends the notice.
 func EndedMessage(n *annotations.Notice, d Decision) string {
 	if d.Outcome == policy.NoticeWithdrawn {
-		return message.Bound(fmt.Sprintf("Notice of preemption for workload %s withdrawn: %s; the workload keeps running", n.Preemptor, d.Why))
+		return message.Bound(fmt.Sprintf("Notice of preemption for %s withdrawn: %s; the workload keeps running", n.PreemptorText(), d.Why))
 	}
-	return message.Bound(fmt.Sprintf("Notice of preemption for workload %s ended: %s", n.Preemptor, d.Why))
+	return message.Bound(fmt.Sprintf("Notice of preemption for %s ended: %s", n.PreemptorText(), d.Why))
 }

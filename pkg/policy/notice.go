@@ -158,7 +158,7 @@ func init() {
 				return "", time.Time{}, false
 			}
 			n := notice.Of(c)
-			return "its preemption notice for " + n.Preemptor, n.Deadline, true
+			return "its preemption notice for " + n.PreemptorName(), n.Deadline, true
 		},
 		Promised:        true,
 		Marks:           noticeMark,
@@ -210,7 +210,7 @@ func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
 		return "", ""
 	}
 	detail := fmt.Sprintf("under preemption notice until %s (in %s) for %s", n.Deadline.UTC().Format(time.TimeOnly),
-		n.Deadline.Sub(now).Truncate(time.Second), n.Preemptor)
+		n.Deadline.Sub(now).Truncate(time.Second), n.PreemptorName())
 	key := n.Deadline.UTC().Format(time.RFC3339)
 	if annotations.CheckpointIsDone(wl.Annotations) {
 		detail += ", checkpoint done"
@@ -305,7 +305,7 @@ func WithPreemptionNotice() Option {
 		When: func(in *Input) bool { return NoticedForOther(in.Candidate, in.Preemptor) },
 		Why: func(in *Input) string {
 			n := notice.Of(in.Candidate)
-			return fmt.Sprintf("under notice of preemption for %s until %s", n.Preemptor, n.Deadline.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("under notice of preemption for %s until %s", n.PreemptorName(), n.Deadline.UTC().Format(time.RFC3339))
 		},
 	})
 }
@@ -434,14 +434,14 @@ func IsNoticeReason(reason string) bool {
 // notice from it. The annotations are a copy for people and for the victim's Pods, which the
 // notice controller keeps equal to it. Its message is written for people and read back here, so
 // both directions live side by side.
-const noticeMessageFormat = "To be evicted at %s to make room for workload %s (uid %s) due to %s; " +
+const noticeMessageFormat = "To be evicted at %s to make room for %s (uid %s) due to %s; " +
 	"set the annotation " + annotations.CheckpointDone + "=true on its job or Workload once its work is saved to be evicted sooner"
 
-var noticeMessage = regexp.MustCompile(`^To be evicted at (\S+) to make room for workload (\S+) \(uid (\S+)\) due to (\S+); `)
+var noticeMessage = regexp.MustCompile(`^To be evicted at (\S+) to make room for (?:workload (\S+)|` + annotations.OtherNamespaceWorkload + `) \(uid (\S+)\) due to (\S+); `)
 
 // NoticeInForceMessage is the message of the True NoticeCondition that records notice n.
 func NoticeInForceMessage(n *annotations.Notice) string {
-	return fmt.Sprintf(noticeMessageFormat, n.Deadline.UTC().Format(time.RFC3339), n.Preemptor, n.PreemptorUID, n.Reason)
+	return fmt.Sprintf(noticeMessageFormat, n.Deadline.UTC().Format(time.RFC3339), n.PreemptorText(), n.PreemptorUID, n.Reason)
 }
 
 // NoticeRecord is the True NoticeCondition that gives notice n, given at n.Start.

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 )
 
 // waitForDrainingVictims holds back a head that needs preemption while victims of ours in its
@@ -21,7 +23,8 @@ func (s *Scheduler) waitForDrainingVictims(log logr.Logger, e *entry) bool {
 	if len(victims) == 0 {
 		return false
 	}
-	e.inadmissibleMsg = drainMessage(victims, string(workload.Key(e.Obj)))
+	// The victims may be other teams': named by name only in the head's own namespace.
+	e.inadmissibleMsg = message.ForNamespace(drainMessage(victims, string(workload.Key(e.Obj))), e.Obj.Namespace)
 	e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 	// Inadmissible, not retried every cycle: the Job's update or the hold's deadline wakes
 	// the ClusterQueue (drainHolds).

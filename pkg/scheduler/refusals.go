@@ -44,7 +44,7 @@ func (s *Scheduler) parkRefusedPreemption(ctx context.Context, e *entry, err err
 	// Not immediate, and unlike NoFit it parks no equivalent workload with it.
 	e.requeueReason = qcache.RequeueReasonPreemptionGated
 	// The message quotes the API server's answer: bounded.
-	e.inadmissibleMsg = strings.TrimSuffix(e.inadmissibleMsg, ".") + ". " + message.Bound(rl.Message())
+	e.inadmissibleMsg = strings.TrimSuffix(e.inadmissibleMsg, ".") + ". " + message.Bound(message.ForNamespace(rl.Message(), e.Obj.Namespace))
 	s.refusalWakes.at(ctx, e.ClusterQueue, rl.RetryTime())
 }
 

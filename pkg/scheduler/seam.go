@@ -94,9 +94,10 @@ func (s *Scheduler) explainWait(ctx context.Context, e *entry, snap *schdcache.S
 	v := s.hooks.Wait(ctx, &e.Info, snap)
 	e.holdQuota = v.HoldQuota
 	// The note may quote annotations (a notice's preemptor): bounded before it joins the
-	// condition message and the event.
+	// condition message and the event, which the workload's owner reads: other namespaces'
+	// workloads are not named there.
 	if v.Note != "" {
-		e.inadmissibleMsg += "; " + message.Bound(v.Note)
+		e.inadmissibleMsg += "; " + message.Bound(message.ForNamespace(v.Note, e.Obj.Namespace))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 )
 
 // Pending is what the API reads: a ClusterQueue's pending workloads in the order they will be
@@ -109,7 +110,7 @@ func (s *clusterQueuePending) Get(_ context.Context, name string, opts runtime.O
 		}
 		inLocalQueue[lq]++
 	}
-	annotate(items, s.estimates, kueue.ClusterQueueReference(name))
+	annotate(items, s.estimates, kueue.ClusterQueueReference(name), "")
 	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
 }
 
@@ -137,7 +138,7 @@ func (s *localQueuePending) Get(ctx context.Context, name string, opts runtime.O
 		}
 		seen++
 	}
-	annotate(items, s.estimates, cq)
+	annotate(items, s.estimates, cq, ns)
 	return &visibilityapi.PendingWorkloadsSummary{Items: items}, nil
 }
 
@@ -163,8 +164,10 @@ func item(info *workload.Info, inClusterQueue int, inLocalQueue int32) visibilit
 }
 
 // annotate carries each item's estimate in its annotations: upstream's PendingWorkload has no
-// field for it. It asks only when there is something to show.
-func annotate(items []visibilityapi.PendingWorkload, estimates Estimates, cq kueue.ClusterQueueReference) {
+// field for it. It asks only when there is something to show. For a LocalQueue's reader (reader,
+// the namespace; "" for the ClusterQueue's, the admin) the workloads of other namespaces that an
+// estimate names are not named (message.ForNamespace).
+func annotate(items []visibilityapi.PendingWorkload, estimates Estimates, cq kueue.ClusterQueueReference, reader string) {
 	if estimates == nil || len(items) == 0 {
 		return
 	}
@@ -177,6 +180,9 @@ func annotate(items []visibilityapi.PendingWorkload, estimates Estimates, cq kue
 		when, why := annotations.EstimateUnknown, e.Reason
 		if !e.Unknown {
 			when, why = e.When.UTC().Format(time.RFC3339), e.Sentence
+		}
+		if reader != "" {
+			why = message.ForNamespace(why, reader)
 		}
 		items[i].Annotations = map[string]string{annotations.EstimatedAdmission: when, annotations.AdmissionEstimate: why}
 	}

@@ -68,7 +68,7 @@ func (e *Env) KueueRole(ctx context.Context, name string) (*rbacv1.ClusterRole, 
 // API server's RBAC and admitted by the manager's webhooks over TLS.
 func (e *Env) Tenant(ctx context.Context, ns, user string, role *rbacv1.ClusterRole) (client.Client, error) {
 	if err := e.Client.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-" + role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}); err != nil {

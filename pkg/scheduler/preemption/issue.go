@@ -54,7 +54,7 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 	rf, first := p.refusals.refused(preemptor.Obj.UID, targets, err, p.clock.Now())
 	if first {
 		// Said once: the same write is not tried again until a target changes.
-		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeWarning, EventPreemptionRefused, "Preempt", "%s", message.Bound(rf.Message()))
+		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeWarning, EventPreemptionRefused, "Preempt", "%s", message.Bound(message.ForNamespace(rf.Message(), preemptor.Obj.Namespace)))
 	}
 	return preempted, failed, rf
 }
@@ -145,17 +145,17 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 	if p.expectations != nil {
 		p.expectations.ExpectUIDs(log, key, []types.UID{victim.UID})
 	}
-	message := evictionMessage(preemptor.Obj, t.Reason, preemptorPath, victimPath)
+	msg := evictionMessage(preemptor.Obj, t.Reason, preemptorPath, victimPath)
 	written := victim.DeepCopy()
 	lqMetrics := cache != nil && cache.ShouldExposeLocalQueueMetricsForWorkload(log, written)
-	markPreempted := func(wl *kueue.Workload) { workload.SetPreemptedCondition(wl, p.clock.Now(), t.Reason, message) }
+	markPreempted := func(wl *kueue.Workload) { workload.SetPreemptedCondition(wl, p.clock.Now(), t.Reason, msg) }
 	// Upstream's reasons keep upstream's Evicted reason; a target of theirs comes here only to
 	// end its notice in the same write.
 	evictedReason := t.Reason
 	if !policy.IsOwnReason(t.Reason) {
 		evictedReason = kueue.WorkloadEvictedByPreemption
 	}
-	if err := workloadevict.Evict(ctx, p.client, p.recorder, written, evictedReason, message, "", p.clock, lqMetrics, p.tracker, p.customLabels,
+	if err := workloadevict.Evict(ctx, p.client, p.recorder, written, evictedReason, msg, "", p.clock, lqMetrics, p.tracker, p.customLabels,
 		workloadevict.WithCustomPrepare(markPreempted), workloadevict.WithLooseOnApply(), workloadevict.WithRetryOnConflict()); err != nil {
 		p.observed(log, key, victim.UID)
 		return err
@@ -167,14 +167,15 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)
 	log.V(3).Info("Preempted", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),
 		"preemptorUID", string(preemptor.Obj.UID), "preemptorJobUID", preemptor.Obj.Labels[constants.JobUIDLabel],
-		"reason", t.Reason, "message", message, "targetClusterQueue", klog.KRef("", string(t.WorkloadInfo.ClusterQueue)),
+		"reason", t.Reason, "message", msg, "targetClusterQueue", klog.KRef("", string(t.WorkloadInfo.ClusterQueue)),
 		"preemptorPath", preemptorPath, "preempteePath", victimPath,
 		"preemptorEffectivePriority", by.effective, "preemptorBoost", by.boost,
 		"targetEffectivePriority", victimPri.effective, "targetBoost", victimPri.boost)
 	both := fmt.Sprintf("preemptor effective priority: %s; preemptee effective priority: %s", by, victimPri)
-	p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, "Preempted", "Preempted", "%s; %s", message, both)
-	p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, "PreemptedWorkload", "PreemptedWorkload",
-		"Preempted workload %s (UID: %s) in ClusterQueue %s; %s", klog.KObj(victim), victim.UID, t.WorkloadInfo.ClusterQueue, both)
+	p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, "Preempted", "Preempted", "%s; %s", msg, both)
+	// The preemptor's owner reads this event: a victim of another namespace is named by UID only.
+	p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, "PreemptedWorkload", "PreemptedWorkload", "%s",
+		message.ForNamespace(fmt.Sprintf("Preempted workload %s (UID: %s) in ClusterQueue %s; %s", klog.KObj(victim), victim.UID, t.WorkloadInfo.ClusterQueue, both), preemptor.Obj.Namespace))
 	// A target whose notice is due carries the notice's reason, read from an annotation.
 	workloadevict.ReportPreemption(preemptor.ClusterQueue, policy.ReasonLabel(t.Reason), t.WorkloadInfo.ClusterQueue, p.tracker, p.customLabels)
 	return nil

@@ -29,6 +29,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -260,8 +261,11 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 	}
 	log := ctrllog.FromContext(ctx)
 	for _, t := range targets {
-		n := annotations.Notice{Start: now, Deadline: deadline, Reason: t.Reason,
-			Preemptor: klog.KObj(preemptor.Obj).String(), PreemptorUID: preemptor.Obj.UID}
+		n := annotations.Notice{Start: now, Deadline: deadline, Reason: t.Reason, PreemptorUID: preemptor.Obj.UID}
+		// The victim's owner reads the notice: it names a preemptor of another namespace by UID only.
+		if preemptor.Obj.Namespace == t.WorkloadInfo.Obj.Namespace {
+			n.Preemptor = klog.KObj(preemptor.Obj).String()
+		}
 		if e := p.writeNotice(ctx, t.WorkloadInfo.Obj, n); e != nil {
 			if apierrors.IsConflict(e) {
 				pending++
@@ -277,14 +281,14 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 		victim := t.WorkloadInfo.Obj
 		log.V(2).Info("Preemption notice given", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),
 			"reason", t.Reason, "deadline", deadline, "setting", source)
-		msg := fmt.Sprintf("To be evicted at %s (%s) to make room for workload %s due to %s; set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-			deadline.UTC().Format(time.RFC3339), source, klog.KObj(preemptor.Obj), upstream.HumanReadablePreemptionReasons[t.Reason], annotations.CheckpointDone)
+		msg := fmt.Sprintf("To be evicted at %s (%s) to make room for %s due to %s; set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
+			deadline.UTC().Format(time.RFC3339), source, n.PreemptorText(), upstream.HumanReadablePreemptionReasons[t.Reason], annotations.CheckpointDone)
 		p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
 		if owner := ownerRef(victim); owner != nil {
 			p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
 		}
-		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, EventNoticeGivenFor, "Preempt",
-			"Gave workload %s in ClusterQueue %s notice of preemption until %s", klog.KObj(victim), t.WorkloadInfo.ClusterQueue, deadline.UTC().Format(time.RFC3339))
+		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, EventNoticeGivenFor, "Preempt", "%s",
+			message.ForNamespace(fmt.Sprintf("Gave workload %s in ClusterQueue %s notice of preemption until %s", klog.KObj(victim), t.WorkloadInfo.ClusterQueue, deadline.UTC().Format(time.RFC3339)), preemptor.Obj.Namespace))
 	}
 	return true, pending, failed, err
 }
