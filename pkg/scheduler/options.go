@@ -42,7 +42,6 @@ var defaultOptions = options{
 	podsReadyRequeuingTimestamp: configapi.EvictionTimestamp,
 	clock:                       clock.RealClock{},
 	newPreemptor:                NewUpstreamPreemptor,
-	wakeQueue:                   func(context.Context, kueue.ClusterQueueReference) {},
 	headsPerCycle:               1,
 }
 
@@ -58,7 +57,8 @@ func WithTimeSource(c clock.Clock) Option {
 
 // WithQueueWaker gives the loop a way to retry a ClusterQueue's inadmissible workloads at a time
 // it chooses (after a drain hold or a refused preemption), and the queue manager's batch period,
-// which such a retry waits for. Without it, a parked workload waits for the next cluster event.
+// which such a retry waits for. Without it, the loop wakes the ClusterQueue through the queue
+// manager New is given (an update of the ClusterQueue, as the manager's waker does).
 func WithQueueWaker(wake func(context.Context, kueue.ClusterQueueReference), requeueBatchPeriod time.Duration) Option {
 	return func(o *options) {
 		o.wakeQueue = wake

@@ -178,3 +178,62 @@ func TestQueueWakes(t *testing.T) {
 }
 
 var _ RetryLater = refusal{}
+
+// refusingOnce refuses the first eviction (retry in 2 s), as an API server error would, and
+// issues the later ones.
+type refusingOnce struct {
+	Preemptor
+	clock *testingclock.FakeClock
+	calls int
+}
+
+func (p *refusingOnce) IssuePreemptions(ctx context.Context, c *schdcache.Cache, preemptor *workload.Info, targets []*preemption.Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	p.calls++
+	if p.calls == 1 {
+		return 0, len(targets), refusal{at: p.clock.Now().Add(2 * time.Second)}
+	}
+	return p.Preemptor.IssuePreemptions(ctx, c, preemptor, targets, snap)
+}
+
+// TestRefusedPreemptionRetriedWithDefaultWaker is the shape of upstream's "Should retry on failed
+// preemptions" with the loop built as upstream's tests build theirs, without WithQueueWaker: the
+// parked preemptor is tried again once its retry time has passed, and the victim is evicted.
+func TestRefusedPreemptionRetriedWithDefaultWaker(t *testing.T) {
+	w := newWorld(t, worldObjects{
+		clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "2").Preemption(lowerPriority).Obj()},
+		workloads: []*kueue.Workload{
+			running(cpuWorkload("low", "cq", "2"), "cq"),
+			cpuWorkload("high", "cq", "2").Priority(10).Obj(),
+		},
+	})
+	refusing := &refusingOnce{clock: w.clock}
+	s, written := w.scheduler(WithPreemptor(func(c PreemptorConfig) Preemptor {
+		refusing.Preemptor = NewUpstreamPreemptor(c)
+		return refusing
+	}))
+	// What setting the world up asked the requeuer is done first: from the refusal on, only a
+	// wake-up moves the parked preemptor back.
+	w.requeuer.ProcessRequeues(w.ctx)
+	s.Cycle(w.ctx)
+	written()
+	for range 3 {
+		w.requeuer.ProcessRequeues(w.ctx)
+		s.Cycle(w.ctx)
+		written()
+	}
+	if refusing.calls != 1 || apimeta.IsStatusConditionTrue(w.workload("low").Status.Conditions, kueue.WorkloadEvicted) {
+		t.Fatalf("after the refusal: %d preemptions issued, victim evicted: %v; want 1, false", refusing.calls,
+			apimeta.IsStatusConditionTrue(w.workload("low").Status.Conditions, kueue.WorkloadEvicted))
+	}
+	waitFor(t, func() bool { return w.clock.HasWaiters() })
+	w.clock.Step(2*time.Second + time.Millisecond)
+	waitFor(t, func() bool {
+		w.requeuer.ProcessRequeues(w.ctx)
+		s.Cycle(w.ctx)
+		written()
+		return apimeta.IsStatusConditionTrue(w.workload("low").Status.Conditions, kueue.WorkloadEvicted)
+	})
+	if refusing.calls != 2 {
+		t.Errorf("preemptions issued: %d, want 2 (the refused one, then its retry)", refusing.calls)
+	}
+}

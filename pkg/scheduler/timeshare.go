@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/routine"
 	"sigs.k8s.io/kueue/pkg/util/wait"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
 // initTimeshare sets up what the loop adds to upstream's: the preemptor's hooks, the drain holds
@@ -20,6 +23,9 @@ func (s *Scheduler) initTimeshare(o options) {
 	s.apiReader = o.apiReader
 	s.nextHeads = s.queues.Heads
 	s.hooks = s.preemptor.Hooks()
+	if o.wakeQueue == nil {
+		o.wakeQueue, o.requeueBatchPeriod = s.wakeThroughQueues, queuesettings.RequeueBatchPeriod()
+	}
 	s.drains = newDrainHolds(s.client, o.clock, o.wakeQueue).withLead(o.requeueBatchPeriod)
 	s.refusalWakes = newQueueWakes(o.clock, o.wakeQueue)
 	s.headsPerCycle = o.headsPerCycle
@@ -27,6 +33,13 @@ func (s *Scheduler) initTimeshare(o options) {
 		cq, ok := s.queues.ClusterQueueForWorkload(wl)
 		return ok && s.cache.IsAdded(workload.Info{Obj: wl, ClusterQueue: cq})
 	})
+}
+
+// wakeThroughQueues is the loop's waker unless WithQueueWaker gives another: it retries cq's
+// inadmissible workloads through the queue manager the loop reads, so that a workload parked after
+// a refused preemption or a drain is tried again at the time the loop chose, whoever built it.
+func (s *Scheduler) wakeThroughQueues(ctx context.Context, cq kueue.ClusterQueueReference) {
+	queuesettings.Wake(ctx, s.client, s.queues, cq, ctrl.LoggerFrom(ctx))
 }
 
 // beforeNomination applies the drain holds to the snapshot and lets the preemptor substitute

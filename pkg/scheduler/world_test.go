@@ -39,6 +39,9 @@ type world struct {
 	recorder *utiltesting.EventRecorder
 	// expectations are shared by the queue manager and the scheduler, as in the manager.
 	expectations *utilexpectations.Store
+	// requeuer moves the ClusterQueues' inadmissible workloads back to their heaps when a test
+	// asks it to: in the manager, upstream's requeuer does it a batch period after it is told.
+	requeuer interface{ ProcessRequeues(context.Context) int }
 }
 
 type worldObjects struct {
@@ -76,7 +79,7 @@ func newWorld(t *testing.T, objs worldObjects) *world {
 		Build()
 	w.cache = schdcache.New(w.client, schdcache.WithFairSharing(objs.fairSharing))
 	w.expectations = expectations.New()
-	w.queues = qcache.NewManagerForUnitTests(w.client, w.cache, qcache.WithPreemptionExpectations(w.expectations))
+	w.queues, w.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache, qcache.WithPreemptionExpectations(w.expectations))
 	for _, f := range append([]string{testFlavor}, objs.flavors...) {
 		w.cache.AddOrUpdateResourceFlavor(log, testingwrappers.MakeResourceFlavor(f).Obj())
 	}
