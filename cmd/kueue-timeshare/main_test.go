@@ -101,6 +101,10 @@ func TestBadConfigurationStopsTheManager(t *testing.T) {
 			wantText: []string{"invalid configuration", "timeshare.defaultPreemptMinRuntime", "must not be negative",
 				"timeshare.reclaimResolveMethod", `supported values: "LCA", "Queue"`},
 		},
+		"upstream's WorkloadRequestUseMergePatch, which crashes v0.19.2's eviction path": {
+			args:     "--feature-gates=WorkloadRequestUseMergePatch=true",
+			wantText: []string{"invalid feature gates", "WorkloadRequestUseMergePatch is not supported", "leave it off"},
+		},
 		"the PodsReady clock without waitForPodsReady": {
 			args:     "--config=" + podsReadyClock + " --feature-gates=DisableWaitForPodsReady=true",
 			wantText: []string{"invalid configuration", "timeshare.runtimeClock", "PodsReady needs waitForPodsReady"},

@@ -111,6 +111,12 @@ func validateKueue(scheme *runtime.Scheme, opts ctrl.Options, cfg *configapi.Con
 	if err := scheduler.CheckFeatureGates(); err != nil {
 		return opts, fmt.Errorf("invalid feature gates: %w", err)
 	}
+	// Refused at start rather than crashing under load: see docs/configuration.md.
+	if features.Enabled(features.WorkloadRequestUseMergePatch) {
+		return opts, fmt.Errorf("invalid feature gates: %s is not supported: in Kueue v0.19.2 an eviction under it reads the Workload's admission "+
+			"after a merge patch that may have removed it (a nil dereference in evict.Evict, which upstream's admission loop and ours both reach); leave it off",
+			features.WorkloadRequestUseMergePatch)
+	}
 	if errs := config.Validate(cfg, scheme); len(errs) > 0 {
 		return opts, fmt.Errorf("invalid configuration: %w", errs.ToAggregate())
 	}
