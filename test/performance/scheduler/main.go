@@ -71,7 +71,7 @@ func run() int {
 		qps        = flag.Float64("qps", 0, "the manager's client QPS in every run (clientConnection.qps; negative: no client rate limit); 0 keeps Kueue's default")
 		burst      = flag.Int("burst", 0, "the manager's client burst in every run, with -qps")
 		apiProfile = flag.Duration("apiserver-cpuprofile", 0, "profile the API server's CPU for this long from the clock's start in each run (apiserver.cpu.prof); 0: no profile")
-		gateList   = flag.String("gates", "", "feature gates set in every run over the variant's, as Name=true,Name=false (for example WorkloadRequestUseMergePatch=true)")
+		gateList   = flag.String("gates", "", "feature gates set in every run over the variant's, as Name=true,Name=false (for example TopologyAwareScheduling=false)")
 		verbosity  = flag.Int("manager-verbosity", -1, "manager log verbosity: -1 errors only (as minimalkueue), 0 info, N for V(N)")
 	)
 	flag.Parse()
