@@ -43,16 +43,19 @@ SUITE_PKGS := ./test/integration/release ./test/integration/scheduler ./test/e2e
   $(filter-out ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
   ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice,\
   $(shell $(GO) list ./test/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
-# The tools the suites run; built two at a time, so that one's downloads and link overlap
-# another's compilation.
-TEST_TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok \
-  $(BIN)/helm $(BIN)/kubectl $(BIN)/promtool
+# The tools the suites run, built in two chains side by side, so that one's downloads and links
+# overlap the other's compilation. The Kubernetes binaries share most of their packages: one
+# chain builds them one after the other, each reusing the build cache the one before filled
+# (built at once, two would compile the same packages twice); the other builds the tools of the
+# other modules.
+KUBE_TOOLS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+OTHER_TOOLS := $(BIN)/etcd $(BIN)/kwok $(BIN)/helm $(BIN)/promtool
 # STAGE runs a stage of `make test`, timed into $(STAGE_LOG) when set (.ci/run prints the table).
 STAGE := $(ROOT)/hack/stage.sh
 
 .PHONY: test
 test: ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
-	$(STAGE) tools $(MAKE) --no-print-directory -j2 test-tools
+	$(STAGE) tools $(MAKE) --no-print-directory test-tools
 	$(STAGE) verify $(MAKE) --no-print-directory verify
 	$(STAGE) manifests $(MAKE) --no-print-directory manifests
 	$(STAGE) unit-race $(MAKE) --no-print-directory test-race
@@ -60,7 +63,10 @@ test: ## Format and vet checks, unit tests (with -race), envtest integration tes
 	$(STAGE) suites $(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(SUITE_PKGS)
 
 .PHONY: test-tools
-test-tools: $(TEST_TOOLS) ## Build the tools the suites run (envtest, the local cluster, helm, kubectl, promtool).
+test-tools: ## Build the tools the suites run (envtest, the local cluster, helm, kubectl, promtool).
+	@$(MAKE) --no-print-directory $(KUBE_TOOLS) & kube=$$!; \
+	  $(MAKE) --no-print-directory $(OTHER_TOOLS); other=$$?; \
+	  wait $$kube; kube=$$?; exit $$((kube | other))
 
 .PHONY: test-race
 test-race: ## Unit tests under the race detector (all but UNIT_PKGS).
