@@ -35,10 +35,10 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 # under test/ run without it: their API server and etcd are separate processes, and the race
 # detector would slow the manager's specs several times over.
 UNIT_PKGS := ./pkg/simulator
-RACE_PKGS := $(filter-out $(UNIT_PKGS),$(shell $(GO) list ./pkg/... ./cmd/... ./apis/... ./hack/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
+RACE_PKGS = $(filter-out $(UNIT_PKGS),$(shell $(GO) list ./pkg/... ./cmd/... ./apis/... ./hack/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
 # The suites under test/, the slowest first: go test starts them in this order, two at a time, and
 # the short ones fill in behind the long ones.
-SUITE_PKGS := ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
+SUITE_PKGS = ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
   ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice \
   $(filter-out ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
   ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice,\
