@@ -17,7 +17,9 @@ import (
 
 // Preemption budget: a ClusterQueue or Cohort may cap the preemptions of the workloads below it
 // with a token bucket; a victim needs a token from every bucket on its path, and from its own
-// per-workload bucket. Turns neither spend tokens nor wait for them, so that rotation never stalls.
+// per-workload bucket. Turns neither spend tokens nor wait for them, so that rotation never
+// stalls; nor do preemptions by another ClusterQueue (reclaim, fair sharing), so that no budget
+// holds back a lender's nominal quota.
 
 // Budget is a token bucket's shape: Burst tokens, refilled at Max per Period.
 type Budget struct {
@@ -239,13 +241,16 @@ func readBudgets(c *Candidate, wl *kueue.Workload, r Reading) {
 }
 
 // WithPreemptionBudget vetoes a candidate whose preemption would overdraw a bucket it needs a
-// token from, unless the preemption is a turn.
+// token from, unless the preemption is a turn or comes from another ClusterQueue of the cohort
+// tree (a lender reclaiming its quota, or fair sharing): budgets cap what a ClusterQueue's own
+// preemptions cost its workloads, and a team that spends its own budget does not make its
+// borrowed work immune to the lender's reclaim.
 func WithPreemptionBudget() Option {
 	return WithProtections(Rule{
 		Name: RuleBudgetSpent,
 		When: func(in *Input) bool {
 			b := budgets.Of(in.Candidate)
-			if b == nil || in.Candidate.Evicted || ownReasonWords()[in.eligibleReason].Turn {
+			if b == nil || in.Candidate.Evicted || in.Scope != SameClusterQueue || ownReasonWords()[in.eligibleReason].Turn {
 				return false
 			}
 			_, spent := b.Spent(in.Now)

@@ -80,11 +80,13 @@ func TestBudgetRule(t *testing.T) {
 	org := Bucket{Owner: "Cohort org", Budget: Budget{Max: 10, Period: time.Hour, Burst: 10}, Spent: []time.Time{t0.Add(-5 * time.Minute)}}
 	once := Bucket{Owner: "perWorkload of Cohort org", Budget: Budget{Max: 1, Period: 2 * time.Hour, Burst: 1}, Spent: []time.Time{t0.Add(-time.Hour)}}
 	cases := map[string]struct {
-		buckets  []Bucket
-		turn     bool
-		evicted  bool
-		want     Decision
-		wantVeto string
+		buckets []Bucket
+		turn    bool
+		evicted bool
+		// otherQueue: the preemptor is of another ClusterQueue of the cohort tree.
+		otherQueue bool
+		want       Decision
+		wantVeto   string
 	}{
 		"no budget": {
 			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 5"},
@@ -108,6 +110,10 @@ func TestBudgetRule(t *testing.T) {
 			want: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason,
 				Message: "same priority 5 and holding quota for 1h0m0s, longer than minAdmitDuration 1m0s"},
 		},
+		"a reclaim by another ClusterQueue neither waits": {
+			buckets: []Bucket{team, once}, otherQueue: true,
+			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 5"},
+		},
 		"already evicted": {
 			buckets: []Bucket{team}, evicted: true,
 			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 5"},
@@ -123,6 +129,9 @@ func TestBudgetRule(t *testing.T) {
 			}
 			in := &Input{Preemptor: &Pending{Obj: &kueue.Workload{}, ClusterQueue: "team-a", Priority: 5, QueuedAt: t0},
 				Candidate: &c, Scope: SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Now: t0}
+			if tc.otherQueue {
+				in.Preemptor.ClusterQueue, in.Scope = "lender", OtherClusterQueue
+			}
 			if tc.turn {
 				c.Priority = 5
 				in.Settings = QueueSettings{MinAdmitDuration: time.Minute}

@@ -249,10 +249,13 @@ func admittedAt(wl *kueue.Workload) time.Time {
 // which the preemptor writes.
 var preempteePath = regexp.MustCompile(`preemptee path: (/[^;\s]*)`)
 
+// preemptorPath finds the preemptor's path beside it.
+var preemptorPath = regexp.MustCompile(`preemptor path: (/[^;\s]*)`)
+
 // LoadPreemptions rebuilds the ledger from the Workloads' Preempted conditions: the status, which
 // tenants cannot write, never their annotations. A condition reset by a later admission keeps
 // only that admission's time, later than the preemption: the rebuilt ledger errs towards waiting.
-// Turns are not entered: they do not spend budgets.
+// Turns and preemptions by another ClusterQueue are not entered: they do not spend budgets.
 func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
@@ -267,6 +270,11 @@ func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
 		}
 	}
 	return nil
+}
+
+// clusterQueueOf is the last name of a path ("/root/parent/cq").
+func clusterQueueOf(path string) string {
+	return path[strings.LastIndex(path, "/")+1:]
 }
 
 // preemptionOf is the last preemption wl's Preempted condition records, if any.
@@ -288,6 +296,10 @@ func preemptionOf(wl *kueue.Workload) (preemption, bool) {
 	}
 	m := preempteePath.FindStringSubmatch(c.Message)
 	if m == nil {
+		return preemption{}, false
+	}
+	// A preemption by another ClusterQueue does not spend budgets (policy.WithPreemptionBudget).
+	if by := preemptorPath.FindStringSubmatch(c.Message); by != nil && clusterQueueOf(by[1]) != clusterQueueOf(m[1]) {
 		return preemption{}, false
 	}
 	names := strings.Split(strings.Trim(m[1], "/"), "/")

@@ -20,9 +20,10 @@ func init() {
 	afterSearch = append(afterSearch, (*Preemptor).countHeldBack)
 }
 
-// payBudgets enters the victims of a preemption that went through in the ledger; turns do not
-// pay, so that rotation never waits on a budget.
-func (p *Preemptor) payBudgets(_ *workload.Info, targets []*Target) {
+// payBudgets enters the victims of a preemption that went through in the ledger. Only what a
+// budget may hold back pays: turns do not, so that rotation never waits on a budget, nor do
+// victims of another ClusterQueue than the preemptor's (policy.WithPreemptionBudget).
+func (p *Preemptor) payBudgets(preemptor *workload.Info, targets []*Target) {
 	if !p.on(policy.FeaturePreemptionBudget) {
 		return
 	}
@@ -32,7 +33,7 @@ func (p *Preemptor) payBudgets(_ *workload.Info, targets []*Target) {
 	}
 	now := p.clock.Now()
 	for _, t := range targets {
-		if policy.OwnReasonWords()[t.Reason].Turn {
+		if policy.OwnReasonWords()[t.Reason].Turn || t.WorkloadInfo.ClusterQueue != preemptor.ClusterQueue {
 			continue
 		}
 		ledger.RecordPreemption(t.WorkloadInfo.Obj, t.WorkloadInfo.ClusterQueue, now)

@@ -29,15 +29,18 @@ func (l *fakeLedger) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueR
 	l.paid = append(l.paid, wl.Name+" in "+string(cq)+" at "+at.UTC().Format(time.TimeOnly))
 }
 
-// TestIssuePaysBudgets: a preemption that went through pays for its victims, turns excepted,
-// and only while the gate is on.
+// TestIssuePaysBudgets: a preemption that went through pays for its victims, turns and
+// preemptions by another ClusterQueue excepted, and only while the gate is on.
 func TestIssuePaysBudgets(t *testing.T) {
 	cases := map[string]struct {
 		gate bool
-		want []string
+		// otherQueue: the preemptor is of another ClusterQueue than its victims (a reclaim).
+		otherQueue bool
+		want       []string
 	}{
-		"gate on: the priority preemption pays, the turn does not": {gate: true, want: []string{"ran-30m0s in cq at 13:00:00"}},
-		"gate off: nothing is paid":                                {},
+		"gate on: the priority preemption pays, the turn does not":  {gate: true, want: []string{"ran-30m0s in cq at 13:00:00"}},
+		"gate on: a preemptor of another ClusterQueue pays nothing": {gate: true, otherQueue: true},
+		"gate off: nothing is paid":                                 {},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -48,7 +51,12 @@ func TestIssuePaysBudgets(t *testing.T) {
 			p := New(w.client, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, w.recorder, nil, false,
 				clocktesting.NewFakeClock(w.sc.Now), nil, w.store, nil, WithSources(ledger))
 			targets := w.targets(t, map[string]string{"ran-30m0s": kueue.InClusterQueueReason, "ran-2h30m0s": policy.TimeBasedReason})
-			if _, _, err := p.IssuePreemptions(ctx, w.cache, workload.NewInfo(w.sc.Pending), targets, w.cq); err != nil {
+			preemptor := workload.NewInfo(w.sc.Pending)
+			preemptor.ClusterQueue = w.cq.Name
+			if tc.otherQueue {
+				preemptor.ClusterQueue = "lender"
+			}
+			if _, _, err := p.IssuePreemptions(ctx, w.cache, preemptor, targets, w.cq); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, ledger.paid, cmpopts.EquateEmpty()); diff != "" {
