@@ -23,6 +23,7 @@ var defaultTimeshare = tsconfig.Configuration{
 	DefaultNoticePeriod:      &metav1.Duration{},
 	HeadsPerCycle:            ptr.To[int32](1),
 	PendingStatusWriters:     ptr.To[int32](0),
+	MaxHandoverHold:          &metav1.Duration{Duration: 5 * time.Minute},
 	AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 	Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 }
@@ -95,6 +96,7 @@ timeshare:
 					DefaultNoticePeriod:      &metav1.Duration{},
 					HeadsPerCycle:            ptr.To[int32](1),
 					PendingStatusWriters:     ptr.To[int32](0),
+					MaxHandoverHold:          &metav1.Duration{Duration: 5 * time.Minute},
 					AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 					Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 				}

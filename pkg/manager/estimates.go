@@ -196,7 +196,7 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 		TurnTime:   func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
 		Notice:     p.NoticeOf(cqs),
 		Handover:   estimateHandover,
-		DrainOf:    scheduler.DrainOf,
+		DrainOf:    scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
 	}
 	q, holders, waiting := estimate.FromSnapshot(cqs, infos, c)
 	out := map[string]estimate.Estimate{}

@@ -679,6 +679,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithTimeSource(m.opts.Clock),
 			scheduler.WithHeadsPerCycle(headsPerCycle(cfg, &m.timeshareCfg)),
 			scheduler.WithPendingStatusWriters(int(ptr.Deref(m.timeshareCfg.PendingStatusWriters, 0))),
+			scheduler.WithHandoverHoldBound(m.timeshareCfg.MaxHandoverHold.Duration),
 			scheduler.WithQueueWaker(func(ctx context.Context, cq kueue.ClusterQueueReference) {
 				queuesettings.Wake(ctx, cl, queues, cq, ctrl.LoggerFrom(ctx))
 			}, queuesettings.RequeueBatchPeriod()),

@@ -51,6 +51,9 @@ type drainHolds struct {
 	// lead is how long before the victim's Pods are due to stop a wake is sent, so that Kueue's
 	// batched retry lands just after (the queue manager's batch period less preWakeMargin).
 	lead time.Duration
+	// bound is the longest a hold lasts past its margin, whatever grace period the victim's Job
+	// sets (the manager's timeshare.maxHandoverHold).
+	bound time.Duration
 
 	mu    sync.Mutex
 	holds map[types.NamespacedName]*drainHold
@@ -73,8 +76,8 @@ type drainHold struct {
 // the kubelet to stop them and for the informer to see it.
 const preWakeMargin = 200 * time.Millisecond
 
-func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference)) *drainHolds {
-	return &drainHolds{client: c, clock: clk, wake: wake, holds: map[types.NamespacedName]*drainHold{}}
+func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference), bound time.Duration) *drainHolds {
+	return &drainHolds{client: c, clock: clk, wake: wake, bound: bound, holds: map[types.NamespacedName]*drainHold{}}
 }
 
 // withLead sets how long before the victim's Pods are due to stop the holds wake their
@@ -105,6 +108,8 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 		if err := d.client.Get(ctx, job, &obj); err == nil {
 			grace = gracePeriod(&obj.Spec.Template.Spec)
 		}
+		// The tenant's Job sets the grace period: the admin's bound caps how long it holds the quota.
+		grace = min(grace, d.bound)
 		h := &drainHold{
 			uid:      wl.UID,
 			cq:       t.WorkloadInfo.ClusterQueue,
@@ -173,7 +178,7 @@ const reasonDraining = "its Pods are terminating"
 // quota is released and its Pods are not gone yet, so the hold's usage must be added.
 func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *drainHold) (bool, string) {
 	if !d.clock.Now().Before(h.deadline) {
-		return false, "its grace period is over"
+		return false, "its grace period, or the longest hold the manager allows, is over"
 	}
 	var wl kueue.Workload
 	if err := d.client.Get(ctx, key, &wl); err != nil {
@@ -333,18 +338,21 @@ func jobOwner(wl *kueue.Workload) *metav1.OwnerReference {
 	return owner
 }
 
-// DrainOf is about how long the scheduler keeps wl's quota after evicting it for one of this
-// project's reasons (the hold ends when its Pods are gone): the longest grace period of its pod
-// sets while HandoverAfterVictimTermination is on and a Job owns it, zero otherwise.
-func DrainOf(wl *kueue.Workload) time.Duration {
-	if !features.Enabled(features.HandoverAfterVictimTermination) || jobOwner(wl) == nil {
-		return 0
+// DrainWithin gives about how long the scheduler keeps a workload's quota after evicting it for
+// one of this project's reasons (the hold ends when its Pods are gone): the longest grace period
+// of its pod sets, at most bound (timeshare.maxHandoverHold), while HandoverAfterVictimTermination
+// is on and a Job owns it, zero otherwise.
+func DrainWithin(bound time.Duration) func(wl *kueue.Workload) time.Duration {
+	return func(wl *kueue.Workload) time.Duration {
+		if !features.Enabled(features.HandoverAfterVictimTermination) || jobOwner(wl) == nil {
+			return 0
+		}
+		var d time.Duration
+		for i := range wl.Spec.PodSets {
+			d = max(d, gracePeriod(&wl.Spec.PodSets[i].Template.Spec))
+		}
+		return min(d, bound)
 	}
-	var d time.Duration
-	for i := range wl.Spec.PodSets {
-		d = max(d, gracePeriod(&wl.Spec.PodSets[i].Template.Spec))
-	}
-	return d
 }
 
 // gracePeriod is a Pod template's termination grace period. The tenant's Job sets it, to any

@@ -22,6 +22,7 @@ import (
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -64,7 +65,7 @@ func TestDrainHoldHolding(t *testing.T) {
 			objs: []client.Object{released, jobWith(0, 0)}, wantWhy: "its Pods are gone",
 		},
 		"Pods still terminating past the grace period and margin: the hold ends": {
-			objs: []client.Object{released, jobWith(0, 1)}, elapsed: 40 * time.Second, wantWhy: "its grace period is over",
+			objs: []client.Object{released, jobWith(0, 1)}, elapsed: 40 * time.Second, wantWhy: "its grace period, or the longest hold the manager allows, is over",
 		},
 		"eviction under way (quota still reserved): held, but counted by Kueue already": {
 			objs:     []client.Object{victim(cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue), cond(kueue.WorkloadEvicted, metav1.ConditionTrue)), jobWith(1, 0)},
@@ -89,7 +90,7 @@ func TestDrainHoldHolding(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			clk := testingclock.NewFakeClock(now)
 			c := utiltesting.NewClientBuilder().WithObjects(tc.objs...).Build()
-			d := newDrainHolds(c, clk, nil)
+			d := newDrainHolds(c, clk, nil, tsconfig.DefaultMaxHandoverHold)
 			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(30*time.Second + drainMargin)}
 			clk.Step(tc.elapsed)
 			held, why := d.holding(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, h)
@@ -114,7 +115,7 @@ func TestDrainJobChangedWakesOnlyWhenPodsAreGone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			var woken []kueue.ClusterQueueReference
-			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) })
+			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold)
 			d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}] = &drainHold{cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}}
 			d.jobChanged(ctx, tc.job)
 			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
@@ -145,7 +146,7 @@ func TestDrainPodChangedWakesTheHoldsQueue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			var woken []kueue.ClusterQueueReference
-			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) })
+			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold)
 			d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}] = &drainHold{cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid"}
 			d.podChanged(ctx, tc.pod, tc.gone)
 			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
@@ -192,7 +193,7 @@ func TestDrainWakesJustBeforeThePodsAreDue(t *testing.T) {
 			var woken []time.Duration
 			var elapsed time.Duration
 			// The fake clock runs the timer's function while it holds its own lock: no clock reads in it.
-			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }).withLead(time.Second)
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, tsconfig.DefaultMaxHandoverHold).withLead(time.Second)
 			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(time.Minute)}
 			key := types.NamespacedName{Namespace: "ns", Name: "victim"}
 			// Every cycle checks the hold again; a wake is set once per deadline.
@@ -243,16 +244,27 @@ func TestDrainMessage(t *testing.T) {
 }
 
 // A tenant's Job sets its grace period to any int64 of seconds; the hold saturates instead of
-// wrapping to one over at once, and its wake-up is not set for now.
+// wrapping to one over at once, and its wake-up is not set for now. The manager's bound
+// (timeshare.maxHandoverHold) caps it: the tenant does not choose how long a turn holds the quota.
 func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	cases := map[string]struct {
 		grace *int64
-		// wantHold is how long the hold lasts at the least; wantWokenAt when the wake-up fires
-		// within a minute, stepping in a second (none: never).
+		// bound is the manager's bound; none (the largest Duration) when zero.
+		bound time.Duration
+		// wantHold is how long the hold lasts at the least, wantMost at the most (when set);
+		// wantWokenAt when the wake-up fires within a minute, stepping in a second (none: never).
 		wantHold    time.Duration
+		wantMost    time.Duration
 		wantWokenAt []time.Duration
 	}{
+		"a day, under a bound of 20 s: held 20 s and the margin": {
+			grace: ptr.To[int64](86400), bound: 20 * time.Second, wantHold: 30 * time.Second, wantMost: 30 * time.Second,
+			wantWokenAt: []time.Duration{31 * time.Second},
+		},
+		"a day, under the default bound: held 5 minutes and the margin": {
+			grace: ptr.To[int64](86400), bound: tsconfig.DefaultMaxHandoverHold, wantHold: 5*time.Minute + drainMargin, wantMost: 5*time.Minute + drainMargin,
+		},
 		"no grace period: the Pod default": {wantHold: 40 * time.Second, wantWokenAt: []time.Duration{41 * time.Second}},
 		"thirty seconds":                   {grace: ptr.To[int64](30), wantHold: 40 * time.Second, wantWokenAt: []time.Duration{41 * time.Second}},
 		"zero":                             {grace: ptr.To[int64](0), wantHold: drainMargin, wantWokenAt: []time.Duration{11 * time.Second}},
@@ -273,7 +285,11 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			c := utiltesting.NewClientBuilder().WithObjects(job).Build()
 			var woken []time.Duration
 			var elapsed time.Duration
-			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) })
+			bound := tc.bound
+			if bound == 0 {
+				bound = time.Duration(math.MaxInt64)
+			}
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, bound)
 			info := workload.NewInfo(wl)
 			info.ClusterQueue = "cq"
 			d.record(ctx, workload.NewInfo(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "preemptor"}}),
@@ -282,8 +298,8 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			if h == nil {
 				t.Fatal("no hold recorded")
 			}
-			if got := h.deadline.Sub(now); got < tc.wantHold {
-				t.Errorf("the hold lasts %s, want at least %s", got, tc.wantHold)
+			if got := h.deadline.Sub(now); got < tc.wantHold || (tc.wantMost > 0 && got > tc.wantMost) {
+				t.Errorf("the hold lasts %s, want at least %s and at most %s", got, tc.wantHold, tc.wantMost)
 			}
 			for range 60 {
 				elapsed += time.Second
@@ -296,7 +312,7 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 	}
 }
 
-func TestDrainOf(t *testing.T) {
+func TestDrainWithin(t *testing.T) {
 	jobRef := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "job", UID: "job-uid", Controller: ptr.To(true)}
 	podSet := func(grace *int64) kueue.PodSet {
 		return kueue.PodSet{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: grace}}}
@@ -312,6 +328,9 @@ func TestDrainOf(t *testing.T) {
 		},
 		"the longest of its pod sets, the Pod default where none is set": {
 			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](10)), podSet(nil)}, want: 30 * time.Second,
+		},
+		"a grace period of a day: held at most the manager's bound": {
+			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](86400))}, want: 5 * time.Minute,
 		},
 		"a negative grace period drains at once": {
 			owner: &jobRef, podSets: []kueue.PodSet{podSet(ptr.To[int64](-5))}, want: 0,
@@ -333,8 +352,8 @@ func TestDrainOf(t *testing.T) {
 			if tc.owner != nil {
 				wl.OwnerReferences = []metav1.OwnerReference{*tc.owner}
 			}
-			if got := DrainOf(wl); got != tc.want {
-				t.Errorf("DrainOf = %s, want %s", got, tc.want)
+			if got := DrainWithin(5 * time.Minute)(wl); got != tc.want {
+				t.Errorf("DrainWithin(5m) = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/util/expectations"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
+
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 )
 
 // Option configures a Scheduler. The names and signatures match upstream's scheduler
@@ -36,6 +38,7 @@ type options struct {
 	requeueBatchPeriod          time.Duration
 	headsPerCycle               int
 	pendingStatusWriters        int
+	handoverHoldBound           time.Duration
 }
 
 var defaultOptions = options{
@@ -43,6 +46,16 @@ var defaultOptions = options{
 	clock:                       clock.RealClock{},
 	newPreemptor:                NewUpstreamPreemptor,
 	headsPerCycle:               1,
+	handoverHoldBound:           tsconfig.DefaultMaxHandoverHold,
+}
+
+// WithHandoverHoldBound sets the longest a victim of a turn or an expected runtime keeps its quota
+// while its Pods terminate (HandoverAfterVictimTermination): its Job's grace period, up to d
+// (timeshare.maxHandoverHold). Upstream's scheduler has no such option.
+func WithHandoverHoldBound(d time.Duration) Option {
+	return func(o *options) {
+		o.handoverHoldBound = max(d, 0)
+	}
 }
 
 // WithTimeSource sets the clock of the loop, its preemptor and its wake-ups: the manager's

@@ -62,6 +62,10 @@ type Configuration struct {
 	// the scheduling cycle's path, through the manager's client. 0 writes it inside the cycle,
 	// as upstream's loop.
 	PendingStatusWriters *int32 `json:"pendingStatusWriters,omitempty"`
+	// MaxHandoverHold bounds how long, under the HandoverAfterVictimTermination feature gate, a
+	// victim of a turn or an expected runtime keeps its quota while its Pods terminate: the hold
+	// lasts the Pods' termination grace period, which the tenant's Job sets, up to this bound.
+	MaxHandoverHold *metav1.Duration `json:"maxHandoverHold,omitempty"`
 	// PreemptionBudget is the budget of each ClusterQueue with none on its path (its own bucket
 	// per ClusterQueue). Accepted only with the PreemptionBudget feature gate.
 	PreemptionBudget *tsapi.PreemptionBudget `json:"preemptionBudget,omitempty"`
@@ -97,6 +101,14 @@ const (
 const (
 	DefaultPendingStatusWriters = 0
 	MaxPendingStatusWriters     = 64
+)
+
+// DefaultMaxHandoverHold is the bound of a handover hold when the configuration does not say: ten
+// times Kubernetes' default grace period, time for a checkpoint; MaxMaxHandoverHold the largest
+// bound accepted.
+const (
+	DefaultMaxHandoverHold = 5 * time.Minute
+	MaxMaxHandoverHold     = 24 * time.Hour
 )
 
 // DefaultLongWaitThreshold is the wait past which a pending workload counts as waiting long when
@@ -146,6 +158,9 @@ func SetDefaults(c *Configuration) {
 	if c.PendingStatusWriters == nil {
 		c.PendingStatusWriters = ptr.To[int32](DefaultPendingStatusWriters)
 	}
+	if c.MaxHandoverHold == nil {
+		c.MaxHandoverHold = &metav1.Duration{Duration: DefaultMaxHandoverHold}
+	}
 	if c.AdmissionEstimates.RefreshInterval == nil {
 		c.AdmissionEstimates.RefreshInterval = &metav1.Duration{Duration: DefaultEstimateRefreshInterval}
 	}
@@ -171,6 +186,10 @@ func Validate(c *Configuration) field.ErrorList {
 	nonNegative("metrics", c.Metrics.LongWaitThreshold, "longWaitThreshold")
 	if d := c.DefaultNoticePeriod; d != nil && d.Duration > tsapi.MaximumNoticePeriod {
 		errs = append(errs, field.Invalid(path.Child("defaultNoticePeriod"), d.Duration.String(), fmt.Sprintf("must be at most %s", tsapi.MaximumNoticePeriod)))
+	}
+	nonNegative("maxHandoverHold", c.MaxHandoverHold)
+	if d := c.MaxHandoverHold; d != nil && d.Duration > MaxMaxHandoverHold {
+		errs = append(errs, field.Invalid(path.Child("maxHandoverHold"), d.Duration.String(), fmt.Sprintf("must be at most %s", MaxMaxHandoverHold)))
 	}
 	if n := c.HeadsPerCycle; n != nil && (*n < 1 || *n > MaxHeadsPerCycle) {
 		errs = append(errs, field.Invalid(path.Child("headsPerCycle"), *n, fmt.Sprintf("must be between 1 and %d", MaxHeadsPerCycle)))
