@@ -113,11 +113,11 @@ func (t Timeshare) MarshalYAML() (any, error) {
 }
 
 // TimeshareOf is the scenario form of a manager configuration's timeshare section: what a
-// simulation reads of it (not runtimeClock, metrics or admissionEstimates, which it does not
-// model).
+// simulation reads of it (not runtimeClock, metrics, admissionEstimates or maxHandoverHold, which
+// it does not model: its workloads have no Pods to wait for).
 func TimeshareOf(c *tsconfig.Configuration) Timeshare {
 	t := Timeshare{*c}
-	t.RuntimeClock, t.Metrics, t.AdmissionEstimates = "", tsconfig.Metrics{}, tsconfig.AdmissionEstimates{}
+	t.RuntimeClock, t.Metrics, t.AdmissionEstimates, t.MaxHandoverHold = "", tsconfig.Metrics{}, tsconfig.AdmissionEstimates{}, nil
 	return t
 }
 

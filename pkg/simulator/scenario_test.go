@@ -386,9 +386,10 @@ func TestTimeshareOf(t *testing.T) {
 		in   tsconfig.Configuration
 		want tsconfig.Configuration
 	}{
-		"the runtime clock, metrics and admission estimates are left out": {
+		"the runtime clock, metrics, admission estimates and the handover hold's bound are left out": {
 			in: tsconfig.Configuration{DefaultPreemptMinRuntime: minute, RuntimeClock: tsconfig.RuntimeClockPodsReady,
-				Metrics: tsconfig.Metrics{LongWaitThreshold: minute}, AdmissionEstimates: tsconfig.AdmissionEstimates{RefreshInterval: minute}},
+				Metrics: tsconfig.Metrics{LongWaitThreshold: minute}, AdmissionEstimates: tsconfig.AdmissionEstimates{RefreshInterval: minute},
+				MaxHandoverHold: minute},
 			want: tsconfig.Configuration{DefaultPreemptMinRuntime: minute},
 		},
 		"an empty section stays empty": {},
