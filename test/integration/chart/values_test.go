@@ -195,6 +195,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](1),
 			PendingStatusWriters:     ptr.To[int32](0),
+			MaxHandoverHold:          &metav1.Duration{Duration: 5 * time.Minute},
 			AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 5 * time.Second}},
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: time.Hour}},
 		}
@@ -240,6 +241,7 @@ var _ = ginkgo.Describe("values reach the manager", func() {
 			DefaultNoticePeriod:      &metav1.Duration{},
 			HeadsPerCycle:            ptr.To[int32](32),
 			PendingStatusWriters:     ptr.To[int32](4),
+			MaxHandoverHold:          &metav1.Duration{Duration: 5 * time.Minute},
 			AdmissionEstimates:       tsconfig.AdmissionEstimates{RefreshInterval: &metav1.Duration{Duration: 30 * time.Second}},
 			Metrics:                  tsconfig.Metrics{LongWaitThreshold: &metav1.Duration{Duration: 30 * time.Minute}},
 		}
