@@ -2,6 +2,8 @@ package timebased_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +98,7 @@ var _ = ginkgo.Describe("Two namespaces sharing a ClusterQueue", func() {
 		for _, c := range wl.Status.Conditions {
 			gomega.Expect(c.Message).NotTo(gomega.ContainSubstring(nsA), "condition %s", c.Type)
 		}
-		gomega.Expect(strings.Join(mapValues(wl.Annotations), " ")).NotTo(gomega.ContainSubstring(nsA))
+		gomega.Expect(strings.Join(slices.Collect(maps.Values(wl.Annotations)), " ")).NotTo(gomega.ContainSubstring(nsA))
 		var events eventsv1.EventList
 		gomega.Expect(env.Client.List(ctx, &events, client.InNamespace(nsB))).To(gomega.Succeed())
 		for _, e := range events.Items {
@@ -104,11 +106,3 @@ var _ = ginkgo.Describe("Two namespaces sharing a ClusterQueue", func() {
 		}
 	})
 })
-
-func mapValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
