@@ -20,7 +20,12 @@ TEST_TIMEOUT ?= 40m
 # Extra flags for go test, e.g. GOTEST_FLAGS='-run TestManager -v'.
 GOTEST_FLAGS ?=
 
-export GOFLAGS := -mod=readonly
+# One build configuration for vet, tests, `make build` and the release: without cgo and with
+# trimmed paths, as hack/release.sh builds the image's binaries, so that the release suite links
+# from the build cache the suites filled instead of compiling the manager's graph again. The race
+# detector needs cgo: test-race turns it back on.
+export GOFLAGS := -mod=readonly -trimpath
+export CGO_ENABLED ?= 0
 
 ##@ Everyday
 
@@ -36,8 +41,10 @@ run: envtest manifests build $(if $(filter false,$(PODS)),,cluster) ## Start a l
 # detector would slow the manager's specs several times over.
 UNIT_PKGS := ./pkg/simulator
 RACE_PKGS = $(filter-out $(UNIT_PKGS),$(shell $(GO) list ./pkg/... ./cmd/... ./apis/... ./hack/... 2>/dev/null | sed 's|^github.com/kueue-timeshare/kueue-timeshare/|./|'))
-# The suites under test/, the slowest first: go test starts them in this order, two at a time, and
-# the short ones fill in behind the long ones.
+# The suites under test/, the slowest first: go test starts them in this order, SUITE_PARALLEL at a
+# time, and the short ones fill in behind the long ones. Most of them wait on real time (the
+# manager's loops, Pods starting): more at once than the two cores use the idle time.
+SUITE_PARALLEL ?= 4
 SUITE_PKGS = ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
   ./test/integration/timebased ./test/integration/chart ./test/integration/protection ./test/integration/notice \
   $(filter-out ./test/integration/release ./test/integration/scheduler ./test/e2e ./test/integration/reliability \
@@ -55,12 +62,16 @@ STAGE := $(ROOT)/hack/stage.sh
 
 .PHONY: test
 test: ## Format and vet checks, unit tests (with -race), envtest integration tests and the end-to-end suite.
-	$(STAGE) tools $(MAKE) --no-print-directory test-tools
-	$(STAGE) verify $(MAKE) --no-print-directory verify
-	$(STAGE) manifests $(MAKE) --no-print-directory manifests
+	@hack/test.sh
+
+.PHONY: test-suites
+test-suites: ## The envtest integration suites and the end-to-end suite (needs test-tools and manifests).
+	$(GO) test -p $(SUITE_PARALLEL) -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(SUITE_PKGS)
+
+.PHONY: test-units
+test-units: ## The unit tests: test-race, then test-unit.
 	$(STAGE) unit-race $(MAKE) --no-print-directory test-race
 	$(STAGE) unit $(MAKE) --no-print-directory test-unit
-	$(STAGE) suites $(GO) test -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(SUITE_PKGS)
 
 .PHONY: test-tools
 test-tools: ## Build the tools the suites run (envtest, the local cluster, helm, kubectl, promtool).
@@ -70,8 +81,8 @@ test-tools: ## Build the tools the suites run (envtest, the local cluster, helm,
 
 .PHONY: test-race
 test-race: ## Unit tests under the race detector (all but UNIT_PKGS).
-	$(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
-	cd hack/ociimage && $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
+	CGO_ENABLED=1 $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) $(RACE_PKGS)
+	cd hack/ociimage && CGO_ENABLED=1 $(GO) test -race -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./...
 
 .PHONY: test-unit
 test-unit: ## The CPU-bound unit tests (UNIT_PKGS: the simulator's property checkers) without the race detector.

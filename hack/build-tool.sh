@@ -5,6 +5,7 @@
 #   hack/build-tool.sh <module dir under hack/> <package> <binary name> [ldflags] [build tags]
 #
 # Everything comes from the Go module proxy through the committed go.sum; nothing else is downloaded.
+# Without symbol tables and DWARF (-s -w): nobody debugs the tools, and their links are shorter.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,7 @@ fi
 mkdir -p "$root/bin"
 echo "building $3 from $pkg (cached in bin/ afterwards)..." >&2
 start=$SECONDS
-(cd "$moddir" && GOFLAGS=-mod=readonly go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+(cd "$moddir" && GOFLAGS=-mod=readonly go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
 mv "$out.tmp" "$out"
 echo "$want" > "$stamp"
 echo "built bin/$3 in $((SECONDS - start))s" >&2
