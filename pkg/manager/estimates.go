@@ -30,6 +30,11 @@ const (
 	// estimateTTL is how long a ClusterQueue's estimates are served before they are computed
 	// again: a walk costs up to a few hundred milliseconds on a large queue.
 	estimateTTL = 5 * time.Second
+	// estimateMinInterval is the least time between two walks of one ClusterQueue that reads ask
+	// for, and the age up to which the walks share a snapshot: a tenant who changes its pending
+	// list and reads the visibility endpoint in a loop gets at most one walk of its queue and one
+	// snapshot per interval, whatever the rate.
+	estimateMinInterval = time.Second
 	// estimateHandover is the time from a victim's release to the preemptor's admission: about
 	// one scheduling cycle.
 	estimateHandover = time.Second
@@ -40,11 +45,13 @@ const (
 
 // cachedEstimates serves each ClusterQueue's estimates, computed on request, for ttl, and
 // computes them again sooner when the ClusterQueue's pending list changed (a workload arrived,
-// was admitted or moved), so that no listed workload goes without its estimate. refreshAll
-// computes them without a request.
+// was admitted or moved), but not sooner than minInterval after the last walk: a workload that
+// joined since is listed without an estimate until then. refreshAll computes them without a
+// request. Each ClusterQueue has its own lock, so that a read waits for one walk of its own
+// queue at most, never for another team's.
 type cachedEstimates struct {
 	// compute estimates a ClusterQueue's pending workloads from the snapshot snap gives (nil: a
-	// fresh one); nil when it cannot yet.
+	// recent one); nil when it cannot yet.
 	compute func(cq kueue.ClusterQueueReference, pending []*workload.Info, snap func() *schdcache.Snapshot) map[string]estimate.Estimate
 	// pending is the ClusterQueue's pending workloads, in the order they are shown and estimated.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
@@ -53,9 +60,19 @@ type cachedEstimates struct {
 	max   int
 	clock clock.PassiveClock
 	ttl   time.Duration
+	// minInterval: see estimateMinInterval (0: none).
+	minInterval time.Duration
 
 	mu   sync.Mutex
-	byCQ map[kueue.ClusterQueueReference]computedEstimates
+	byCQ map[kueue.ClusterQueueReference]*cqEstimates
+}
+
+// cqEstimates is one ClusterQueue's entry; mu is held while it is computed.
+type cqEstimates struct {
+	mu sync.Mutex
+	// computed is false until a walk gave estimates.
+	computed bool
+	computedEstimates
 }
 
 type computedEstimates struct {
@@ -67,15 +84,34 @@ type computedEstimates struct {
 var _ tsvisibility.Estimates = &cachedEstimates{}
 
 func (c *cachedEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]estimate.Estimate {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	e := c.entry(cq)
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	now := c.clock.Now()
-	infos := c.listed(cq)
-	pending := keysOf(infos)
-	if e, ok := c.byCQ[cq]; ok && now.Sub(e.at) < c.ttl && slices.Equal(e.pending, pending) {
+	if e.computed && now.Sub(e.at) < c.minInterval {
 		return e.byName
 	}
-	return c.computeLocked(cq, now, infos, pending, nil)
+	infos := c.listed(cq)
+	pending := keysOf(infos)
+	if e.computed && now.Sub(e.at) < c.ttl && slices.Equal(e.pending, pending) {
+		return e.byName
+	}
+	return c.computeLocked(e, cq, now, infos, pending, nil)
+}
+
+// entry is cq's entry, made on first use.
+func (c *cachedEstimates) entry(cq kueue.ClusterQueueReference) *cqEstimates {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byCQ == nil {
+		c.byCQ = map[kueue.ClusterQueueReference]*cqEstimates{}
+	}
+	e, ok := c.byCQ[cq]
+	if !ok {
+		e = &cqEstimates{}
+		c.byCQ[cq] = e
+	}
+	return e
 }
 
 // listed is the pending workloads of cq that are estimated.
@@ -97,16 +133,14 @@ func keysOf(infos []*workload.Info) []string {
 }
 
 // computeLocked keeps what compute gives unless it is nil (no preemptor or snapshot yet), so that
-// the next refresh tries again.
-func (c *cachedEstimates) computeLocked(cq kueue.ClusterQueueReference, now time.Time, infos []*workload.Info, pending []string, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
+// the next refresh tries again. e.mu is held.
+func (c *cachedEstimates) computeLocked(e *cqEstimates, cq kueue.ClusterQueueReference, now time.Time, infos []*workload.Info, pending []string, snap func() *schdcache.Snapshot) map[string]estimate.Estimate {
 	byName := c.compute(cq, infos, snap)
 	if byName == nil {
 		return nil
 	}
-	if c.byCQ == nil {
-		c.byCQ = map[kueue.ClusterQueueReference]computedEstimates{}
-	}
-	c.byCQ[cq] = computedEstimates{at: now, pending: pending, byName: byName}
+	e.computed = true
+	e.computedEstimates = computedEstimates{at: now, pending: pending, byName: byName}
 	return byName
 }
 
@@ -132,19 +166,46 @@ func (c *cachedEstimates) refreshAll(cqs []kueue.ClusterQueueReference, interval
 }
 
 func (c *cachedEstimates) refresh(cq kueue.ClusterQueueReference, interval time.Duration, snap func() *schdcache.Snapshot) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	infos := c.listed(cq)
 	if len(infos) == 0 {
 		return false
 	}
+	e := c.entry(cq)
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	pending := keysOf(infos)
 	now := c.clock.Now()
-	if e, ok := c.byCQ[cq]; ok && (now.Sub(e.at) < interval/2 || slices.Equal(e.pending, pending)) {
+	if e.computed && (now.Sub(e.at) < interval/2 || slices.Equal(e.pending, pending)) {
 		return false
 	}
-	c.computeLocked(cq, now, infos, pending, snap)
+	c.computeLocked(e, cq, now, infos, pending, snap)
 	return true
+}
+
+// recentSnapshot hands out one snapshot of the scheduler cache for maxAge, so that the walks of
+// a burst of reads, of one ClusterQueue or many, share it. The walks only read it.
+type recentSnapshot struct {
+	take   func() *schdcache.Snapshot
+	clock  clock.PassiveClock
+	maxAge time.Duration
+
+	mu   sync.Mutex
+	at   time.Time
+	snap *schdcache.Snapshot
+}
+
+func (r *recentSnapshot) get() *schdcache.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	if r.snap != nil && now.Sub(r.at) < r.maxAge {
+		return r.snap
+	}
+	if snap := r.take(); snap != nil {
+		r.snap, r.at = snap, now
+		return snap
+	}
+	return nil
 }
 
 // estimator computes a ClusterQueue's estimates from the scheduler cache's snapshot, the
@@ -155,6 +216,8 @@ type estimator struct {
 	log   logr.Logger
 	// first keeps each workload's first estimate, for the error metric.
 	first *firstEstimates
+	// recent is the snapshot reads walk on.
+	recent *recentSnapshot
 }
 
 // snapshot is a fresh snapshot of the scheduler cache, nil when none can be taken.
@@ -173,7 +236,7 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 		return nil
 	}
 	if snapshot == nil {
-		snapshot = e.snapshot
+		snapshot = e.recent.get
 	}
 	snap := snapshot()
 	if snap == nil {
@@ -221,7 +284,9 @@ func (m *Manager) setupEstimates() error {
 	log := m.log.WithName("estimate")
 	first := &firstEstimates{role: func() string { return roletracker.GetRole(m.roleTracker) }, customLabels: m.customLabels}
 	e := &estimator{m: m, clock: clk, log: log, first: first}
-	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, max: maxEstimated, clock: clk, ttl: estimateTTL}
+	e.recent = &recentSnapshot{take: e.snapshot, clock: clk, maxAge: estimateMinInterval}
+	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, max: maxEstimated,
+		clock: clk, ttl: estimateTTL, minInterval: estimateMinInterval}
 	interval := m.timeshareCfg.AdmissionEstimates.RefreshInterval.Duration
 	run := func(ctx context.Context) error {
 		return m.runEstimates(ctx, first, interval, clk, e.snapshot, log)

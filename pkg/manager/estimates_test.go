@@ -26,7 +26,8 @@ func TestCachedEstimates(t *testing.T) {
 		pending []string
 	}
 	cases := map[string]struct {
-		reads []read
+		reads       []read
+		minInterval time.Duration
 		// want is, per read, the computation it was served from (1 for the first).
 		want []int
 	}{
@@ -42,6 +43,20 @@ func TestCachedEstimates(t *testing.T) {
 			reads: []read{{0, "a", nil}, {time.Second, "a", []string{"ns/w", "ns/x"}}, {2 * time.Second, "a", []string{"ns/w", "ns/x"}}, {3 * time.Second, "a", []string{"ns/x", "ns/w"}}},
 			want:  []int{1, 2, 2, 3},
 		},
+		"a pending list changed on every read computes at most once per minimum interval": {
+			minInterval: time.Second,
+			reads: []read{
+				{0, "a", []string{"ns/w", "ns/1"}}, {100 * time.Millisecond, "a", []string{"ns/w", "ns/2"}},
+				{900 * time.Millisecond, "a", []string{"ns/w", "ns/3"}}, {time.Second, "a", []string{"ns/w", "ns/4"}},
+				{1500 * time.Millisecond, "a", []string{"ns/w", "ns/5"}}, {2 * time.Second, "a", []string{"ns/w", "ns/6"}},
+			},
+			want: []int{1, 1, 1, 2, 2, 3},
+		},
+		"the minimum interval is per ClusterQueue": {
+			minInterval: time.Second,
+			reads:       []read{{0, "a", nil}, {100 * time.Millisecond, "b", []string{"ns/w", "ns/x"}}, {200 * time.Millisecond, "a", nil}},
+			want:        []int{1, 2, 1},
+		},
 		"each ClusterQueue has its own entry": {
 			reads: []read{{0, "a", nil}, {0, "b", nil}, {time.Second, "a", nil}, {time.Second, "b", nil}},
 			want:  []int{1, 2, 1, 2},
@@ -52,7 +67,7 @@ func TestCachedEstimates(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(start)
 			computed := 0
 			pending := []string{"ns/w"}
-			c := &cachedEstimates{clock: clk, ttl: estimateTTL, pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending) }, compute: func(kueue.ClusterQueueReference, []*workload.Info, func() *schdcache.Snapshot) map[string]estimate.Estimate {
+			c := &cachedEstimates{clock: clk, ttl: estimateTTL, minInterval: tc.minInterval, pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf(pending) }, compute: func(kueue.ClusterQueueReference, []*workload.Info, func() *schdcache.Snapshot) map[string]estimate.Estimate {
 				computed++
 				return map[string]estimate.Estimate{"ns/w": {Workload: "ns/w", Position: computed}}
 			}}
@@ -253,4 +268,86 @@ func infosOf(names []string) []*workload.Info {
 		out = append(out, &workload.Info{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}})
 	}
 	return out
+}
+
+// TestEstimatesOfOneQueueDoNotWaitForAnother: a read of one ClusterQueue is answered while a walk
+// of another is in progress (a tenant's slow queue does not hold the others' reads).
+func TestEstimatesOfOneQueueDoNotWaitForAnother(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	entered, release := make(chan struct{}), make(chan struct{})
+	c := &cachedEstimates{clock: clk, ttl: estimateTTL, minInterval: estimateMinInterval,
+		pending: func(kueue.ClusterQueueReference) []*workload.Info { return infosOf([]string{"ns/w"}) },
+		compute: func(cq kueue.ClusterQueueReference, _ []*workload.Info, _ func() *schdcache.Snapshot) map[string]estimate.Estimate {
+			if cq == "slow" {
+				close(entered)
+				<-release
+			}
+			return map[string]estimate.Estimate{"ns/w": {Workload: "ns/w", Reason: string(cq)}}
+		}}
+	slow := make(chan string)
+	go func() { slow <- c.Estimates("slow")["ns/w"].Reason }()
+	<-entered
+	answered := make(chan string)
+	go func() { answered <- c.Estimates("other")["ns/w"].Reason }()
+	select {
+	case got := <-answered:
+		if got != "other" {
+			t.Errorf("the other ClusterQueue's read got %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read of another ClusterQueue waited for the slow walk")
+	}
+	close(release)
+	if got := <-slow; got != "slow" {
+		t.Errorf("the slow read got %q", got)
+	}
+}
+
+func TestRecentSnapshot(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		// reads are the times of the reads; fail, of the takes that find no snapshot.
+		reads []time.Duration
+		fail  map[int]bool
+		// want is, per read, the take it was served from (0: none).
+		want []int
+	}{
+		"reads within the age share one snapshot": {
+			reads: []time.Duration{0, 500 * time.Millisecond, 999 * time.Millisecond},
+			want:  []int{1, 1, 1},
+		},
+		"a read at the age takes a new one": {
+			reads: []time.Duration{0, time.Second, 1500 * time.Millisecond},
+			want:  []int{1, 2, 2},
+		},
+		"a take that fails is not kept": {
+			reads: []time.Duration{0, 100 * time.Millisecond},
+			fail:  map[int]bool{1: true},
+			want:  []int{0, 2},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(start)
+			takes := 0
+			byTake := map[*schdcache.Snapshot]int{}
+			r := &recentSnapshot{clock: clk, maxAge: time.Second, take: func() *schdcache.Snapshot {
+				takes++
+				if tc.fail[takes] {
+					return nil
+				}
+				s := &schdcache.Snapshot{}
+				byTake[s] = takes
+				return s
+			}}
+			var got []int
+			for _, at := range tc.reads {
+				clk.SetTime(start.Add(at))
+				got = append(got, byTake[r.get()])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("takes served (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

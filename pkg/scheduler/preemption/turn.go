@@ -97,8 +97,7 @@ func (p *Preemptor) waitingLonger(s *search) string {
 	if !s.settings.TakesTurns() {
 		return ""
 	}
-	pending := p.pendingIn(s.snapshot, s.cq.Name)
-	if first := p.firstTurn(s.log, pending, s.info.Obj, s.preemptor.Priority, p.canHoldTurn(s.ctx, s.snapshot, s.info)); first != nil {
+	if first := p.firstTurn(s.log, s.snapshot, s.info, s.preemptor.Priority, p.canHoldTurn(s.ctx, s.snapshot, s.info)); first != nil {
 		return klog.KObj(first.Obj).String()
 	}
 	return ""
@@ -112,8 +111,20 @@ type pendingCycle struct {
 	mu       sync.Mutex
 	snapshot *schdcache.Snapshot
 	byCQ     map[kueue.ClusterQueueReference][]*workload.Info
+	// lines is, per ClusterQueue and priority, its pending workloads in turn order (turnLine).
+	lines map[lineKey][]*workload.Info
 	// use is, by UID, whether a pending workload could use a turn (turnUseOf).
 	use map[types.UID]turnUse
+	// states is, per ClusterQueue, its queueState in this cycle.
+	states map[kueue.ClusterQueueReference]uint64
+	// useless remembers, beyond the cycle, which pending workloads cannot use a turn, for as long
+	// as neither they nor their ClusterQueue change (see uselessFor).
+	useless uselessMemo
+}
+
+type lineKey struct {
+	cq   kueue.ClusterQueueReference
+	prio int64
 }
 
 // pendingIn returns cq's pending workloads as read once during the cycle of snapshot.
@@ -138,20 +149,48 @@ func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueu
 	return list
 }
 
-// firstTurn returns the workload of pending with priority prio whose turn comes first, if it comes
-// before wl's; nil otherwise. With canHold, only workloads it accepts are considered.
-func (p *Preemptor) firstTurn(log logr.Logger, pending []*workload.Info, wl *kueue.Workload, prio int64, canHold func(*workload.Info) bool) *workload.Info {
-	var earlier []*workload.Info
-	for _, other := range pending {
-		if other.Obj.UID == wl.UID || priority.EffectivePriority(log, other.Obj) != prio {
-			continue
-		}
-		if compareTurns(other.Obj, wl, p.workloadOrdering) < 0 {
-			earlier = append(earlier, other)
+// turnLine returns cq's pending workloads of priority prio in turn order (compareTurns), sorted
+// once per cycle of snapshot: a question about turns reads only the part of the line in front of
+// the asker, not the whole queue.
+func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference, prio int64) []*workload.Info {
+	pending := p.pendingIn(snapshot, cq)
+	if snapshot != nil {
+		c := &p.pendingCycle
+		c.mu.Lock()
+		line, ok := c.lines[lineKey{cq, prio}]
+		c.mu.Unlock()
+		if ok {
+			return line
 		}
 	}
-	slices.SortFunc(earlier, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.workloadOrdering) })
-	for _, other := range earlier {
+	var line []*workload.Info
+	for _, info := range pending {
+		if priority.EffectivePriority(log, info.Obj) == prio {
+			line = append(line, info)
+		}
+	}
+	slices.SortFunc(line, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.workloadOrdering) })
+	if snapshot != nil {
+		c := &p.pendingCycle
+		c.mu.Lock()
+		if c.snapshot == snapshot {
+			c.lines[lineKey{cq, prio}] = line
+		}
+		c.mu.Unlock()
+	}
+	return line
+}
+
+// firstTurn returns the workload of wl's ClusterQueue with priority prio whose turn comes first,
+// if it comes before wl's; nil otherwise. With canHold, only workloads it accepts are considered.
+func (p *Preemptor) firstTurn(log logr.Logger, snapshot *schdcache.Snapshot, wl *workload.Info, prio int64, canHold func(*workload.Info) bool) *workload.Info {
+	for _, other := range p.turnLine(log, snapshot, wl.ClusterQueue, prio) {
+		if other.Obj.UID == wl.Obj.UID {
+			continue
+		}
+		if compareTurns(other.Obj, wl.Obj, p.workloadOrdering) >= 0 {
+			return nil
+		}
 		if canHold == nil || canHold(other) {
 			return other
 		}
@@ -172,7 +211,7 @@ func (p *Preemptor) SubstituteHead(ctx context.Context, head *workload.Info, sna
 	if p.pending == nil {
 		return nil
 	}
-	first := p.firstTurn(log, p.pendingIn(snapshot, head.ClusterQueue), head.Obj, priority.EffectivePriority(log, head.Obj), p.canHoldTurn(ctx, snapshot, head))
+	first := p.firstTurn(log, snapshot, head, priority.EffectivePriority(log, head.Obj), p.canHoldTurn(ctx, snapshot, head))
 	if first == nil || !p.takesTurnNow(ctx, snapshot, head, first) {
 		return nil
 	}
@@ -290,7 +329,7 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 		return ""
 	}
 	log := ctrllog.FromContext(ctx)
-	first := p.firstTurn(log, p.pendingIn(snapshot, wl.ClusterQueue), wl.Obj, priority.EffectivePriority(log, wl.Obj), p.canHoldTurn(ctx, snapshot, wl))
+	first := p.firstTurn(log, snapshot, wl, priority.EffectivePriority(log, wl.Obj), p.canHoldTurn(ctx, snapshot, wl))
 	if first == nil || !p.takesTurnNow(ctx, snapshot, wl, first) {
 		return ""
 	}

@@ -3,6 +3,7 @@ package preemption
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,7 +151,125 @@ func (p *Preemptor) canHoldTurn(ctx context.Context, snapshot *schdcache.Snapsho
 	return func(other *workload.Info) bool {
 		o := *other
 		o.ClusterQueue = info.ClusterQueue
-		return p.turnUseOf(ctx, &o, snapshot) != turnUseless
+		return !p.uselessFor(ctx, &o, snapshot)
+	}
+}
+
+// uselessFor reports whether info cannot use a turn (turnUseOf is turnUseless). That answer does
+// not depend on the time, since the "later" question looks past every window and protection, but
+// only on the workload and its ClusterQueue's quota, settings and admitted workloads: it is kept
+// across cycles while none of them changes, so that a flood of workloads that can never use a turn
+// costs its searches once per change of their queue, not at every cycle. A change elsewhere in the
+// cohort (quota lent or reclaimed) is seen at the next change of the queue itself; until then a
+// workload that could now borrow is passed over, and keeps its place in line.
+func (p *Preemptor) uselessFor(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) bool {
+	state := p.queueState(snapshot, info.ClusterQueue)
+	c := &p.pendingCycle
+	c.mu.Lock()
+	useless, ok := c.useless.get(info.Obj, state)
+	c.mu.Unlock()
+	if ok {
+		return useless
+	}
+	useless = p.turnUseOf(ctx, info, snapshot) == turnUseless
+	c.mu.Lock()
+	c.useless.put(info.Obj, state, useless)
+	c.mu.Unlock()
+	return useless
+}
+
+// queueState is a fingerprint of what uselessFor's answers in cq depend on: its quota generation,
+// its preemption policy and settings, and its admitted workloads with their versions.
+// It is computed once per cycle.
+func (p *Preemptor) queueState(snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference) uint64 {
+	c := &p.pendingCycle
+	c.mu.Lock()
+	if c.snapshot != snapshot {
+		c.reset(snapshot)
+	}
+	state, ok := c.states[cq]
+	c.mu.Unlock()
+	if ok {
+		return state
+	}
+	state = p.computeQueueState(snapshot, cq)
+	c.mu.Lock()
+	if c.snapshot == snapshot {
+		c.states[cq] = state
+	}
+	c.mu.Unlock()
+	return state
+}
+
+func (p *Preemptor) computeQueueState(snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference) uint64 {
+	cqs := snapshot.ClusterQueue(cq)
+	if cqs == nil {
+		return 0
+	}
+	// Maps iterate in no order: each entry is hashed on its own and the hashes combined by XOR.
+	hash := func(parts ...any) uint64 {
+		h := fnv.New64a()
+		fmt.Fprint(h, parts...)
+		return h.Sum64()
+	}
+	sum := hash(cqs.AllocatableResourceGeneration, " ", fmt.Sprintf("%v %+v", cqs.Preemption, p.settings(cq)))
+	for fr, q := range cqs.ResourceNode.Quotas {
+		sum ^= hash("quota ", fr, " ", q.Nominal, " ", cqs.PotentialAvailable(fr))
+	}
+	for _, info := range cqs.Workloads {
+		h := fnv.New64a()
+		h.Write([]byte(info.Obj.UID))
+		h.Write([]byte{'/'})
+		h.Write([]byte(info.Obj.ResourceVersion))
+		sum ^= h.Sum64()
+	}
+	return sum
+}
+
+// uselessMemo is uselessFor's memory: by UID, the answer, the workload's version and its queue's
+// state it was found for, and the cycle it was last used in. Entries unused for forgetAfter
+// cycles are dropped (the workload was admitted or deleted).
+type uselessMemo struct {
+	cycle   int
+	entries map[types.UID]uselessEntry
+}
+
+type uselessEntry struct {
+	resourceVersion string
+	state           uint64
+	useless         bool
+	used            int
+}
+
+const forgetAfter = 100
+
+func (m *uselessMemo) get(wl *kueue.Workload, state uint64) (bool, bool) {
+	e, ok := m.entries[wl.UID]
+	if !ok || e.resourceVersion != wl.ResourceVersion || e.state != state {
+		return false, false
+	}
+	e.used = m.cycle
+	m.entries[wl.UID] = e
+	return e.useless, true
+}
+
+func (m *uselessMemo) put(wl *kueue.Workload, state uint64, useless bool) {
+	if m.entries == nil {
+		m.entries = map[types.UID]uselessEntry{}
+	}
+	m.entries[wl.UID] = uselessEntry{resourceVersion: wl.ResourceVersion, state: state, useless: useless, used: m.cycle}
+}
+
+// nextCycle starts a cycle, dropping the entries unused for forgetAfter cycles now and then.
+func (m *uselessMemo) nextCycle() {
+	m.cycle++
+	if m.cycle%forgetAfter != 0 {
+		return
+	}
+	for uid, e := range m.entries {
+		if m.cycle-e.used >= forgetAfter {
+			delete(m.entries, uid)
+		}
 	}
 }
 
@@ -166,5 +285,8 @@ func (p *Preemptor) explainPassedOver(ctx context.Context, info *workload.Info, 
 func (c *pendingCycle) reset(snapshot *schdcache.Snapshot) {
 	c.snapshot = snapshot
 	c.byCQ = map[kueue.ClusterQueueReference][]*workload.Info{}
+	c.lines = map[lineKey][]*workload.Info{}
 	c.use = map[types.UID]turnUse{}
+	c.states = map[kueue.ClusterQueueReference]uint64{}
+	c.useless.nextCycle()
 }

@@ -130,3 +130,34 @@ func TestSubstituteHeadOnlyForWhoCanGoNow(t *testing.T) {
 		})
 	}
 }
+
+// A workload found unable to use a turn stays passed over across cycles only while its
+// ClusterQueue is unchanged: once the workload that kept it out is gone, the same preemptor (and
+// its memory of earlier answers) gives it its place in line back, and a later workload waits for
+// it again.
+func TestPassedOverUntilTheQueueChanges(t *testing.T) {
+	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).
+		Request(corev1.ResourceCPU, "3").Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+
+	// The workload that ran for 2h30m has priority 100: the older one, which needs all three CPUs,
+	// can never have them.
+	sc := timeSharingScenario("1", 10, 10, 100)
+	p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+		clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, timeSharingOptions(time.Hour, []*kueue.Workload{older})...)
+	pending := sc.PendingInfo()
+	var got []string
+	// Two cycles with the high-priority workload, then two after it finished.
+	for range 2 {
+		got = append(got, p.ExplainWait(ctx, pending, snapshotOf(t, ctx, sc)))
+	}
+	sc.Admitted = sc.Admitted[:2]
+	for range 2 {
+		got = append(got, p.ExplainWait(ctx, pending, snapshotOf(t, ctx, sc)))
+	}
+	protected := "same-priority workloads are protected by minAdmitDuration 1h0m0s; the first becomes preemptible after 2026-03-01T13:30:00Z"
+	want := []string{protected, protected, waitingForTurn, waitingForTurn}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what the pending workload is told, per cycle (-want +got):\n%s", diff)
+	}
+}
