@@ -43,17 +43,31 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 // one that joined by its queue-order timestamp, as the back of the line is where leaving puts it.
 // Then the smaller UID.
 func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
-	if c := turnTime(a, ordering).Compare(turnTime(b, ordering)); c != 0 {
+	return turnOf(a, ordering).compare(turnOf(b, ordering))
+}
+
+// turnPlace is what compareTurns reads of a workload, read once.
+type turnPlace struct {
+	at   time.Time
+	left bool
+	uid  types.UID
+}
+
+func turnOf(wl *kueue.Workload, ordering workload.Ordering) turnPlace {
+	return turnPlace{at: turnTime(wl, ordering), left: leftQuota(wl) != nil, uid: wl.UID}
+}
+
+func (a turnPlace) compare(b turnPlace) int {
+	if c := a.at.Compare(b.at); c != 0 {
 		return c
 	}
-	ra, rb := leftQuota(a) != nil, leftQuota(b) != nil
-	if ra != rb {
-		if ra {
+	if a.left != b.left {
+		if a.left {
 			return 1
 		}
 		return -1
 	}
-	return cmp.Compare(a.UID, b.UID)
+	return cmp.Compare(a.uid, b.uid)
 }
 
 // leftQuota returns the condition saying that a pending workload left the quota and has not had
@@ -110,9 +124,13 @@ func (p *Preemptor) waitingLonger(s *search) string {
 type pendingCycle struct {
 	mu       sync.Mutex
 	snapshot *schdcache.Snapshot
-	byCQ     map[kueue.ClusterQueueReference][]*workload.Info
-	// lines is, per ClusterQueue and priority, its pending workloads in turn order (turnLine).
-	lines map[lineKey][]*workload.Info
+	// lines is, per ClusterQueue and priority, its pending workloads in turn order (turnLine),
+	// and holders the first of them that may hold the turn (holders).
+	lines   map[lineKey][]turnEntry
+	holders map[lineKey][]turnEntry
+	// large keeps the pending lists of ClusterQueues with more than largeQueue pending beyond
+	// the cycle, for largeQueueAge.
+	large map[kueue.ClusterQueueReference]largeList
 	// use is, by UID, whether a pending workload could use a turn (turnUseOf).
 	use map[types.UID]turnUse
 	// states is, per ClusterQueue, its queueState in this cycle.
@@ -127,75 +145,171 @@ type lineKey struct {
 	prio int64
 }
 
-// pendingIn returns cq's pending workloads as read once during the cycle of snapshot.
-func (p *Preemptor) pendingIn(snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference) []*workload.Info {
+// turnEntry is a pending workload in a turn line, with its place read once.
+type turnEntry struct {
+	info  *workload.Info
+	place turnPlace
+}
+
+type largeList struct {
+	at    time.Time
+	lines map[int64][]turnEntry
+	// holders keeps, per priority, the holders found in the lines, with the queueState they were
+	// found in: while the lines and the state are the same, so are they.
+	holders map[int64]heldBy
+}
+
+type heldBy struct {
+	state   uint64
+	holders []turnEntry
+}
+
+const (
+	// largeQueue and largeQueueAge bound what a flood of pending workloads costs the scheduler:
+	// the queue manager sorts a ClusterQueue's whole pending list on every read, so the turn
+	// lines of a ClusterQueue with more than largeQueue pending are read again at most every
+	// largeQueueAge, not at every cycle. Until then a workload that joined the line meanwhile
+	// (at its back) is not yet in it, and one admitted or deleted meanwhile is passed over by
+	// firstTurn.
+	largeQueue    = 1000
+	largeQueueAge = time.Second
+)
+
+// turnLine returns cq's pending workloads of priority prio in turn order (compareTurns), read
+// and sorted once per cycle of snapshot (see largeQueue for the large ones): a question about
+// turns reads only the part of the line in front of the asker, not the whole queue.
+func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference, prio int64) []turnEntry {
 	if p.pending == nil {
 		return nil
 	}
 	if snapshot == nil {
-		return p.pending(cq)
+		return turnLines(log, p.pending(cq), p.workloadOrdering)[prio]
 	}
 	c := &p.pendingCycle
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.snapshot != snapshot {
 		c.reset(snapshot)
 	}
-	list, ok := c.byCQ[cq]
-	if !ok {
-		list = p.pending(cq)
-		c.byCQ[cq] = list
+	line, ok := c.lines[lineKey{cq, prio}]
+	if ok {
+		c.mu.Unlock()
+		return line
 	}
-	return list
+	now := p.clock.Now()
+	if l, ok := c.large[cq]; ok && now.Sub(l.at) < largeQueueAge {
+		c.mu.Unlock()
+		return l.lines[prio]
+	}
+	c.mu.Unlock()
+	pending := p.pending(cq)
+	lines := turnLines(log, pending, p.workloadOrdering)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snapshot == snapshot {
+		for pr, line := range lines {
+			c.lines[lineKey{cq, pr}] = line
+		}
+		if _, ok := lines[prio]; !ok {
+			c.lines[lineKey{cq, prio}] = nil
+		}
+	}
+	if len(pending) > largeQueue {
+		c.large[cq] = largeList{at: now, lines: lines, holders: map[int64]heldBy{}}
+	} else {
+		delete(c.large, cq)
+	}
+	return lines[prio]
 }
 
-// turnLine returns cq's pending workloads of priority prio in turn order (compareTurns), sorted
-// once per cycle of snapshot: a question about turns reads only the part of the line in front of
-// the asker, not the whole queue.
-func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference, prio int64) []*workload.Info {
-	pending := p.pendingIn(snapshot, cq)
-	if snapshot != nil {
-		c := &p.pendingCycle
-		c.mu.Lock()
-		line, ok := c.lines[lineKey{cq, prio}]
-		c.mu.Unlock()
-		if ok {
-			return line
-		}
-	}
-	var line []*workload.Info
+// turnLines splits pending by priority, each part in turn order.
+func turnLines(log logr.Logger, pending []*workload.Info, ordering workload.Ordering) map[int64][]turnEntry {
+	lines := map[int64][]turnEntry{}
 	for _, info := range pending {
-		if priority.EffectivePriority(log, info.Obj) == prio {
-			line = append(line, info)
-		}
+		prio := priority.EffectivePriority(log, info.Obj)
+		lines[prio] = append(lines[prio], turnEntry{info: info, place: turnOf(info.Obj, ordering)})
 	}
-	slices.SortFunc(line, func(a, b *workload.Info) int { return compareTurns(a.Obj, b.Obj, p.workloadOrdering) })
-	if snapshot != nil {
-		c := &p.pendingCycle
-		c.mu.Lock()
-		if c.snapshot == snapshot {
-			c.lines[lineKey{cq, prio}] = line
-		}
-		c.mu.Unlock()
+	for _, line := range lines {
+		slices.SortFunc(line, func(a, b turnEntry) int { return a.place.compare(b.place) })
 	}
-	return line
+	return lines
 }
 
 // firstTurn returns the workload of wl's ClusterQueue with priority prio whose turn comes first,
 // if it comes before wl's; nil otherwise. With canHold, only workloads it accepts are considered.
+// Workloads the snapshot has admitted (a line kept from an earlier cycle may still list them) are
+// passed over.
 func (p *Preemptor) firstTurn(log logr.Logger, snapshot *schdcache.Snapshot, wl *workload.Info, prio int64, canHold func(*workload.Info) bool) *workload.Info {
-	for _, other := range p.turnLine(log, snapshot, wl.ClusterQueue, prio) {
-		if other.Obj.UID == wl.Obj.UID {
+	asker := turnOf(wl.Obj, p.workloadOrdering)
+	for _, other := range p.holders(log, snapshot, wl.ClusterQueue, prio, canHold) {
+		if other.place.uid == asker.uid {
 			continue
 		}
-		if compareTurns(other.Obj, wl.Obj, p.workloadOrdering) >= 0 {
-			return nil
+		if other.place.compare(asker) < 0 {
+			return other.info
 		}
-		if canHold == nil || canHold(other) {
-			return other
-		}
+		return nil
 	}
 	return nil
+}
+
+// holders returns the first two workloads of a turn line that may hold the turn: not admitted,
+// and accepted by canHold. Which workloads canHold accepts depends on their ClusterQueue, not on
+// who asks, so the line is read once per cycle for every asker (the second serves the first when
+// it asks itself), and a flood of workloads that cannot hold a turn costs one pass per cycle.
+func (p *Preemptor) holders(log logr.Logger, snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference, prio int64, canHold func(*workload.Info) bool) []turnEntry {
+	key := lineKey{cq, prio}
+	if snapshot != nil {
+		c := &p.pendingCycle
+		c.mu.Lock()
+		if c.snapshot == snapshot {
+			if h, ok := c.holders[key]; ok {
+				c.mu.Unlock()
+				return h
+			}
+		}
+		c.mu.Unlock()
+	}
+	var admitted map[workload.Reference]*workload.Info
+	var state uint64
+	if snapshot != nil {
+		if cqs := snapshot.ClusterQueue(cq); cqs != nil {
+			admitted = cqs.Workloads
+		}
+		state = p.queueState(snapshot, cq)
+		c := &p.pendingCycle
+		c.mu.Lock()
+		if l, ok := c.large[cq]; ok && p.clock.Now().Sub(l.at) < largeQueueAge {
+			if h, ok := l.holders[prio]; ok && h.state == state {
+				c.holders[key] = h.holders
+				c.mu.Unlock()
+				return h.holders
+			}
+		}
+		c.mu.Unlock()
+	}
+	var out []turnEntry
+	for _, e := range p.turnLine(log, snapshot, cq, prio) {
+		if _, ok := admitted[workload.Key(e.info.Obj)]; ok {
+			continue
+		}
+		if canHold == nil || canHold(e.info) {
+			if out = append(out, e); len(out) == 2 {
+				break
+			}
+		}
+	}
+	if snapshot != nil {
+		c := &p.pendingCycle
+		c.mu.Lock()
+		if c.snapshot == snapshot {
+			c.holders[key] = out
+		}
+		if l, ok := c.large[cq]; ok {
+			l.holders[prio] = heldBy{state: state, holders: out}
+		}
+		c.mu.Unlock()
+	}
+	return out
 }
 
 // SubstituteHead lets a queue head that left the quota (rotated out for time-sharing, or evicted for

@@ -284,8 +284,11 @@ func (p *Preemptor) explainPassedOver(ctx context.Context, info *workload.Info, 
 // reset starts the cache of a new cycle.
 func (c *pendingCycle) reset(snapshot *schdcache.Snapshot) {
 	c.snapshot = snapshot
-	c.byCQ = map[kueue.ClusterQueueReference][]*workload.Info{}
-	c.lines = map[lineKey][]*workload.Info{}
+	c.lines = map[lineKey][]turnEntry{}
+	c.holders = map[lineKey][]turnEntry{}
+	if c.large == nil {
+		c.large = map[kueue.ClusterQueueReference]largeList{}
+	}
 	c.use = map[types.UID]turnUse{}
 	c.states = map[kueue.ClusterQueueReference]uint64{}
 	c.useless.nextCycle()

@@ -2,6 +2,7 @@ package preemption
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -159,5 +161,64 @@ func TestPassedOverUntilTheQueueChanges(t *testing.T) {
 	want := []string{protected, protected, waitingForTurn, waitingForTurn}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("what the pending workload is told, per cycle (-want +got):\n%s", diff)
+	}
+}
+
+// The turn line of a ClusterQueue with more than largeQueue pending is read again at most every
+// largeQueueAge; a smaller one's at every cycle.
+func TestLargeTurnLinesAreReadAtMostOnceASecond(t *testing.T) {
+	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+	pendingAt := func(name string, created time.Time) *kueue.Workload {
+		return utiltestingapi.MakeWorkload(name, "ns").UID(types.UID(name)).Priority(10).
+			Request(corev1.ResourceCPU, "1").Creation(created).Obj()
+	}
+	cases := map[string]struct {
+		pending int
+		// want is, per cycle (before the earlier workload joins, just after it joined, a second
+		// after it joined), whose turn comes first.
+		want []string
+	}{
+		"small queue: seen at the next cycle": {pending: 10, want: []string{"w-0", "earlier", "earlier"}},
+		"large queue: seen a second later":    {pending: largeQueue + 1, want: []string{"w-0", "w-0", "earlier"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := timeSharingScenario("1")
+			var pending []*kueue.Workload
+			for i := range tc.pending {
+				pending = append(pending, pendingAt(fmt.Sprintf("w-%d", i), snapgen.Epoch.Add(time.Duration(i+1)*time.Second)))
+			}
+			clk := clocktesting.NewFakeClock(sc.Now)
+			opts := timeSharingOptions(time.Hour, nil)
+			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
+				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: true}
+			})
+			opts[1] = WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
+				var out []*workload.Info
+				for _, wl := range pending {
+					out = append(out, workload.NewInfo(wl))
+				}
+				return out
+			})
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clk, nil, preemptexpectations.New(), nil, opts...)
+			asker := workload.NewInfo(pendingAt("asker", snapgen.Epoch.Add(time.Hour)))
+			asker.ClusterQueue = "cq"
+			first := func() string {
+				got := p.firstTurn(logr.Discard(), snapshotOf(t, ctx, sc), asker, 10, nil)
+				if got == nil {
+					return ""
+				}
+				return got.Obj.Name
+			}
+			got := []string{first()}
+			pending = append(pending, pendingAt("earlier", snapgen.Epoch))
+			got = append(got, first())
+			clk.Step(largeQueueAge)
+			got = append(got, first())
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("whose turn comes first, per cycle (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

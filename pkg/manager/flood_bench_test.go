@@ -1,0 +1,214 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
+	"sigs.k8s.io/kueue/pkg/util/expectations"
+	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
+	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
+)
+
+// BenchmarkFlood: one team floods its time-sharing ClusterQueue with Jobs that can never use a
+// turn, behind a workload that was rotated out, and another team's ClusterQueue in the same
+// cohort admits floodAdmissions workloads, one per cycle; each of its admissions requeues the
+// flooded queue, as the finish of one of its workloads does. It reports the untouched team's
+// time per admission and the process's CPU time per run, with 0 and 10,000 flooding Jobs: the
+// flood's cost to the others is the ratio of the two (docs/performance.md).
+func BenchmarkFlood(b *testing.B) {
+	for _, flood := range []int{0, 10000} {
+		b.Run(fmt.Sprintf("flood=%d", flood), func(b *testing.B) {
+			var cpu time.Duration
+			for range b.N {
+				b.StopTimer()
+				w := newFloodWorld(b, flood)
+				before := processCPU()
+				b.StartTimer()
+				w.run(b)
+				b.StopTimer()
+				cpu += processCPU() - before
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*floodAdmissions), "ms/admission")
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// floodAdmissions is how many workloads the untouched team's ClusterQueue admits per run.
+const floodAdmissions = 100
+
+type floodWorld struct {
+	ctx      context.Context
+	client   client.Client
+	cache    *schdcache.Cache
+	queues   *qcache.Manager
+	requeuer interface{ ProcessRequeues(context.Context) int }
+	store    *expectations.Store
+	admitted atomic.Int32
+	// admissions gets one value per admission of the untouched team.
+	admissions chan struct{}
+	done       chan struct{}
+	flooded    *kueue.ClusterQueue
+}
+
+func newFloodWorld(b *testing.B, flood int) *floodWorld {
+	now := time.Now()
+	w := &floodWorld{ctx: ctrllog.IntoContext(context.Background(), logr.Discard()), store: preemptexpectations.New(),
+		admissions: make(chan struct{}, floodAdmissions), done: make(chan struct{})}
+	flavor := testingwrappers.MakeResourceFlavor("f0").Obj()
+	// The flooded queue: three CPUs, one held for ever by a higher-priority workload, two by a
+	// same-priority one inside its window, and it does not borrow. The rotated-out workload needs
+	// those two; the flood's Jobs need all three, so none of them can ever use a turn.
+	w.flooded = testingwrappers.MakeClusterQueue("team-a").Cohort("shared").
+		ResourceGroup(*testingwrappers.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, "3", "0").Obj()).
+		Preemption(kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerOrNewerEqualPriority}).Obj()
+	untouched := testingwrappers.MakeClusterQueue("team-b").Cohort("shared").
+		ResourceGroup(*testingwrappers.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, fmt.Sprint(floodAdmissions)).Obj()).Obj()
+	lqs := []kueue.LocalQueue{
+		*testingwrappers.MakeLocalQueue("lq", "team-a").ClusterQueue("team-a").Obj(),
+		*testingwrappers.MakeLocalQueue("lq", "team-b").ClusterQueue("team-b").Obj(),
+	}
+	admittedIn := func(name string, prio int32, cpus string, reserved time.Time) *kueue.Workload {
+		psa := testingwrappers.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f0").ResourceUsage(corev1.ResourceCPU, cpus)
+		return testingwrappers.MakeWorkload(name, "team-a").UID(types.UID(name)).Queue("lq").Priority(prio).
+			Request(corev1.ResourceCPU, cpus).Creation(now.Add(-2*time.Hour)).
+			ReserveQuotaAt(testingwrappers.MakeAdmission("team-a").PodSets(psa.Obj()).Obj(), reserved).Obj()
+	}
+	admitted := []*kueue.Workload{
+		admittedIn("high", 100, "1", now.Add(-10*time.Minute)),
+		admittedIn("turn", 10, "2", now.Add(-10*time.Minute)),
+	}
+	rotated := testingwrappers.MakeWorkload("rotated", "team-a").UID("rotated").Queue("lq").Priority(10).
+		Request(corev1.ResourceCPU, "2").Creation(now.Add(-3 * time.Hour)).
+		Condition(metav1.Condition{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: policy.TimeBasedReason,
+			LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}).Obj()
+	pending := []*kueue.Workload{rotated}
+	for i := range flood {
+		pending = append(pending, testingwrappers.MakeWorkload(fmt.Sprintf("flood-%d", i), "team-a").UID(types.UID(fmt.Sprintf("flood-%d", i))).
+			Queue("lq").Priority(10).Request(corev1.ResourceCPU, "3").Creation(now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)).Obj())
+	}
+	for i := range floodAdmissions {
+		pending = append(pending, testingwrappers.MakeWorkload(fmt.Sprintf("b-%d", i), "team-b").UID(types.UID(fmt.Sprintf("b-%d", i))).
+			Queue("lq").Request(corev1.ResourceCPU, "1").Creation(now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)).Obj())
+	}
+	var items []kueue.Workload
+	for _, wl := range append(admitted, pending...) {
+		items = append(items, *wl)
+	}
+	w.client = utiltesting.NewClientBuilder().
+		WithObjects(utiltesting.MakeNamespaceWrapper("team-a").Obj(), utiltesting.MakeNamespaceWrapper("team-b").Obj(), w.flooded, untouched).
+		WithLists(&kueue.WorkloadList{Items: items}, &kueue.LocalQueueList{Items: lqs}).
+		WithStatusSubresource(&kueue.Workload{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			err := utiltesting.TreatSSAAsStrategicMerge(ctx, c, sub, obj, patch, opts...)
+			if wl, ok := obj.(*kueue.Workload); ok && wl.Namespace == "team-b" && wl.Status.Admission != nil {
+				w.admissions <- struct{}{}
+				if w.admitted.Add(1) == floodAdmissions {
+					close(w.done)
+				}
+			}
+			return err
+		}}).
+		Build()
+	w.cache = schdcache.New(w.client)
+	w.queues, w.requeuer = qcache.NewManagerForUnitTestsWithRequeuer(w.client, w.cache, qcache.WithPreemptionExpectations(w.store))
+	log := logr.Discard()
+	w.cache.AddOrUpdateResourceFlavor(log, flavor)
+	for i := range lqs {
+		must(b, w.queues.AddLocalQueue(w.ctx, &lqs[i]))
+	}
+	for _, cq := range []*kueue.ClusterQueue{w.flooded, untouched} {
+		must(b, w.cache.AddClusterQueue(w.ctx, cq))
+		must(b, w.queues.AddClusterQueue(w.ctx, cq))
+	}
+	for _, wl := range admitted {
+		w.cache.AddOrUpdateWorkload(log, wl)
+	}
+	for _, wl := range pending {
+		must(b, w.queues.AddOrUpdateWorkload(log, wl))
+	}
+	return w
+}
+
+func (w *floodWorld) run(b *testing.B) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.admissions:
+				must(b, w.queues.UpdateClusterQueue(ctx, w.flooded, true))
+				w.requeuer.ProcessRequeues(ctx)
+			}
+		}
+	})
+	settings := func(cq kueue.ClusterQueueReference) policy.QueueSettings {
+		if cq == "team-a" {
+			return policy.QueueSettings{MinAdmitDuration: time.Hour}
+		}
+		return policy.QueueSettings{}
+	}
+	factory := func(c scheduler.PreemptorConfig) scheduler.Preemptor {
+		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
+			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
+			preemption.WithPendingWorkloads(w.queues.PendingWorkloadsInfo), preemption.WithQueueSettings(settings))}
+	}
+	s := scheduler.New(w.queues, w.cache, w.client, &utiltesting.EventRecorder{},
+		scheduler.WithPreemptionExpectations(w.store), scheduler.WithPreemptor(factory))
+	must(b, s.Start(ctx))
+	select {
+	case <-w.done:
+	case <-time.After(time.Minute):
+		var list kueue.WorkloadList
+		must(b, w.client.List(ctx, &list, client.InNamespace("team-b")))
+		for _, wl := range list.Items {
+			if wl.Status.Admission == nil {
+				b.Logf("%s: %+v", wl.Name, wl.Status.Conditions)
+			}
+		}
+		b.Fatalf("%d of %d admitted after five minutes", w.admitted.Load(), floodAdmissions)
+	}
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
