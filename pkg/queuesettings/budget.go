@@ -24,6 +24,11 @@ import (
 // budgetState is what the preemption budget needs: each queue's budget, the tree they form and
 // the ledger of the preemptions they paid for. The ledger is in memory only; LoadPreemptions
 // rebuilds it on start from the Workloads' conditions, which only the manager writes.
+//
+// The ledger keeps only preemptions that a budget counts (one on the victim's path, or the
+// configuration's default), for as long as the slowest bucket takes to refill, indexed by queue
+// and by victim so that a candidate's buckets are read without a scan: a budget set later counts
+// the preemptions from then on (after a restart, those the Workloads' conditions still record).
 type budgetState struct {
 	mu           sync.RWMutex
 	def          *tsapi.PreemptionBudget
@@ -31,7 +36,12 @@ type budgetState struct {
 	cohorts      map[kueue.CohortReference]*tsapi.PreemptionBudget
 	cqParent     map[kueue.ClusterQueueReference]kueue.CohortReference
 	cohortParent map[kueue.CohortReference]kueue.CohortReference
-	ledger       []preemption
+	// byNode and byVictim are the ledger: the times of the preemptions below each queue, and of
+	// each victim's, sorted.
+	byNode   map[node][]time.Time
+	byVictim map[types.UID][]time.Time
+	// entries counts the times the ledger holds; at pruneAt, every list is pruned.
+	entries, pruneAt int
 }
 
 // preemption is one paid for: its victim, the queues above it then (ClusterQueue first) and when.
@@ -163,12 +173,7 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
 		perWorkload, perWorkloadOwner = st.def, "the manager configuration"
 	}
 	if w, ok := policy.PerWorkloadOf(perWorkload); ok {
-		var spent []time.Time
-		for _, p := range st.ledger {
-			if p.uid == wl.UID {
-				spent = append(spent, p.at)
-			}
-		}
+		spent := slices.Clone(st.byVictim[wl.UID])
 		out.Buckets = append([]policy.Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
 	}
 	if len(out.Buckets) == 0 {
@@ -179,13 +184,7 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
 
 // spentLocked are the instants of the preemptions of workloads below n.
 func (st *budgetState) spentLocked(n node) []time.Time {
-	var out []time.Time
-	for _, p := range st.ledger {
-		if slices.Contains(p.path, n) {
-			out = append(out, p.at)
-		}
-	}
-	return out
+	return slices.Clone(st.byNode[n])
 }
 
 // RecordPreemption enters the preemption of wl, holding quota in cq, at at. A preemption of the
@@ -199,16 +198,77 @@ func (s *Store) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueRefere
 }
 
 func (st *budgetState) recordLocked(p preemption, admitted time.Time) {
-	for _, q := range st.ledger {
-		if q.uid == p.uid && !q.at.Before(admitted) {
-			return
+	if !st.countedLocked(p.path) {
+		return
+	}
+	if prior := st.byVictim[p.uid]; len(prior) > 0 && !prior[len(prior)-1].Before(admitted) {
+		return
+	}
+	if st.byNode == nil {
+		st.byNode, st.byVictim = map[node][]time.Time{}, map[types.UID][]time.Time{}
+	}
+	keep := st.memoryLocked()
+	st.byVictim[p.uid] = enter(st.byVictim[p.uid], p.at, keep)
+	for _, n := range p.path {
+		st.byNode[n] = enter(st.byNode[n], p.at, keep)
+	}
+	st.entries += 1 + len(p.path)
+	if st.entries >= st.pruneAt {
+		st.pruneLocked(p.at, keep)
+	}
+}
+
+// countedLocked reports whether a budget counts the preemptions of a victim on path.
+func (st *budgetState) countedLocked(path []node) bool {
+	if st.def != nil {
+		return true
+	}
+	for _, n := range path {
+		if st.budgetOfLocked(n) != nil {
+			return true
 		}
 	}
-	i, _ := slices.BinarySearchFunc(st.ledger, p.at, func(q preemption, t time.Time) int { return q.at.Compare(t) })
-	st.ledger = slices.Insert(st.ledger, i, p)
-	// Older preemptions no longer weigh on a bucket that refilled since.
-	keep := st.memoryLocked()
-	st.ledger = slices.DeleteFunc(st.ledger, func(q preemption) bool { return p.at.Sub(q.at) > keep })
+	return false
+}
+
+// enter inserts at into the sorted times, dropping those more than keep before it: a bucket has
+// refilled since them.
+func enter(times []time.Time, at time.Time, keep time.Duration) []time.Time {
+	i, _ := slices.BinarySearchFunc(times, at, func(t, at time.Time) int { return t.Compare(at) })
+	times = slices.Insert(times, i, at)
+	return forget(times, at, keep)
+}
+
+// forget drops the times more than keep before now from the front of sorted times.
+func forget(times []time.Time, now time.Time, keep time.Duration) []time.Time {
+	i := 0
+	for i < len(times) && now.Sub(times[i]) > keep {
+		i++
+	}
+	return times[i:]
+}
+
+// pruneLocked forgets, in every list, what no bucket remembers at now; lists of queues and
+// victims that see no more preemptions go too. The next pass is when the ledger has doubled.
+func (st *budgetState) pruneLocked(now time.Time, keep time.Duration) {
+	st.entries = 0
+	for n, times := range st.byNode {
+		if times = forget(times, now, keep); len(times) == 0 {
+			delete(st.byNode, n)
+		} else {
+			st.byNode[n] = times
+			st.entries += len(times)
+		}
+	}
+	for uid, times := range st.byVictim {
+		if times = forget(times, now, keep); len(times) == 0 {
+			delete(st.byVictim, uid)
+		} else {
+			st.byVictim[uid] = times
+			st.entries += len(times)
+		}
+	}
+	st.pruneAt = 2*st.entries + 64
 }
 
 // memoryLocked is how long the ledger keeps a preemption: the longest time a bucket takes to
@@ -234,7 +294,7 @@ func (st *budgetState) memoryLocked() time.Duration {
 	for _, b := range st.cohorts {
 		consider(b)
 	}
-	return max(longest, tsapi.MaximumBudgetPeriod)
+	return longest
 }
 
 // admittedAt is when wl's quota was last reserved.
@@ -261,13 +321,19 @@ func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
 	if err := c.List(ctx, &wls); err != nil {
 		return fmt.Errorf("listing Workloads: %w", err)
 	}
+	// In time order, so that each entry goes at the end of its lists.
+	var found []preemption
+	for i := range wls.Items {
+		if p, ok := preemptionOf(&wls.Items[i]); ok {
+			found = append(found, p)
+		}
+	}
+	slices.SortFunc(found, func(a, b preemption) int { return a.at.Compare(b.at) })
 	st := &s.budget
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for i := range wls.Items {
-		if p, ok := preemptionOf(&wls.Items[i]); ok {
-			st.recordLocked(p, time.Time{})
-		}
+	for _, p := range found {
+		st.recordLocked(p, time.Time{})
 	}
 	return nil
 }

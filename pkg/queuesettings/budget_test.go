@@ -1,6 +1,7 @@
 package queuesettings
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,7 +41,9 @@ func TestBudgetsOf(t *testing.T) {
 		def          *tsapi.PreemptionBudget
 		// preempted are the victims entered, each at t0, by ClusterQueue.
 		preempted map[string]string
-		victim    *kueue.Workload
+		// later are ClusterQueues set again after the preemptions were entered.
+		later  []*unstructured.Unstructured
+		victim *kueue.Workload
 		want      *policy.Budgets
 	}{
 		"no budget anywhere": {
@@ -88,6 +91,13 @@ func TestBudgetsOf(t *testing.T) {
 				{Owner: "Cohort org", Budget: hourly, Spent: []time.Time{t0, t0}},
 			}},
 		},
+		"preemptions below no budget are not kept: a budget set later counts from then": {
+			cqs:       []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "", nil)},
+			preempted: map[string]string{"x": "a"},
+			later:     []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "", twoPerHour)},
+			victim:    wl("v", "a"),
+			want:      &policy.Budgets{Buckets: []policy.Bucket{{Owner: "ClusterQueue a", Budget: hourly}}},
+		},
 		"an invalid budget is none": {
 			cqs:    []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "", map[string]any{"maxPreemptions": int64(0), "period": "1h"})},
 			victim: wl("v", "a"),
@@ -105,6 +115,9 @@ func TestBudgetsOf(t *testing.T) {
 			}
 			for uid, cq := range tc.preempted {
 				s.RecordPreemption(wl(uid, cq), kueue.ClusterQueueReference(cq), t0)
+			}
+			for _, u := range tc.later {
+				_ = s.SetClusterQueue(u)
 			}
 			if diff := cmp.Diff(tc.want, s.BudgetsOf(tc.victim)); diff != "" {
 				t.Errorf("BudgetsOf (-want +got):\n%s", diff)
@@ -130,6 +143,8 @@ func TestRecordPreemption(t *testing.T) {
 			want: []time.Time{t0.Add(10 * time.Minute), t0.Add(30 * time.Minute)}},
 		"forgotten once no bucket can remember it": {records: [][2]int{{0, 10}, {8 * 24 * 60, 8*24*60 + 5}},
 			want: []time.Time{t0.Add(8*24*time.Hour + 5*time.Minute)}},
+		"forgotten once the slowest bucket has refilled (an hour here), not after a week": {records: [][2]int{{0, 10}, {120, 125}},
+			want: []time.Time{t0.Add(125 * time.Minute)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -182,6 +197,40 @@ func TestPreemptionOf(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(preemption{}, node{})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// BenchmarkRecordPreemption enters n preemptions of n victims in 100 ClusterQueues under one
+// budgeted Cohort, as LoadPreemptions does at start, then reads one victim's buckets: the ledger
+// grows by a constant per entry and a read does not scan it.
+func BenchmarkRecordPreemption(b *testing.B) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for range b.N {
+				s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+				org := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+					"preemption": map[string]any{"preemptionBudget": map[string]any{"maxPreemptions": int64(1000), "period": "24h", "burst": int64(100000)}}}}}
+				org.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Cohort"))
+				org.SetName("org")
+				_ = s.SetCohort(org)
+				for q := range 100 {
+					cq := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"cohortName": "org"}}}
+					cq.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
+					cq.SetName(fmt.Sprintf("cq-%d", q))
+					_ = s.SetClusterQueue(cq)
+				}
+				for i := range n {
+					w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: types.UID(fmt.Sprint(i))}}
+					s.RecordPreemption(w, kueue.ClusterQueueReference(fmt.Sprintf("cq-%d", i%100)), t0.Add(time.Duration(i)*time.Second))
+				}
+				victim := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: "v"}}
+				victim.Status.Admission = &kueue.Admission{ClusterQueue: "cq-0"}
+				if got := len(s.BudgetsOf(victim).Buckets[0].Spent); got != n {
+					b.Fatalf("%d preemptions counted, want %d", got, n)
+				}
 			}
 		})
 	}
