@@ -44,7 +44,7 @@ func TestBudgetsOf(t *testing.T) {
 		// later are ClusterQueues set again after the preemptions were entered.
 		later  []*unstructured.Unstructured
 		victim *kueue.Workload
-		want      *policy.Budgets
+		want   *policy.Budgets
 	}{
 		"no budget anywhere": {
 			cqs:    []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "org", nil)},
