@@ -131,7 +131,14 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 
 // draining is what the holds add to one scheduling cycle: per ClusterQueue, the victims whose
 // quota Kueue released while their Pods still terminate.
-type draining map[kueue.ClusterQueueReference][]string
+type draining map[kueue.ClusterQueueReference]drainingVictims
+
+// drainingVictims are one ClusterQueue's victims still terminating, and when the last of their
+// holds ends at the latest (their grace period, within the bound).
+type drainingVictims struct {
+	victims []string
+	until   time.Time
+}
 
 // apply adds the usage of each victim still draining to the snapshot, drops the holds that are
 // over, and returns the ClusterQueues that have victims draining.
@@ -164,10 +171,15 @@ func (d *drainHolds) apply(ctx context.Context, snap *schdcache.Snapshot) draini
 		if out == nil {
 			out = draining{}
 		}
-		out[h.cq] = append(out[h.cq], key.String())
+		dv := out[h.cq]
+		dv.victims = append(dv.victims, key.String())
+		if h.deadline.After(dv.until) {
+			dv.until = h.deadline
+		}
+		out[h.cq] = dv
 	}
-	for _, victims := range out {
-		slices.Sort(victims)
+	for _, dv := range out {
+		slices.Sort(dv.victims)
 	}
 	return out
 }
@@ -304,17 +316,24 @@ func (d *drainHolds) jobChanged(ctx context.Context, job *batchv1.Job) {
 }
 
 // drainMessage is the pending message of a head (key self) whose ClusterQueue waits for victims'
-// Pods. A victim that is itself the head, back in the queue, is told it waits for its own Pods.
-func drainMessage(victims []string, self string) string {
+// Pods, until at the latest. A victim that is itself the head, back in the queue, is told it
+// waits for its own. The time is the holds' end, fixed when they start, so the message does not
+// change (and cost a write) at every cycle.
+func drainMessage(victims []string, self string, until time.Time) string {
 	others := slices.DeleteFunc(slices.Clone(victims), func(v string) bool { return v == self })
+	var msg string
 	switch {
 	case len(others) == len(victims):
-		return fmt.Sprintf("waiting for the Pods of the preempted workload(s) %s to terminate before taking their quota", strings.Join(victims, ", "))
+		msg = fmt.Sprintf("waiting for the Pods of the preempted workload(s) %s to terminate before taking their quota", strings.Join(victims, ", "))
 	case len(others) == 0:
-		return "waiting for its own Pods, stopped at its preemption, to terminate before taking quota again"
+		msg = "waiting for its own Pods, stopped at its preemption, to terminate before taking quota again"
 	default:
-		return fmt.Sprintf("waiting for its own Pods, stopped at its preemption, and those of the preempted workload(s) %s to terminate before taking quota again", strings.Join(others, ", "))
+		msg = fmt.Sprintf("waiting for its own Pods, stopped at its preemption, and those of the preempted workload(s) %s to terminate before taking quota again", strings.Join(others, ", "))
 	}
+	if until.IsZero() {
+		return msg
+	}
+	return msg + "; the quota is held until " + until.UTC().Format(time.RFC3339) + " at the latest"
 }
 
 // JobChanged tells the scheduler that a Job's Pods changed (its status was updated); the manager

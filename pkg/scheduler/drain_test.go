@@ -216,11 +216,17 @@ func TestDrainWakesJustBeforeThePodsAreDue(t *testing.T) {
 // A head waiting for victims' Pods is told whose; a victim back at the head of its queue is told
 // it waits for its own.
 func TestDrainMessage(t *testing.T) {
+	until := time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)
 	cases := map[string]struct {
 		victims []string
 		self    string
+		until   time.Time
 		want    string
 	}{
+		"another workload's Pods, until when": {
+			victims: []string{"ns/a"}, self: "ns/c", until: until,
+			want: "waiting for the Pods of the preempted workload(s) ns/a to terminate before taking their quota; the quota is held until 2026-03-01T12:05:00Z at the latest",
+		},
 		"another workload's Pods": {
 			victims: []string{"ns/a", "ns/b"}, self: "ns/c",
 			want: "waiting for the Pods of the preempted workload(s) ns/a, ns/b to terminate before taking their quota",
@@ -236,7 +242,7 @@ func TestDrainMessage(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, drainMessage(tc.victims, tc.self)); diff != "" {
+			if diff := cmp.Diff(tc.want, drainMessage(tc.victims, tc.self, tc.until)); diff != "" {
 				t.Errorf("message (-want +got):\n%s", diff)
 			}
 		})

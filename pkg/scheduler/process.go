@@ -19,12 +19,13 @@ import (
 // ClusterQueue still terminate: their quota is held, so preempting again would take more than
 // is needed.
 func (s *Scheduler) waitForDrainingVictims(log logr.Logger, e *entry) bool {
-	victims := s.draining[e.ClusterQueue]
+	dv := s.draining[e.ClusterQueue]
+	victims := dv.victims
 	if len(victims) == 0 {
 		return false
 	}
 	// The victims may be other teams': named by name only in the head's own namespace.
-	e.inadmissibleMsg = message.ForNamespace(drainMessage(victims, string(workload.Key(e.Obj))), e.Obj.Namespace)
+	e.inadmissibleMsg = message.ForNamespace(drainMessage(victims, string(workload.Key(e.Obj)), dv.until), e.Obj.Namespace)
 	e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
 	// Inadmissible, not retried every cycle: the Job's update or the hold's deadline wakes
 	// the ClusterQueue (drainHolds).

@@ -323,3 +323,14 @@ it only copies, so running it again changes nothing.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+A map of labels as "key=value" pairs, sorted, comma-separated (policy messages).
+*/}}
+{{- define "kueue-timeshare.labelList" -}}
+{{- $out := list -}}
+{{- range $k := keys . | sortAlpha -}}
+{{- $out = append $out (printf "%s=%s" $k (index $ $k)) -}}
+{{- end -}}
+{{- join ", " $out -}}
+{{- end -}}
