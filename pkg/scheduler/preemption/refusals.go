@@ -4,22 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
 // Backoff of a preemptor whose evictions or notices the API server refused: doubled from
-// refusalBackoffBase at each refusal in a row, up to refusalBackoffMax.
+// refusalBackoffBase at each refusal in a row, up to refusalBackoffMax, or up to
+// transientBackoffMax when the error says nothing against the write (the API server or the
+// network failing, throttling), so that the preemption goes through within seconds of the
+// server's return.
 const (
-	refusalBackoffBase = time.Second
-	refusalBackoffMax  = 5 * time.Minute
+	refusalBackoffBase  = time.Second
+	refusalBackoffMax   = 5 * time.Minute
+	transientBackoffMax = 5 * time.Second
 	// refusalMemory is how long a refusal is remembered after its last retry time; a preemptor
 	// gone by then is forgotten.
 	refusalMemory = time.Hour
@@ -61,6 +67,16 @@ func (e *RefusedError) Message() string {
 func isFinal(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsRequestEntityTooLargeError(err) ||
 		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err)
+}
+
+// isTransient reports whether err is the API server's or the network's failure rather than an
+// answer to the write: the same write may succeed as soon as they recover.
+func isTransient(err error) bool {
+	var netErr net.Error
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
 }
 
 // isRefusal reports whether err is a refusal to back off from. A conflict (the snapshot was older
@@ -138,8 +154,12 @@ func (r *refusals) refused(preemptor types.UID, targets []*Target, err error, no
 	// without an event that wakes its queue.
 	backoff := refusalBackoffMax
 	if !final {
+		limit := refusalBackoffMax
+		if isTransient(err) {
+			limit = transientBackoffMax
+		}
 		backoff = timeutil.Mul(refusalBackoffBase, 1<<min(rf.failures-1, 20))
-		backoff = min(backoff, refusalBackoffMax)
+		backoff = min(backoff, limit)
 	}
 	rf.retryAt = now.Add(backoff)
 	return &RefusedError{Err: err, Targets: rf.names, RetryAt: rf.retryAt, Final: final}, first

@@ -71,9 +71,20 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 				{at: time.Second, writes: 1, retryIn: 2 * time.Second},
 			},
 		},
-		"throttled: the backoff is capped at five minutes": {
+		"throttled: the backoff is capped at five seconds, so that it goes through soon after the server recovers": {
 			reason: policy.TimeBasedReason,
 			answer: apierrors.NewTooManyRequests("slow down", 1),
+			attempts: []attempt{
+				{at: 0, writes: 1, retryIn: time.Second},
+				{at: time.Hour, writes: 1, retryIn: 2 * time.Second},
+				{at: 2 * time.Hour, writes: 1, retryIn: 4 * time.Second},
+				{at: 3 * time.Hour, writes: 1, retryIn: 5 * time.Second},
+				{at: 4 * time.Hour, writes: 1, retryIn: 5 * time.Second},
+			},
+		},
+		"forbidden (a policy or an admission webhook said no): the backoff is capped at five minutes": {
+			reason: policy.TimeBasedReason,
+			answer: apierrors.NewForbidden(gr, victim, errors.New("denied by a policy")),
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: time.Second},
 				{at: time.Hour, writes: 1, retryIn: 2 * time.Second},
