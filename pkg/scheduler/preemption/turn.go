@@ -188,7 +188,7 @@ func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq k
 	c := &p.pendingCycle
 	c.mu.Lock()
 	if c.snapshot != snapshot {
-		c.reset(snapshot)
+		c.reset(snapshot, p.clock.Now())
 	}
 	line, ok := c.lines[lineKey{cq, prio}]
 	if ok {

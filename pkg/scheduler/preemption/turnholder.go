@@ -40,7 +40,7 @@ func (p *Preemptor) turnUseOf(ctx context.Context, info *workload.Info, snapshot
 	c := &p.pendingCycle
 	c.mu.Lock()
 	if c.snapshot != snapshot {
-		c.reset(snapshot)
+		c.reset(snapshot, p.clock.Now())
 	}
 	use, ok := c.use[info.Obj.UID]
 	c.mu.Unlock()
@@ -166,14 +166,14 @@ func (p *Preemptor) uselessFor(ctx context.Context, info *workload.Info, snapsho
 	state := p.queueState(snapshot, info.ClusterQueue)
 	c := &p.pendingCycle
 	c.mu.Lock()
-	useless, ok := c.useless.get(info.Obj, state)
+	useless, ok := c.useless.get(info.Obj, state, p.clock.Now())
 	c.mu.Unlock()
 	if ok {
 		return useless
 	}
 	useless = p.turnUseOf(ctx, info, snapshot) == turnUseless
 	c.mu.Lock()
-	c.useless.put(info.Obj, state, useless)
+	c.useless.put(info.Obj, state, useless, p.clock.Now())
 	c.mu.Unlock()
 	return useless
 }
@@ -185,7 +185,7 @@ func (p *Preemptor) queueState(snapshot *schdcache.Snapshot, cq kueue.ClusterQue
 	c := &p.pendingCycle
 	c.mu.Lock()
 	if c.snapshot != snapshot {
-		c.reset(snapshot)
+		c.reset(snapshot, p.clock.Now())
 	}
 	state, ok := c.states[cq]
 	c.mu.Unlock()
@@ -227,10 +227,12 @@ func (p *Preemptor) computeQueueState(snapshot *schdcache.Snapshot, cq kueue.Clu
 }
 
 // uselessMemo is uselessFor's memory: by UID, the answer, the workload's version and its queue's
-// state it was found for, and the cycle it was last used in. Entries unused for forgetAfter
-// cycles are dropped (the workload was admitted or deleted).
+// state it was found for, and when it was last used. Entries unused for forgetAfter are dropped
+// (the workload was admitted or deleted); a line kept across cycles (largeQueue) reads its
+// workloads' answers only when it is read again, so the time is that of the clock, not a count of
+// cycles.
 type uselessMemo struct {
-	cycle   int
+	cycles  int
 	entries map[types.UID]uselessEntry
 }
 
@@ -238,36 +240,36 @@ type uselessEntry struct {
 	resourceVersion string
 	state           uint64
 	useless         bool
-	used            int
+	used            time.Time
 }
 
-const forgetAfter = 100
+const forgetAfter = 10 * time.Minute
 
-func (m *uselessMemo) get(wl *kueue.Workload, state uint64) (bool, bool) {
+func (m *uselessMemo) get(wl *kueue.Workload, state uint64, now time.Time) (bool, bool) {
 	e, ok := m.entries[wl.UID]
 	if !ok || e.resourceVersion != wl.ResourceVersion || e.state != state {
 		return false, false
 	}
-	e.used = m.cycle
+	e.used = now
 	m.entries[wl.UID] = e
 	return e.useless, true
 }
 
-func (m *uselessMemo) put(wl *kueue.Workload, state uint64, useless bool) {
+func (m *uselessMemo) put(wl *kueue.Workload, state uint64, useless bool, now time.Time) {
 	if m.entries == nil {
 		m.entries = map[types.UID]uselessEntry{}
 	}
-	m.entries[wl.UID] = uselessEntry{resourceVersion: wl.ResourceVersion, state: state, useless: useless, used: m.cycle}
+	m.entries[wl.UID] = uselessEntry{resourceVersion: wl.ResourceVersion, state: state, useless: useless, used: now}
 }
 
-// nextCycle starts a cycle, dropping the entries unused for forgetAfter cycles now and then.
-func (m *uselessMemo) nextCycle() {
-	m.cycle++
-	if m.cycle%forgetAfter != 0 {
+// nextCycle starts a cycle; every hundred cycles it drops the entries unused for forgetAfter.
+func (m *uselessMemo) nextCycle(now time.Time) {
+	m.cycles++
+	if m.cycles%100 != 0 {
 		return
 	}
 	for uid, e := range m.entries {
-		if m.cycle-e.used >= forgetAfter {
+		if now.Sub(e.used) >= forgetAfter {
 			delete(m.entries, uid)
 		}
 	}
@@ -282,7 +284,7 @@ func (p *Preemptor) explainPassedOver(ctx context.Context, info *workload.Info, 
 }
 
 // reset starts the cache of a new cycle.
-func (c *pendingCycle) reset(snapshot *schdcache.Snapshot) {
+func (c *pendingCycle) reset(snapshot *schdcache.Snapshot, now time.Time) {
 	c.snapshot = snapshot
 	c.lines = map[lineKey][]turnEntry{}
 	c.holders = map[lineKey][]turnEntry{}
@@ -291,5 +293,5 @@ func (c *pendingCycle) reset(snapshot *schdcache.Snapshot) {
 	}
 	c.use = map[types.UID]turnUse{}
 	c.states = map[kueue.ClusterQueueReference]uint64{}
-	c.useless.nextCycle()
+	c.useless.nextCycle(now)
 }
