@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,7 +24,7 @@ import (
 )
 
 // The chart's optional tenant policies (tenantPolicies), on the API server, as a namespace's user
-// with Kubernetes' edit role meets them.
+// with the rules of Kubernetes' edit role meets them.
 var _ = ginkgo.Describe("The chart's tenant policies on the API server", ginkgo.Ordered, func() {
 	const (
 		shared    = "shared"    // labelled as sharing time-sharing queues
@@ -71,6 +73,7 @@ var _ = ginkgo.Describe("The chart's tenant policies on the API server", ginkgo.
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: kueue.WorkloadSpec{QueueName: "queue",
 				PriorityClassRef: &kueue.PriorityClassRef{Group: kueue.WorkloadPriorityClassGroup, Kind: kueue.WorkloadPriorityClassKind, Name: class},
+				Priority:         ptr.To[int32](100),
 				PodSets: []kueue.PodSet{{Name: "main", Count: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
 				}}}}},
@@ -101,17 +104,24 @@ var _ = ginkgo.Describe("The chart's tenant policies on the API server", ginkgo.
 			}
 			gomega.Expect(k.client.Create(ctx, &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dev"},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "dev"}},
+				// edit's rules: without kube-controller-manager, envtest does not aggregate them into edit.
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:aggregate-to-edit"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "dev"}},
 			})).To(gomega.Succeed())
 		}
 		dev = impersonating("dev", "system:authenticated")
 		manager = impersonating(fmt.Sprintf("system:serviceaccount:%s:%s-controller-manager", namespace, fullname),
 			"system:serviceaccounts", "system:serviceaccounts:"+namespace, "system:authenticated")
 
-		// A Job from before the policies, with the grace period and class they refuse.
+		// A Job from before the policies, with the grace period and class they refuse. RBAC's
+		// cache follows the bindings a moment later: until then the create is Forbidden.
 		createdBefore = job(shared, "from-before", 86400, classLabel)
-		gomega.Expect(dev.Create(ctx, createdBefore)).To(gomega.Succeed())
+		gomega.Eventually(func() error { return dev.Create(ctx, createdBefore.DeepCopy()) }, timeout, interval).Should(gomega.Succeed())
+		for _, ns := range []string{other, protected} {
+			gomega.Eventually(func() error {
+				return dev.Create(ctx, job(ns, "rbac-ready", 30, nil), client.DryRunAll)
+			}, timeout, interval).Should(gomega.Succeed())
+		}
 
 		objs := renderFlags([]string{"--api-versions", vapAPI},
 			"tenantPolicies.gracePeriod.enabled=true",
@@ -123,10 +133,21 @@ var _ = ginkgo.Describe("The chart's tenant policies on the API server", ginkgo.
 				client.FieldOwner("chart-test"), client.ForceOwnership)).To(gomega.Succeed(), "%s %s", o.GetKind(), o.GetName())
 		}
 		apply(find(objs, "CustomResourceDefinition", "workloads.kueue.x-k8s.io"))
+		gomega.Eventually(func(g gomega.Gomega) {
+			var crd apiextensionsv1.CustomResourceDefinition
+			g.Expect(k.client.Get(ctx, client.ObjectKey{Name: "workloads.kueue.x-k8s.io"}, &crd)).To(gomega.Succeed())
+			g.Expect(slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+				return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+			})).To(gomega.BeTrue(), "the Workload CRD is established")
+		}, timeout, interval).Should(gomega.Succeed())
 		for _, name := range []string{gracePol, classPol} {
 			apply(find(objs, "ValidatingAdmissionPolicy", name))
 			apply(find(objs, "ValidatingAdmissionPolicyBinding", name))
 		}
+		// The manager's identity and rights, as the chart grants them.
+		apply(find(objs, "ServiceAccount", fullname+"-controller-manager"))
+		apply(find(objs, "ClusterRole", fullname+"-manager-role"))
+		apply(find(objs, "ClusterRoleBinding", fullname+"-manager-rolebinding"))
 		// The API server compiles a new policy in the background: wait until both refuse (dry
 		// run, so that nothing is stored before then).
 		gomega.Eventually(func(g gomega.Gomega) {
@@ -162,7 +183,7 @@ var _ = ginkgo.Describe("The chart's tenant policies on the API server", ginkgo.
 
 		ginkgo.By("in a namespace with the labels, and for the manager's own Workloads, it passes")
 		gomega.Expect(dev.Create(ctx, job(protected, "reserved", 30, classLabel))).To(gomega.Succeed())
-		gomega.Expect(manager.Create(ctx, workloadOfClass(shared, "for-a-job"))).To(gomega.Succeed())
+		gomega.Eventually(func() error { return manager.Create(ctx, workloadOfClass(shared, "for-a-job")) }, timeout, interval).Should(gomega.Succeed())
 	})
 
 	ginkgo.It("lets Kueue start a Job created before the policies", func() {
