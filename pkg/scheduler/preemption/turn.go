@@ -280,7 +280,9 @@ func (p *Preemptor) holders(log logr.Logger, snapshot *schdcache.Snapshot, cq ku
 		c.mu.Lock()
 		if l, ok := c.large[cq]; ok && p.clock.Now().Sub(l.at) < largeQueueAge {
 			if h, ok := l.holders[prio]; ok && h.state == state {
-				c.holders[key] = h.holders
+				if c.snapshot == snapshot {
+					c.holders[key] = h.holders
+				}
 				c.mu.Unlock()
 				return h.holders
 			}
