@@ -17,6 +17,7 @@ import (
 // opaqueValues are passed through whole (a Kubernetes or Kueue structure): documented as one value.
 var opaqueValues = map[string]bool{
 	"kueueConfiguration": true, "resources": true, "podSecurityContext": true, "securityContext": true,
+	"tenantPolicies.gracePeriod.namespaceSelector": true,
 }
 
 // valuePaths lists the dotted paths of values.yaml, down to leaves and opaque values.
