@@ -251,24 +251,23 @@ func forget(times []time.Time, now time.Time, keep time.Duration) []time.Time {
 // pruneLocked forgets, in every list, what no bucket remembers at now; lists of queues and
 // victims that see no more preemptions go too. The next pass is when the ledger has doubled.
 func (st *budgetState) pruneLocked(now time.Time, keep time.Duration) {
-	st.entries = 0
-	for n, times := range st.byNode {
-		if times = forget(times, now, keep); len(times) == 0 {
-			delete(st.byNode, n)
-		} else {
-			st.byNode[n] = times
-			st.entries += len(times)
-		}
-	}
-	for uid, times := range st.byVictim {
-		if times = forget(times, now, keep); len(times) == 0 {
-			delete(st.byVictim, uid)
-		} else {
-			st.byVictim[uid] = times
-			st.entries += len(times)
-		}
-	}
+	st.entries = pruneTimes(st.byNode, now, keep) + pruneTimes(st.byVictim, now, keep)
 	st.pruneAt = 2*st.entries + 64
+}
+
+// pruneTimes forgets in each list of m what is more than keep before now, drops the lists left
+// empty, and returns how many times remain.
+func pruneTimes[K comparable](m map[K][]time.Time, now time.Time, keep time.Duration) int {
+	left := 0
+	for k, times := range m {
+		if times = forget(times, now, keep); len(times) == 0 {
+			delete(m, k)
+		} else {
+			m[k] = times
+			left += len(times)
+		}
+	}
+	return left
 }
 
 // memoryLocked is how long the ledger keeps a preemption: the longest time a bucket takes to
