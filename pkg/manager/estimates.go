@@ -284,9 +284,11 @@ func (m *Manager) setupEstimates() error {
 	log := m.log.WithName("estimate")
 	first := &firstEstimates{role: func() string { return roletracker.GetRole(m.roleTracker) }, customLabels: m.customLabels}
 	e := &estimator{m: m, clock: clk, log: log, first: first}
-	e.recent = &recentSnapshot{take: e.snapshot, clock: clk, maxAge: estimateMinInterval}
+	// The cache and the shared snapshot bound CPU, so they age in real time whatever clock the
+	// policy reads: under a stepped clock they would otherwise serve one walk for ever.
+	e.recent = &recentSnapshot{take: e.snapshot, clock: clock.RealClock{}, maxAge: estimateMinInterval}
 	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, max: maxEstimated,
-		clock: clk, ttl: estimateTTL, minInterval: estimateMinInterval}
+		clock: clock.RealClock{}, ttl: estimateTTL, minInterval: estimateMinInterval}
 	interval := m.timeshareCfg.AdmissionEstimates.RefreshInterval.Duration
 	run := func(ctx context.Context) error {
 		return m.runEstimates(ctx, first, interval, clk, e.snapshot, log)
