@@ -922,7 +922,12 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 			// In a ClusterQueue that takes turns, one that leaves the quota for any reason waits
 			// from then (preemption.turnTime).
 			back := r.turn || w.q.Settings.TakesTurns()
-			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: r.h.cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
+			cand := r.h.cand
+			if r.own {
+				// Our eviction ends the turn a charge shortened (policy.TurnChargeSpent).
+				cand.TurnCharge = 0
+			}
+			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
 			w.enqueue(wt)
 			if !back {
 				w.waitsAgain(wt)

@@ -60,6 +60,9 @@ type Candidate struct {
 	QueuedAt time.Time
 	// QuotaReservedAt is when the QuotaReserved condition last became true; zero if it is not true.
 	QuotaReservedAt time.Time
+	// TurnCharge shortens its turn: the time its Pods outlived the hold after its last one
+	// (TurnChargeOf).
+	TurnCharge time.Duration
 	// AdmittedAt is when the Admitted condition last became true (work started); zero if it is not true.
 	AdmittedAt time.Time
 	// RunningSince is when the running time that min-runtimes and expected runtimes count began,
@@ -343,6 +346,7 @@ func NewCandidate(log logr.Logger, info *workload.Info, ordering workload.Orderi
 	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.QuotaReservedAt = cond.LastTransitionTime.Time
 	}
+	c.TurnCharge = TurnChargeOf(info.Obj)
 	if cond := apimeta.FindStatusCondition(info.Obj.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
 	}

@@ -2,8 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 )
@@ -66,8 +69,12 @@ func WithTimeBasedPreemption() Option {
 				in.Candidate.Priority == in.Preemptor.Priority && pastMinAdmitDuration(in.Candidate, in.Settings, in.Now)
 		},
 		Why: func(in *Input) string {
-			return fmt.Sprintf("same priority %d and holding quota for %s, longer than minAdmitDuration %s",
+			msg := fmt.Sprintf("same priority %d and holding quota for %s, longer than minAdmitDuration %s",
 				in.Candidate.Priority, in.Now.Sub(in.Candidate.QuotaReservedAt).Round(time.Second), in.Settings.MinAdmitDuration)
+			if in.Candidate.TurnCharge > 0 {
+				msg += fmt.Sprintf(" less %s its Pods outlived the hold after its last turn", min(in.Candidate.TurnCharge, in.Settings.MinAdmitDuration))
+			}
+			return msg
 		},
 	}
 	key := OrderKey{Name: KeyTimeExpired, Compare: func(ctx *OrderContext, a, b *Candidate) int {
@@ -103,9 +110,10 @@ type QueueSettings struct {
 // it sets a minAdmitDuration (read with its gate on).
 func (s QueueSettings) TakesTurns() bool { return s.MinAdmitDuration > 0 }
 
-// pastMinAdmitDuration: strictly longer than the window; exactly at it is not enough.
+// pastMinAdmitDuration: strictly past the turn's end; exactly at it is not enough.
 func pastMinAdmitDuration(c *Candidate, s QueueSettings, now time.Time) bool {
-	return s.MinAdmitDuration > 0 && !c.QuotaReservedAt.IsZero() && now.Sub(c.QuotaReservedAt) > s.MinAdmitDuration
+	end := s.TurnEnds(c)
+	return !end.IsZero() && now.After(end)
 }
 
 // timeBasedChanges gives when pastMinAdmitDuration changes for c under its ClusterQueue's window.
@@ -114,11 +122,54 @@ func timeBasedChanges(c *Candidate, s WakeSettings, add func(Change)) {
 }
 
 // TurnEnds is when c's turn ends under these settings (its minAdmitDuration, counted from its
-// quota reservation): c becomes preemptible for it just after, since the window counts only once
-// strictly passed. Zero without a window or a quota reservation.
+// quota reservation, less its turn charge, at most the whole window): c becomes preemptible for it
+// just after, since the window counts only once strictly passed. Zero without a window or a quota
+// reservation.
 func (s QueueSettings) TurnEnds(c *Candidate) time.Time {
 	if s.MinAdmitDuration <= 0 || c.QuotaReservedAt.IsZero() {
 		return time.Time{}
 	}
-	return c.QuotaReservedAt.Add(s.MinAdmitDuration)
+	return c.QuotaReservedAt.Add(s.MinAdmitDuration - min(max(c.TurnCharge, 0), s.MinAdmitDuration))
+}
+
+// TurnChargeCondition is the Workload condition by which the manager charges a workload's next
+// turn with the time its Pods kept running past the longest hold after a turn
+// (timeshare.maxHandoverHold): True while the charge waits for that turn, False once the turn it
+// shortened is over. A tenant's grace period may keep its Pods running, but not for free.
+const TurnChargeCondition = "kueue-timeshare.io/TurnCharge"
+
+// Reasons of the TurnCharge condition.
+const (
+	TurnChargeOwed  = "PodsOutlivedHold"
+	TurnChargeSpent = "ChargedToTurn"
+)
+
+// turnChargeMark precedes the charge in the condition's message, which is where it is kept: the
+// status is the manager's, and the message says it in words too.
+const turnChargeMark = "its next turn is shorter by "
+
+// TurnChargeMessage is the message of an owed charge: the Pods outlived the hold (bound) by
+// overstay.
+func TurnChargeMessage(overstay, bound time.Duration) string {
+	overstay = overstay.Round(time.Second)
+	return fmt.Sprintf("Its Pods ran %s past the longest hold the manager allows after a preemption (maxHandoverHold %s), while another workload had its quota; %s%s",
+		overstay, bound, turnChargeMark, overstay)
+}
+
+// TurnChargeOf is the charge wl owes its current or next turn: zero unless its TurnCharge condition
+// is True and says how much.
+func TurnChargeOf(wl *kueue.Workload) time.Duration {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, TurnChargeCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return 0
+	}
+	_, after, ok := strings.Cut(c.Message, turnChargeMark)
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(after)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
 }

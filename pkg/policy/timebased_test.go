@@ -22,6 +22,7 @@ func TestTimeBasedEligibility(t *testing.T) {
 		priority int64
 		queuedAt time.Time
 		reserved time.Time
+		charge   time.Duration
 		// waitingLonger is set on the preemptor.
 		waitingLonger string
 		want          Decision
@@ -77,6 +78,23 @@ func TestTimeBasedEligibility(t *testing.T) {
 			queuedAt: t0.Add(time.Minute), reserved: t0.Add(-2 * time.Hour),
 			want: Decision{Eligible: true, Rule: RuleNewerEqualPriority, Message: "same priority 10 and queued after the preemptor"},
 		},
+		"a turn charged 20m for its Pods' overstay ends 20m early": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10, charge: 20 * time.Minute,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-41 * time.Minute),
+			want: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason,
+				Message: "same priority 10 and holding quota for 41m0s, longer than minAdmitDuration 1h0m0s less 20m0s its Pods outlived the hold after its last turn"},
+		},
+		"a charged turn still inside what is left of it": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10, charge: 20 * time.Minute,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-40 * time.Minute),
+			want: Decision{Rule: RuleNotLower, Message: "priority 10 is not lower than the preemptor's 10 and withinClusterQueue is LowerOrNewerEqualPriority"},
+		},
+		"a charge beyond the window takes the whole turn, no more": {
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 10, charge: 5 * time.Hour,
+			queuedAt: t0.Add(-3 * time.Hour), reserved: t0.Add(-time.Second),
+			want: Decision{Eligible: true, Rule: RuleTimeExpired, Reason: TimeBasedReason,
+				Message: "same priority 10 and holding quota for 1s, longer than minAdmitDuration 1h0m0s less 1h0m0s its Pods outlived the hold after its last turn"},
+		},
 		"lower priority keeps upstream's rule": {
 			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: window, priority: 9, reserved: t0.Add(-2 * time.Hour),
 			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 9 is lower than the preemptor's 10"},
@@ -87,7 +105,7 @@ func TestTimeBasedEligibility(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pre := *preemptor
 			pre.WaitingLonger = tc.waitingLonger
-			in := &Input{Preemptor: &pre, Candidate: &Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved},
+			in := &Input{Preemptor: &pre, Candidate: &Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved, TurnCharge: tc.charge},
 				Scope: tc.scope, Policy: tc.policy, Settings: tc.settings, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
@@ -123,6 +141,32 @@ func TestTimeBasedOrder(t *testing.T) {
 			}
 			if got := sign(p.Compare(ctx, tc.b, tc.a)); got != -tc.want {
 				t.Errorf("Compare(b, a) = %d, want %d", got, -tc.want)
+			}
+		})
+	}
+}
+
+// The charge is kept in the manager's TurnCharge condition: only a True one with a charge counts.
+func TestTurnChargeOf(t *testing.T) {
+	cases := map[string]struct {
+		conds []metav1.Condition
+		want  time.Duration
+	}{
+		"none": {},
+		"owed": {conds: []metav1.Condition{{Type: TurnChargeCondition, Status: metav1.ConditionTrue, Reason: TurnChargeOwed, Message: TurnChargeMessage(2*time.Minute+400*time.Millisecond, time.Minute)}},
+			want: 2 * time.Minute},
+		"spent":                      {conds: []metav1.Condition{{Type: TurnChargeCondition, Status: metav1.ConditionFalse, Reason: TurnChargeSpent, Message: "The turn that ended at this preemption was shorter by 2m0s"}}},
+		"a message without a charge": {conds: []metav1.Condition{{Type: TurnChargeCondition, Status: metav1.ConditionTrue, Reason: TurnChargeOwed, Message: "its next turn is shorter by a lot"}}},
+		"a negative charge":          {conds: []metav1.Condition{{Type: TurnChargeCondition, Status: metav1.ConditionTrue, Reason: TurnChargeOwed, Message: "its next turn is shorter by -5m"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wl := &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: tc.conds}}
+			if got := TurnChargeOf(wl); got != tc.want {
+				t.Errorf("TurnChargeOf = %s, want %s", got, tc.want)
+			}
+			if got := CandidateOf(wl, RuntimeClockAdmitted).TurnCharge; got != tc.want {
+				t.Errorf("CandidateOf(...).TurnCharge = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -120,6 +120,7 @@ func CandidateOf(wl *kueue.Workload, clock RuntimeClock) Candidate {
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.QuotaReservedAt = cond.LastTransitionTime.Time
 	}
+	c.TurnCharge = TurnChargeOf(wl)
 	if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); cond != nil && cond.Status == metav1.ConditionTrue {
 		c.Admitted, c.AdmittedAt = true, cond.LastTransitionTime.Time
 	}

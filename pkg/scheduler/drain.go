@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -24,6 +25,7 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/workload"
+	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -55,6 +57,9 @@ type drainHolds struct {
 	// sets (the manager's timeshare.maxHandoverHold).
 	bound time.Duration
 
+	// recorder tells a victim's Workload that its Pods outlived the hold.
+	recorder events.EventRecorder
+
 	mu    sync.Mutex
 	holds map[types.NamespacedName]*drainHold
 }
@@ -70,14 +75,20 @@ type drainHold struct {
 	deadline time.Time
 	// preWake is when the last early wake was set for; zero if none.
 	preWake time.Time
+	// overstaySince is the deadline once the Pods outlived it: the hold is over, and the time
+	// until they are gone is charged to the workload's next turn. Zero until then.
+	overstaySince time.Time
+	// due is the latest time by which the Pods are to be gone, as last read (their
+	// deletionTimestamp); a charge counts no further, however late it is seen.
+	due time.Time
 }
 
 // preWakeMargin is how long after the Pods' deletion deadline the early retry lands: time for
 // the kubelet to stop them and for the informer to see it.
 const preWakeMargin = 200 * time.Millisecond
 
-func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference), bound time.Duration) *drainHolds {
-	return &drainHolds{client: c, clock: clk, wake: wake, bound: bound, holds: map[types.NamespacedName]*drainHold{}}
+func newDrainHolds(c client.Client, clk clock.Clock, wake func(context.Context, kueue.ClusterQueueReference), bound time.Duration, recorder events.EventRecorder) *drainHolds {
+	return &drainHolds{client: c, clock: clk, wake: wake, bound: bound, recorder: recorder, holds: map[types.NamespacedName]*drainHold{}}
 }
 
 // withLead sets how long before the victim's Pods are due to stop the holds wake their
@@ -98,6 +109,7 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 			continue
 		}
 		wl := t.WorkloadInfo.Obj
+		d.spendCharge(ctx, wl)
 		owner := jobOwner(wl)
 		if owner == nil {
 			continue
@@ -184,50 +196,135 @@ func (d *drainHolds) apply(ctx context.Context, snap *schdcache.Snapshot) draini
 	return out
 }
 
-const reasonDraining = "its Pods are terminating"
+const (
+	reasonDraining = "its Pods are terminating"
+	// reasonOverstaying: the hold is over, its Pods still run, and the time they take is charged.
+	reasonOverstaying = "its Pods outlive the hold"
+)
 
 // holding says whether the hold on key still applies and why; reasonDraining means the victim's
-// quota is released and its Pods are not gone yet, so the hold's usage must be added.
+// quota is released and its Pods are not gone yet, so the hold's usage must be added. Past its
+// deadline a hold adds nothing, but is kept while the Pods run (reasonOverstaying), so that the
+// time they take is charged to the workload's next turn.
 func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *drainHold) (bool, string) {
-	if !d.clock.Now().Before(h.deadline) {
-		return false, "its grace period, or the longest hold the manager allows, is over"
+	now := d.clock.Now()
+	wl, over, why := d.over(ctx, key, h)
+	switch {
+	case over && h.overstaySince.IsZero():
+		return false, why
+	case over:
+		d.charge(ctx, wl, h, now)
+		return false, why + "; the time they outlived the hold is charged to its next turn"
+	case now.Before(h.deadline):
+		return true, why
+	case h.overstaySince.IsZero():
+		h.overstaySince = h.deadline
+		d.warnOverstay(wl)
 	}
+	return true, reasonOverstaying
+}
+
+// over reads whether the hold on key has nothing left to wait for, and why (reasonDraining when
+// it does); wl is the victim, nil if it could not be read.
+func (d *drainHolds) over(ctx context.Context, key types.NamespacedName, h *drainHold) (*kueue.Workload, bool, string) {
 	var wl kueue.Workload
 	if err := d.client.Get(ctx, key, &wl); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, "the workload is gone"
+			return nil, true, "the workload is gone"
 		}
-		return true, "the workload could not be read"
+		return nil, false, "the workload could not be read"
 	}
 	if wl.UID != h.uid {
-		return false, "the workload was replaced"
+		return nil, true, "the workload was replaced"
 	}
 	if workload.HasQuotaReservation(&wl) {
 		if apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
-			return true, "its eviction is under way"
+			return &wl, false, "its eviction is under way"
 		}
-		return false, "it holds quota again"
+		return &wl, true, "it holds quota again"
 	}
 	var job batchv1.Job
 	if err := d.client.Get(ctx, h.job, &job); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, "its Job is gone"
+			return &wl, true, "its Job is gone"
 		}
-		return true, reasonDraining
+		return &wl, false, reasonDraining
 	}
 	if job.Status.Active == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
-		return false, "its Pods are gone"
+		return &wl, true, "its Pods are gone"
 	}
 	// The Job controller batches Pod events for up to a second before it updates the Job's
 	// status; the Pods themselves say it first.
 	if h.jobUID != "" && job.UID == h.jobUID {
 		left, due, err := d.podsLeft(ctx, h)
 		if err == nil && left == 0 {
-			return false, "its Pods are gone"
+			return &wl, true, "its Pods are gone"
+		}
+		if !due.IsZero() {
+			h.due = due
 		}
 		d.wakeBefore(ctx, h, due)
 	}
-	return true, reasonDraining
+	return &wl, false, reasonDraining
+}
+
+// warnOverstay tells the victim's Workload that its Pods outlived the hold: its quota went to the
+// next workload, and the time they keep running is charged to its next turn.
+func (d *drainHolds) warnOverstay(wl *kueue.Workload) {
+	if wl == nil || d.recorder == nil {
+		return
+	}
+	d.recorder.Eventf(wl, nil, corev1.EventTypeWarning, "PodsOutlivedHold", "HoldQuota",
+		"Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold %s): its quota went to the next workload, and the time they keep running is charged to its next turn", d.bound)
+}
+
+// charge writes the time h's Pods outlived the hold (until now, or their deletion deadline if
+// that is earlier: a late look charges no more) on wl's TurnCharge condition, added to a charge it
+// still owes.
+func (d *drainHolds) charge(ctx context.Context, wl *kueue.Workload, h *drainHold, now time.Time) {
+	if wl == nil {
+		return
+	}
+	end := now
+	if !h.due.IsZero() && h.due.Before(end) {
+		end = h.due
+	}
+	overstay := end.Sub(h.overstaySince)
+	if overstay < time.Second {
+		return
+	}
+	// The update sees only what this owner applies, so the charge owed is read before.
+	total := timeutil.Add(policy.TurnChargeOf(wl), overstay)
+	err := workloadpatching.PatchStatus(ctx, d.client, wl, chargeOwner, func(w *kueue.Workload) (bool, error) {
+		return apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: policy.TurnChargeCondition, Status: metav1.ConditionTrue, Reason: policy.TurnChargeOwed,
+			Message: policy.TurnChargeMessage(total, d.bound), LastTransitionTime: metav1.NewTime(now), ObservedGeneration: w.Generation,
+		}), nil
+	})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Could not charge a workload's next turn", "workload", klog.KObj(wl), "overstay", overstay)
+	}
+}
+
+// chargeOwner owns the TurnCharge condition.
+const chargeOwner = client.FieldOwner("kueue-timeshare-turn-charge")
+
+// spendCharge marks a charge wl owed as spent: our eviction ends the turn it shortened.
+func (d *drainHolds) spendCharge(ctx context.Context, wl *kueue.Workload) {
+	charge := policy.TurnChargeOf(wl)
+	if charge == 0 {
+		return
+	}
+	err := workloadpatching.PatchStatus(ctx, d.client, wl.DeepCopy(), chargeOwner, func(w *kueue.Workload) (bool, error) {
+		return apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: policy.TurnChargeCondition, Status: metav1.ConditionFalse, Reason: policy.TurnChargeSpent,
+			Message:            fmt.Sprintf("The turn that ended at this preemption was shorter by %s, the time its Pods had outlived the hold after the turn before", charge),
+			LastTransitionTime: metav1.NewTime(d.clock.Now()), ObservedGeneration: w.Generation,
+		}), nil
+	})
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Could not mark a workload's turn charge as spent", "workload", klog.KObj(wl))
+	}
 }
 
 // podsLeft counts the held Job's Pods that may still run (not Succeeded or Failed), and returns

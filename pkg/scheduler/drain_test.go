@@ -3,15 +3,18 @@ package scheduler
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/events"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -64,8 +67,11 @@ func TestDrainHoldHolding(t *testing.T) {
 		"quota released, no Pods left: the hold ends": {
 			objs: []client.Object{released, jobWith(0, 0)}, wantWhy: "its Pods are gone",
 		},
-		"Pods still terminating past the grace period and margin: the hold ends": {
-			objs: []client.Object{released, jobWith(0, 1)}, elapsed: 40 * time.Second, wantWhy: "its grace period, or the longest hold the manager allows, is over",
+		"a Pod still running past the grace period and margin: kept, adding nothing, to charge the overstay": {
+			objs: []client.Object{released, jobWith(0, 1), podOf("job-uid", corev1.PodRunning)}, elapsed: 40 * time.Second, wantHeld: true, wantWhy: reasonOverstaying,
+		},
+		"past the grace period and margin with no Pods left: the hold ends": {
+			objs: []client.Object{released, jobWith(0, 1)}, elapsed: 40 * time.Second, wantWhy: "its Pods are gone",
 		},
 		"eviction under way (quota still reserved): held, but counted by Kueue already": {
 			objs:     []client.Object{victim(cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue), cond(kueue.WorkloadEvicted, metav1.ConditionTrue)), jobWith(1, 0)},
@@ -90,7 +96,7 @@ func TestDrainHoldHolding(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			clk := testingclock.NewFakeClock(now)
 			c := utiltesting.NewClientBuilder().WithObjects(tc.objs...).Build()
-			d := newDrainHolds(c, clk, nil, tsconfig.DefaultMaxHandoverHold)
+			d := newDrainHolds(c, clk, nil, tsconfig.DefaultMaxHandoverHold, nil)
 			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(30*time.Second + drainMargin)}
 			clk.Step(tc.elapsed)
 			held, why := d.holding(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, h)
@@ -115,7 +121,7 @@ func TestDrainJobChangedWakesOnlyWhenPodsAreGone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			var woken []kueue.ClusterQueueReference
-			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold)
+			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold, nil)
 			d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}] = &drainHold{cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}}
 			d.jobChanged(ctx, tc.job)
 			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
@@ -146,7 +152,7 @@ func TestDrainPodChangedWakesTheHoldsQueue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
 			var woken []kueue.ClusterQueueReference
-			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold)
+			d := newDrainHolds(nil, testingclock.NewFakeClock(time.Now()), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }, tsconfig.DefaultMaxHandoverHold, nil)
 			d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}] = &drainHold{cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid"}
 			d.podChanged(ctx, tc.pod, tc.gone)
 			if diff := cmp.Diff(tc.wantWake, woken); diff != "" {
@@ -193,7 +199,7 @@ func TestDrainWakesJustBeforeThePodsAreDue(t *testing.T) {
 			var woken []time.Duration
 			var elapsed time.Duration
 			// The fake clock runs the timer's function while it holds its own lock: no clock reads in it.
-			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, tsconfig.DefaultMaxHandoverHold).withLead(time.Second)
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, tsconfig.DefaultMaxHandoverHold, nil).withLead(time.Second)
 			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now.Add(time.Minute)}
 			key := types.NamespacedName{Namespace: "ns", Name: "victim"}
 			// Every cycle checks the hold again; a wake is set once per deadline.
@@ -295,7 +301,7 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			if bound == 0 {
 				bound = time.Duration(math.MaxInt64)
 			}
-			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, bound)
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken = append(woken, elapsed) }, bound, nil)
 			info := workload.NewInfo(wl)
 			info.ClusterQueue = "cq"
 			d.record(ctx, workload.NewInfo(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "preemptor"}}),
@@ -313,6 +319,55 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantWokenAt, woken); diff != "" {
 				t.Errorf("wakes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Our eviction ends the turn a charge shortened: the charge is marked spent, once, and an
+// eviction by upstream's reasons leaves it owed.
+func TestDrainRecordSpendsTheTurnCharge(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	owed := metav1.Condition{Type: policy.TurnChargeCondition, Status: metav1.ConditionTrue, Reason: policy.TurnChargeOwed,
+		Message: policy.TurnChargeMessage(2*time.Minute, time.Minute), LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	cases := map[string]struct {
+		reason     string
+		conds      []metav1.Condition
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		"rotated out after its charged turn: spent": {
+			reason: policy.TimeBasedReason, conds: []metav1.Condition{owed}, wantStatus: metav1.ConditionFalse, wantReason: policy.TurnChargeSpent,
+		},
+		"preempted by upstream's rules: still owed": {
+			reason: kueue.InClusterQueueReason, conds: []metav1.Condition{owed}, wantStatus: metav1.ConditionTrue, wantReason: policy.TurnChargeOwed,
+		},
+		"nothing owed: nothing written": {reason: policy.TimeBasedReason},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-1"}, Status: kueue.WorkloadStatus{Conditions: tc.conds}}
+			c := utiltesting.NewClientBuilder().WithObjects(wl).WithStatusSubresource(wl).Build()
+			d := newDrainHolds(c, testingclock.NewFakeClock(now), nil, time.Minute, nil)
+			info := workload.NewInfo(wl.DeepCopy())
+			info.ClusterQueue = "cq"
+			d.record(ctx, workload.NewInfo(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "preemptor"}}),
+				[]*preemption.Target{{WorkloadInfo: info, Reason: tc.reason}})
+			var got kueue.Workload
+			if err := c.Get(ctx, client.ObjectKeyFromObject(wl), &got); err != nil {
+				t.Fatal(err)
+			}
+			var status metav1.ConditionStatus
+			var reason string
+			if cond := apimeta.FindStatusCondition(got.Status.Conditions, policy.TurnChargeCondition); cond != nil {
+				status, reason = cond.Status, cond.Reason
+			}
+			if status != tc.wantStatus || reason != tc.wantReason {
+				t.Errorf("TurnCharge = %s %s, want %s %s", status, reason, tc.wantStatus, tc.wantReason)
+			}
+			if len(info.Obj.Status.Conditions) != len(tc.conds) {
+				t.Errorf("the snapshot's workload was written to: %+v", info.Obj.Status.Conditions)
 			}
 		})
 	}
@@ -360,6 +415,132 @@ func TestDrainWithin(t *testing.T) {
 			}
 			if got := DrainWithin(5 * time.Minute)(wl); got != tc.want {
 				t.Errorf("DrainWithin(5m) = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A tenant's Job may keep its Pods running past the longest hold (its grace period): the quota goes
+// to the next workload at the bound, a Warning tells the victim's Workload, and the time its Pods
+// run past the bound is charged to its next turn on its TurnCharge condition.
+func TestDrainOverstayIsChargedToTheNextTurn(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	const bound = 20 * time.Second
+	deadline := now.Add(bound + drainMargin)
+	cond := func(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(now)}
+	}
+	released := []metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionFalse, "Test", ""), cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Test", "")}
+	owes := func(d time.Duration) metav1.Condition {
+		return cond(policy.TurnChargeCondition, metav1.ConditionTrue, policy.TurnChargeOwed, policy.TurnChargeMessage(d, bound))
+	}
+	// podDue is a Pod of the Job being deleted, due to be gone at now+due (the tenant's grace period).
+	podDue := func(due time.Duration) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod", Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"},
+			DeletionTimestamp: ptr.To(metav1.NewTime(now.Add(due))), Finalizers: []string{"test"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	cases := map[string]struct {
+		conds []metav1.Condition
+		pod   *corev1.Pod
+		// goneAt is when the Pod is gone, seenAt when the hold is next looked at after that;
+		// readmitAt, if set, is when the workload has quota again instead.
+		goneAt, seenAt, readmitAt time.Duration
+		wantEvents                []string
+		wantCharge                time.Duration
+		wantWhy                   string
+	}{
+		"the Pods stop within the bound: no warning, no charge": {
+			pod: podDue(time.Hour), goneAt: 15 * time.Second, seenAt: 15 * time.Second, wantWhy: "its Pods are gone",
+		},
+		"the Pods outlive the bound by two minutes: warned once, charged two minutes": {
+			pod: podDue(time.Hour), goneAt: 30*time.Second + 2*time.Minute, seenAt: 30*time.Second + 2*time.Minute,
+			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
+			wantCharge: 2 * time.Minute, wantWhy: "its Pods are gone; the time they outlived the hold is charged to its next turn",
+		},
+		"seen gone late: charged no further than the Pods' deletion deadline": {
+			pod: podDue(90 * time.Second), goneAt: 90 * time.Second, seenAt: 10 * time.Minute,
+			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
+			wantCharge: time.Minute, wantWhy: "its Pods are gone; the time they outlived the hold is charged to its next turn",
+		},
+		"a charge still owed: added to": {
+			conds: []metav1.Condition{owes(3 * time.Minute)}, pod: podDue(time.Hour), goneAt: 90 * time.Second, seenAt: 90 * time.Second,
+			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
+			wantCharge: 4 * time.Minute, wantWhy: "its Pods are gone; the time they outlived the hold is charged to its next turn",
+		},
+		"admitted again while its old Pods run: charged until then": {
+			pod: podDue(time.Hour), readmitAt: 50 * time.Second,
+			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
+			wantCharge: 20 * time.Second, wantWhy: "it holds quota again; the time they outlived the hold is charged to its next turn",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			clk := testingclock.NewFakeClock(now)
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-1"}, Status: kueue.WorkloadStatus{Conditions: append(slices.Clone(released), tc.conds...)}}
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}, Status: batchv1.JobStatus{Terminating: ptr.To[int32](1)}}
+			c := utiltesting.NewClientBuilder().WithObjects(wl, job, tc.pod).WithStatusSubresource(wl).Build()
+			recorder := events.NewFakeRecorder(10)
+			d := newDrainHolds(c, clk, nil, bound, recorder)
+			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: deadline}
+			key := client.ObjectKeyFromObject(wl)
+			end := tc.seenAt
+			if tc.readmitAt > 0 {
+				end = tc.readmitAt
+			}
+			// Every cycle of every second looks at the hold; the Pods run until goneAt.
+			var held bool
+			var why string
+			for step := time.Duration(0); step <= end; step += time.Second {
+				clk.SetTime(now.Add(step))
+				if tc.readmitAt > 0 && step == tc.readmitAt {
+					var w kueue.Workload
+					if err := c.Get(ctx, key, &w); err != nil {
+						t.Fatal(err)
+					}
+					w.Status.Conditions = []metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "Test", ""), cond(kueue.WorkloadEvicted, metav1.ConditionFalse, "Test", "")}
+					w.Status.Conditions = append(w.Status.Conditions, tc.conds...)
+					if err := c.Status().Update(ctx, &w); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.goneAt > 0 && step == tc.goneAt {
+					// Being deleted already: the Pod goes once its finalizer does.
+					var p corev1.Pod
+					if err := c.Get(ctx, client.ObjectKeyFromObject(tc.pod), &p); err != nil {
+						t.Fatal(err)
+					}
+					p.Finalizers = nil
+					if err := c.Update(ctx, &p); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.goneAt > 0 && step > tc.goneAt && step < tc.seenAt {
+					continue
+				}
+				if held, why = d.holding(ctx, key, h); !held {
+					break
+				}
+				if !clk.Now().Before(deadline) && why != reasonOverstaying {
+					t.Fatalf("at +%s past the deadline: holding = %v, %q; want %q", step, held, why, reasonOverstaying)
+				}
+			}
+			if held || why != tc.wantWhy {
+				t.Errorf("holding = %v, %q; want the hold over: %q", held, why, tc.wantWhy)
+			}
+			var got []string
+			for len(recorder.Events) > 0 {
+				got = append(got, <-recorder.Events)
+			}
+			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			var w kueue.Workload
+			if err := c.Get(ctx, key, &w); err != nil {
+				t.Fatal(err)
+			}
+			if got := policy.TurnChargeOf(&w); got != tc.wantCharge {
+				t.Errorf("charge owed = %s, want %s; conditions %+v", got, tc.wantCharge, w.Status.Conditions)
 			}
 		})
 	}

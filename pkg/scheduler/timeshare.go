@@ -26,7 +26,7 @@ func (s *Scheduler) initTimeshare(o options) {
 	if o.wakeQueue == nil {
 		o.wakeQueue, o.requeueBatchPeriod = s.wakeThroughQueues, queuesettings.RequeueBatchPeriod()
 	}
-	s.drains = newDrainHolds(s.client, o.clock, o.wakeQueue, o.handoverHoldBound).withLead(o.requeueBatchPeriod)
+	s.drains = newDrainHolds(s.client, o.clock, o.wakeQueue, o.handoverHoldBound, s.recorder).withLead(o.requeueBatchPeriod)
 	s.refusalWakes = newQueueWakes(o.clock, o.wakeQueue)
 	s.headsPerCycle = o.headsPerCycle
 	s.pendingStatus = newPendingStatusWriter(o.pendingStatusWriters, s.client, s.clock, func(wl *kueue.Workload) bool {
