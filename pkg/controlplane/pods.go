@@ -29,6 +29,10 @@ const (
 	// SimulatedReadyAfterAnnotation is how long after its start a Pod becomes Ready (a Go
 	// duration). Without it a Pod is Ready as soon as it runs.
 	SimulatedReadyAfterAnnotation = "kueue-timeshare.io/simulated-ready-after"
+	// SimulatedUnreadyEveryAnnotation makes a running Pod's readiness probe fail for 2 s every
+	// so often (a Go duration) from its last Ready transition, for as long as it runs; not with a
+	// simulated runtime.
+	SimulatedUnreadyEveryAnnotation = "kueue-timeshare.io/simulated-unready-every"
 )
 
 // stages are the KWOK stages the simulated kubelets follow.

@@ -300,7 +300,7 @@ func (d *drainHolds) charge(ctx context.Context, wl *kueue.Workload, h *drainHol
 			Type: policy.TurnChargeCondition, Status: metav1.ConditionTrue, Reason: policy.TurnChargeOwed,
 			Message: policy.TurnChargeMessage(total, d.bound), LastTransitionTime: metav1.NewTime(now), ObservedGeneration: w.Generation,
 		}), nil
-	})
+	}, workloadpatching.WithLooseOnApply())
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Could not charge a workload's next turn", "workload", klog.KObj(wl), "overstay", overstay)
 	}
@@ -309,7 +309,9 @@ func (d *drainHolds) charge(ctx context.Context, wl *kueue.Workload, h *drainHol
 // chargeOwner owns the TurnCharge condition.
 const chargeOwner = client.FieldOwner("kueue-timeshare-turn-charge")
 
-// spendCharge marks a charge wl owed as spent: our eviction ends the turn it shortened.
+// spendCharge marks a charge wl owed as spent: our eviction ends the turn it shortened. wl is the
+// snapshot's, older than the eviction just written: the condition is applied without its
+// resourceVersion, and it is the only field this owner applies.
 func (d *drainHolds) spendCharge(ctx context.Context, wl *kueue.Workload) {
 	charge := policy.TurnChargeOf(wl)
 	if charge == 0 {
@@ -321,7 +323,7 @@ func (d *drainHolds) spendCharge(ctx context.Context, wl *kueue.Workload) {
 			Message:            fmt.Sprintf("The turn that ended at this preemption was shorter by %s, the time its Pods had outlived the hold after the turn before", charge),
 			LastTransitionTime: metav1.NewTime(d.clock.Now()), ObservedGeneration: w.Generation,
 		}), nil
-	})
+	}, workloadpatching.WithLooseOnApply())
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Could not mark a workload's turn charge as spent", "workload", klog.KObj(wl))
 	}

@@ -370,19 +370,23 @@ var _ = ginkgo.Describe("the runtime clock with Pods slow to become Ready", gink
 		reconfigureManager(defaultManagerExtra)
 	})
 
-	// run starts a slow Job and, once it holds quota, a higher-priority Job for its room; it
-	// returns the slow Job's Workload conditions' times once the higher one took over.
-	run := func(ctx context.Context, clock string) (admitted, ready time.Time, h handover) {
-		ginkgo.GinkgoHelper()
-		ginkgo.By("restarting the manager with runtimeClock " + clock + " and a waitForPodsReady timeout longer than the Pods take")
-		reconfigureManager(fmt.Sprintf(`integrations:
+	podsReadyClock := func(clock string) string {
+		return fmt.Sprintf(`integrations:
   frameworks: ["batch/job"]
 waitForPodsReady:
   timeout: 3m
   blockAdmission: false
 timeshare:
   runtimeClock: %s
-`, clock))
+`, clock)
+	}
+
+	// run starts a slow Job and, once it holds quota, a higher-priority Job for its room; it
+	// returns the slow Job's Workload conditions' times once the higher one took over.
+	run := func(ctx context.Context, clock string) (admitted, ready time.Time, h handover) {
+		ginkgo.GinkgoHelper()
+		ginkgo.By("restarting the manager with runtimeClock " + clock + " and a waitForPodsReady timeout longer than the Pods take")
+		reconfigureManager(podsReadyClock(clock))
 		ns := newNamespace(ctx, "clock-"+strings.ToLower(clock))
 		clusterQueue(ctx, ns, ns, "4", map[string]any{"withinClusterQueue": "LowerPriority", "preemptMinRuntime": minRuntime.String()})
 		slow := newJob(ns, jobSpec{name: "slow-start", queue: ns, cpu: "4", grace: 5, readyAfter: readyAfter.String(), priorityClass: "e2e-clock-low"})
@@ -428,5 +432,43 @@ timeshare:
 		gomega.Expect(h.evicted.Sub(ready)).To(gomega.BeNumerically(">=", minRuntime-time.Second))
 		ginkgo.AddReportEntry("runtimeClock PodsReady, Pods Ready after 60 s, preemptMinRuntime 20 s",
 			fmt.Sprintf("preempted %s after admission, %s after its Pods were Ready", h.evicted.Sub(admitted), h.evicted.Sub(ready)))
+	})
+
+	// The tenant's readiness probe fails for 2 s every 8 s: Kueue's PodsReady goes False and True
+	// again and again, and would restart a clock counted from its last transition. Protection is
+	// bought once per admission, from the first Ready since the quota was reserved.
+	ginkgo.It("PodsReady with a probe that fails now and then: the min-runtime counts from the first Ready, so flapping buys no protection", func() {
+		ctx := context.Background()
+		reconfigureManager(podsReadyClock(string(policy.RuntimeClockPodsReady)))
+		ns := newNamespace(ctx, "clock-flapping")
+		clusterQueue(ctx, ns, ns, "4", map[string]any{"withinClusterQueue": "LowerPriority", "preemptMinRuntime": minRuntime.String()})
+		flapping := newJob(ns, jobSpec{name: "flapping", queue: ns, cpu: "4", grace: 5, unreadyEvery: "8s", priorityClass: "e2e-clock-low"})
+		urgent := newJob(ns, jobSpec{name: "urgent", queue: ns, cpu: "4", grace: 5, priorityClass: "e2e-clock-high"})
+		submit(ctx, flapping)
+		expectRunning(ctx, flapping, time.Minute)
+		var first time.Time
+		gomega.Eventually(func(g gomega.Gomega) {
+			c := apimeta.FindStatusCondition(workload(g, ctx, flapping).Status.Conditions, kueue.WorkloadPodsReady)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+			first = c.LastTransitionTime.Time
+		}, time.Minute, interval).Should(gomega.Succeed())
+		submit(ctx, urgent)
+		ginkgo.By("seeing Kueue's PodsReady flap: False, then True again after the first Ready")
+		var flaps int
+		var last metav1.ConditionStatus = metav1.ConditionTrue
+		gomega.Eventually(func(g gomega.Gomega) {
+			c := apimeta.FindStatusCondition(workload(g, ctx, flapping).Status.Conditions, kueue.WorkloadPodsReady)
+			g.Expect(c).NotTo(gomega.BeNil())
+			if c.Status != last {
+				flaps++
+				last = c.Status
+			}
+			g.Expect(flaps).To(gomega.BeNumerically(">=", 2))
+		}, minRuntime, 200*time.Millisecond).Should(gomega.Succeed())
+		h := expectHandover(ctx, flapping, urgent, first.Add(minRuntime), kueue.InClusterQueueReason)
+		gomega.Expect(h.evicted.Sub(first)).To(gomega.BeNumerically("<", minRuntime+10*time.Second), "preempted once 20 s have passed since the first Ready")
+		ginkgo.AddReportEntry("runtimeClock PodsReady, readiness failing 2 s every 8 s, preemptMinRuntime 20 s",
+			fmt.Sprintf("preempted %s after the first Ready; PodsReady changed %d times before", h.evicted.Sub(first), flaps))
 	})
 })

@@ -54,8 +54,8 @@ func clusterQueue(ctx context.Context, ns, name, cpu string, preemption map[stri
 type jobSpec struct {
 	name, queue, cpu string
 	pods             int32
-	// runtime and readyAfter are the simulated kubelets' annotations; empty: none.
-	runtime, readyAfter string
+	// runtime, readyAfter and unreadyEvery are the simulated kubelets' annotations; empty: none.
+	runtime, readyAfter, unreadyEvery string
 	grace               int64
 	priorityClass       string
 	annotations         map[string]string
@@ -74,6 +74,9 @@ func newJob(ns string, s jobSpec) *batchv1.Job {
 	}
 	if s.readyAfter != "" {
 		tmpl[controlplane.SimulatedReadyAfterAnnotation] = s.readyAfter
+	}
+	if s.unreadyEvery != "" {
+		tmpl[controlplane.SimulatedUnreadyEveryAnnotation] = s.unreadyEvery
 	}
 	j.Spec.Template.Annotations = tmpl
 	if s.priorityClass != "" {
