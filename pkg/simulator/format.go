@@ -172,6 +172,10 @@ func WriteTimeline(out io.Writer, r *Result) error {
 			what = fmt.Sprintf("%s is evicted (%s)", e.Workload, e.Reason)
 		case EventFinished:
 			what = fmt.Sprintf("%s finishes", e.Workload)
+		case EventDeactivated:
+			what = fmt.Sprintf("%s is deactivated by its owner", e.Workload)
+		case EventReactivated:
+			what = fmt.Sprintf("%s is reactivated by its owner", e.Workload)
 		default:
 			if u := policy.Units().Warner(string(e.Kind)); u != nil {
 				what = e.Workload + " " + u.Says(FormatOffset(e.Until), e.By, e.Reason)

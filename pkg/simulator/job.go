@@ -26,11 +26,24 @@ type job struct {
 	// finishAt is when a running job completes.
 	finishAt time.Duration
 
+	// toggle is what its owner does next to spec.active, at toggleAt (WorkloadSpec.DeactivateAfter).
+	toggle   activeToggle
+	toggleAt time.Duration
+
 	// warning is the warning before eviction in force on a running job, if any.
 	warning *jobWarning
 	// res is what the report says of the job, filled in as it goes.
 	res WorkloadResult
 }
+
+// activeToggle is a change of spec.active a workload's owner makes.
+type activeToggle int
+
+const (
+	noToggle activeToggle = iota
+	deactivate
+	reactivate
+)
 
 // jobWarning is a warning before eviction (a preemption notice) a running job reacts to, as a
 // training loop that reads the deadline would: it starts a checkpoint at once and, when the

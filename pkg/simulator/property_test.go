@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 
@@ -271,7 +272,8 @@ func (c *checker) observe(now time.Duration, w *world) {
 			continue
 		}
 		wl := w.seen[j.key]
-		if wl == nil {
+		if wl == nil || !workload.IsActive(wl) {
+			// Deactivated by its owner: not waiting.
 			continue
 		}
 		p := &pend{j: j, wl: wl, turn: wl.CreationTimestamp.Time}

@@ -127,6 +127,9 @@ const (
 	EventPreempted EventKind = "preempted"
 	EventEvicted   EventKind = "evicted"
 	EventFinished  EventKind = "finished"
+	// EventDeactivated and EventReactivated are its owner's changes of spec.active.
+	EventDeactivated EventKind = "deactivated"
+	EventReactivated EventKind = "reactivated"
 	// A warning before eviction given is of the kind its unit names (policy.Warns.Event).
 )
 

@@ -126,6 +126,13 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 		if err := w.saveCheckpoints(order); err != nil {
 			return nil, err
 		}
+		for _, j := range order {
+			if j.toggle != noToggle && j.toggleAt <= now {
+				if err := w.toggleActive(j); err != nil {
+					return nil, err
+				}
+			}
+		}
 		for arrivals < len(order) && order[arrivals].spec.Arrival <= now {
 			if err := w.submit(order[arrivals]); err != nil {
 				return nil, err
@@ -176,6 +183,9 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 			next = min(next, order[arrivals].spec.Arrival)
 		}
 		for _, j := range order {
+			if j.toggle != noToggle {
+				next = min(next, j.toggleAt)
+			}
 			if j.state == running {
 				next = min(next, j.finishAt)
 				if n := j.warning; n != nil && !n.saved && n.checkpointAt > now {

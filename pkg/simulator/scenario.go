@@ -160,6 +160,17 @@ type Workload struct {
 	// Snapshot, for a workload already in the cluster when the simulation starts (a scenario
 	// saved from a live cluster), is its state then; it arrives at the start.
 	Snapshot *WorkloadSnapshot `yaml:"snapshot,omitempty"`
+	// Deactivate plays its owner deactivating it (spec.active false) some time after each
+	// admission and reactivating it later, as a tenant may.
+	Deactivate *Deactivation `yaml:"deactivate,omitempty"`
+}
+
+// Deactivation is when a workload's owner deactivates it and for how long.
+type Deactivation struct {
+	// AfterAdmission is how long after each admission it is deactivated.
+	AfterAdmission Duration `yaml:"afterAdmission"`
+	// For is how long it stays inactive before it is reactivated.
+	For Duration `yaml:"for"`
 }
 
 // Duration is a Go duration ("90s", "1h30m").

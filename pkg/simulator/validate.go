@@ -66,6 +66,9 @@ type WorkloadSpec struct {
 	Annotations   map[string]string
 	// Snapshot is its state at the start, for a workload already in the cluster then.
 	Snapshot *WorkloadSnapshot
+	// DeactivateAfter, when set, is how long after each admission its owner deactivates it,
+	// ReactivateAfter how long after that it is active again.
+	DeactivateAfter, ReactivateAfter time.Duration
 	// path is where it is declared, for messages.
 	path string
 }
@@ -211,6 +214,7 @@ func (v *parser) workloads() {
 			v.errorf(child(p, "every"), "only applies with copies greater than 1")
 		}
 		v.checkpoints(p, w)
+		v.deactivation(p, w)
 		v.workloadQueue(p, w)
 		v.snapshot(p, w)
 		if w.PriorityClass != "" {
@@ -332,6 +336,9 @@ func (s *Scenario) WorkloadSpecs() (out []WorkloadSpec) {
 				Snapshot:           w.Snapshot,
 				path:               p,
 			}
+			if d := w.Deactivate; d != nil {
+				spec.DeactivateAfter, spec.ReactivateAfter = d.AfterAdmission.Duration, d.For.Duration
+			}
 			spec.Snapshot = s.resolvedSnapshot(spec)
 			if copies > 1 {
 				spec.Name = fmt.Sprintf("%s-%d", w.Name, c+1)
@@ -347,6 +354,15 @@ func (s *Scenario) WorkloadSpecs() (out []WorkloadSpec) {
 	}
 	slices.SortStableFunc(out, func(a, b WorkloadSpec) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	return out
+}
+
+// deactivation checks deactivate: both times positive, so that the workload runs between two.
+func (v *parser) deactivation(p string, w Workload) {
+	if w.Deactivate == nil {
+		return
+	}
+	v.positive(child(child(p, "deactivate"), "afterAdmission"), &w.Deactivate.AfterAdmission)
+	v.positive(child(child(p, "deactivate"), "for"), &w.Deactivate.For)
 }
 
 // checkpoints checks checkpointInterval and checkpointDuration, which model how much work an

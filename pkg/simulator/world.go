@@ -388,6 +388,38 @@ func (w *world) sync() bool {
 	return acted
 }
 
+// toggleActive plays a workload's owner changing spec.active, and Kueue's workload controller
+// (upstream's reconciler, run on the workload) answering it: eviction when deactivated, Requeued
+// when reactivated.
+func (w *world) toggleActive(j *job) error {
+	t := j.toggle
+	j.toggle = noToggle
+	wl := &kueue.Workload{}
+	if err := w.client.Get(w.ctx, j.key, wl); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if workloadfinish.IsFinished(wl) {
+		return nil
+	}
+	wl.Spec.Active = ptr.To(t == reactivate)
+	if err := w.client.Update(w.ctx, wl); err != nil {
+		return fmt.Errorf("setting spec.active of %s: %w", j.key, err)
+	}
+	kind := EventReactivated
+	if t == deactivate {
+		kind = EventDeactivated
+	}
+	w.record(Event{Kind: kind, Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue})
+	w.sync()
+	if _, err := w.workloads.Reconcile(w.ctx, ctrl.Request{NamespacedName: j.key}); err != nil {
+		w.note("Kueue's workload controller on %s: %v", j.key, err)
+	}
+	if t == deactivate {
+		j.toggle, j.toggleAt = reactivate, w.now()+j.spec.ReactivateAfter
+	}
+	return nil
+}
+
 // stopEvictedJob does what the job controller does for an evicted workload that still holds its
 // quota: stop the job and, once it is no longer active (at once here), give the quota back and
 // mark the workload requeued.
@@ -443,6 +475,9 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 	}
 	if (old == nil || !workload.HasQuotaReservation(old)) && workload.HasQuotaReservation(wl) {
 		j.admitted(now)
+		if j.spec.DeactivateAfter > 0 {
+			j.toggle, j.toggleAt = deactivate, now+j.spec.DeactivateAfter
+		}
 		w.record(Event{Kind: EventAdmitted, Workload: j.spec.Name, ClusterQueue: string(wl.Status.Admission.ClusterQueue)})
 		acted = true
 	}
@@ -461,6 +496,9 @@ func (w *world) observe(old, wl *kueue.Workload) bool {
 			if n.saved {
 				e.Outcome = n.Early.Outcome
 			}
+		}
+		if j.toggle == deactivate {
+			j.toggle = noToggle
 		}
 		e.Lost = j.evicted(now, e.Reason)
 		e.LostResourceHours = heldOf(j.spec, w.lostResource) * e.Lost.Hours()
