@@ -26,13 +26,16 @@ import (
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 )
 
 // BenchmarkFlood: one team floods its time-sharing ClusterQueue with Jobs that can never use a
 // turn, behind a workload that was rotated out, and another team's ClusterQueue in the same
-// cohort admits floodAdmissions workloads, one per cycle; each of its admissions requeues the
+// cohort admits workloads, one per cycle (as many to warm up, then as many measured: a flood costs
+// its first reading once, a victim search per flooding workload kept while the flooded queue is
+// unchanged); each of its admissions requeues the
 // flooded queue, as the finish of one of its workloads does. It reports the untouched team's
 // time per admission and the process's CPU time per run, with 0 and 10,000 flooding Jobs: the
 // flood's cost to the others is the ratio of the two (docs/performance.md).
@@ -40,33 +43,40 @@ import (
 // The "upstream" runs use upstream's preemptor and no time-sharing: what the same flood costs
 // Kueue itself (its queue manager requeues the flooded queue's 10,000 workloads at every
 // admission), the floor for ours.
+//
+// Two requeue regimes: "each" requeues the flooded queue at every admission, at once (a stress
+// form: a cycle takes a few milliseconds, so that is hundreds of requeues a second); "batched"
+// requeues as Kueue's queue manager does, at most once per requeue batch period (1 s), the
+// admissions in between only marking the queue, over a longer measured part.
 func BenchmarkFlood(b *testing.B) {
-	for _, impl := range []string{"ours", "upstream"} {
-		for _, flood := range []int{0, 10000} {
-			b.Run(fmt.Sprintf("flood=%d/%s", flood, impl), func(b *testing.B) { benchmarkFlood(b, flood, impl) })
+	for _, regime := range []struct {
+		name       string
+		batch      time.Duration
+		admissions int
+	}{{"each", 0, 100}, {"batched", queuesettings.RequeueBatchPeriod(), 1000}} {
+		for _, impl := range []string{"ours", "upstream"} {
+			for _, flood := range []int{0, 10000} {
+				b.Run(fmt.Sprintf("requeue=%s/flood=%d/%s", regime.name, flood, impl), func(b *testing.B) {
+					benchmarkFlood(b, flood, impl, regime.batch, regime.admissions)
+				})
+			}
 		}
 	}
 }
 
-func benchmarkFlood(b *testing.B, flood int, impl string) {
+func benchmarkFlood(b *testing.B, flood int, impl string, batch time.Duration, admissions int) {
 	var wall, cpu time.Duration
 	for range b.N {
 		b.StopTimer()
-		w := newFloodWorld(b, flood)
+		w := newFloodWorld(b, flood, admissions)
 		b.StartTimer()
-		dw, dc := w.run(b, impl)
+		dw, dc := w.run(b, impl, batch)
 		wall += dw
 		cpu += dc
 	}
-	b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N*floodAdmissions), "ms/admission")
+	b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N*admissions), "ms/admission")
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }
-
-// floodAdmissions is how many workloads the untouched team's ClusterQueue admits in the measured
-// part of a run, after as many admitted to warm up: a flood costs its first reading once (a
-// victim search per flooding workload, kept while the flooded queue is unchanged), and then what
-// is measured, at every cycle.
-const floodAdmissions = 100
 
 type floodWorld struct {
 	ctx      context.Context
@@ -76,18 +86,19 @@ type floodWorld struct {
 	requeuer interface{ ProcessRequeues(context.Context) int }
 	store    *expectations.Store
 	admitted atomic.Int32
+	// measured is how many admissions of the untouched team are measured, after as many.
+	measured int
 	// admissions gets one value per admission of the untouched team.
 	admissions chan struct{}
-	// warm is closed after floodAdmissions admissions of the untouched team, done after twice
-	// as many.
+	// warm is closed after measured admissions of the untouched team, done after twice as many.
 	warm, done chan struct{}
 	flooded    *kueue.ClusterQueue
 }
 
-func newFloodWorld(b *testing.B, flood int) *floodWorld {
+func newFloodWorld(b *testing.B, flood, admissions int) *floodWorld {
 	now := time.Now()
-	w := &floodWorld{ctx: ctrllog.IntoContext(context.Background(), logr.Discard()), store: preemptexpectations.New(),
-		admissions: make(chan struct{}, 2*floodAdmissions), warm: make(chan struct{}), done: make(chan struct{})}
+	w := &floodWorld{ctx: ctrllog.IntoContext(context.Background(), logr.Discard()), store: preemptexpectations.New(), measured: admissions,
+		admissions: make(chan struct{}, 2*admissions), warm: make(chan struct{}), done: make(chan struct{})}
 	flavor := testingwrappers.MakeResourceFlavor("f0").Obj()
 	// The flooded queue: three CPUs, one held for ever by a higher-priority workload, two by a
 	// same-priority one inside its window, and it does not borrow. The rotated-out workload needs
@@ -96,7 +107,7 @@ func newFloodWorld(b *testing.B, flood int) *floodWorld {
 		ResourceGroup(*testingwrappers.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, "3", "0").Obj()).
 		Preemption(kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerOrNewerEqualPriority}).Obj()
 	untouched := testingwrappers.MakeClusterQueue("team-b").Cohort("shared").
-		ResourceGroup(*testingwrappers.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, fmt.Sprint(2*floodAdmissions)).Obj()).Obj()
+		ResourceGroup(*testingwrappers.MakeFlavorQuotas("f0").Resource(corev1.ResourceCPU, fmt.Sprint(2*admissions)).Obj()).Obj()
 	lqs := []kueue.LocalQueue{
 		*testingwrappers.MakeLocalQueue("lq", "team-a").ClusterQueue("team-a").Obj(),
 		*testingwrappers.MakeLocalQueue("lq", "team-b").ClusterQueue("team-b").Obj(),
@@ -120,7 +131,7 @@ func newFloodWorld(b *testing.B, flood int) *floodWorld {
 		pending = append(pending, testingwrappers.MakeWorkload(fmt.Sprintf("flood-%d", i), "team-a").UID(types.UID(fmt.Sprintf("flood-%d", i))).
 			Queue("lq").Priority(10).Request(corev1.ResourceCPU, "3").Creation(now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)).Obj())
 	}
-	for i := range 2 * floodAdmissions {
+	for i := range 2 * admissions {
 		pending = append(pending, testingwrappers.MakeWorkload(fmt.Sprintf("b-%d", i), "team-b").UID(types.UID(fmt.Sprintf("b-%d", i))).
 			Queue("lq").Request(corev1.ResourceCPU, "1").Creation(now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)).Obj())
 	}
@@ -136,10 +147,10 @@ func newFloodWorld(b *testing.B, flood int) *floodWorld {
 			err := utiltesting.TreatSSAAsStrategicMerge(ctx, c, sub, obj, patch, opts...)
 			if wl, ok := obj.(*kueue.Workload); ok && wl.Namespace == "team-b" && wl.Status.Admission != nil {
 				w.admissions <- struct{}{}
-				switch w.admitted.Add(1) {
-				case floodAdmissions:
+				switch int(w.admitted.Add(1)) {
+				case w.measured:
 					close(w.warm)
-				case 2 * floodAdmissions:
+				case 2 * w.measured:
 					close(w.done)
 				}
 			}
@@ -167,8 +178,8 @@ func newFloodWorld(b *testing.B, flood int) *floodWorld {
 }
 
 // run runs the loop until the untouched team's workloads are admitted, and returns the wall and
-// CPU time of the measured half.
-func (w *floodWorld) run(b *testing.B, impl string) (wall, cpu time.Duration) {
+// CPU time of the measured half. batch is the requeue batch period; 0: requeue at each admission.
+func (w *floodWorld) run(b *testing.B, impl string, batch time.Duration) (wall, cpu time.Duration) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -181,10 +192,26 @@ func (w *floodWorld) run(b *testing.B, impl string) (wall, cpu time.Duration) {
 				return
 			case <-w.admissions:
 				must(b, w.queues.UpdateClusterQueue(ctx, w.flooded, true))
-				w.requeuer.ProcessRequeues(ctx)
+				if batch == 0 {
+					w.requeuer.ProcessRequeues(ctx)
+				}
 			}
 		}
 	})
+	if batch > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(batch)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					w.requeuer.ProcessRequeues(ctx)
+				}
+			}
+		})
+	}
 	settings := func(cq kueue.ClusterQueueReference) policy.QueueSettings {
 		if cq == "team-a" {
 			return policy.QueueSettings{MinAdmitDuration: time.Hour}
@@ -213,7 +240,7 @@ func (w *floodWorld) run(b *testing.B, impl string) (wall, cpu time.Duration) {
 					b.Logf("%s: %+v", wl.Name, wl.Status.Conditions)
 				}
 			}
-			b.Fatalf("%d of %d admitted after a minute", w.admitted.Load(), 2*floodAdmissions)
+			b.Fatalf("%d of %d admitted after a minute", w.admitted.Load(), 2*w.measured)
 		}
 	}
 	wait(w.warm)
