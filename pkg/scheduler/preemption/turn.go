@@ -129,7 +129,7 @@ type pendingCycle struct {
 	lines   map[lineKey][]turnEntry
 	holders map[lineKey][]turnEntry
 	// large keeps the pending lists of ClusterQueues with more than largeQueue pending beyond
-	// the cycle, for largeQueueAge.
+	// the cycle, for largeListAge.
 	large map[kueue.ClusterQueueReference]largeList
 	// use is, by UID, whether a pending workload could use a turn (turnUseOf).
 	use map[types.UID]turnUse
@@ -152,7 +152,9 @@ type turnEntry struct {
 }
 
 type largeList struct {
-	at    time.Time
+	at time.Time
+	// age is how long the lines are kept (largeListAge).
+	age   time.Duration
 	lines map[int64][]turnEntry
 	// holders keeps, per priority, the holders found in the lines, with the queueState they were
 	// found in: while the lines and the state are the same, so are they.
@@ -168,12 +170,20 @@ const (
 	// largeQueue and largeQueueAge bound what a flood of pending workloads costs the scheduler:
 	// the queue manager sorts a ClusterQueue's whole pending list on every read, so the turn
 	// lines of a ClusterQueue with more than largeQueue pending are read again at most every
-	// largeQueueAge, not at every cycle. Until then a workload that joined the line meanwhile
-	// (at its back) is not yet in it, and one admitted or deleted meanwhile is passed over by
-	// firstTurn.
+	// largeQueueAge per largeQueue of them (largeListAge), not at every cycle. Until then a
+	// workload that joined the line meanwhile (at its back) is not yet in it, and one admitted or
+	// deleted meanwhile is passed over by firstTurn.
 	largeQueue    = 1000
 	largeQueueAge = time.Second
+	// maxLargeQueueAge bounds how late a workload that joined a large line is seen.
+	maxLargeQueueAge = 10 * time.Second
 )
+
+// largeListAge is how long the lines of a ClusterQueue with n pending are kept: a read sorts all
+// n, so the cost per second stays about the same however large the flood.
+func largeListAge(n int) time.Duration {
+	return min(largeQueueAge*time.Duration(max(n/largeQueue, 1)), maxLargeQueueAge)
+}
 
 // turnLine returns cq's pending workloads of priority prio in turn order (compareTurns), read
 // and sorted once per cycle of snapshot (see largeQueue for the large ones): a question about
@@ -196,7 +206,7 @@ func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq k
 		return line
 	}
 	now := p.clock.Now()
-	if l, ok := c.large[cq]; ok && now.Sub(l.at) < largeQueueAge {
+	if l, ok := c.large[cq]; ok && now.Sub(l.at) < l.age {
 		c.mu.Unlock()
 		return l.lines[prio]
 	}
@@ -214,7 +224,7 @@ func (p *Preemptor) turnLine(log logr.Logger, snapshot *schdcache.Snapshot, cq k
 		}
 	}
 	if len(pending) > largeQueue {
-		c.large[cq] = largeList{at: now, lines: lines, holders: map[int64]heldBy{}}
+		c.large[cq] = largeList{at: now, age: largeListAge(len(pending)), lines: lines, holders: map[int64]heldBy{}}
 	} else {
 		delete(c.large, cq)
 	}

@@ -166,7 +166,7 @@ func TestPassedOverUntilTheQueueChanges(t *testing.T) {
 
 // The turn line of a ClusterQueue with more than largeQueue pending is read again at most every
 // largeQueueAge; a smaller one's at every cycle.
-func TestLargeTurnLinesAreReadAtMostOnceASecond(t *testing.T) {
+func TestLargeTurnLinesAreReadLessOften(t *testing.T) {
 	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 	pendingAt := func(name string, created time.Time) *kueue.Workload {
 		return utiltestingapi.MakeWorkload(name, "ns").UID(types.UID(name)).Priority(10).
@@ -174,12 +174,17 @@ func TestLargeTurnLinesAreReadAtMostOnceASecond(t *testing.T) {
 	}
 	cases := map[string]struct {
 		pending int
-		// want is, per cycle (before the earlier workload joins, just after it joined, a second
-		// after it joined), whose turn comes first.
-		want []string
+		// want is, per cycle (before the earlier workload joins, just after it joined, then after
+		// each step), whose turn comes first.
+		steps []time.Duration
+		want  []string
 	}{
-		"small queue: seen at the next cycle": {pending: 10, want: []string{"w-0", "earlier", "earlier"}},
-		"large queue: seen a second later":    {pending: largeQueue + 1, want: []string{"w-0", "w-0", "earlier"}},
+		"small queue: seen at the next cycle": {pending: 10, steps: []time.Duration{largeQueueAge}, want: []string{"w-0", "earlier", "earlier"}},
+		"large queue: seen a second later":    {pending: largeQueue + 1, steps: []time.Duration{largeQueueAge}, want: []string{"w-0", "w-0", "earlier"}},
+		"three times as large: seen three seconds later": {pending: 3*largeQueue + 1, steps: []time.Duration{2 * largeQueueAge, largeQueueAge},
+			want: []string{"w-0", "w-0", "w-0", "earlier"}},
+		"a flood: seen at most ten seconds later": {pending: 30 * largeQueue, steps: []time.Duration{maxLargeQueueAge - time.Millisecond, time.Millisecond},
+			want: []string{"w-0", "w-0", "w-0", "earlier"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -214,8 +219,10 @@ func TestLargeTurnLinesAreReadAtMostOnceASecond(t *testing.T) {
 			got := []string{first()}
 			pending = append(pending, pendingAt("earlier", snapgen.Epoch))
 			got = append(got, first())
-			clk.Step(largeQueueAge)
-			got = append(got, first())
+			for _, step := range tc.steps {
+				clk.Step(step)
+				got = append(got, first())
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("whose turn comes first, per cycle (-want +got):\n%s", diff)
 			}
