@@ -169,8 +169,8 @@ BENCH_COUNT ?= 1
 bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTargets), with ratios.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
 
-# Throughput benchmark: THROUGHPUT_LOAD is baseline or tas (upstream's generator configurations) or
-# deep (a deep-queue load); THROUGHPUT_SCALE is the fraction of each workloads set that is
+# Throughput benchmark: THROUGHPUT_LOAD is baseline, tas or large (upstream's generator
+# configurations) or deep (a deep-queue load); THROUGHPUT_SCALE is the fraction of each workloads set that is
 # generated (1 = the full 15,000 workloads of baseline); THROUGHPUT_ARGS adds flags, e.g.
 # '-cpuprofile', '-variants upstream,heads -heads 32', '-webhooks' (see docs/performance.md,
 # benchmark 1).

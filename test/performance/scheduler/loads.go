@@ -18,10 +18,11 @@ import (
 const (
 	baselineConfig = "test/performance/scheduler/configs/baseline/generator.yaml"
 	tasConfig      = "test/performance/scheduler/configs/tas/generator.yaml"
+	largeConfig    = "test/performance/scheduler/configs/large-scale/generator.yaml"
 )
 
 // loadNames are the values of -load.
-var loadNames = []string{"baseline", "tas", "deep"}
+var loadNames = []string{"baseline", "tas", "large", "deep"}
 
 // load is what one invocation plays in every run.
 type load struct {
@@ -62,17 +63,14 @@ const (
 	backgroundClass = "background"
 )
 
-// buildLoad returns the named load at scale. path is a generator configuration for baseline and
-// tas (empty for upstream's, found in moduleDir); shownModule prefixes upstream's path in the report.
+// buildLoad returns the named load at scale. path is a generator configuration for baseline, tas
+// and large (empty for upstream's, found in moduleDir); shownModule prefixes upstream's path in the report.
 func buildLoad(name, path, moduleDir, shownModule string, scale float64) (*load, error) {
 	switch name {
-	case "baseline", "tas":
+	case "baseline", "tas", "large":
 		shown := path
 		if path == "" {
-			rel := baselineConfig
-			if name == "tas" {
-				rel = tasConfig
-			}
+			rel := map[string]string{"baseline": baselineConfig, "tas": tasConfig, "large": largeConfig}[name]
 			path, shown = filepath.Join(moduleDir, rel), shownModule+"/"+rel
 		}
 		base, err := generator.LoadConfig(path)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -361,6 +362,39 @@ func TestGeneratorClientHold(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, cq.Spec.StopPolicy); diff != "" {
 				t.Errorf("stopPolicy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// -load large plays upstream's configs/large-scale from the Kueue module: ten cohorts of 100
+// ClusterQueues; -scale thins each workloads set, never the queues.
+func TestBuildLoadLarge(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue").Output()
+	if err != nil {
+		t.Fatalf("finding the Kueue module: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	cases := map[string]struct {
+		scale                            float64
+		wantWorkloads, wantClusterQueues int
+	}{
+		"full size": {scale: 1, wantWorkloads: 50000, wantClusterQueues: 1000},
+		"at 0.1":    {scale: 0.1, wantWorkloads: 7000, wantClusterQueues: 1000},
+		"at 0.01":   {scale: 0.01, wantWorkloads: 3000, wantClusterQueues: 1000},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, err := buildLoad("large", "", dir, "kueue", tc.scale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, cqs := workloadCount(l.cfg)
+			if diff := cmp.Diff([2]int{tc.wantWorkloads, tc.wantClusterQueues}, [2]int{w, cqs}); diff != "" {
+				t.Errorf("workloads and ClusterQueues (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(l.shown, "large-scale") {
+				t.Errorf("the report names %q, not upstream's large-scale configuration", l.shown)
 			}
 		})
 	}
