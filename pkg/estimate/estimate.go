@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
@@ -513,16 +514,12 @@ func (w *walker) enqueue(wt *waiting) {
 }
 
 func compareTurns(a, b *waiting) int {
-	if c := a.pend.QueuedAt.Compare(b.pend.QueuedAt); c != 0 {
-		return c
-	}
-	if a.rotated != b.rotated {
-		if a.rotated {
-			return 1
-		}
-		return -1
-	}
-	return cmp.Compare(uidOf(a.pend), uidOf(b.pend))
+	return turnPlaceOf(a).Compare(turnPlaceOf(b))
+}
+
+// turnPlaceOf is where wt stands in the turn order, by the preemptor's rule (policy.TurnPlace).
+func turnPlaceOf(wt *waiting) policy.TurnPlace {
+	return policy.TurnPlace{At: wt.pend.QueuedAt, Left: wt.rotated, UID: types.UID(uidOf(wt.pend))}
 }
 
 func uidOf(p *policy.Pending) string {

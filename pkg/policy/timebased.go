@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
 )
@@ -130,6 +132,33 @@ func (s QueueSettings) TurnEnds(c *Candidate) time.Time {
 		return time.Time{}
 	}
 	return c.QuotaReservedAt.Add(s.MinAdmitDuration - min(max(c.TurnCharge, 0), s.MinAdmitDuration))
+}
+
+// TurnPlace is where a same-priority pending workload stands in its ClusterQueue's turn order,
+// for the preemptor and the admission estimate alike: At is when it started waiting for a turn
+// (when it last left the quota, else its queue-order time), Left whether it got there by leaving
+// the quota.
+type TurnPlace struct {
+	At   time.Time
+	Left bool
+	UID  types.UID
+}
+
+// Compare orders two places: the earlier time first. Condition times have a resolution of one
+// second, and a workload is often rotated out in the second the one it makes room for joined the
+// queue: on equal times the one that left the quota goes behind the one that joined, as the back
+// of the line is where leaving puts it. Then the smaller UID.
+func (a TurnPlace) Compare(b TurnPlace) int {
+	if c := a.At.Compare(b.At); c != 0 {
+		return c
+	}
+	if a.Left != b.Left {
+		if a.Left {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(a.UID, b.UID)
 }
 
 // TurnChargeCondition is the Workload condition by which the manager charges a workload's next

@@ -171,3 +171,28 @@ func TestTurnChargeOf(t *testing.T) {
 		})
 	}
 }
+
+// The turn order the preemptor and the admission estimate share.
+func TestTurnPlaceCompare(t *testing.T) {
+	at := t0
+	cases := map[string]struct {
+		a, b TurnPlace
+		want int
+	}{
+		"waited longer goes first":                 {a: TurnPlace{At: at, UID: "b"}, b: TurnPlace{At: at.Add(time.Second), UID: "a"}, want: -1},
+		"same second: the one that left goes last": {a: TurnPlace{At: at, Left: true, UID: "a"}, b: TurnPlace{At: at, UID: "b"}, want: 1},
+		"same second, both joined: smaller UID":    {a: TurnPlace{At: at, UID: "a"}, b: TurnPlace{At: at, UID: "b"}, want: -1},
+		"same second, both left: smaller UID":      {a: TurnPlace{At: at, Left: true, UID: "b"}, b: TurnPlace{At: at, Left: true, UID: "a"}, want: 1},
+		"the same place":                           {a: TurnPlace{At: at, UID: "a"}, b: TurnPlace{At: at, UID: "a"}, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.a.Compare(tc.b); got != tc.want {
+				t.Errorf("Compare = %d, want %d", got, tc.want)
+			}
+			if got := tc.b.Compare(tc.a); got != -tc.want {
+				t.Errorf("reversed Compare = %d, want %d", got, -tc.want)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package preemption
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -37,37 +36,16 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 	return queued
 }
 
-// compareTurns orders two same-priority pending workloads by turn: turn time first. Condition
-// times have a resolution of one second, and a workload is often rotated out in the second the one
-// it makes room for joined the queue: on equal times the workload that left the quota goes behind
-// one that joined by its queue-order timestamp, as the back of the line is where leaving puts it.
-// Then the smaller UID.
+// compareTurns orders two same-priority pending workloads by turn (policy.TurnPlace).
 func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
-	return turnOf(a, ordering).compare(turnOf(b, ordering))
+	return turnOf(a, ordering).Compare(turnOf(b, ordering))
 }
 
 // turnPlace is what compareTurns reads of a workload, read once.
-type turnPlace struct {
-	at   time.Time
-	left bool
-	uid  types.UID
-}
+type turnPlace = policy.TurnPlace
 
 func turnOf(wl *kueue.Workload, ordering workload.Ordering) turnPlace {
-	return turnPlace{at: turnTime(wl, ordering), left: leftQuota(wl) != nil, uid: wl.UID}
-}
-
-func (a turnPlace) compare(b turnPlace) int {
-	if c := a.at.Compare(b.at); c != 0 {
-		return c
-	}
-	if a.left != b.left {
-		if a.left {
-			return 1
-		}
-		return -1
-	}
-	return cmp.Compare(a.uid, b.uid)
+	return turnPlace{At: turnTime(wl, ordering), Left: leftQuota(wl) != nil, UID: wl.UID}
 }
 
 // leftQuota returns the condition saying that a pending workload left the quota and has not had
@@ -239,7 +217,7 @@ func turnLines(log logr.Logger, pending []*workload.Info, ordering workload.Orde
 		lines[prio] = append(lines[prio], turnEntry{info: info, place: turnOf(info.Obj, ordering)})
 	}
 	for _, line := range lines {
-		slices.SortFunc(line, func(a, b turnEntry) int { return a.place.compare(b.place) })
+		slices.SortFunc(line, func(a, b turnEntry) int { return a.place.Compare(b.place) })
 	}
 	return lines
 }
@@ -251,10 +229,10 @@ func turnLines(log logr.Logger, pending []*workload.Info, ordering workload.Orde
 func (p *Preemptor) firstTurn(log logr.Logger, snapshot *schdcache.Snapshot, wl *workload.Info, prio int64, canHold func(*workload.Info) bool) *workload.Info {
 	asker := turnOf(wl.Obj, p.workloadOrdering)
 	for _, other := range p.holders(log, snapshot, wl.ClusterQueue, prio, canHold) {
-		if other.place.uid == asker.uid {
+		if other.place.UID == asker.UID {
 			continue
 		}
-		if other.place.compare(asker) < 0 {
+		if other.place.Compare(asker) < 0 {
 			return other.info
 		}
 		return nil
