@@ -17,12 +17,7 @@ import (
 // of two windows, no workload holds the quota for more than one window of that span (and the
 // scheduling slack). Every other invariant of the rotation checker is checked on them too.
 func TestDeactivationProperties(t *testing.T) {
-	cases := 30
-	if raceDetector {
-		cases = 8
-	}
-	seed := time.Now().UnixNano() % 1_000_000_000
-	t.Logf("deactivation property checker: %d scenarios from seed %d", cases, seed)
+	cases, seed := generatedScenarios(t, "deactivation property checker", 30, 8)
 	failed, deactivations := 0, 0
 	for i := range cases {
 		s := seed + int64(i)
@@ -66,6 +61,18 @@ func TestDeactivationCheckerFindsAHolderThatNeverWaits(t *testing.T) {
 	if len(problems) == 0 {
 		t.Fatal("no violation found for a holder that took three turns in a row while another waited")
 	}
+}
+
+// generatedScenarios is how many generated scenarios a property test runs (fewer under the race
+// detector, where each costs five to ten times as much) and from which seed, logged.
+func generatedScenarios(t *testing.T, what string, cases, underRace int) (int, int64) {
+	t.Helper()
+	if raceDetector {
+		cases = underRace
+	}
+	seed := time.Now().UnixNano() % 1_000_000_000
+	t.Logf("%s: %d scenarios from seed %d", what, cases, seed)
+	return cases, seed
 }
 
 // checkDeactivation runs a generated scenario and returns the invariants it broke and how many

@@ -722,12 +722,7 @@ func TestRotationWithBudget(t *testing.T) {
 // than their run) pass every invariant of the rotation checker, "the simulation settled" among
 // them, which a loop within an instant breaks.
 func TestStrictFIFOExpectedRuntimeRetakes(t *testing.T) {
-	cases := 40
-	if raceDetector {
-		cases = 6
-	}
-	seed := time.Now().UnixNano() % 1_000_000_000
-	t.Logf("StrictFIFO with expected runtimes: %d scenarios from seed %d", cases, seed)
+	cases, seed := generatedScenarios(t, "StrictFIFO with expected runtimes", 40, 6)
 	expected := 0
 	for i := range cases {
 		s := seed + int64(i)
