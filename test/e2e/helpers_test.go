@@ -56,9 +56,9 @@ type jobSpec struct {
 	pods             int32
 	// runtime, readyAfter and unreadyEvery are the simulated kubelets' annotations; empty: none.
 	runtime, readyAfter, unreadyEvery string
-	grace               int64
-	priorityClass       string
-	annotations         map[string]string
+	grace                             int64
+	priorityClass                     string
+	annotations                       map[string]string
 }
 
 func newJob(ns string, s jobSpec) *batchv1.Job {
