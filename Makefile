@@ -90,6 +90,14 @@ test-unit: ## The CPU-bound unit tests (UNIT_PKGS: the simulator's property chec
 
 # The end-to-end suite: the manager, run as the chart's ServiceAccount, on the local cluster with
 # Pods (kube-controller-manager, kube-scheduler, simulated Nodes), in real time.
+# The soak: hours on the local cluster with Pods, the manager killed every SOAK_KILL_EVERY (not CI).
+SOAK_DURATION ?= 2h
+SOAK_KILL_EVERY ?= 10m
+
+.PHONY: soak
+soak: envtest cluster manifests helm-generate $(BIN)/helm ## Soak on the local cluster with Pods for SOAK_DURATION (default 2h), the manager killed every SOAK_KILL_EVERY.
+	SOAK_DURATION=$(SOAK_DURATION) SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) $(GO) test -count=1 -timeout 0 ./test/e2e -args -ginkgo.v -ginkgo.label-filter=soak
+
 .PHONY: test-e2e
 test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 9 minutes).
 	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v

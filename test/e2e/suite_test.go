@@ -66,7 +66,9 @@ var (
 	// visibilityAddress is where the manager serves the visibility API while a spec turns it on
 	// (withVisibility); empty: off.
 	visibilityAddress string
-	failed            bool
+	// metricsAddress is where the manager serves /metrics while a spec turns it on; "0": off.
+	metricsAddress = "0"
+	failed         bool
 )
 
 // defaultManagerExtra is the part of the manager's configuration that the specs choose: both
@@ -81,7 +83,7 @@ waitForPodsReady:
 // writeManagerConfig writes the manager's configuration with extra (top-level keys).
 func writeManagerConfig(extra string) {
 	ginkgo.GinkgoHelper()
-	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: "0", HealthAddress: health, VisibilityAddress: visibilityAddress, Extra: extra})
+	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: metricsAddress, HealthAddress: health, VisibilityAddress: visibilityAddress, Extra: extra})
 	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
 }
 

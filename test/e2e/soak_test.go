@@ -1,0 +1,266 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+)
+
+// The soak (make soak; skipped unless SOAK_DURATION is set): for hours on the local cluster with
+// Pods, Jobs arrive at a steady rate into three ClusterQueues (one taking turns, one protecting
+// its workloads with a min-runtime and notices, one of Jobs declaring an expected runtime), under
+// a preemption budget, and the manager is killed every SOAK_KILL_EVERY (default 10m). Every 10 s
+// it checks what a user would: no ClusterQueue holds more than its quota, no protected workload
+// is preempted inside its min-runtime, no turn lasts much longer than its window while another
+// Job waits; every minute it samples the manager's resident memory and goroutines; at the end,
+// every Job has exactly one Workload and the memory and goroutines have not grown since warm-up.
+var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
+	ginkgo.It("runs for SOAK_DURATION with the manager killed every SOAK_KILL_EVERY, every invariant holding", func() {
+		total, err := time.ParseDuration(os.Getenv("SOAK_DURATION"))
+		if err != nil || total <= 0 {
+			ginkgo.Skip("SOAK_DURATION not set (make soak)")
+		}
+		killEvery := 10 * time.Minute
+		if d, err := time.ParseDuration(os.Getenv("SOAK_KILL_EVERY")); err == nil && d > 0 {
+			killEvery = d
+		}
+		seed := time.Now().UnixNano() % 1_000_000
+		if s, err := strconv.ParseInt(os.Getenv("SOAK_SEED"), 10, 64); err == nil {
+			seed = s
+		}
+		rng := rand.New(rand.NewSource(seed))
+		ginkgo.GinkgoWriter.Printf("soak: %s, a kill every %s, seed %d (SOAK_SEED)\n", total, killEvery, seed)
+		ctx := context.Background()
+
+		const window, minRuntime = time.Minute, 2 * time.Minute
+		var err2 error
+		metricsAddress, err2 = controlplane.FreeLoopbackAddress()
+		gomega.Expect(err2).NotTo(gomega.HaveOccurred())
+		config := defaultManagerExtra + "timeshare:\n  preemptionBudget: {maxPreemptions: 20, period: 10m, burst: 20}\n"
+		reconfigureManager(config)
+		ginkgo.DeferCleanup(func() {
+			metricsAddress = "0"
+			reconfigureManager(defaultManagerExtra)
+		})
+		priorityClass(ctx, "soak-low", 100, nil)
+		priorityClass(ctx, "soak-high", 1000, nil)
+		ns := newNamespace(ctx, "soak")
+		queues := map[string]map[string]any{
+			"soak-turns": {"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": window.String()}},
+			"soak-protected": {"withinClusterQueue": "LowerPriority", "preemptMinRuntime": minRuntime.String(),
+				"noticePeriod": "20s", "noticeOnPriorityPreemption": true},
+			"soak-expected": {"withinClusterQueue": "LowerPriority"},
+		}
+		for name, p := range queues {
+			clusterQueue(ctx, ns, name, "4", p)
+		}
+
+		var jobs []*batchv1.Job
+		var problems []string
+		fail := func(format string, args ...any) {
+			if len(problems) < 20 {
+				problems = append(problems, fmt.Sprintf(format, args...))
+			}
+		}
+		arrive := func(i int) {
+			queue := []string{"soak-turns", "soak-protected", "soak-expected"}[i%3]
+			// One size in the queue that takes turns: any waiting Job fits in any expired holder's place.
+			cpu := "2"
+			if queue != "soak-turns" {
+				cpu = fmt.Sprint(1 + rng.Intn(4))
+			}
+			spec := jobSpec{name: fmt.Sprintf("j%04d", i), queue: queue, cpu: cpu, grace: 5,
+				runtime: fmt.Sprintf("%ds", 120+rng.Intn(480)), priorityClass: "soak-low"}
+			switch {
+			case queue == "soak-protected" && rng.Intn(4) == 0:
+				spec.priorityClass = "soak-high"
+			case queue == "soak-expected":
+				spec.annotations = map[string]string{"kueue-timeshare.io/expected-runtime": "2m", "kueue-timeshare.io/requeue-delay": "30s"}
+			}
+			j := newJob(ns, spec)
+			if err := k8s.Create(ctx, j); err != nil {
+				fail("creating %s: %v", j.Name, err)
+				return
+			}
+			jobs = append(jobs, j)
+		}
+
+		// holds remembers, per workload seen holding quota, when that hold began (first seen) and
+		// when it was admitted.
+		type hold struct {
+			since, admitted time.Time
+		}
+		holds := map[string]*hold{}
+		check := func(now time.Time) {
+			var list kueue.WorkloadList
+			if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return
+			}
+			used := map[string]int64{}
+			waiting := map[string]bool{}
+			for i := range list.Items {
+				wl := &list.Items[i]
+				cq := string(wl.Spec.QueueName)
+				if holding(wl) {
+					for _, ps := range wl.Spec.PodSets {
+						used[cq] += ps.Template.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() * int64(ps.Count)
+					}
+				} else if apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished) == nil {
+					waiting[cq] = true
+				}
+			}
+			for cq, m := range used {
+				if m > 4000 {
+					fail("%s: %dm CPU held, quota 4 at %s", cq, m, now.Format(time.TimeOnly))
+				}
+			}
+			for i := range list.Items {
+				wl := &list.Items[i]
+				cq := string(wl.Spec.QueueName)
+				h := holds[wl.Name]
+				if holding(wl) {
+					if h == nil {
+						h = &hold{since: now}
+						holds[wl.Name] = h
+					}
+					if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+						h.admitted = c.LastTransitionTime.Time
+					}
+				}
+				if h == nil {
+					continue
+				}
+				// A turn ends at its window; the handover takes the victim's grace period, the
+				// hold's margin and a sampling period at most.
+				if cq == "soak-turns" && holding(wl) && waiting[cq] && !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+					if held := now.Sub(h.since); held > window+time.Minute {
+						fail("%s held soak-turns for %s while another Job waited", wl.Name, held.Round(time.Second))
+						h.since = now
+					}
+				}
+				if p := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); cq == "soak-protected" && p != nil &&
+					p.Status == metav1.ConditionTrue && p.Reason == kueue.InClusterQueueReason && !h.admitted.IsZero() && p.LastTransitionTime.After(h.admitted) {
+					if ran := p.LastTransitionTime.Sub(h.admitted); ran < minRuntime-time.Second {
+						fail("%s preempted %s after its admission, inside its min-runtime %s", wl.Name, ran, minRuntime)
+					}
+				}
+				if !holding(wl) {
+					delete(holds, wl.Name)
+				}
+			}
+		}
+		type sample struct {
+			at              time.Duration
+			rss, goroutines float64
+		}
+		var samples []sample
+		start := time.Now()
+		kills, arrivals := 0, 0
+		nextKill, nextSample, nextArrival := start.Add(killEvery), start, start
+		var downtime []time.Duration
+		for now := time.Now(); now.Sub(start) < total; now = time.Now() {
+			if !now.Before(nextArrival) {
+				arrive(arrivals)
+				arrivals++
+				nextArrival = now.Add(20 * time.Second)
+			}
+			if !now.Before(nextKill) {
+				mgr.kill()
+				t := time.Now()
+				mgr = startManager(readyzURL)
+				downtime = append(downtime, time.Since(t))
+				kills++
+				nextKill = time.Now().Add(killEvery)
+			}
+			if !now.Before(nextSample) {
+				if rss, gr, ok := managerSample(); ok {
+					samples = append(samples, sample{at: now.Sub(start), rss: rss, goroutines: gr})
+				}
+				nextSample = now.Add(time.Minute)
+			}
+			check(now)
+			time.Sleep(10 * time.Second)
+		}
+
+		ginkgo.By("checking that every Job has exactly one Workload")
+		var list kueue.WorkloadList
+		gomega.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(gomega.Succeed())
+		owners := map[string]int{}
+		for _, wl := range list.Items {
+			for _, o := range wl.OwnerReferences {
+				owners[o.Name]++
+			}
+		}
+		for _, j := range jobs {
+			if n := owners[j.Name]; n != 1 {
+				fail("Job %s has %d Workloads", j.Name, n)
+			}
+		}
+		report := fmt.Sprintf("soak %s, seed %d: %d Jobs, %d kills (back to ready: max %s), %d samples",
+			total, seed, len(jobs), kills, maxOf(downtime).Round(100*time.Millisecond), len(samples))
+		warm := samples[0]
+		for _, s := range samples {
+			if s.at >= killEvery {
+				warm = s
+				break
+			}
+		}
+		last := samples[len(samples)-1]
+		report += fmt.Sprintf("; manager RSS %.0f MB at warm-up (+%s), %.0f MB at the end; goroutines %.0f, then %.0f",
+			warm.rss/1e6, warm.at.Round(time.Minute), last.rss/1e6, warm.goroutines, last.goroutines)
+		ginkgo.AddReportEntry("soak", report)
+		ginkgo.GinkgoWriter.Println(report)
+		gomega.Expect(problems).To(gomega.BeEmpty())
+		gomega.Expect(last.goroutines).To(gomega.BeNumerically("<=", warm.goroutines*1.5+50), "goroutines grew")
+		gomega.Expect(last.rss).To(gomega.BeNumerically("<=", warm.rss*1.5), "resident memory grew")
+	})
+})
+
+// managerSample reads the manager's resident memory and goroutines from its /metrics.
+func managerSample() (rss, goroutines float64, ok bool) {
+	resp, err := http.Get("http://" + metricsAddress + "/metrics")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, value, found := strings.Cut(sc.Text(), " ")
+		if !found {
+			continue
+		}
+		switch name {
+		case "process_resident_memory_bytes":
+			rss, _ = strconv.ParseFloat(value, 64)
+		case "go_goroutines":
+			goroutines, _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return rss, goroutines, rss > 0 && goroutines > 0
+}
+
+func maxOf(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
