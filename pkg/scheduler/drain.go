@@ -81,7 +81,14 @@ type drainHold struct {
 	// due is the latest time by which the Pods are to be gone, as last read (their
 	// deletionTimestamp); a charge counts no further, however late it is seen.
 	due time.Time
+	// lookAfter: an overstaying hold is read again after this (or when one of its Pods or its
+	// Job changes), not at every cycle: a tenant's day-long grace periods cost a read every
+	// overstayLook each.
+	lookAfter time.Time
 }
+
+// overstayLook is how often an overstaying hold is read when nothing about its Pods is heard.
+const overstayLook = 10 * time.Second
 
 // preWakeMargin is how long after the Pods' deletion deadline the early retry lands: time for
 // the kubelet to stop them and for the informer to see it.
@@ -208,6 +215,9 @@ const (
 // time they take is charged to the workload's next turn.
 func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *drainHold) (bool, string) {
 	now := d.clock.Now()
+	if !h.overstaySince.IsZero() && now.Before(h.lookAfter) {
+		return true, reasonOverstaying
+	}
 	wl, over, why := d.over(ctx, key, h)
 	switch {
 	case over && h.overstaySince.IsZero():
@@ -221,6 +231,7 @@ func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *d
 		h.overstaySince = h.deadline
 		d.warnOverstay(wl)
 	}
+	h.lookAfter = now.Add(overstayLook)
 	return true, reasonOverstaying
 }
 
@@ -396,6 +407,7 @@ func (d *drainHolds) wakeWhere(ctx context.Context, match func(*drainHold) bool)
 	for _, h := range d.holds {
 		if match(h) {
 			wake = append(wake, h.cq)
+			h.lookAfter = time.Time{}
 		}
 	}
 	d.mu.Unlock()

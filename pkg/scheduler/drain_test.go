@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
@@ -481,7 +482,7 @@ func TestDrainOverstayIsChargedToTheNextTurn(t *testing.T) {
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}, Status: batchv1.JobStatus{Terminating: ptr.To[int32](1)}}
 			c := utiltesting.NewClientBuilder().WithObjects(wl, job, tc.pod).WithStatusSubresource(wl).Build()
 			recorder := events.NewFakeRecorder(10)
-			d := newDrainHolds(c, clk, nil, bound, recorder)
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) {}, bound, recorder)
 			h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: deadline}
 			key := client.ObjectKeyFromObject(wl)
 			end := tc.seenAt
@@ -514,9 +515,17 @@ func TestDrainOverstayIsChargedToTheNextTurn(t *testing.T) {
 					if err := c.Update(ctx, &p); err != nil {
 						t.Fatal(err)
 					}
+					// As the manager's Pod informer tells it, unless the case looks late.
+					if tc.seenAt == tc.goneAt {
+						d.podChanged(ctx, &p, true)
+					}
 				}
 				if tc.goneAt > 0 && step > tc.goneAt && step < tc.seenAt {
 					continue
+				}
+				if step == tc.seenAt && tc.seenAt != tc.goneAt {
+					// Looked at late, whatever the overstay's read interval says.
+					h.lookAfter = time.Time{}
 				}
 				if held, why = d.holding(ctx, key, h); !held {
 					break
@@ -543,5 +552,51 @@ func TestDrainOverstayIsChargedToTheNextTurn(t *testing.T) {
 				t.Errorf("charge owed = %s, want %s; conditions %+v", got, tc.wantCharge, w.Status.Conditions)
 			}
 		})
+	}
+}
+
+// An overstaying hold adds nothing to the quota and is read again every overstayLook, not at
+// every cycle, unless one of its Pods is heard of: a tenant's many day-long grace periods cost
+// the scheduler little.
+func TestDrainOverstayIsReadEveryOverstayLook(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	ctx, _ := utiltesting.ContextWithLog(t)
+	clk := testingclock.NewFakeClock(now)
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-1"}, Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
+		{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Test", LastTransitionTime: metav1.NewTime(now)},
+		{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.NewTime(now)},
+	}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}, Status: batchv1.JobStatus{Terminating: ptr.To[int32](1)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod", Labels: map[string]string{batchv1.ControllerUidLabel: "job-uid"},
+		DeletionTimestamp: ptr.To(metav1.NewTime(now.Add(24 * time.Hour))), Finalizers: []string{"test"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	reads := 0
+	c := utiltesting.NewClientBuilder().WithObjects(wl, job, pod).WithStatusSubresource(wl).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*kueue.Workload); ok {
+				reads++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) {}, 20*time.Second, nil)
+	h := &drainHold{uid: "uid-1", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid", deadline: now}
+	key := client.ObjectKeyFromObject(wl)
+	var got []int
+	for range 3 {
+		before := reads
+		for range 10 {
+			if held, why := d.holding(ctx, key, h); !held || why != reasonOverstaying {
+				t.Fatalf("holding = %v, %q; want %q", held, why, reasonOverstaying)
+			}
+			clk.Step(time.Second)
+		}
+		got = append(got, reads-before)
+	}
+	d.podChanged(ctx, pod, true)
+	before := reads
+	d.holding(ctx, key, h)
+	got = append(got, reads-before)
+	if diff := cmp.Diff([]int{1, 1, 1, 1}, got); diff != "" {
+		t.Errorf("reads of the workload per ten one-second cycles, then after a Pod event (-want +got):\n%s", diff)
 	}
 }
