@@ -53,10 +53,11 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 		var err2 error
 		metricsAddress, err2 = controlplane.FreeLoopbackAddress()
 		gomega.Expect(err2).NotTo(gomega.HaveOccurred())
+		managerGates = map[string]bool{"PreemptionBudget": true}
 		config := defaultManagerExtra + "timeshare:\n  preemptionBudget: {maxPreemptions: 20, period: 10m, burst: 20}\n"
 		reconfigureManager(config)
 		ginkgo.DeferCleanup(func() {
-			metricsAddress = "0"
+			metricsAddress, managerGates = "0", nil
 			reconfigureManager(defaultManagerExtra)
 		})
 		priorityClass(ctx, "soak-low", 100, nil)
@@ -108,6 +109,8 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 			since, admitted time.Time
 		}
 		holds := map[string]*hold{}
+		// ended counts the holds seen ending, by eviction reason ("finished" when not evicted).
+		ended := map[string]int{}
 		check := func(now time.Time) {
 			var list kueue.WorkloadList
 			if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -162,6 +165,14 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 					}
 				}
 				if !holding(wl) {
+					reason := "finished"
+					if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+						reason = c.Reason
+						if p := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); p != nil && p.Status == metav1.ConditionTrue {
+							reason = p.Reason
+						}
+					}
+					ended[reason]++
 					delete(holds, wl.Name)
 				}
 			}
@@ -223,6 +234,7 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 			}
 		}
 		last := samples[len(samples)-1]
+		report += fmt.Sprintf("; holds ended: %v", ended)
 		report += fmt.Sprintf("; manager RSS %.0f MB at warm-up (+%s), %.0f MB at the end; goroutines %.0f, then %.0f",
 			warm.rss/1e6, warm.at.Round(time.Minute), last.rss/1e6, warm.goroutines, last.goroutines)
 		ginkgo.AddReportEntry("soak", report)

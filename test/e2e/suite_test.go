@@ -68,7 +68,9 @@ var (
 	visibilityAddress string
 	// metricsAddress is where the manager serves /metrics while a spec turns it on; "0": off.
 	metricsAddress = "0"
-	failed         bool
+	// managerGates are feature gates a spec sets in the manager's configuration.
+	managerGates map[string]bool
+	failed       bool
 )
 
 // defaultManagerExtra is the part of the manager's configuration that the specs choose: both
@@ -83,7 +85,8 @@ waitForPodsReady:
 // writeManagerConfig writes the manager's configuration with extra (top-level keys).
 func writeManagerConfig(extra string) {
 	ginkgo.GinkgoHelper()
-	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: metricsAddress, HealthAddress: health, VisibilityAddress: visibilityAddress, Extra: extra})
+	cfg := cp.ManagerConfig(controlplane.ManagerSettings{MetricsAddress: metricsAddress, HealthAddress: health, VisibilityAddress: visibilityAddress,
+		FeatureGates: managerGates, Extra: extra})
 	gomega.Expect(os.WriteFile(cfgPath, []byte(cfg), 0o600)).To(gomega.Succeed())
 }
 
