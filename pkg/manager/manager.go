@@ -789,7 +789,9 @@ func (m *Manager) watchJobs(ctx context.Context, sched *scheduler.Scheduler) err
 }
 
 // afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and every
-// priority class's toleration are loaded, retrying while the API server cannot be read. It keeps s's leader election needs.
+// priority class's toleration are loaded, retrying while the API server cannot be read, and the
+// scheduler's cache counts every workload holding quota (waitForQuotaLoaded, at most loadBound).
+// It keeps s's leader election needs.
 func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
@@ -810,6 +812,9 @@ func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 		})
 		if err != nil {
 			return nil // ctx ended
+		}
+		if !waitForQuotaLoaded(ctx, m.GetCache(), m.Cache, loadBound) && ctx.Err() == nil {
+			m.log.Info("The scheduler's cache does not count every workload holding quota yet; scheduling anyway", "waited", loadBound)
 		}
 		return s.Start(ctx)
 	})
