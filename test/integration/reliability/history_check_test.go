@@ -1,10 +1,13 @@
 package reliability_test
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -69,6 +72,35 @@ var _ = ginkgo.Describe("The history's checks", func() {
 		ginkgo.Entry("expected runtime inside preemptMinRuntime", "", "InClusterQueueExpectedRuntime", 4*time.Second, true),
 		ginkgo.Entry("an unknown reason", "", "Whatever", time.Hour, true),
 	)
+
+	ginkgo.It("reports CPU over-committed at some write, and no reservation freed or finished before the next", func() {
+		h := newHistory()
+		// put writes workload name at resource version rv: holding cpu, or not, or finished.
+		put := func(name string, rv int, cpu string, reserved, finished bool) {
+			w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), ResourceVersion: fmt.Sprint(rv)}}
+			if reserved {
+				w.Status.Admission = &kueue.Admission{ClusterQueue: "q", PodSetAssignments: []kueue.PodSetAssignment{{
+					Name: kueue.DefaultPodSetName, ResourceUsage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+				}}}
+				w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", t0))
+			}
+			if finished {
+				w.Status.Conditions = append(w.Status.Conditions, cond(kueue.WorkloadFinished, metav1.ConditionTrue, "Succeeded", t0))
+			}
+			h.observe(w)
+		}
+		put("a", 10, "3", true, false)
+		put("a", 11, "", false, false)
+		put("b", 12, "3", true, false)
+		put("b", 13, "3", true, true)
+		put("c", 14, "4", true, false)
+		gomega.Expect(h.violations(policies{capacity: 4000}, nil)).To(gomega.BeEmpty())
+		put("d", 15, "500m", true, false)
+		gomega.Expect(h.violations(policies{capacity: 4000}, nil)).To(gomega.ConsistOf(
+			gomega.ContainSubstring("ns/d: over-committed at resource version 15: 4500m CPU reserved in the API, more than the 4000m there is (ns/c 4000m, ns/d 500m)"),
+		))
+		gomega.Expect(h.peakCommitted()).To(gomega.Equal(int64(4500)))
+	})
 
 	ginkgo.It("reports a window that moved, a half-written state and a double eviction", func() {
 		h := &history{wls: map[types.UID]*record{}, subs: map[event][]chan struct{}{}, byReason: map[string]int{}}

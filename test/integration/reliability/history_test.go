@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,6 +59,11 @@ type reservation struct {
 	reservedAt, admittedAt time.Time
 	// ended is when the watch saw it end, by the test's clock; zero while it lasts.
 	ended time.Time
+	// cpu is what it holds, in millicores; startRV and freedRV the resource versions (the
+	// API's order of writes) of the write that reserved it and of the first that released it,
+	// or finished the workload (0: not yet).
+	cpu              int64
+	startRV, freedRV int64
 }
 
 // preemption is one transition of the Preempted condition to True.
@@ -78,7 +85,7 @@ const (
 // watchHistory starts recording the Workloads of the cluster until the spec ends.
 func watchHistory(cfg *rest.Config) *history {
 	ginkgo.GinkgoHelper()
-	h := &history{wls: map[types.UID]*record{}, subs: map[event][]chan struct{}{}, byReason: map[string]int{}}
+	h := newHistory()
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -93,6 +100,10 @@ func watchHistory(cfg *rest.Config) *history {
 	go func() { _ = c.Start(ctx) }()
 	gomega.Expect(c.WaitForCacheSync(ctx)).To(gomega.BeTrue())
 	return h
+}
+
+func newHistory() *history {
+	return &history{wls: map[types.UID]*record{}, subs: map[event][]chan struct{}{}, byReason: map[string]int{}}
 }
 
 func (h *history) observe(obj any) {
@@ -119,6 +130,8 @@ func (h *history) observe(obj any) {
 	if wl.Annotations[annotations.ExpectedRuntime] != "" {
 		r.annotations = wl.Annotations
 	}
+	// Resource versions are etcd revisions: integers in the order of the writes.
+	rv, _ := strconv.ParseInt(wl.ResourceVersion, 10, 64)
 	half := func(format string, args ...any) {
 		r.halfWritten = append(r.halfWritten, fmt.Sprintf("rv %s: ", wl.ResourceVersion)+fmt.Sprintf(format, args...))
 	}
@@ -134,9 +147,10 @@ func (h *history) observe(obj any) {
 			half("QuotaReserved=True without status.admission")
 		}
 		if cur == nil {
-			cur = &reservation{reservedAt: qr.LastTransitionTime.Time}
+			cur = &reservation{reservedAt: qr.LastTransitionTime.Time, startRV: rv}
 			if wl.Status.Admission != nil {
 				cur.clusterQueue = string(wl.Status.Admission.ClusterQueue)
+				cur.cpu = cpuOf(wl.Status.Admission)
 			}
 			r.reservations = append(r.reservations, cur)
 			h.admissions++
@@ -175,6 +189,9 @@ func (h *history) observe(obj any) {
 		h.notify(eventPreemption)
 	}
 	r.preempted = isTrue(pre)
+	if cur != nil && cur.freedRV == 0 && (!isTrue(qr) || isTrue(apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished))) {
+		cur.freedRV = rv
+	}
 	if !isTrue(qr) && cur != nil {
 		cur.ended = now
 	}
@@ -235,6 +252,9 @@ type policies struct {
 	minAdmitDuration  map[string]time.Duration
 	// toleration is how long a priority class's workloads tolerate every preemptor of the suite.
 	toleration map[string]time.Duration
+	// capacity is the CPU, in millicores, the ClusterQueues hold at most together (their
+	// cohort's); 0 leaves it unchecked.
+	capacity int64
 }
 
 // violations lists every broken promise in the history: preemptions inside a protection or
@@ -260,8 +280,80 @@ func (h *history) violations(p policies, logged map[string]int) []string {
 			}
 		}
 	}
+	if p.capacity > 0 {
+		_, over := h.committedLocked(p.capacity)
+		out = append(out, over...)
+	}
 	sort.Strings(out)
 	return out
+}
+
+// committedLocked replays the reservations in the order of their writes: peak is the most CPU
+// (millicores) held in the API at any instant, over says at which writes more than capacity was.
+// The watch sees every write in order, so the sum at each write is what the API held then.
+func (h *history) committedLocked(capacity int64) (peak int64, over []string) {
+	type change struct {
+		rv, cpu int64
+		key     string
+	}
+	var changes []change
+	for _, r := range h.wls {
+		for _, res := range r.reservations {
+			if res.startRV == 0 {
+				continue
+			}
+			changes = append(changes, change{res.startRV, res.cpu, r.key})
+			if res.freedRV != 0 {
+				changes = append(changes, change{res.freedRV, -res.cpu, r.key})
+			}
+		}
+	}
+	// A write changes one Workload: no two changes share a resource version.
+	sort.Slice(changes, func(i, j int) bool {
+		if changes[i].rv != changes[j].rv {
+			return changes[i].rv < changes[j].rv
+		}
+		return changes[i].cpu < changes[j].cpu
+	})
+	held := map[string]int64{}
+	sum := int64(0)
+	for _, c := range changes {
+		sum += c.cpu
+		if c.cpu > 0 {
+			held[c.key] = c.cpu
+		} else {
+			delete(held, c.key)
+		}
+		peak = max(peak, sum)
+		if capacity > 0 && c.cpu > 0 && sum > capacity {
+			holders := make([]string, 0, len(held))
+			for k, v := range held {
+				holders = append(holders, fmt.Sprintf("%s %dm", k, v))
+			}
+			sort.Strings(holders)
+			over = append(over, fmt.Sprintf("%s: over-committed at resource version %d: %dm CPU reserved in the API, more than the %dm there is (%s)",
+				c.key, c.rv, sum, capacity, strings.Join(holders, ", ")))
+		}
+	}
+	return peak, over
+}
+
+// peakCommitted is the most CPU, in millicores, reserved in the API at any instant so far.
+func (h *history) peakCommitted() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	peak, _ := h.committedLocked(0)
+	return peak
+}
+
+// cpuOf is the CPU, in millicores, an admission reserves.
+func cpuOf(a *kueue.Admission) int64 {
+	n := int64(0)
+	for _, ps := range a.PodSetAssignments {
+		q := ps.ResourceUsage[corev1.ResourceCPU]
+		n += q.MilliValue()
+	}
+	return n
 }
 
 // check returns why the preemption broke a promise, or "".

@@ -51,17 +51,15 @@ var _ = ginkgo.Describe("Two managers with leader election, the leader killed wi
 		rng := rand.New(rand.NewPCG(seed, 2))
 		jobs, handovers := 30, 2
 		if long {
-			jobs, handovers = 150, 8
+			// Enough Jobs that every new leader has admissions to make.
+			jobs, handovers = 300, 20
 		}
-		leader := k.startManager("leader-0", le)
-		procs := []*managerProcess{leader}
-		leader.waitReady()
+		leader, procs := k.startReady("leader-0", le)
 		gomega.Eventually(func() bool { return acquired(leader) }, timeout, interval).Should(gomega.BeTrue(), "the first manager leads")
 		var leaderID string
 		gomega.Eventually(func(g gomega.Gomega) { leaderID = holder(g); g.Expect(leaderID).NotTo(gomega.BeEmpty()) }, timeout, interval).Should(gomega.Succeed())
-		follower := k.startManager("leader-1", le)
-		procs = append(procs, follower)
-		follower.waitReady()
+		follower, started := k.startReady("leader-1", le)
+		procs = append(procs, started...)
 
 		createBaseObjects(ctx, k.client)
 		ns := "leader"
@@ -92,9 +90,8 @@ var _ = ginkgo.Describe("Two managers with leader election, the leader killed wi
 			ginkgo.By(fmt.Sprintf("admitting again from the new leader %s (took over after %s)", follower.name, took.Round(100*time.Millisecond)))
 			gomega.Eventually(func() int { return count(follower.entries(), msgAdmitted) }, timeout, interval).Should(gomega.BeNumerically(">", 0))
 
-			next := k.startManager(fmt.Sprintf("leader-%d", i+2), le)
-			procs = append(procs, next)
-			next.waitReady()
+			next, started := k.startReady(fmt.Sprintf("leader-%d", i+2), le)
+			procs = append(procs, started...)
 			leader, follower = follower, next
 		}
 		gomega.Eventually(s.done, 3*timeout).Should(gomega.BeClosed())

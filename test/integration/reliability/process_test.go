@@ -34,6 +34,8 @@ type cluster struct {
 	kubeconfig string
 	dir        string
 	proxy      *webhookProxy
+	// verbosity is the managers' log level (3 unless set before they start).
+	verbosity int
 }
 
 func startCluster() *cluster {
@@ -41,13 +43,29 @@ func startCluster() *cluster {
 	cp, err := controlplane.Start(root)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(func() { gomega.Expect(cp.Stop()).To(gomega.Succeed()) })
-	k := &cluster{cp: cp, dir: ginkgo.GinkgoT().TempDir()}
-	if d := os.Getenv("RELIABILITY_LOG_DIR"); d != "" {
-		// Keep the managers' logs and configuration files after the run.
-		k.dir, err = os.MkdirTemp(d, "cluster-")
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		ginkgo.GinkgoWriter.Printf("reliability: manager logs in %s\n", k.dir)
+	return startClusterOn(cp, clusterDir())
+}
+
+// clusterDir is where a cluster's managers keep their logs and configuration: a temporary
+// directory, or one under RELIABILITY_LOG_DIR that outlives the run.
+func clusterDir() string {
+	ginkgo.GinkgoHelper()
+	d := os.Getenv("RELIABILITY_LOG_DIR")
+	if d == "" {
+		return ginkgo.GinkgoT().TempDir()
 	}
+	dir, err := os.MkdirTemp(d, "cluster-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.GinkgoWriter.Printf("reliability: manager logs in %s\n", dir)
+	return dir
+}
+
+// startClusterOn readies a running control plane for manager processes: a kubeconfig, the
+// webhook proxy and the managers' namespace, in dir.
+func startClusterOn(cp *controlplane.ControlPlane, dir string) *cluster {
+	ginkgo.GinkgoHelper()
+	k := &cluster{cp: cp, dir: dir, verbosity: 3}
+	var err error
 	k.client, err = client.New(cp.Config, client.Options{Scheme: scheme})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	k.kubeconfig = filepath.Join(k.dir, "kubeconfig")
@@ -128,7 +146,7 @@ func (p *webhookProxy) forward(in net.Conn) {
 }
 
 // managerProcess is the kueue-timeshare binary running against a cluster, logging JSON at
-// verbosity 3 (admissions and preemptions) into its own file.
+// verbosity 3 (admissions and preemptions; cluster.verbosity) into its own file.
 type managerProcess struct {
 	name    string
 	cmd     *exec.Cmd
@@ -178,7 +196,7 @@ func (k *cluster) startManagerWith(name string, le *controlplane.LeaderElection,
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	// Development mode without sampling (production logging drops repeated messages), in JSON.
 	cmd := exec.Command(managerBinary(), "--config="+cfgPath, "--kubeconfig="+k.kubeconfig,
-		"--metrics-insecure", "--zap-devel", "--zap-encoder=json", "--zap-log-level=3", "--zap-stacktrace-level=panic")
+		"--metrics-insecure", "--zap-devel", "--zap-encoder=json", fmt.Sprintf("--zap-log-level=%d", k.verbosity), "--zap-stacktrace-level=panic")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	gomega.Expect(cmd.Start()).To(gomega.Succeed())
 	p := &managerProcess{name: name, cmd: cmd, logPath: logPath, health: health, webhook: webhook, done: make(chan struct{}), k: k, startedAt: time.Now()}
@@ -190,6 +208,59 @@ func (k *cluster) startManagerWith(name string, le *controlplane.LeaderElection,
 	k.proxy.add(webhook)
 	ginkgo.DeferCleanup(p.kill)
 	return p
+}
+
+// errPortTaken: a port FreeLoopbackAddress found free was taken before the manager bound it,
+// by another listener or any connection's ephemeral port (a hundred restarts meet it).
+var errPortTaken = errors.New("a port given to the manager was taken meanwhile")
+
+// startReady starts a manager named name and waits until it is ready; one that could not bind
+// a port is killed and started again on other ports, as name-2, then name-3. It returns the ready
+// process and every process it started (each may have logged admissions before it exited).
+func (k *cluster) startReady(name string, le *controlplane.LeaderElection) (*managerProcess, []*managerProcess) {
+	ginkgo.GinkgoHelper()
+	var all []*managerProcess
+	for attempt := 1; ; attempt++ {
+		n := name
+		if attempt > 1 {
+			n = fmt.Sprintf("%s-%d", name, attempt)
+		}
+		p := k.startManager(n, le)
+		all = append(all, p)
+		err := p.ready()
+		if err == nil {
+			return p, all
+		}
+		p.kill()
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			ginkgo.Fail(err.Error())
+		}
+		ginkgo.GinkgoWriter.Printf("reliability: %s: %v; starting it again\n", n, err)
+	}
+}
+
+// ready polls the manager's readiness probe until it answers OK, the process exits, or it logs
+// that it could not bind a port.
+func (p *managerProcess) ready() error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if data, _ := os.ReadFile(p.logPath); strings.Contains(string(data), "address already in use") {
+			return fmt.Errorf("%s: %w", p.name, errPortTaken)
+		}
+		if !p.alive() {
+			return fmt.Errorf("manager %s exited; the end of its log:\n%s", p.name, p.tail())
+		}
+		if resp, err := http.Get("http://" + p.health + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("manager %s not ready after %s; the end of its log:\n%s", p.name, timeout, p.tail())
+		}
+		<-time.After(interval)
+	}
 }
 
 // waitReady waits until the manager's readiness probe (webhooks served) answers OK.
@@ -248,8 +319,23 @@ type logEntry struct {
 	Workload       *objRef `json:"workload"`
 	TargetWorkload *objRef `json:"targetWorkload"`
 	Reason         string  `json:"reason"`
+	// Reflector and Type name a client-go informer's reflector and its kind in its messages.
+	Reflector looseString `json:"reflector"`
+	Type      looseString `json:"type"`
 	// raw is the whole line.
 	raw string
+}
+
+// looseString is a string field that other messages may use for something else: any other
+// value is left empty rather than failing the whole line.
+type looseString string
+
+func (s *looseString) UnmarshalJSON(b []byte) error {
+	var v string
+	if json.Unmarshal(b, &v) == nil {
+		*s = looseString(v)
+	}
+	return nil
 }
 
 type objRef struct {

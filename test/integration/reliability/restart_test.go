@@ -39,11 +39,11 @@ var _ = ginkgo.Describe("Manager killed with SIGKILL and restarted under a strea
 		rng := rand.New(rand.NewPCG(seed, 1))
 		jobs, kills := 40, 4
 		if long {
-			jobs, kills = 300, 20
+			// Enough Jobs that admissions and preemptions go on through the hundred kills.
+			jobs, kills = 600, 100
 		}
-		m := k.startManager("restart-0", nil)
-		procs = append(procs, m)
-		m.waitReady()
+		m, started := k.startReady("restart-0", nil)
+		procs = append(procs, started...)
 		createBaseObjects(ctx, k.client)
 		ns := "restarts"
 		pol, queues := allPolicies(ctx, k.client, ns)
@@ -81,10 +81,9 @@ var _ = ginkgo.Describe("Manager killed with SIGKILL and restarted under a strea
 			ginkgo.By(fmt.Sprintf("kill %d/%d %s: SIGKILL with %d workloads holding quota", i+1, kills, point, len(held)))
 			down := time.Duration(rng.IntN(1500)) * time.Millisecond
 			<-time.After(down)
-			m = k.startManager(fmt.Sprintf("restart-%d", i+1), nil)
-			procs = append(procs, m)
-			m.waitReady()
-			downtime += time.Since(m.startedAt) + down
+			m, started = k.startReady(fmt.Sprintf("restart-%d", i+1), nil)
+			procs = append(procs, started...)
+			downtime += time.Since(started[0].startedAt) + down
 			spanned += h.lastedPast(held, time.Now())
 		}
 		ginkgo.By("waiting for the stream to be submitted")

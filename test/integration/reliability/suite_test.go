@@ -1,13 +1,14 @@
 // Package reliability_test checks that the manager loses no workload and breaks no promise when
 // things go wrong: the manager process killed (SIGKILL) and restarted in the middle of admissions
-// and preemptions, two managers with leader election and the leader killed, and API errors
-// injected into the scheduler's client. Each spec runs a stream of Jobs against ClusterQueues
-// with every kueue-timeshare policy on, records every Workload transition from a watch of its
-// own, and checks the invariants in docs/reliability.md.
+// and preemptions, two managers with leader election and the leader killed, API errors injected
+// into the scheduler's client, and kube-apiserver and etcd stopped and started again under the
+// running manager, with etcd compacted so that its watches get 410 Gone. Each spec runs Jobs
+// against ClusterQueues with every kueue-timeshare policy on, records every Workload transition
+// from a watch of its own, and checks the invariants in docs/reliability.md.
 //
-// RELIABILITY_LONG=1 runs the long form (more Jobs, more kills), as `make test-reliability` does;
-// RELIABILITY_SEED=n replays the random choices of an earlier run (the seed is printed);
-// RELIABILITY_LOG_DIR=dir keeps every manager's log there.
+// RELIABILITY_LONG=1 runs the long form (more Jobs, kills, handovers and outages), as
+// `make test-reliability` does; RELIABILITY_SEED=n replays the random choices of an earlier run
+// (the seed is printed); RELIABILITY_LOG_DIR=dir keeps every manager's log there.
 package reliability_test
 
 import (
@@ -59,7 +60,7 @@ var (
 
 func TestReliability(t *testing.T) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
-	ginkgo.RunSpecs(t, "Reliability suite: restarts, leader election, API faults")
+	ginkgo.RunSpecs(t, "Reliability suite: restarts, leader election, API faults, control-plane outages")
 }
 
 var _ = ginkgo.BeforeSuite(func() {

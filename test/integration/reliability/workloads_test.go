@@ -50,7 +50,8 @@ const (
 // "ts" shares by time (minAdmitDuration) with preemptMinRuntime, "prio" preempts lower priorities
 // with preemptMinRuntime, both borrow from each other and reclaim under the cohort's
 // reclaimMinRuntime; the tolerant priority class and the expected-runtime annotations of the Jobs
-// do the rest. It returns the protections to check the history against and the queues.
+// do the rest. It returns the protections (and the cohort's CPU) to check the history against
+// and the queues.
 func allPolicies(ctx context.Context, c client.Client, ns string) (policies, []queueSetup) {
 	ginkgo.GinkgoHelper()
 	createNamespace(ctx, c, ns)
@@ -77,11 +78,16 @@ func allPolicies(ctx context.Context, c client.Client, ns string) (policies, []q
 	for _, q := range queues {
 		gomega.Expect(util.CreateClusterQueue(ctx, c, ns, q.name, fmt.Sprint(q.cpu), cohortName, q.preemption)).To(gomega.Succeed())
 	}
+	capacity := int64(0)
+	for _, q := range queues {
+		capacity += q.cpu * 1000
+	}
 	return policies{
 		preemptMinRuntime: map[string]time.Duration{"ts": tsPreemptMin, "prio": prioPreemptMin},
 		reclaimMinRuntime: map[string]time.Duration{"ts": reclaimMinRuntime, "prio": reclaimMinRuntime},
 		minAdmitDuration:  map[string]time.Duration{"ts": minAdmitDuration},
 		toleration:        map[string]time.Duration{"tolerant": tolerationSeconds * time.Second},
+		capacity:          capacity,
 	}, queues
 }
 
