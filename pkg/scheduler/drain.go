@@ -230,9 +230,23 @@ func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *d
 	case h.overstaySince.IsZero():
 		h.overstaySince = h.deadline
 		d.warnOverstay(wl)
+	case overstayOver(h, now):
+		// Pods stuck past their deletion deadline (a lost node) are charged up to it, no more,
+		// and not watched for ever.
+		d.charge(ctx, wl, h, now)
+		return false, "its Pods' deletion deadline is past; the time they outlived the hold until then is charged to its next turn"
 	}
 	h.lookAfter = now.Add(overstayLook)
 	return true, reasonOverstaying
+}
+
+// overstayOver says whether an overstay is watched no longer: a minute past its Pods' deletion
+// deadline, or a day after it began when that is unknown.
+func overstayOver(h *drainHold, now time.Time) bool {
+	if !h.due.IsZero() {
+		return now.After(h.due.Add(time.Minute))
+	}
+	return now.Sub(h.overstaySince) > 24*time.Hour
 }
 
 // over reads whether the hold on key has nothing left to wait for, and why (reasonDraining when

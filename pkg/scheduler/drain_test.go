@@ -468,6 +468,11 @@ func TestDrainOverstayIsChargedToTheNextTurn(t *testing.T) {
 			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
 			wantCharge: 4 * time.Minute, wantWhy: "its Pods are gone; the time they outlived the hold is charged to its next turn",
 		},
+		"Pods stuck past their deletion deadline (a lost node): charged up to it, then no longer watched": {
+			pod: podDue(2 * time.Minute), seenAt: 10 * time.Minute,
+			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
+			wantCharge: 90 * time.Second, wantWhy: "its Pods' deletion deadline is past; the time they outlived the hold until then is charged to its next turn",
+		},
 		"admitted again while its old Pods run: charged until then": {
 			pod: podDue(time.Hour), readmitAt: 50 * time.Second,
 			wantEvents: []string{"Warning PodsOutlivedHold Its Pods still run past the longest hold the manager allows after a preemption (maxHandoverHold 20s): its quota went to the next workload, and the time they keep running is charged to its next turn"},
