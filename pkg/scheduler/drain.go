@@ -75,9 +75,9 @@ type drainHold struct {
 	deadline time.Time
 	// preWake is when the last early wake was set for; zero if none.
 	preWake time.Time
-	// overstaySince is the deadline once the Pods outlived it: the hold is over, and the time
-	// until they are gone is charged to the workload's next turn. Zero until then.
-	overstaySince time.Time
+	// overstaying: the Pods outlived the deadline; the hold is over, and the time from the
+	// deadline until they are gone is charged to the workload's next turn.
+	overstaying bool
 	// due is the latest time by which the Pods are to be gone, as last read (their
 	// deletionTimestamp); a charge counts no further, however late it is seen.
 	due time.Time
@@ -215,20 +215,20 @@ const (
 // time they take is charged to the workload's next turn.
 func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *drainHold) (bool, string) {
 	now := d.clock.Now()
-	if !h.overstaySince.IsZero() && now.Before(h.lookAfter) {
+	if h.overstaying && now.Before(h.lookAfter) {
 		return true, reasonOverstaying
 	}
 	wl, over, why := d.over(ctx, key, h)
 	switch {
-	case over && h.overstaySince.IsZero():
+	case over && !h.overstaying:
 		return false, why
 	case over:
 		d.charge(ctx, wl, h, now)
 		return false, why + "; the time they outlived the hold is charged to its next turn"
 	case now.Before(h.deadline):
 		return true, why
-	case h.overstaySince.IsZero():
-		h.overstaySince = h.deadline
+	case !h.overstaying:
+		h.overstaying = true
 		d.warnOverstay(wl)
 	case overstayOver(h, now):
 		// Pods stuck past their deletion deadline (a lost node) are charged up to it, no more,
@@ -246,7 +246,7 @@ func overstayOver(h *drainHold, now time.Time) bool {
 	if !h.due.IsZero() {
 		return now.After(h.due.Add(time.Minute))
 	}
-	return now.Sub(h.overstaySince) > 24*time.Hour
+	return now.Sub(h.deadline) > 24*time.Hour
 }
 
 // over reads whether the hold on key has nothing left to wait for, and why (reasonDraining when
@@ -314,7 +314,7 @@ func (d *drainHolds) charge(ctx context.Context, wl *kueue.Workload, h *drainHol
 	if !h.due.IsZero() && h.due.Before(end) {
 		end = h.due
 	}
-	overstay := end.Sub(h.overstaySince)
+	overstay := end.Sub(h.deadline)
 	if overstay < time.Second {
 		return
 	}

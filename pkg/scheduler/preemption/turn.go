@@ -41,11 +41,9 @@ func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
 	return turnOf(a, ordering).Compare(turnOf(b, ordering))
 }
 
-// turnPlace is what compareTurns reads of a workload, read once.
-type turnPlace = policy.TurnPlace
-
-func turnOf(wl *kueue.Workload, ordering workload.Ordering) turnPlace {
-	return turnPlace{At: turnTime(wl, ordering), Left: leftQuota(wl) != nil, UID: wl.UID}
+// turnOf is what compareTurns reads of a workload, read once.
+func turnOf(wl *kueue.Workload, ordering workload.Ordering) policy.TurnPlace {
+	return policy.TurnPlace{At: turnTime(wl, ordering), Left: leftQuota(wl) != nil, UID: wl.UID}
 }
 
 // leftQuota returns the condition saying that a pending workload left the quota and has not had
@@ -126,7 +124,7 @@ type lineKey struct {
 // turnEntry is a pending workload in a turn line, with its place read once.
 type turnEntry struct {
 	info  *workload.Info
-	place turnPlace
+	place policy.TurnPlace
 }
 
 type largeList struct {
