@@ -22,7 +22,7 @@ const (
 )
 
 // loadNames are the values of -load.
-var loadNames = []string{"baseline", "tas", "large", "deep"}
+var loadNames = []string{"baseline", "tas", "large", "deep", "slowcycle"}
 
 // load is what one invocation plays in every run.
 type load struct {
@@ -42,6 +42,9 @@ type load struct {
 	// clock starts; the clock starts when the ClusterQueues are released. Without it the deep load
 	// would measure how fast the API server creates workloads.
 	hold bool
+	// untilAdmitted ends the run when every measured workload is admitted: its workloads run
+	// longer than any run, so the figure is how fast the scheduler fills the quota.
+	untilAdmitted bool
 }
 
 // Shape of the deep load at scale 1, after upstream issue 14477: deepQueues ClusterQueues in one
@@ -102,6 +105,21 @@ func buildLoad(name, path, moduleDir, shownModule string, scale float64) (*load,
 			background: []string{backgroundClass},
 			hold:       true,
 		}, nil
+	case "slowcycle":
+		if path != "" {
+			return nil, fmt.Errorf("-generator-config does not apply to -load slowcycle")
+		}
+		setup, cfg := slowCycleLoad(scale)
+		return &load{
+			name: name,
+			shown: fmt.Sprintf("slow-cycle load (%d ClusterQueues of %d topology-placed workloads, quota for all; %d admitted in %d other ClusterQueues on %d nodes, at scale 1)",
+				deepQueues, slowDeepWorkloads, backgroundQueues*slowBackgroundWorkloads, backgroundQueues, slowRacks*slowNodesPerRack),
+			setup:         setup,
+			cfg:           cfg,
+			background:    []string{backgroundClass},
+			hold:          true,
+			untilAdmitted: true,
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown load %q (known: %v)", name, loadNames)
 }
@@ -129,6 +147,62 @@ func deepLoad(scale float64) (setup, measured *generator.Config) {
 	}}
 	measured = &generator.Config{ResourceFlavor: flavor, Cohorts: []generator.CohortSet{
 		queues(deepClass, deepQueues, deepWorkloads, deepQuota, deepRuntime),
+	}}
+	return setup, measured
+}
+
+// Shape of the slow-cycle load at scale 1, after upstream issue 14477, whose cycles were slow
+// because the snapshot was large: a topology of slowRacks racks of slowNodesPerRack nodes, the
+// background ClusterQueues' slowBackgroundWorkloads each admitted on it before the clock, and the
+// deep ClusterQueues' slowDeepWorkloads each held, then released with quota for all of them. Every
+// workload asks for one CPU on one node of a rack (required) and runs longer than any run, so each
+// cycle snapshots every node and every admitted workload's placement, and the API server writes
+// no more than one admission per workload.
+const (
+	slowRacks               = 40
+	slowNodesPerRack        = 100
+	slowNodeCPU             = "96"
+	slowBackgroundWorkloads = 250
+	slowDeepWorkloads       = 1000
+	slowRuntime             = 24 * time.Hour
+
+	slowTopology  = "slow-cycle-topology"
+	slowFlavor    = "tas-flavor"
+	slowRackLabel = "cloud.provider.com/topology-rack"
+)
+
+// slowCycleLoad builds the slow-cycle load at scale: workload counts, quotas and racks scale
+// together; nodes per rack and runtimes do not.
+func slowCycleLoad(scale float64) (setup, measured *generator.Config) {
+	queues := func(class string, count, workloads int) generator.CohortSet {
+		perSet := scaledCount(createBatch, scale)
+		var sets []generator.WorkloadsSet
+		for range workloads / createBatch {
+			sets = append(sets, generator.WorkloadsSet{Count: perSet, Workloads: []generator.WorkloadTemplate{{
+				ClassName: class, RuntimeMs: uint(slowRuntime.Milliseconds()), Priority: 100, Request: "1",
+				PodCount: 1, TASConstraint: "required", TASLevel: slowRackLabel,
+			}}})
+		}
+		return generator.CohortSet{ClassName: class, Count: 1, QueuesSets: []generator.QueuesSet{{
+			ClassName: class, Count: count,
+			NominalQuota: fmt.Sprint(perSet * len(sets)), BorrowingLimit: "0",
+			ReclaimWithinCohort: kueue.PreemptionPolicyNever, WithinClusterQueue: kueue.PreemptionPolicyNever,
+			WorkloadsSets: sets,
+		}}}
+	}
+	topology := &generator.TopologyConfig{Name: slowTopology, Levels: []generator.TopologyLevel{
+		{Name: "block", Count: 1, NodeLabel: "cloud.provider.com/topology-block"},
+		{Name: "rack", Count: scaledCount(slowRacks, scale), NodeLabel: slowRackLabel},
+		{Name: "node", Count: slowNodesPerRack, NodeLabel: "kubernetes.io/hostname"},
+	}}
+	topology.Levels[2].Capacity.CPU = slowNodeCPU
+	topology.Levels[2].Capacity.Memory = "256Gi"
+	flavor := &generator.ResourceFlavorConfig{Name: slowFlavor, NodeLabel: "tas-node-group", TopologyName: slowTopology}
+	setup = &generator.Config{Topology: topology, ResourceFlavor: flavor, Cohorts: []generator.CohortSet{
+		queues(backgroundClass, backgroundQueues, slowBackgroundWorkloads),
+	}}
+	measured = &generator.Config{ResourceFlavor: flavor, Cohorts: []generator.CohortSet{
+		queues(deepClass, deepQueues, slowDeepWorkloads),
 	}}
 	return setup, measured
 }

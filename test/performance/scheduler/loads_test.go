@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,7 +315,9 @@ func TestPrintSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := func(v variant, round int, admittedSecs, rate float64) *result {
-		return &result{variant: v, round: round, lastAdmitted: time.Duration(admittedSecs * float64(time.Second)), deepRate: rate,
+		took := time.Duration(admittedSecs * float64(time.Second))
+		return &result{variant: v, round: round, lastAdmitted: took, recorded: took, deepRate: rate, admitted: 100, apiCPU: 2 * time.Second,
+			counts:  managerCounts{Cycles: map[string]int{"success": 8, "inadmissible": 2}, CycleSeconds: admittedSecs / 10},
 			summary: recorder.Summary{WorkloadClasses: map[string]*recorder.WorkloadsClassSummary{"deep": {AverageTimeToAdmissionMs: 1000}}}}
 	}
 	var out bytes.Buffer
@@ -337,11 +340,127 @@ func TestPrintSummary(t *testing.T) {
 		"avg admission deep":      {"1.0", "s", "1.0", "s", "1.00x"},
 		"quota filled":            {"0.0", "s", "0.0", "s", "-"},
 		"admissions/s while deep": {"4.5/s", "45.0/s", "90.0/s", "10.00x"},
-		"manager CPU":             {"0.0", "s", "0.0", "s", "-"},
-		"manager max RSS":         {"0", "MB", "0", "MB", "-"},
+		// 100 admissions in 10 s, and in 5 and 4 s; a cycle is a tenth of the time; the API server
+		// spent 2 s of CPU in each run.
+		"admissions/s":     {"10.0/s", "22.5/s", "2.25x"},
+		"mean cycle":       {"100.0", "ms", "45.0", "ms", "0.45x"},
+		"API server cores": {"0.20", "0.45", "2.25x"},
+		"manager CPU":      {"0.0", "s", "0.0", "s", "-"},
+		"manager max RSS":  {"0", "MB", "0", "MB", "-"},
 	}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("summary rows (-want +got):\n%s\n%s", diff, out.String())
+	}
+}
+
+func TestSlowCycleLoad(t *testing.T) {
+	never := []kueue.PreemptionPolicy{kueue.PreemptionPolicyNever, kueue.PreemptionPolicyNever}
+	cases := map[string]struct {
+		scale                   float64
+		wantRacks               int
+		wantSetup, wantMeasured []shape
+	}{
+		"full": {
+			scale:        1,
+			wantRacks:    40,
+			wantSetup:    []shape{{Class: "background", Queues: 20, Workloads: 250, Sets: 5, Quota: "250", Borrowing: "0", Request: "1", Runtime: 24 * time.Hour, Policies: never}},
+			wantMeasured: []shape{{Class: "deep", Queues: 3, Workloads: 1000, Sets: 20, Quota: "1000", Borrowing: "0", Request: "1", Runtime: 24 * time.Hour, Policies: never}},
+		},
+		"0.1": {
+			scale:        0.1,
+			wantRacks:    4,
+			wantSetup:    []shape{{Class: "background", Queues: 20, Workloads: 25, Sets: 5, Quota: "25", Borrowing: "0", Request: "1", Runtime: 24 * time.Hour, Policies: never}},
+			wantMeasured: []shape{{Class: "deep", Queues: 3, Workloads: 100, Sets: 20, Quota: "100", Borrowing: "0", Request: "1", Runtime: 24 * time.Hour, Policies: never}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			setup, measured := slowCycleLoad(tc.scale)
+			if diff := cmp.Diff(tc.wantSetup, shapeOf(setup)); diff != "" {
+				t.Errorf("setup (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantMeasured, shapeOf(measured)); diff != "" {
+				t.Errorf("measured (-want +got):\n%s", diff)
+			}
+			// Every workload is placed by topology, on the flavor whose topology the setup creates.
+			for _, cfg := range []*generator.Config{setup, measured} {
+				if cfg.ResourceFlavor.TopologyName != setup.Topology.Name {
+					t.Errorf("flavor %+v does not name the setup's topology %q", cfg.ResourceFlavor, setup.Topology.Name)
+				}
+				for _, ws := range cfg.Cohorts[0].QueuesSets[0].WorkloadsSets {
+					if w := ws.Workloads[0]; w.TASConstraint != "required" || w.TASLevel != setup.Topology.Levels[1].NodeLabel {
+						t.Errorf("workload template %+v is not required on a rack", w)
+					}
+				}
+			}
+			if got := setup.Topology.Levels[1].Count * setup.Topology.Levels[2].Count; got != tc.wantRacks*100 {
+				t.Errorf("nodes = %d, want %d", got, tc.wantRacks*100)
+			}
+			// Quota for every workload: the measured part fills it and never waits for a finish.
+			worth, err := quotaWorth(measured)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := workloadCount(measured); worth != n {
+				t.Errorf("quota holds %d workloads, want all %d", worth, n)
+			}
+		})
+	}
+	l, err := buildLoad("slowcycle", "", "", "", 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Background          []string
+		Hold, UntilAdmitted bool
+		Topology            bool
+	}
+	if diff := cmp.Diff(got{Background: []string{"background"}, Hold: true, UntilAdmitted: true, Topology: true},
+		got{l.background, l.hold, l.untilAdmitted, l.setup.Topology != nil}); diff != "" {
+		t.Errorf("slow-cycle load (-want +got):\n%s", diff)
+	}
+	if _, err := buildLoad("slowcycle", "some.yaml", "", "", 1); err == nil {
+		t.Error("a generator configuration was accepted for the slow-cycle load")
+	}
+}
+
+func TestHeadsVariants(t *testing.T) {
+	cases := map[string]struct {
+		names     []string
+		wantHeads map[string]int
+		wantErr   bool
+	}{
+		"several values in one invocation": {
+			names:     []string{"upstream", "off", "heads=8", "heads=32"},
+			wantHeads: map[string]int{"upstream": 0, "off": 0, "heads=8": 8, "heads=32": 32},
+		},
+		"the -heads run beside them": {
+			names:     []string{"heads", " heads=1"},
+			wantHeads: map[string]int{"heads": 16, "heads=1": 1},
+		},
+		"zero":       {names: []string{"heads=0"}, wantErr: true},
+		"not number": {names: []string{"heads=many"}, wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			vs, err := variants(tc.names, time.Minute, 16)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			got := map[string]int{}
+			for _, v := range vs {
+				got[v.name] = v.headsPerCycle
+				if v.headsPerCycle > 1 && !strings.Contains(timeshareSection(v), fmt.Sprintf("headsPerCycle: %d", v.headsPerCycle)) {
+					t.Errorf("variant %s: configuration %q does not set headsPerCycle", v.name, timeshareSection(v))
+				}
+			}
+			if diff := cmp.Diff(tc.wantHeads, got); diff != "" {
+				t.Errorf("headsPerCycle by variant (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -54,10 +54,10 @@ func main() {
 
 func run() int {
 	var (
-		loadName   = flag.String("load", "baseline", "what to play: baseline (upstream's "+baselineConfig+"), tas (upstream's "+tasConfig+"), deep (a deep-queue load after upstream issue 14477); the configurations are read from the sigs.k8s.io/kueue module this repository builds against")
+		loadName   = flag.String("load", "baseline", "what to play: baseline (upstream's "+baselineConfig+"), tas (upstream's "+tasConfig+"), deep (a deep-queue load after upstream issue 14477), slowcycle (deep queues beside a large topology-aware snapshot, where the cycle is the bound); the configurations are read from the sigs.k8s.io/kueue module this repository builds against")
 		configPath = flag.String("generator-config", "", "another upstream generator configuration for -load baseline or tas")
 		scale      = flag.Float64("scale", 1, "fraction of every workloads set's count to generate (rounded up, at least 1), and of the deep load's quotas; 1 is the full configuration")
-		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads, heads0 (heads with timeshare.pendingStatusWriters 0), est0 (off with timeshare.admissionEstimates.refreshInterval 0s)")
+		only       = flag.String("variants", "upstream,off,on", "comma-separated runs, in order: upstream, off, on, heads, heads0 (heads with timeshare.pendingStatusWriters 0), est0 (off with timeshare.admissionEstimates.refreshInterval 0s), heads=N (off with timeshare.headsPerCycle N; several may be given)")
 		writers    = flag.Int("writers", -1, "timeshare.pendingStatusWriters of our runs that do not set it; -1 keeps the configuration's default")
 		heads      = flag.Int("heads", 32, "timeshare.headsPerCycle of the \"heads\" run")
 		window     = flag.Duration("min-admit-duration", time.Minute, "minAdmitDuration set on every ClusterQueue in the \"on\" run (at least 1m)")
@@ -72,6 +72,7 @@ func run() int {
 		burst      = flag.Int("burst", 0, "the manager's client burst in every run, with -qps")
 		apiProfile = flag.Duration("apiserver-cpuprofile", 0, "profile the API server's CPU for this long from the clock's start in each run (apiserver.cpu.prof); 0: no profile")
 		gateList   = flag.String("gates", "", "feature gates set in every run over the variant's, as Name=true,Name=false (for example TopologyAwareScheduling=false)")
+		probe      = flag.Int("visibility-probe", 0, "beside the load, a ClusterQueue with this many pending workloads whose visibility API endpoints (ClusterQueue and LocalQueue) are read every second while the load plays; 0: none")
 		verbosity  = flag.Int("manager-verbosity", -1, "manager log verbosity: -1 errors only (as minimalkueue), 0 info, N for V(N)")
 	)
 	flag.Parse()
@@ -81,7 +82,7 @@ func run() int {
 		return fail(err)
 	}
 	var mod, dir string
-	if *configPath == "" && *loadName != "deep" {
+	if *configPath == "" && *loadName != "deep" && *loadName != "slowcycle" {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}}@{{.Version}} {{.Dir}}", "sigs.k8s.io/kueue").Output()
 		var ok bool
 		mod, dir, ok = strings.Cut(strings.TrimSpace(string(out)), " ")
@@ -112,6 +113,10 @@ func run() int {
 	bound, err := capacityBound(ld.cfg)
 	if err != nil {
 		return fail(err)
+	}
+	if ld.untilAdmitted {
+		// The run ends at the last admission; no finish bounds it.
+		bound = 0
 	}
 	worth, err := quotaWorth(ld.cfg)
 	if err != nil {
@@ -145,9 +150,16 @@ func run() int {
 	ctx, stop := signal.NotifyContext(ctrl.LoggerInto(context.Background(), log), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts := runOptions{root: root, scheme: scheme, timeout: *timeout, webhooks: *webhooks, cpuProfile: *cpuProfile, lockProfiles: *lockProfs, trace: *traceRun, verbosity: *verbosity, progress: os.Stderr,
-		background: ld.background, worth: worth, hold: ld.hold, qps: *qps, burst: *burst, apiProfile: *apiProfile}
+		background: ld.background, worth: worth, hold: ld.hold, untilAdmitted: ld.untilAdmitted, qps: *qps, burst: *burst, apiProfile: *apiProfile}
 	if opts.gates, err = parseGates(*gateList); err != nil {
 		return fail(err)
+	}
+	if *probe < 0 {
+		return fail(fmt.Errorf("-visibility-probe must not be negative, not %d", *probe))
+	}
+	if *probe > 0 {
+		opts.probe = *probe
+		opts.background = append(slices.Clone(opts.background), probeClass)
 	}
 
 	var results []*result
@@ -193,7 +205,12 @@ func run() int {
 			fmt.Printf("; created before the clock: topology %s and its nodes", ld.setup.Topology.Name)
 		}
 	}
-	fmt.Printf("\ncapacity bound (work over quota, largest cohort) %s; the quota holds %d workloads at once", bound.Round(100*time.Millisecond), worth)
+	if bound > 0 {
+		fmt.Printf("\ncapacity bound (work over quota, largest cohort) %s;", bound.Round(100*time.Millisecond))
+	} else {
+		fmt.Printf("\nthe run ends when every measured workload is admitted;")
+	}
+	fmt.Printf(" the quota holds %d workloads at once", worth)
 	var rateBound float64
 	if runtime, ok := uniformRuntime(ld.cfg); ok {
 		if r, ok := deepRateBound(workloads, worth, runtime); ok {

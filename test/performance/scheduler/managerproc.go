@@ -100,6 +100,7 @@ func runManagerCommand(args []string) int {
 	fs := flag.NewFlagSet(managerCommand, flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the control plane")
 	configFile := fs.String("config", "", "Kueue Configuration file")
+	visibilityCerts := fs.String("visibility-cert-dir", "", "the visibility server's tls.crt and tls.key, when the configuration runs it")
 	upstream := fs.Bool("upstream-scheduler", false, "run upstream's admission loop instead of ours")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	lockProfiles := fs.String("lockprofiles", "", "write block and mutex profiles of the whole run to this prefix's .block.prof and .mutex.prof")
@@ -164,7 +165,8 @@ func runManagerCommand(args []string) int {
 		return 1
 	}
 	calls := &callCounter{}
-	m, err := manager.New(ctx, kubeConfig, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: log, UpstreamScheduler: *upstream, ClientWrapper: calls.wrap})
+	m, err := manager.New(ctx, kubeConfig, ctrlOpts, cfg, manager.Options{InsecureMetrics: true, Log: log, UpstreamScheduler: *upstream, ClientWrapper: calls.wrap,
+		VisibilityCertDir: *visibilityCerts, Kubeconfig: *kubeconfig})
 	if err != nil {
 		log.Error(err, "Setting up the manager")
 		return 1
@@ -224,7 +226,7 @@ type profiles struct {
 }
 
 // startManagerProcess starts this binary's manager subcommand; its output goes to dir/manager.log.
-func startManagerProcess(dir, kubeconfig, configFile, health string, upstream bool, prof profiles, verbosity int) (*managerProcess, error) {
+func startManagerProcess(dir, kubeconfig, configFile, health, visibilityCerts string, upstream bool, prof profiles, verbosity int) (*managerProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -233,6 +235,9 @@ func startManagerProcess(dir, kubeconfig, configFile, health string, upstream bo
 		"-counts", filepath.Join(dir, countsFileName)}
 	if upstream {
 		args = append(args, "-upstream-scheduler")
+	}
+	if visibilityCerts != "" {
+		args = append(args, "-visibility-cert-dir", visibilityCerts)
 	}
 	if prof.cpu {
 		args = append(args, "-cpuprofile", filepath.Join(dir, "manager.cpu.prof"))

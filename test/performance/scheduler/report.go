@@ -92,6 +92,7 @@ func metrics(results []*result, classes []string) []metric {
 			return 0
 		}, seconds})
 	}
+	ms = append(ms, metric{admissionRateMetric, admissionRate, func(v float64) string { return fmt.Sprintf("%.1f/s", v) }})
 	ms = append(ms, metric{quotaFilledMetric, func(r *result) float64 { return r.filled.Seconds() }, seconds})
 	ms = append(ms, metric{deepRateMetric, func(r *result) float64 { return r.deepRate }, func(v float64) string {
 		if v == 0 {
@@ -132,6 +133,7 @@ func metrics(results []*result, classes []string) []metric {
 			return float64(n)
 		}, count},
 		metric{"time in cycles", func(r *result) float64 { return r.counts.CycleSeconds }, seconds},
+		metric{meanCycleMetric, meanCycle, func(v float64) string { return fmt.Sprintf("%.1f ms", v) }},
 		metric{"scheduler writes", func(r *result) float64 { w, _ := requestCounts(r.counts.Requests); return float64(w) }, count},
 		metric{"scheduler cache reads", func(r *result) float64 { _, rd := requestCounts(r.counts.Requests); return float64(rd) }, count},
 		metric{"manager API requests", func(r *result) float64 { return float64(sumValues(r.counts.ClientRequests)) }, count},
@@ -143,25 +145,81 @@ func metrics(results []*result, classes []string) []metric {
 			metric{"waker CPU", func(r *result) float64 { return r.cpu.Waker.Seconds() }, seconds},
 		)
 	}
+	if slices.ContainsFunc(results, func(r *result) bool { return len(r.visibility.ClusterQueue) > 0 }) {
+		ms = append(ms,
+			metric{visibilityCQMetric + " p50", probePercentile(false, 0.5), millis},
+			metric{visibilityCQMetric + " p99", probePercentile(false, 0.99), millis},
+			metric{visibilityLQMetric + " p50", probePercentile(true, 0.5), millis},
+			metric{visibilityLQMetric + " p99", probePercentile(true, 0.99), millis},
+		)
+	}
 	ms = append(ms,
 		metric{"API server CPU", func(r *result) float64 { return r.apiCPU.Seconds() }, seconds},
+		metric{apiCoresMetric, apiCores, func(v float64) string { return fmt.Sprintf("%.2f", v) }},
 		metric{"manager CPU", func(r *result) float64 { return float64(r.manager.UserMs+r.manager.SysMs) / 1000 }, seconds},
 		metric{"manager max RSS", func(r *result) float64 { return float64(r.manager.Maxrss) / 1024 }, func(v float64) string { return fmt.Sprintf("%.0f MB", v) }},
 	)
 	return ms
 }
 
+func millis(v float64) string { return fmt.Sprintf("%.1f ms", v) }
+
+// probePercentile is the p-th percentile of the visibility probe's reads of the LocalQueue's
+// endpoint (or the ClusterQueue's), in milliseconds.
+func probePercentile(localQueue bool, p float64) func(*result) float64 {
+	return func(r *result) float64 {
+		samples := r.visibility.ClusterQueue
+		if localQueue {
+			samples = r.visibility.LocalQueue
+		}
+		return float64(percentile(samples, p)) / float64(time.Millisecond)
+	}
+}
+
+// meanCycle is the mean admission cycle in milliseconds; 0 without cycles.
+func meanCycle(r *result) float64 {
+	n := sumValues(r.counts.Cycles)
+	if n == 0 {
+		return 0
+	}
+	return r.counts.CycleSeconds * 1000 / float64(n)
+}
+
+// apiCores is the API server's CPU time over the measured wall time: the cores it kept busy on
+// average (on two cores, near 2 it is the bound).
+func apiCores(r *result) float64 {
+	if r.recorded <= 0 {
+		return 0
+	}
+	return r.apiCPU.Seconds() / r.recorded.Seconds()
+}
+
+// admissionRate is the measured admissions over the time until the last of them.
+func admissionRate(r *result) float64 {
+	if r.lastAdmitted <= 0 {
+		return 0
+	}
+	return float64(r.admitted) / r.lastAdmitted.Seconds()
+}
+
 // deepRateMetric names the admission rate while the queues are deep (deepRate), quotaFilledMetric
 // the time until the quota's worth was admitted (quotaFilled).
 const (
-	deepRateMetric    = "admissions/s while deep"
-	quotaFilledMetric = "quota filled"
+	deepRateMetric      = "admissions/s while deep"
+	quotaFilledMetric   = "quota filled"
+	admissionRateMetric = "admissions/s"
+	meanCycleMetric     = "mean cycle"
+	apiCoresMetric      = "API server cores"
+	visibilityCQMetric  = "visibility ClusterQueue"
+	visibilityLQMetric  = "visibility LocalQueue"
 )
 
 // summaryMetric reports whether printSummary shows the figure of metrics named name.
 func summaryMetric(name string) bool {
 	return name == "all admitted" || name == "all finished" || strings.HasPrefix(name, "avg admission ") ||
-		name == deepRateMetric || name == quotaFilledMetric || name == "manager CPU" || name == "manager max RSS"
+		name == deepRateMetric || name == quotaFilledMetric || name == admissionRateMetric || name == meanCycleMetric ||
+		name == apiCoresMetric || name == "manager CPU" || name == "manager max RSS" ||
+		strings.HasPrefix(name, visibilityCQMetric) || strings.HasPrefix(name, visibilityLQMetric)
 }
 
 // printSummary writes the main figures one per row: each variant's median over the rounds, the
@@ -208,7 +266,7 @@ func printSummary(w io.Writer, results []*result, classes []string, bound time.D
 			row = append(row, m.format(median(vals)))
 		}
 		switch {
-		case m.name == "all admitted" || m.name == "all finished":
+		case (m.name == "all admitted" || m.name == "all finished") && bound > 0:
 			row = append(row, seconds(bound.Seconds()))
 		case m.name == deepRateMetric && rateBound > 0:
 			row = append(row, m.format(rateBound))
@@ -320,6 +378,9 @@ func printReport(w io.Writer, results []*result, classes []string) {
 		}
 		if r.placed != 0 {
 			fmt.Fprintf(w, ", %d/%d workloads placed by topology", r.placed, r.workloads)
+		}
+		if v := r.visibility; len(v.ClusterQueue)+len(v.LocalQueue) > 0 {
+			fmt.Fprintf(w, ", visibility probe: %d reads, %d failed, answers listed at least %d pending workloads", len(v.ClusterQueue)+len(v.LocalQueue), v.Errors, v.FewestListed)
 		}
 		if r.deepOK {
 			fmt.Fprintf(w, ", queues deep until %s", r.deepUntil.Round(time.Millisecond))

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,8 @@ type runOptions struct {
 	worth int
 	// hold: the measured part is created with its ClusterQueues held (load.hold).
 	hold bool
+	// untilAdmitted: the run ends when every measured workload is admitted (load.untilAdmitted).
+	untilAdmitted bool
 	// qps and burst, when qps is not 0, are every run's clientConnection (a negative qps turns the
 	// client's rate limit off); otherwise Kueue's defaults.
 	qps   float64
@@ -61,6 +64,8 @@ type runOptions struct {
 	apiProfile time.Duration
 	// gates are feature gates set in every run, over the variant's.
 	gates map[string]bool
+	// probe, when above 0, runs the visibility probe with that many pending workloads (visibility.go).
+	probe int
 }
 
 // result is what one run measured.
@@ -103,13 +108,17 @@ type result struct {
 	// placed counts, on a load with a topology, the workloads whose admission carries a topology
 	// assignment: proof that topology-aware scheduling placed them.
 	placed int
+	// visibility is what the visibility probe measured while the measured part played.
+	visibility probeSamples
 }
 
 // startControlPlane starts etcd and kube-apiserver with our CRDs (config/_output/crd, which carry
 // the extension fields), like pkg/controlplane, with the request limits upstream's runner raises
 // for this load. Webhook configurations are installed only when asked: upstream's runner runs
 // minimalkueue without webhooks.
-func startControlPlane(root string, webhooks bool) (*controlplane.ControlPlane, error) {
+// With frontProxy (the visibility probe), kube-apiserver gets the aggregation layer's settings,
+// written to dir, which the manager's visibility server reads to authenticate its callers.
+func startControlPlane(root string, webhooks, frontProxy bool, dir string) (*controlplane.ControlPlane, error) {
 	bin := filepath.Join(root, controlplane.BinDir)
 	for _, p := range []string{filepath.Join(bin, "etcd"), filepath.Join(bin, "kube-apiserver"), filepath.Join(root, controlplane.CRDDir)} {
 		if _, err := os.Stat(p); err != nil {
@@ -130,6 +139,11 @@ func startControlPlane(root string, webhooks bool) (*controlplane.ControlPlane, 
 	env.ControlPlane.GetAPIServer().Configure().
 		Append("max-requests-inflight", "5000").
 		Append("max-mutating-requests-inflight", "2500")
+	if frontProxy {
+		if err := controlplane.ConfigureFrontProxy(env, dir); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
@@ -149,7 +163,7 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		fmt.Fprintf(o.progress, "[%s %s] %s\n", time.Now().Format("15:04:05"), v.name, fmt.Sprintf(format, args...))
 	}
 
-	cp, err := startControlPlane(o.root, o.webhooks)
+	cp, err := startControlPlane(o.root, o.webhooks, o.probe > 0, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +190,18 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	if o.qps != 0 {
 		settings.Extra += fmt.Sprintf("clientConnection:\n  qps: %g\n  burst: %d\n", o.qps, o.burst)
 	}
+	var visibilityCerts string
+	if o.probe > 0 {
+		if settings.VisibilityAddress, err = controlplane.FreeLoopbackAddress(); err != nil {
+			return nil, err
+		}
+		visibilityCerts = cp.ServingCertDir()
+	}
 	text := cp.ManagerConfig(settings)
 	if err := os.WriteFile(configFile, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
-	proc, err := startManagerProcess(dir, kubeconfig, configFile, health, v.upstream, profiles{cpu: o.cpuProfile, locks: o.lockProfiles, trace: o.trace}, o.verbosity)
+	proc, err := startManagerProcess(dir, kubeconfig, configFile, health, visibilityCerts, v.upstream, profiles{cpu: o.cpuProfile, locks: o.lockProfiles, trace: o.trace}, o.verbosity)
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +271,34 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		res.setupTime = time.Since(setupStart)
 		progress("setup done after %s: %d workloads admitted", res.setupTime.Round(time.Millisecond), n)
 	}
+	var probe *visibilityProbe
+	if o.probe > 0 {
+		probeStart := time.Now()
+		if err := generator.Generate(runCtx, generatorClient{Client: apiClient}, probeLoad(o.probe)); err != nil {
+			return nil, fmt.Errorf("generator, visibility probe: %w", err)
+		}
+		if err := waitPendingIn(runCtx, mgr.GetClient(), probeClass, o.probe, o.timeout); err != nil {
+			return nil, err
+		}
+		visCfg := rest.CopyConfig(cp.Config)
+		visCfg.Host = "https://" + settings.VisibilityAddress
+		visCfg.CAData, visCfg.CAFile = cp.ServingCA(), ""
+		if probe, err = newVisibilityProbe(runCtx, mgr.GetClient(), visCfg); err != nil {
+			return nil, err
+		}
+		progress("visibility probe: %d workloads pending in ClusterQueue %s after %s", o.probe, probe.cq, time.Since(probeStart).Round(time.Millisecond))
+	}
 	// With background workloads the ClusterQueues are never empty, so the recorder would not end:
-	// the run ends when every measured workload has finished.
+	// the run ends when every measured workload has finished, or been admitted.
 	measuredDone := make(chan struct{})
 	if len(o.background) > 0 {
+		done := measuredFinished
+		if o.untilAdmitted {
+			done = measuredAdmitted
+		}
 		go func() {
 			for runCtx.Err() == nil {
-				if measuredFinished(runCtx, mgr.GetClient(), o.background) >= res.workloads {
+				if done(runCtx, mgr.GetClient(), o.background) >= res.workloads {
 					close(measuredDone)
 					return
 				}
@@ -278,6 +320,17 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 	}
 	start := time.Now()
 	apiCPUStart, apiCPUKnown := apiServerCPU()
+	probeCtx, stopProbe := context.WithCancel(runCtx)
+	defer stopProbe()
+	probeDone := make(chan struct{})
+	if probe != nil {
+		go func() {
+			defer close(probeDone)
+			probe.run(probeCtx)
+		}()
+	} else {
+		close(probeDone)
+	}
 	if o.apiProfile > 0 {
 		go func() {
 			if err := profileAPIServer(runCtx, cp.Config, o.apiProfile, filepath.Join(dir, "apiserver.cpu.prof")); err != nil {
@@ -359,6 +412,11 @@ wait:
 		}
 	}
 	res.recorded = time.Since(start)
+	stopProbe()
+	<-probeDone
+	if probe != nil {
+		res.visibility = probe.result()
+	}
 	if end, ok := apiServerCPU(); ok && apiCPUKnown {
 		res.apiCPU = end - apiCPUStart
 	}
@@ -376,7 +434,7 @@ wait:
 	}
 	res.windows = countWindows(runCtx, genClient)
 	if setup != nil && setup.Topology != nil {
-		res.placed = countPlaced(runCtx, genClient)
+		res.placed = countPlaced(runCtx, genClient, o.background)
 	}
 	cancel()
 	<-mgrDone
@@ -445,7 +503,10 @@ wait:
 			}
 		}
 	}
-	res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
+	if !o.untilAdmitted {
+		// With quota for every workload the queues are never deeper than the quota.
+		res.deepRate, res.deepUntil, res.deepOK = deepRate(admittedAt, res.workloads, o.worth)
+	}
 	res.filled, _ = quotaFilled(admittedAt, o.worth)
 	progress("done: %d/%d finished, last admission at %s, last finish at %s",
 		res.finished, res.workloads, res.lastAdmitted.Round(time.Millisecond), res.lastFinished.Round(time.Millisecond))
@@ -503,6 +564,30 @@ func waitPending(ctx context.Context, c client.Reader, background []string, n in
 	}
 }
 
+// waitPendingIn waits until the ClusterQueues of class report n pending workloads (read from the
+// runner's cache).
+func waitPendingIn(ctx context.Context, c client.Reader, class string, n int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var cqs kueue.ClusterQueueList
+		if err := c.List(ctx, &cqs, client.MatchingLabels{generator.ClassLabel: class}); err == nil {
+			pending := 0
+			for _, cq := range cqs.Items {
+				pending += int(cq.Status.PendingWorkloads)
+			}
+			if pending >= n {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d pending workloads of class %s: %w", n, class, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // release lets every held ClusterQueue admit.
 func release(ctx context.Context, c client.Client) error {
 	var cqs kueue.ClusterQueueList
@@ -535,6 +620,23 @@ func measuredFinished(ctx context.Context, c client.Reader, background []string)
 	for i := range wls.Items {
 		wl := &wls.Items[i]
 		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workloadfinish.IsFinished(wl) {
+			n++
+		}
+	}
+	return n
+}
+
+// measuredAdmitted counts the admitted workloads outside the background classes (from the
+// runner's cache).
+func measuredAdmitted(ctx context.Context, c client.Reader, background []string) int {
+	var wls kueue.WorkloadList
+	if err := c.List(ctx, &wls); err != nil {
+		return 0
+	}
+	n := 0
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workload.IsAdmitted(wl) {
 			n++
 		}
 	}
@@ -581,14 +683,18 @@ func workloadsAccounted(ctx context.Context, c client.Reader, total int) bool {
 	return finished >= total
 }
 
-// countPlaced counts the workloads whose admission has a topology assignment.
-func countPlaced(ctx context.Context, c client.Reader) int {
+// countPlaced counts the workloads outside the background classes whose admission has a
+// topology assignment.
+func countPlaced(ctx context.Context, c client.Reader, background []string) int {
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
 		return -1
 	}
 	n := 0
 	for _, wl := range wls.Items {
+		if slices.Contains(background, wl.Labels[generator.ClassLabel]) {
+			continue
+		}
 		if a := wl.Status.Admission; a != nil && slices.ContainsFunc(a.PodSetAssignments, func(p kueue.PodSetAssignment) bool { return p.TopologyAssignment != nil }) {
 			n++
 		}

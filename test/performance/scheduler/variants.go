@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,13 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 	}
 	var out []variant
 	for _, n := range names {
+		if v, ok, err := headsVariant(strings.TrimSpace(n), ourGatesOff); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+			continue
+		}
 		found := false
 		for _, v := range all {
 			if v.name == strings.TrimSpace(n) {
@@ -78,10 +86,24 @@ func variants(names []string, window time.Duration, heads int) ([]variant, error
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads, heads0, est0)", n)
+			return nil, fmt.Errorf("unknown variant %q (known: upstream, off, on, heads, heads0, est0, heads=N)", n)
 		}
 	}
 	return out, nil
+}
+
+// headsVariant reads "heads=N": ours with our gates off and timeshare.headsPerCycle N, so that one
+// invocation can compare several values. ok is false for any other name.
+func headsVariant(name string, gates map[string]bool) (v variant, ok bool, err error) {
+	value, found := strings.CutPrefix(name, "heads=")
+	if !found {
+		return variant{}, false, nil
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 {
+		return variant{}, true, fmt.Errorf("variant %q: headsPerCycle must be a whole number of at least 1", name)
+	}
+	return variant{name: name, title: fmt.Sprintf("ours, features off, headsPerCycle %d", n), gates: gates, headsPerCycle: n}, true, nil
 }
 
 // withWriters sets timeshare.pendingStatusWriters to n on our variants that do not set it.
