@@ -264,7 +264,9 @@ func (p *Preemptor) holders(log logr.Logger, snapshot *schdcache.Snapshot, cq ku
 		state = p.queueState(snapshot, cq)
 		c := &p.pendingCycle
 		c.mu.Lock()
-		if l, ok := c.large[cq]; ok && p.clock.Now().Sub(l.at) < largeQueueAge {
+		// The holders depend only on the kept lines and on the queue's state, which covers the
+		// admitted workloads passed over: they are kept as long as the lines are.
+		if l, ok := c.large[cq]; ok && p.clock.Now().Sub(l.at) < l.age {
 			if h, ok := l.holders[prio]; ok && h.state == state {
 				if c.snapshot == snapshot {
 					c.holders[key] = h.holders

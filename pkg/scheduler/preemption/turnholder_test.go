@@ -229,3 +229,58 @@ func TestLargeTurnLinesAreReadLessOften(t *testing.T) {
 		})
 	}
 }
+
+// The holders of a large turn line are looked for once per reading of the line while the queue is
+// unchanged, not at every cycle: a flood of workloads that cannot hold the turn costs one walk per
+// reading (largeListAge), however many cycles ask.
+func TestLargeTurnLineHoldersAreKeptWithTheLine(t *testing.T) {
+	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+	cases := map[string]struct {
+		pending int
+		// steps are the clock's steps between cycles; want is how many workloads canHold was
+		// asked about in each cycle (the first, then one after each step).
+		steps []time.Duration
+		want  []int
+	}{
+		// 3,001 pending: kept 3 s; none can hold, so each walk asks about all of them.
+		"kept for the line's age": {pending: 3*largeQueue + 1, steps: []time.Duration{time.Second, time.Second, time.Second},
+			want: []int{3*largeQueue + 1, 0, 0, 3*largeQueue + 1}},
+		// A small queue's line is read, and walked, at every cycle.
+		"small queue: every cycle": {pending: 10, steps: []time.Duration{time.Second}, want: []int{10, 10}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := timeSharingScenario("1")
+			var pending []*workload.Info
+			for i := range tc.pending {
+				pending = append(pending, workload.NewInfo(utiltestingapi.MakeWorkload(fmt.Sprintf("w-%d", i), "ns").UID(types.UID(fmt.Sprintf("w-%d", i))).
+					Priority(10).Request(corev1.ResourceCPU, "1").Creation(snapgen.Epoch.Add(time.Duration(i+1)*time.Second)).Obj()))
+			}
+			clk := clocktesting.NewFakeClock(sc.Now)
+			opts := timeSharingOptions(time.Hour, nil)
+			opts[1] = WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return pending })
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clk, nil, preemptexpectations.New(), nil, opts...)
+			asker := workload.NewInfo(utiltestingapi.MakeWorkload("asker", "ns").UID("asker").Priority(10).
+				Request(corev1.ResourceCPU, "1").Creation(snapgen.Epoch.Add(-time.Hour)).Obj())
+			asker.ClusterQueue = "cq"
+			asked := 0
+			nobody := func(*workload.Info) bool { asked++; return false }
+			cycle := func() int {
+				asked = 0
+				if got := p.firstTurn(logr.Discard(), snapshotOf(t, ctx, sc), asker, 10, nobody); got != nil {
+					t.Errorf("%s holds the turn, but canHold accepts nobody", got.Obj.Name)
+				}
+				return asked
+			}
+			got := []int{cycle()}
+			for _, step := range tc.steps {
+				clk.Step(step)
+				got = append(got, cycle())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("workloads asked about, per cycle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
