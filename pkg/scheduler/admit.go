@@ -93,3 +93,11 @@ func (s *Scheduler) reservedDespiteError(ctx context.Context, wl *kueue.Workload
 	}
 	return reservedVersion(wl, &latest)
 }
+
+// freeAssumedQuota gives the quota counted for wl, whose reservation was not written, back to the
+// workloads that were found not to fit while it was counted: they are put back in their queues,
+// as after any release of quota. Without it a workload parked behind a reservation that then
+// failed waits until something else changes in its ClusterQueue or cohort, which may be never.
+func (s *Scheduler) freeAssumedQuota(ctx context.Context, wl *kueue.Workload) {
+	s.queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, workload.Key(wl), nil)
+}

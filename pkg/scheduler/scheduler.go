@@ -1044,6 +1044,7 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 			return
 		}
 		s.queues.NotifyWorkloadUpdateWatchers(cacheWl, nil)
+		s.freeAssumedQuota(ctx, cacheWl)
 		if s.shouldApplyEntryPenalty(e) {
 			s.updateEntryPenalty(log, e, subtract)
 		}
