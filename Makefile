@@ -93,10 +93,12 @@ test-unit: ## The CPU-bound unit tests (UNIT_PKGS: the simulator's property chec
 # The soak: hours on the local cluster with Pods, the manager killed every SOAK_KILL_EVERY (not CI).
 SOAK_DURATION ?= 2h
 SOAK_KILL_EVERY ?= 10m
+# Ginkgo ends a suite after an hour unless told otherwise; the soak checks this covers SOAK_DURATION.
+SOAK_GINKGO_TIMEOUT ?= 24h
 
 .PHONY: soak
 soak: envtest cluster manifests helm-generate $(BIN)/helm ## Soak on the local cluster with Pods for SOAK_DURATION (default 2h), the manager killed every SOAK_KILL_EVERY.
-	SOAK_DURATION=$(SOAK_DURATION) SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) $(GO) test -count=1 -timeout 0 ./test/e2e -args -ginkgo.v -ginkgo.label-filter=soak
+	SOAK_DURATION=$(SOAK_DURATION) SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) $(GO) test -v -count=1 -timeout 0 ./test/e2e -args -ginkgo.v -ginkgo.label-filter=soak -ginkgo.timeout=$(SOAK_GINKGO_TIMEOUT)
 
 .PHONY: test-e2e
 test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 9 minutes).
@@ -178,10 +180,11 @@ bench-scheduler: ## Time and allocations of ours vs upstream's preemptor (GetTar
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./pkg/scheduler/... | $(GO) run ./hack/benchratio
 
 # Throughput benchmark: THROUGHPUT_LOAD is baseline, tas or large (upstream's generator
-# configurations) or deep (a deep-queue load); THROUGHPUT_SCALE is the fraction of each workloads set that is
-# generated (1 = the full 15,000 workloads of baseline); THROUGHPUT_ARGS adds flags, e.g.
-# '-cpuprofile', '-variants upstream,heads -heads 32', '-webhooks' (see docs/performance.md,
-# benchmark 1).
+# configurations), deep (a deep-queue load) or slowcycle (deep queues beside a large topology-aware
+# snapshot); THROUGHPUT_SCALE is the fraction of each workloads set that is generated (1 = the full
+# 15,000 workloads of baseline); THROUGHPUT_ARGS adds flags, e.g. '-cpuprofile',
+# '-variants upstream,off,heads=8,heads=32', '-visibility-probe 1200', '-webhooks' (see
+# docs/performance.md, benchmark 1).
 THROUGHPUT_LOAD ?= baseline
 THROUGHPUT_SCALE ?= 1
 THROUGHPUT_ARGS ?=

@@ -37,6 +37,11 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 		if err != nil || total <= 0 {
 			ginkgo.Skip("SOAK_DURATION not set (make soak)")
 		}
+		// Ginkgo ends a suite after its own timeout (one hour unless -ginkgo.timeout says more),
+		// whatever go test's -timeout: a two-hour soak cut off at an hour reports nothing.
+		if suite, _ := ginkgo.GinkgoConfiguration(); suite.Timeout < total+15*time.Minute {
+			ginkgo.Fail(fmt.Sprintf("-ginkgo.timeout %s is shorter than SOAK_DURATION %s and 15 minutes of set-up and checks: the suite would end the soak early", suite.Timeout, total))
+		}
 		killEvery := 10 * time.Minute
 		if d, err := time.ParseDuration(os.Getenv("SOAK_KILL_EVERY")); err == nil && d > 0 {
 			killEvery = d
@@ -203,6 +208,8 @@ var _ = ginkgo.Describe("soak", ginkgo.Label("soak"), func() {
 			if !now.Before(nextSample) {
 				if rss, gr, ok := managerSample(); ok {
 					samples = append(samples, sample{at: now.Sub(start), rss: rss, goroutines: gr})
+					// As it goes, so that a run cut short still says how the manager grew.
+					ginkgo.GinkgoWriter.Printf("soak: %s, %d kills: RSS %.0f MB, %.0f goroutines\n", now.Sub(start).Round(time.Minute), kills, rss/1e6, gr)
 				}
 				nextSample = now.Add(time.Minute)
 			}
