@@ -612,23 +612,17 @@ func release(ctx context.Context, c client.Client) error {
 // measuredFinished counts the finished workloads outside the background classes (from the
 // runner's cache).
 func measuredFinished(ctx context.Context, c client.Reader, background []string) int {
-	var wls kueue.WorkloadList
-	if err := c.List(ctx, &wls); err != nil {
-		return 0
-	}
-	n := 0
-	for i := range wls.Items {
-		wl := &wls.Items[i]
-		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workloadfinish.IsFinished(wl) {
-			n++
-		}
-	}
-	return n
+	return countMeasured(ctx, c, background, workloadfinish.IsFinished)
 }
 
 // measuredAdmitted counts the admitted workloads outside the background classes (from the
 // runner's cache).
 func measuredAdmitted(ctx context.Context, c client.Reader, background []string) int {
+	return countMeasured(ctx, c, background, workload.IsAdmitted)
+}
+
+// countMeasured counts the workloads outside the background classes for which is holds.
+func countMeasured(ctx context.Context, c client.Reader, background []string, is func(*kueue.Workload) bool) int {
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
 		return 0
@@ -636,7 +630,7 @@ func measuredAdmitted(ctx context.Context, c client.Reader, background []string)
 	n := 0
 	for i := range wls.Items {
 		wl := &wls.Items[i]
-		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && workload.IsAdmitted(wl) {
+		if !slices.Contains(background, wl.Labels[generator.ClassLabel]) && is(wl) {
 			n++
 		}
 	}
