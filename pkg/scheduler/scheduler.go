@@ -1044,6 +1044,7 @@ func (s *Scheduler) admit(ctx context.Context, e *entry, cq *schdcache.ClusterQu
 			return
 		}
 		s.queues.NotifyWorkloadUpdateWatchers(cacheWl, nil)
+		// timeshare: the workloads parked while its reservation was counted get that quota back.
 		s.freeAssumedQuota(ctx, cacheWl)
 		if s.shouldApplyEntryPenalty(e) {
 			s.updateEntryPenalty(log, e, subtract)
