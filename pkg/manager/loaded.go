@@ -10,7 +10,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
-	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 )
 
 // loadBound is the longest the first scheduling cycle waits for the scheduler's cache to hold
@@ -21,7 +22,7 @@ const loadBound = 30 * time.Second
 // cache) shows holding quota: controller-runtime starts the loop once the informers have listed
 // everything, but their event handlers, which fill the scheduler's cache, may still be behind,
 // and a cycle then sees free quota that is taken: a restarted manager admitted into a full
-// cohort. Finished workloads hold nothing.
+// cohort.
 func quotaLoaded(ctx context.Context, r client.Reader, cache *schdcache.Cache) (bool, error) {
 	var list kueue.WorkloadList
 	if err := r.List(ctx, &list); err != nil {
@@ -29,10 +30,7 @@ func quotaLoaded(ctx context.Context, r client.Reader, cache *schdcache.Cache) (
 	}
 	for i := range list.Items {
 		wl := &list.Items[i]
-		if !workload.HasQuotaReservation(wl) || wl.Status.Admission == nil || workloadfinish.IsFinished(wl) {
-			continue
-		}
-		if !cache.IsAdded(workload.Info{Obj: wl, ClusterQueue: wl.Status.Admission.ClusterQueue}) {
+		if scheduler.HoldsQuota(wl) && !cache.IsAdded(workload.Info{Obj: wl, ClusterQueue: wl.Status.Admission.ClusterQueue}) {
 			return false, nil
 		}
 	}

@@ -76,10 +76,16 @@ func (s *Scheduler) reservedInAPIServer(ctx context.Context, wl *kueue.Workload)
 
 // reservedVersion returns latest if it is wl (same UID) holding a quota reservation, unfinished.
 func reservedVersion(wl, latest *kueue.Workload) *kueue.Workload {
-	if latest.UID != wl.UID || !workload.HasQuotaReservation(latest) || latest.Status.Admission == nil || workloadfinish.IsFinished(latest) {
+	if latest.UID != wl.UID || !HoldsQuota(latest) {
 		return nil
 	}
 	return latest
+}
+
+// HoldsQuota reports whether wl holds quota the scheduler's cache counts: a reservation with its
+// admission, and not finished.
+func HoldsQuota(wl *kueue.Workload) bool {
+	return workload.HasQuotaReservation(wl) && wl.Status.Admission != nil && !workloadfinish.IsFinished(wl)
 }
 
 // reservedDespiteError returns the workload as the manager last saw it from the API server if it

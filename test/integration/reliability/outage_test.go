@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,13 +189,7 @@ var _ = ginkgo.Describe("kube-apiserver and etcd stopped and started again under
 			// The same process, ready, still leading: its lease renewed since the outage began,
 			// before the lease could expire.
 			gomega.Eventually(func(g gomega.Gomega) {
-				if !m.alive() {
-					gomega.StopTrying(fmt.Sprintf("manager %s exited; the end of its log:\n%s", m.name, m.tail())).Now()
-				}
-				resp, err := http.Get("http://" + m.health + "/readyz")
-				g.Expect(err).NotTo(gomega.HaveOccurred())
-				resp.Body.Close()
-				g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
+				m.expectReady(g)
 				l := leaseHolder(g, ctx, k.client)
 				g.Expect(l.holder).To(gomega.Equal(leader), "the lease stays with the manager")
 				g.Expect(l.renewed).To(gomega.BeTemporally(">", downAt), "the lease renewed after the return")

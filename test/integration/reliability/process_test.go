@@ -266,15 +266,19 @@ func (p *managerProcess) ready() error {
 // waitReady waits until the manager's readiness probe (webhooks served) answers OK.
 func (p *managerProcess) waitReady() {
 	ginkgo.GinkgoHelper()
-	gomega.Eventually(func(g gomega.Gomega) {
-		if !p.alive() {
-			gomega.StopTrying(fmt.Sprintf("manager %s exited; the end of its log:\n%s", p.name, p.tail())).Now()
-		}
-		resp, err := http.Get("http://" + p.health + "/readyz")
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-		resp.Body.Close()
-		g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
-	}, timeout, interval).Should(gomega.Succeed())
+	gomega.Eventually(p.expectReady, timeout, interval).Should(gomega.Succeed())
+}
+
+// expectReady fails g unless the manager's readiness probe answers OK, and stops an Eventually
+// once the process has exited.
+func (p *managerProcess) expectReady(g gomega.Gomega) {
+	if !p.alive() {
+		gomega.StopTrying(fmt.Sprintf("manager %s exited; the end of its log:\n%s", p.name, p.tail())).Now()
+	}
+	resp, err := http.Get("http://" + p.health + "/readyz")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	resp.Body.Close()
+	g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
 }
 
 // kill ends the process with SIGKILL: no shutdown hook, no lease release, writes in flight cut.

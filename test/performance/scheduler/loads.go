@@ -21,6 +21,9 @@ const (
 	largeConfig    = "test/performance/scheduler/configs/large-scale/generator.yaml"
 )
 
+// upstreamConfigs are the loads read from upstream's generator configurations, by name.
+var upstreamConfigs = map[string]string{"baseline": baselineConfig, "tas": tasConfig, "large": largeConfig}
+
 // loadNames are the values of -load.
 var loadNames = []string{"baseline", "tas", "large", "deep", "slowcycle"}
 
@@ -73,7 +76,7 @@ func buildLoad(name, path, moduleDir, shownModule string, scale float64) (*load,
 	case "baseline", "tas", "large":
 		shown := path
 		if path == "" {
-			rel := map[string]string{"baseline": baselineConfig, "tas": tasConfig, "large": largeConfig}[name]
+			rel := upstreamConfigs[name]
 			path, shown = filepath.Join(moduleDir, rel), shownModule+"/"+rel
 		}
 		base, err := generator.LoadConfig(path)
@@ -92,34 +95,22 @@ func buildLoad(name, path, moduleDir, shownModule string, scale float64) (*load,
 			cfg.Topology = nil
 		}
 		return l, nil
-	case "deep":
+	case "deep", "slowcycle":
 		if path != "" {
-			return nil, fmt.Errorf("-generator-config does not apply to -load deep")
+			return nil, fmt.Errorf("-generator-config does not apply to -load %s", name)
 		}
-		setup, cfg := deepLoad(scale)
-		return &load{
-			name:       name,
-			shown:      fmt.Sprintf("deep-queue load (%d ClusterQueues of %d workloads, quota for %d each; %d running in %d other ClusterQueues, at scale 1)", deepQueues, deepWorkloads, deepQuota, backgroundQueues*backgroundWorkloads, backgroundQueues),
-			setup:      setup,
-			cfg:        cfg,
-			background: []string{backgroundClass},
-			hold:       true,
-		}, nil
-	case "slowcycle":
-		if path != "" {
-			return nil, fmt.Errorf("-generator-config does not apply to -load slowcycle")
+		l := &load{name: name, background: []string{backgroundClass}, hold: true}
+		if name == "deep" {
+			l.setup, l.cfg = deepLoad(scale)
+			l.shown = fmt.Sprintf("deep-queue load (%d ClusterQueues of %d workloads, quota for %d each; %d running in %d other ClusterQueues, at scale 1)",
+				deepQueues, deepWorkloads, deepQuota, backgroundQueues*backgroundWorkloads, backgroundQueues)
+		} else {
+			l.setup, l.cfg = slowCycleLoad(scale)
+			l.shown = fmt.Sprintf("slow-cycle load (%d ClusterQueues of %d topology-placed workloads, quota for all; %d admitted in %d other ClusterQueues on %d nodes, at scale 1)",
+				deepQueues, slowDeepWorkloads, backgroundQueues*slowBackgroundWorkloads, backgroundQueues, slowRacks*slowNodesPerRack)
+			l.untilAdmitted = true
 		}
-		setup, cfg := slowCycleLoad(scale)
-		return &load{
-			name: name,
-			shown: fmt.Sprintf("slow-cycle load (%d ClusterQueues of %d topology-placed workloads, quota for all; %d admitted in %d other ClusterQueues on %d nodes, at scale 1)",
-				deepQueues, slowDeepWorkloads, backgroundQueues*slowBackgroundWorkloads, backgroundQueues, slowRacks*slowNodesPerRack),
-			setup:         setup,
-			cfg:           cfg,
-			background:    []string{backgroundClass},
-			hold:          true,
-			untilAdmitted: true,
-		}, nil
+		return l, nil
 	}
 	return nil, fmt.Errorf("unknown load %q (known: %v)", name, loadNames)
 }

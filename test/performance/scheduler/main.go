@@ -82,7 +82,7 @@ func run() int {
 		return fail(err)
 	}
 	var mod, dir string
-	if *configPath == "" && *loadName != "deep" && *loadName != "slowcycle" {
+	if _, upstreams := upstreamConfigs[*loadName]; upstreams && *configPath == "" {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}}@{{.Version}} {{.Dir}}", "sigs.k8s.io/kueue").Output()
 		var ok bool
 		mod, dir, ok = strings.Cut(strings.TrimSpace(string(out)), " ")

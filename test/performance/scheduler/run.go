@@ -277,8 +277,8 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 		if err := generator.Generate(runCtx, generatorClient{Client: apiClient}, probeLoad(o.probe)); err != nil {
 			return nil, fmt.Errorf("generator, visibility probe: %w", err)
 		}
-		if err := waitPendingIn(runCtx, mgr.GetClient(), probeClass, o.probe, o.timeout); err != nil {
-			return nil, err
+		if err := waitPending(runCtx, mgr.GetClient(), o.probe, o.timeout, func(class string) bool { return class == probeClass }); err != nil {
+			return nil, fmt.Errorf("visibility probe: %w", err)
 		}
 		visCfg := rest.CopyConfig(cp.Config)
 		visCfg.Host = "https://" + settings.VisibilityAddress
@@ -313,7 +313,8 @@ func runVariant(ctx context.Context, o runOptions, v variant, setup, cfg *genera
 			return nil, fmt.Errorf("generator: %w", err)
 		}
 		res.generated = time.Since(holdStart)
-		if err := waitPending(runCtx, mgr.GetClient(), o.background, res.workloads, o.timeout); err != nil {
+		measured := func(class string) bool { return !slices.Contains(o.background, class) }
+		if err := waitPending(runCtx, mgr.GetClient(), res.workloads, o.timeout, measured); err != nil {
 			return nil, err
 		}
 		progress("%d workloads created and pending in held ClusterQueues after %s", res.workloads, time.Since(holdStart).Round(time.Millisecond))
@@ -538,9 +539,9 @@ func waitAdmitted(ctx context.Context, c client.Reader, n int, timeout time.Dura
 	}
 }
 
-// waitPending waits until the ClusterQueues outside the background classes report n pending
+// waitPending waits until the ClusterQueues whose class counted accepts report n pending
 // workloads (read from the runner's cache): the manager has queued them all.
-func waitPending(ctx context.Context, c client.Reader, background []string, n int, timeout time.Duration) error {
+func waitPending(ctx context.Context, c client.Reader, n int, timeout time.Duration, counted func(class string) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -548,7 +549,7 @@ func waitPending(ctx context.Context, c client.Reader, background []string, n in
 		if err := c.List(ctx, &cqs); err == nil {
 			pending := 0
 			for _, cq := range cqs.Items {
-				if !slices.Contains(background, cq.Labels[generator.ClassLabel]) {
+				if counted(cq.Labels[generator.ClassLabel]) {
 					pending += int(cq.Status.PendingWorkloads)
 				}
 			}
@@ -559,30 +560,6 @@ func waitPending(ctx context.Context, c client.Reader, background []string, n in
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %d pending workloads: %w", n, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// waitPendingIn waits until the ClusterQueues of class report n pending workloads (read from the
-// runner's cache).
-func waitPendingIn(ctx context.Context, c client.Reader, class string, n int, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		var cqs kueue.ClusterQueueList
-		if err := c.List(ctx, &cqs, client.MatchingLabels{generator.ClassLabel: class}); err == nil {
-			pending := 0
-			for _, cq := range cqs.Items {
-				pending += int(cq.Status.PendingWorkloads)
-			}
-			if pending >= n {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d pending workloads of class %s: %w", n, class, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
