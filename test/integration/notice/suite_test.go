@@ -115,8 +115,12 @@ func pods(ctx context.Context, j *batchv1.Job, n int) (live []*corev1.Pod, done 
 		live = append(live, create())
 	}
 	done = create()
-	done.Status.Phase = corev1.PodSucceeded
-	gomega.Expect(env.Client.Status().Update(ctx, done)).To(gomega.Succeed())
+	// The manager may annotate the Pod as soon as it exists: read it again on a conflict.
+	gomega.Eventually(func(g gomega.Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(done), done)).To(gomega.Succeed())
+		done.Status.Phase = corev1.PodSucceeded
+		g.Expect(env.Client.Status().Update(ctx, done)).To(gomega.Succeed())
+	}, timeout, interval).Should(gomega.Succeed())
 	return live, done
 }
 

@@ -128,4 +128,16 @@ func setPods(ctx context.Context, j *batchv1.Job, active, terminating int32) {
 	for i := want; i < len(pods.Items); i++ {
 		gomega.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)))).To(gomega.Succeed())
 	}
+	// The manager reads both from its informers: the spec steps the clock only once they agree,
+	// as a real cluster's Pods exist long before their Job is preempted.
+	gomega.Eventually(func(g gomega.Gomega) {
+		cached := env.Manager.GetClient()
+		var seen batchv1.Job
+		g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(j), &seen)).To(gomega.Succeed())
+		g.Expect(seen.Status.Active).To(gomega.Equal(active))
+		g.Expect(ptr.Deref(seen.Status.Terminating, 0)).To(gomega.Equal(terminating))
+		var left corev1.PodList
+		g.Expect(cached.List(ctx, &left, client.InNamespace(j.Namespace), selector)).To(gomega.Succeed())
+		g.Expect(left.Items).To(gomega.HaveLen(want))
+	}, timeout, interval).Should(gomega.Succeed())
 }
