@@ -51,24 +51,6 @@ const (
 	PreemptionBudget featuregate.Feature = "PreemptionBudget"
 )
 
-// PolicyPrecedence is the victim policy's precedence table (see policy.Units): when several of
-// these features apply to one candidate, the one listed first decides.
-var PolicyPrecedence = []featuregate.Feature{
-	// Refuses a same-priority candidate when another pending workload has the turn, before
-	// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
-	TimeBasedSamePriorityPreemption,
-	// Makes a candidate past its expected runtime eligible.
-	ExpectedRuntimeRequeue,
-	// Vetoes an eligible candidate inside its min-runtime.
-	MinRuntimeProtection,
-	// Vetoes an eligible candidate whose priority class tolerates the preemptor.
-	PreemptionToleration,
-	// Vetoes a candidate whose room is promised to another preemptor by a notice.
-	PreemptionNotice,
-	// Vetoes a candidate whose preemption would overdraw a preemption budget on its path.
-	PreemptionBudget,
-}
-
 // BudgetGateOff is what a refused budget setting is told while PreemptionBudget is off.
 const BudgetGateOff = "needs the PreemptionBudget feature gate, which is off; leave it unset"
 

@@ -167,8 +167,9 @@ const FeaturePreemptionBudget Feature = "PreemptionBudget"
 // RuleBudgetSpent names the protection WithPreemptionBudget adds.
 const RuleBudgetSpent = "PreemptionBudgetSpent"
 
-func init() {
-	register(Unit{Feature: FeaturePreemptionBudget, Option: WithPreemptionBudget, Changes: budgetChanges, Read: readBudgets,
+// budgetUnit is the preemption budget's unit (registry).
+func budgetUnit() Unit {
+	return Unit{Feature: FeaturePreemptionBudget, Option: WithPreemptionBudget, Changes: budgetChanges, Read: readBudgets,
 		MayChange: func(WakeSettings) bool { return true },
 		Takes:     func(src any) bool { _, ok := src.(BudgetSource); return ok },
 		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
@@ -190,7 +191,7 @@ func init() {
 			return nil
 		},
 		Metrics: []prometheus.Collector{heldBack},
-	})
+	}
 }
 
 // BudgetSpentMessage says which budget holds a preemption back and until when.

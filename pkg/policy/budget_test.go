@@ -140,7 +140,7 @@ func TestBudgetRule(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
-			why, until, ok := registered[FeaturePreemptionBudget].Vetoed(got.Rule, &c)
+			why, until, ok := mustUnit(t, FeaturePreemptionBudget).Vetoed(got.Rule, &c)
 			if ok != (tc.wantVeto != "") || why != tc.wantVeto {
 				t.Errorf("Vetoed = %q, %v, want %q", why, ok, tc.wantVeto)
 			}
@@ -225,7 +225,7 @@ func TestBudgetRefusedWhileOff(t *testing.T) {
 			if tc.old != "" {
 				old = json.RawMessage(tc.old)
 			}
-			got := (Table{registered[FeaturePreemptionBudget]}).RefusedWhileOff(field.NewPath("spec", "preemption"), json.RawMessage(tc.spec), old,
+			got := (Table{mustUnit(t, FeaturePreemptionBudget)}).RefusedWhileOff(field.NewPath("spec", "preemption"), json.RawMessage(tc.spec), old,
 				func(Feature) bool { return false })
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -14,8 +14,9 @@ import (
 // FeatureExpectedRuntime is expected-runtime requeue.
 const FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
 
-func init() {
-	register(Unit{
+// expectedRuntimeUnit is expected-runtime requeue's unit (registry).
+func expectedRuntimeUnit() Unit {
+	return Unit{
 		Feature: FeatureExpectedRuntime, Option: WithExpectedRuntimeRequeue, Changes: expectedRuntimeChanges,
 		Read: readExpectedRuntime,
 		Reasons: map[string]ReasonWords{ExpectedRuntimeReason: {
@@ -28,7 +29,7 @@ func init() {
 		Promises:   &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
 		Metrics:    []prometheus.Collector{nominations, nominationsSkipped},
 		Column:     &Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: expectedRuntimeCell},
-	})
+	}
 }
 
 // promisedRuntime is wl's valid expected runtime.

@@ -197,12 +197,13 @@ func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, de
 // FeatureMinRuntime is min-runtime protection (preemptMinRuntime, reclaimMinRuntime).
 const FeatureMinRuntime Feature = "MinRuntimeProtection"
 
-func init() {
-	register(Unit{
+// minRuntimeUnit is min-runtime protection's unit (registry).
+func minRuntimeUnit() Unit {
+	return Unit{
 		Feature: FeatureMinRuntime, Option: WithMinRuntimeProtection, Changes: minRuntimeChanges,
 		MayChange: func(s WakeSettings) bool { return len(s.MinRuntimes) > 0 },
 		Protects:  protectedByMinRuntime,
-	})
+	}
 }
 
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree: the

@@ -151,8 +151,9 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 // FeatureNotice is notice before eviction.
 const FeatureNotice Feature = "PreemptionNotice"
 
-func init() {
-	register(Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
+// noticeUnit is the preemption notice's unit (registry).
+func noticeUnit() Unit {
+	return Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
 		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
 			if rule != RuleUnderNotice {
 				return "", time.Time{}, false
@@ -199,7 +200,7 @@ func init() {
 			}
 			return nil
 		},
-	})
+	}
 }
 
 // noticeStatus is the notice in force on wl, for a one-line view: until when, for whom, and

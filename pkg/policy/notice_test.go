@@ -326,7 +326,7 @@ func TestNoticeRefusedWhileOff(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			on := func(Feature) bool { return tc.on }
 			var got []string
-			for _, e := range (Table{registered[FeatureNotice]}).RefusedWhileOff(field.NewPath("spec", "preemption"), tc.spec, tc.old, on) {
+			for _, e := range (Table{mustUnit(t, FeatureNotice)}).RefusedWhileOff(field.NewPath("spec", "preemption"), tc.spec, tc.old, on) {
 				got = append(got, e.Field)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

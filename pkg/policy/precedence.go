@@ -24,7 +24,7 @@ type Feature string
 
 // Unit is one feature of the victim policy: everything about it that the rest of the manager asks
 // (the preemptor, the waker, the gauges, the kubectl plugin, the simulator), so that none of them
-// reads a feature's facts or checks its gate itself. Each feature's file registers its unit.
+// reads a feature's facts or checks its gate itself. The registry (registry.go) lists the units.
 type Unit struct {
 	Feature Feature
 	// Option adds its rules, protections and ordering keys.
@@ -334,33 +334,26 @@ func sourceOf[T any](src Sources) (T, bool) {
 	return zero, false
 }
 
-// registered are the units, by feature; their order is the precedence table's.
-var registered = map[Feature]Unit{}
-
-func register(u Unit) {
-	registered[u.Feature] = u
-}
-
 // Table is a list of units, the one that decides first listed first.
 type Table []Unit
 
-// Units is the precedence table: when several features apply to one candidate, the one listed
-// first decides (features.PolicyPrecedence gives the order). Upstream's rows (Never, Any,
-// LowerPriority, NewerEqualPriority) come before every feature's, PriorityNotLower after them; a
-// protection vetoes any eligible row. docs/configuration.md shows this table.
+// Units is the precedence table (registry): when several features apply to one candidate, the
+// one listed first decides. Upstream's rows (Never, Any, LowerPriority, NewerEqualPriority) come
+// before every feature's, PriorityNotLower after them; a protection vetoes any eligible row.
+// docs/configuration.md shows this table.
 func Units() Table { return slices.Clone(units()) }
 
-// units is the precedence table, built once every unit has registered (at its first use, after
-// the package's init functions).
-var units = sync.OnceValue(func() Table {
-	out := make(Table, 0, len(registered))
-	for _, g := range features.PolicyPrecedence {
-		if u, ok := registered[Feature(g)]; ok {
-			out = append(out, u)
-		}
-	}
-	return out
-})
+// units is the registry's table, built once (not at package initialization: the units' options
+// read the table themselves).
+func units() Table {
+	unitsOnce.Do(func() { unitsTable = registry() })
+	return unitsTable
+}
+
+var (
+	unitsOnce  sync.Once
+	unitsTable Table
+)
 
 // Without is t without feature f's unit.
 func (t Table) Without(f Feature) Table {

@@ -160,3 +160,15 @@ func TestFeaturesAreGates(t *testing.T) {
 		t.Errorf("features (-gates +table):\n%s", diff)
 	}
 }
+
+// mustUnit is feature f's unit in the registry.
+func mustUnit(t *testing.T, f Feature) Unit {
+	t.Helper()
+	for _, u := range Units() {
+		if u.Feature == f {
+			return u
+		}
+	}
+	t.Fatalf("no unit for feature %s in the registry", f)
+	return Unit{}
+}

@@ -9,18 +9,31 @@ import (
 )
 
 // OwnReasonWords are the preemption reasons this project adds to upstream's, with their words,
-// from every registered unit. A victim preempted for one of them is evicted with that reason on
+// from every unit. A victim preempted for one of them is evicted with that reason on
 // its Evicted condition too (upstream writes "Preempted" there), so it must be requeued by this
 // project's requeue controller: upstream's job reconciler requeues only evictions it knows.
 func OwnReasonWords() map[string]ReasonWords { return maps.Clone(ownReasonWords()) }
 
-var ownReasonWords = sync.OnceValue(func() map[string]ReasonWords {
-	out := map[string]ReasonWords{}
-	for _, u := range registered {
-		maps.Copy(out, u.Reasons)
-	}
-	return out
-})
+func ownReasonWords() map[string]ReasonWords {
+	reasonsOnce.Do(func() {
+		reasons = map[string]ReasonWords{}
+		for _, u := range units() {
+			maps.Copy(reasons, u.Reasons)
+		}
+	})
+	return reasons
+}
+
+var (
+	reasonsOnce sync.Once
+	reasons     map[string]ReasonWords
+)
+
+// OwnReasonWordsOf are the words of reason, ok false when it is not one of this project's.
+func OwnReasonWordsOf(reason string) (ReasonWords, bool) {
+	w, ok := ownReasonWords()[reason]
+	return w, ok
+}
 
 // IsOwnReason reports whether reason is one of this project's preemption reasons.
 func IsOwnReason(reason string) bool {

@@ -16,8 +16,9 @@ import (
 // FeatureTimeBased is time-based same-priority preemption (KEP-8522).
 const FeatureTimeBased Feature = "TimeBasedSamePriorityPreemption"
 
-func init() {
-	register(Unit{
+// timeBasedUnit is time-based same-priority preemption's unit (registry).
+func timeBasedUnit() Unit {
+	return Unit{
 		Feature: FeatureTimeBased, Option: WithTimeBasedPreemption, Changes: timeBasedChanges,
 		// Without a minAdmitDuration it changes nothing.
 		MayChange: func(WakeSettings) bool { return false },
@@ -26,7 +27,7 @@ func init() {
 			Turn:     true,
 			Requeue:  "Requeued after time-sharing preemption",
 		}},
-	})
+	}
 }
 
 // TimeBasedReason is the preemption reason of a same-priority workload preempted because it held

@@ -32,8 +32,9 @@ type ClassTolerations interface {
 	For(*kueue.PriorityClassRef) *Toleration
 }
 
-func init() {
-	register(Unit{Feature: FeatureToleration, Option: WithPreemptionToleration, Changes: tolerationChanges, Read: readToleration,
+// tolerationUnit is preemption toleration's unit (registry).
+func tolerationUnit() Unit {
+	return Unit{Feature: FeatureToleration, Option: WithPreemptionToleration, Changes: tolerationChanges, Read: readToleration,
 		Protects: func(c *Candidate, s Survey) []string {
 			// Protected by its toleration from some preemptor: the lowest priority there is.
 			if Tolerated(c, math.MinInt64, s.Now) {
@@ -49,7 +50,7 @@ func init() {
 			}
 			return "the preemption toleration of " + toleration.Of(c).Source, ToleranceEnds(c), true
 		},
-	})
+	}
 }
 
 // tolerationShields is c's toleration, if it has one, against the lowest preemptor there is.

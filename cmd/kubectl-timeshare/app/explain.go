@@ -47,16 +47,6 @@ type ExplainReport struct {
 	Estimate string `json:"estimate,omitempty"`
 }
 
-var (
-	// explainDetails say what a feature says of a workload, under its gate; ok false when nothing.
-	explainDetails []func(wl *kueue.Workload) (gate string, v any, ok bool)
-	// holdingNotes add to the state of a workload holding quota and not being evicted; "" when
-	// nothing.
-	holdingNotes []func(r *ExplainReport) string
-	// waitingDetails complete r, for a waiting workload wl, with what the cluster says of it.
-	waitingDetails []func(ctx context.Context, c client.Reader, wl *kueue.Workload, r *ExplainReport)
-)
-
 // Decision is a condition written by the manager that explains the workload's state.
 type Decision struct {
 	Condition string       `json:"condition"`
@@ -111,8 +101,10 @@ func (e *env) explainWorkload(ctx context.Context, ns, name string) (*ExplainRep
 	}
 	r := BuildExplainReport(&wl, evs.Items, core.Items)
 	if r.Wait != nil {
-		for _, d := range waitingDetails {
-			d(ctx, e.client, &wl, r)
+		for _, v := range views() {
+			if v.waitingDetail != nil {
+				v.waitingDetail(ctx, e.client, &wl, r)
+			}
 		}
 	}
 	if r.ClusterQueue == "" && r.LocalQueue != "" {
@@ -205,7 +197,7 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		}
 	}
 
-	r.Details = details(wl, explainDetails)
+	r.Details = details(wl, func(v view) detail { return v.explainDetail })
 
 	reserved := apimeta.FindStatusCondition(conds, kueue.WorkloadQuotaReserved)
 	switch {
@@ -216,8 +208,11 @@ func BuildExplainReport(wl *kueue.Workload, evs []eventsv1.Event, core []corev1.
 		if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadEvicted) {
 			r.State += ", being evicted"
 		} else {
-			for _, note := range holdingNotes {
-				if s := note(r); s != "" {
+			for _, v := range views() {
+				if v.holdingNote == nil {
+					continue
+				}
+				if s := v.holdingNote(r); s != "" {
 					r.State += ", " + s
 				}
 			}

@@ -20,40 +20,43 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
 
-func init() {
-	holdingColumns = append(holdingColumns, holdingColumn{header: "PREEMPTION NOTICE",
-		cell: func(a *AdmittedWorkload, now time.Time) string {
-			n, _ := a.Details[string(features.PreemptionNotice)].(*NoticeInProgress)
-			return noticeColumn(n, now)
-		}})
-	holdingDetails = append(holdingDetails, func(wl *kueue.Workload) (string, any, bool) {
-		n := noticeOf(wl)
-		return string(features.PreemptionNotice), n, n != nil
-	})
-	explainDetails = append(explainDetails, func(wl *kueue.Workload) (string, any, bool) {
-		r := NoticeReport{Notice: noticeOf(wl)}
-		if c := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition); c != nil {
-			r.State = decision(c)
-		}
-		return string(features.PreemptionNotice), &r, r.Notice != nil || r.State != nil
-	})
-	holdingNotes = append(holdingNotes, func(r *ExplainReport) string {
-		if nr, _ := r.Details[string(features.PreemptionNotice)].(*NoticeReport); nr != nil && nr.Notice != nil && nr.Notice.Deadline != nil {
-			return "under preemption notice until " + nr.Notice.Deadline.UTC().Format(time.RFC3339)
-		}
-		return ""
-	})
-	waitingDetails = append(waitingDetails, func(ctx context.Context, c client.Reader, wl *kueue.Workload, r *ExplainReport) {
-		// Its victims under notice may be in any namespace.
-		var all kueue.WorkloadList
-		if err := c.List(ctx, &all); err != nil {
-			noticeReportOf(r).NoticedForItUnknown = fmt.Sprintf("listing Workloads: %v", err)
-		} else if ns := noticedFor(wl.UID, all.Items); len(ns) > 0 {
-			noticeReportOf(r).NoticedForIt = ns
-		}
-	})
-	explainSections = append(explainSections, renderNotices)
-	settingRows = append(settingRows, noticeSettings)
+// noticeView is what the plugin shows of preemption notices.
+func noticeView() view {
+	return view{
+		holdingColumn: &holdingColumn{header: "PREEMPTION NOTICE",
+			cell: func(a *AdmittedWorkload, now time.Time) string {
+				n, _ := a.Details[string(features.PreemptionNotice)].(*NoticeInProgress)
+				return noticeColumn(n, now)
+			}},
+		holdingDetail: func(wl *kueue.Workload) (string, any, bool) {
+			n := noticeOf(wl)
+			return string(features.PreemptionNotice), n, n != nil
+		},
+		explainDetail: func(wl *kueue.Workload) (string, any, bool) {
+			r := NoticeReport{Notice: noticeOf(wl)}
+			if c := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition); c != nil {
+				r.State = decision(c)
+			}
+			return string(features.PreemptionNotice), &r, r.Notice != nil || r.State != nil
+		},
+		holdingNote: func(r *ExplainReport) string {
+			if nr, _ := r.Details[string(features.PreemptionNotice)].(*NoticeReport); nr != nil && nr.Notice != nil && nr.Notice.Deadline != nil {
+				return "under preemption notice until " + nr.Notice.Deadline.UTC().Format(time.RFC3339)
+			}
+			return ""
+		},
+		waitingDetail: func(ctx context.Context, c client.Reader, wl *kueue.Workload, r *ExplainReport) {
+			// Its victims under notice may be in any namespace.
+			var all kueue.WorkloadList
+			if err := c.List(ctx, &all); err != nil {
+				noticeReportOf(r).NoticedForItUnknown = fmt.Sprintf("listing Workloads: %v", err)
+			} else if ns := noticedFor(wl.UID, all.Items); len(ns) > 0 {
+				noticeReportOf(r).NoticedForIt = ns
+			}
+		},
+		explainSection: renderNotices,
+		settingRows:    noticeSettings,
+	}
 }
 
 // NoticeReport is what `explain workload` says of a workload's notices, under

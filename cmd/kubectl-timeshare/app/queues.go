@@ -115,14 +115,14 @@ type PendingWorkload struct {
 	Estimate string `json:"estimate,omitempty"`
 }
 
-// holdingDetails say what a feature says of a workload holding quota, under its gate; ok false when
-// nothing.
-var holdingDetails []func(wl *kueue.Workload) (gate string, v any, ok bool)
-
-// details is what ds say of wl, by gate; nil when nothing.
-func details(wl *kueue.Workload, ds []func(*kueue.Workload) (string, any, bool)) map[string]any {
+// details is what the views' detail of says of wl, by gate; nil when nothing.
+func details(wl *kueue.Workload, of func(view) detail) map[string]any {
 	var out map[string]any
-	for _, d := range ds {
+	for _, view := range views() {
+		d := of(view)
+		if d == nil {
+			continue
+		}
 		if gate, v, ok := d(wl); ok {
 			if out == nil {
 				out = map[string]any{}
@@ -132,10 +132,6 @@ func details(wl *kueue.Workload, ds []func(*kueue.Workload) (string, any, bool))
 	}
 	return out
 }
-
-// settingRows add a feature's rows to a ClusterQueue's settings, after the min-runtimes, from what
-// the store read for its unit along the ClusterQueue's path (queuesettings.Store.SettingsPath).
-var settingRows []func(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport
 
 const (
 	orderVisibility = "the scheduler's order, from the visibility API"
@@ -314,8 +310,10 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		for _, n := range path[1:] {
 			parents = append(parents, kueue.CohortReference(n.Name))
 		}
-		for _, rows := range settingRows {
-			r.Settings = append(r.Settings, rows(store, cqRef, parents, m)...)
+		for _, v := range views() {
+			if v.settingRows != nil {
+				r.Settings = append(r.Settings, v.settingRows(store, cqRef, parents, m)...)
+			}
 		}
 
 		for i := range c.Workloads {
@@ -336,7 +334,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				a.Protections = append(a.Protections, pr)
 			}
 			a.Features = cells(units, &cand, on)
-			a.Details = details(wl, holdingDetails)
+			a.Details = details(wl, func(v view) detail { return v.holdingDetail })
 			r.Admitted = append(r.Admitted, a)
 		}
 		slices.SortFunc(r.Admitted, func(a, b AdmittedWorkload) int {

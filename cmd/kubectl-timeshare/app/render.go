@@ -14,16 +14,6 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// What a feature's file of the plugin adds to the tables and explanations, in the order the files
-// register it.
-var (
-	// holdingColumns follow TURN ENDS in the table of workloads holding quota.
-	holdingColumns []holdingColumn
-	// explainSections follow a workload's wait and last preemption; each reports whether it
-	// had anything to explain.
-	explainSections []func(w io.Writer, r *ExplainReport, now time.Time) (explained bool, err error)
-)
-
 // holdingColumn is a column of the table of workloads holding quota.
 type holdingColumn struct {
 	header string
@@ -70,7 +60,8 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 		} else {
 			t = newTable(w)
 			header := "HOLDING QUOTA\tPRIORITY\tSINCE\tPROTECTED UNTIL\tPROTECTED BY\tTURN ENDS"
-			for _, c := range holdingColumns {
+			columnsShown := holdingColumns()
+			for _, c := range columnsShown {
 				header += "\t" + c.header
 			}
 			if wide {
@@ -84,7 +75,7 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			for _, a := range cq.Admitted {
 				until, by := protectionColumns(a.Protections, now)
 				fmt.Fprintf(t, "%s/%s\t%d\t%s\t%s\t%s\t%s", a.Namespace, a.Name, a.Priority, when(a.QuotaReserved, now), until, by, when(a.TurnEnds, now))
-				for _, c := range holdingColumns {
+				for _, c := range columnsShown {
 					fmt.Fprintf(t, "\t%s", c.cell(&a, now))
 				}
 				if wide {
@@ -227,8 +218,11 @@ func RenderExplain(w io.Writer, r *ExplainReport, wide bool, now time.Time) erro
 		fmt.Fprintf(w, "Its last preemption (%s=%s, reason %s, at %s):\n  %s\n", d.Condition, d.Status, reason, when(d.Since, now), d.Message)
 	}
 	explained := r.Wait != nil || r.LastPreemption != nil || r.ETA != ""
-	for _, section := range explainSections {
-		shown, err := section(w, r, now)
+	for _, v := range views() {
+		if v.explainSection == nil {
+			continue
+		}
+		shown, err := v.explainSection(w, r, now)
 		if err != nil {
 			return err
 		}

@@ -15,18 +15,24 @@ type PreemptionLedger interface {
 	RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time)
 }
 
-func init() {
-	afterIssue = append(afterIssue, (*Preemptor).payBudgets)
-	afterSearch = append(afterSearch, (*Preemptor).countHeldBack)
+// budgetPlugin is the preemption budget's part in the preemptor: it pays for the preemptions
+// that went through and counts the preemptors a spent budget held back.
+type budgetPlugin struct{}
+
+func (budgetPlugin) Feature() policy.Feature { return policy.FeaturePreemptionBudget }
+
+func (budgetPlugin) afterIssue(p *Preemptor, preemptor *workload.Info, targets []*Target) {
+	p.payBudgets(preemptor, targets)
+}
+
+func (budgetPlugin) afterSearch(p *Preemptor, s *search, targets []*Target) {
+	p.countHeldBack(s, targets)
 }
 
 // payBudgets enters the victims of a preemption that went through in the ledger. Only what a
 // budget may hold back pays: turns do not, so that rotation never waits on a budget, nor do
 // victims of another ClusterQueue than the preemptor's (policy.WithPreemptionBudget).
 func (p *Preemptor) payBudgets(preemptor *workload.Info, targets []*Target) {
-	if !p.on(policy.FeaturePreemptionBudget) {
-		return
-	}
 	ledger, ok := sourceIn[PreemptionLedger](p.sources)
 	if !ok {
 		return
@@ -42,7 +48,7 @@ func (p *Preemptor) payBudgets(preemptor *workload.Info, targets []*Target) {
 
 // countHeldBack counts a preemptor left without victims by a spent budget, once per wait.
 func (p *Preemptor) countHeldBack(s *search, targets []*Target) {
-	if len(targets) > 0 || !p.on(policy.FeaturePreemptionBudget) {
+	if len(targets) > 0 {
 		return
 	}
 	until, ok := s.protected.unitEnds[policy.RuleBudgetSpent]

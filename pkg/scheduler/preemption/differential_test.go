@@ -77,7 +77,39 @@ func TestDifferentialAgainstUpstream(t *testing.T) {
 	}
 }
 
-func runBoth(t *testing.T, sc *snapgen.Scenario) (outcome, outcome) {
+// TestDifferentialWithoutEachPlugin builds our preemptor without each plugin in turn, with every
+// feature's source given as the manager gives them but nothing configured: it still decides as
+// upstream's does, so a feature taken out of Plugins leaves the rest whole.
+func TestDifferentialWithoutEachPlugin(t *testing.T) {
+	first := *diffSeed
+	if first == 0 {
+		first = uint64(time.Now().UnixNano())
+	}
+	cases := max(*diffCases/10, 1)
+	for _, removed := range Plugins() {
+		t.Run(string(removed.Feature()), func(t *testing.T) {
+			rest := slices.DeleteFunc(Plugins(), func(p Plugin) bool { return p.Feature() == removed.Feature() })
+			for i := range cases {
+				seed := first + uint64(i)
+				sc := snapgen.Generate(seed, snapgen.Small)
+				up, ours := runBoth(t, sc, WithPlugins(rest...), WithSources(noSettings{}, DefaultCooldown(time.Minute)))
+				if diff := cmp.Diff(up, ours); diff != "" {
+					t.Fatalf("seed %d (rerun with -preemption-diff-seed=%d): outcome differs from upstream (-upstream +ours):\n%s\n%s",
+						seed, seed, diff, describe(sc))
+				}
+			}
+		})
+	}
+}
+
+// noSettings is every ClusterQueue's settings source with nothing set.
+type noSettings struct{}
+
+func (noSettings) Settings(kueue.ClusterQueueReference) policy.QueueSettings {
+	return policy.QueueSettings{}
+}
+
+func runBoth(t *testing.T, sc *snapgen.Scenario, opts ...Option) (outcome, outcome) {
 	t.Helper()
 	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
 	cache, err := sc.NewCache(ctx, logr.Discard())
@@ -99,8 +131,10 @@ func runBoth(t *testing.T, sc *snapgen.Scenario) (outcome, outcome) {
 		})
 
 	// Our time-based rule is wired in, as in the manager, but no ClusterQueue sets a window.
-	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil,
-		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }))
+	if len(opts) == 0 {
+		opts = []Option{WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} })}
+	}
+	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil, opts...)
 	ourOut := decide(t, ctx, cache, sc, fs != nil,
 		func(s *schdcache.Snapshot) oracle { return ourP.Oracle(s) },
 		func(wl workload.Info, a flavorassigner.Assignment, s *schdcache.Snapshot) []*Target {

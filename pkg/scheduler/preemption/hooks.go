@@ -2,33 +2,83 @@ package preemption
 
 import (
 	"context"
+	"iter"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// The points where a feature's file adds steps of its own to the preemptor; each registers its
-// own from its init, so that the preemptor's files name no feature.
-var (
-	// waitsOn are what a preemptor may wait on instead of a search.
-	waitsOn []waiter
-	// issuesFirst take a preemption's targets before they are evicted: one that issues them
+// Plugin is one feature's part in the preemptor. It implements only the extension points below
+// where it acts; the preemptor calls a point only while the plugin's feature is on (Preemptor.on),
+// so that no plugin checks its own gate. Plugins lists them.
+type Plugin interface {
+	Feature() policy.Feature
+}
+
+// The preemptor's extension points, in the order a preemption meets them.
+type (
+	// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok
+	// false when src is not its source.
+	sourceTaker interface {
+		optionFor(src any) (opt Option, ok bool)
+	}
+	// waiter is what a preemptor may wait on instead of a search: targets are the victims due
+	// now, held whether wl waits on some at all; explainWait says what wl waits on, or "".
+	waiter interface {
+		waitTargets(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
+		explainWait(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string
+	}
+	// searchObserver sees a search's outcome, its targets (none: the preemptor waits).
+	searchObserver interface {
+		afterSearch(p *Preemptor, s *search, targets []*Target)
+	}
+	// firstIssuer takes a preemption's targets before they are evicted: one that issues them
 	// itself says so (issued) with what issueTargets returns.
-	issuesFirst []func(p *Preemptor, ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
-		snap *schdcache.ClusterQueueSnapshot) (issued bool, preempted, failed int, err error)
-	// afterAnyEviction follow the eviction of any victim of ours, whatever its reason.
-	afterAnyEviction []func(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference)
-	// afterSearch see a search's outcome, its targets (none: the preemptor waits).
-	afterSearch []func(p *Preemptor, s *search, targets []*Target)
-	// afterIssue follow a preemption whose evictions (or notices) all went through.
-	afterIssue []func(p *Preemptor, preemptor *workload.Info, targets []*Target)
+	firstIssuer interface {
+		issueFirst(p *Preemptor, ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+			snap *schdcache.ClusterQueueSnapshot) (issued bool, preempted, failed int, err error)
+	}
+	// evictionFollower follows the eviction of any victim of ours, whatever its reason.
+	evictionFollower interface {
+		afterEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference)
+	}
+	// reasonFollower follows the eviction of a victim preempted for reason, one of this project's
+	// reasons, once it went through.
+	reasonFollower interface {
+		afterOwnEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, reason string)
+	}
+	// issueFollower follows a preemption whose evictions (or notices) all went through.
+	issueFollower interface {
+		afterIssue(p *Preemptor, preemptor *workload.Info, targets []*Target)
+	}
 )
 
-// waiter is one thing a preemptor may wait on instead of a search.
-type waiter struct {
-	// targets are the victims due now; held reports whether wl waits on some at all.
-	targets func(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
-	// explain says what wl waits on, or "".
-	explain func(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string
+// sourceOption is the option with builds from src, ok false when src is not a T (sourceTaker).
+func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
+	s, ok := src.(T)
+	if !ok {
+		return nil, false
+	}
+	return with(s), true
+}
+
+// Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
+// order (policy.Units); the features with no part here (toleration) act through their unit only.
+func Plugins() []Plugin {
+	return []Plugin{timeBasedPlugin{}, expectedRuntimePlugin{}, minRuntimePlugin{}, noticePlugin{}, budgetPlugin{}}
+}
+
+// pluginsOn yields the plugins of p that implement extension point T, in order, while their
+// feature is on: the one place the preemptor checks a feature's gate for its plugin.
+func pluginsOn[T any](p *Preemptor) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for _, pl := range p.plugins {
+			if t, ok := pl.(T); ok && p.on(pl.Feature()) && !yield(t) {
+				return
+			}
+		}
+	}
 }

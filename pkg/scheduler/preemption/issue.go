@@ -45,8 +45,8 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 	if !isRefusal(err) {
 		if err == nil {
 			p.refusals.succeeded(preemptor.Obj.UID)
-			for _, after := range afterIssue {
-				after(p, preemptor, targets)
+			for f := range pluginsOn[issueFollower](p) {
+				f.afterIssue(p, preemptor, targets)
 			}
 		}
 		return preempted, failed, err
@@ -64,8 +64,8 @@ const EventPreemptionRefused = "PreemptionRefused"
 
 // issueTargets writes the evictions and notices of one preemption.
 func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	for _, first := range issuesFirst {
-		if issued, preempted, failed, err := first(p, ctx, cache, preemptor, targets, snap); issued {
+	for first := range pluginsOn[firstIssuer](p) {
+		if issued, preempted, failed, err := first.issueFirst(p, ctx, cache, preemptor, targets, snap); issued {
 			return preempted, failed, err
 		}
 	}
@@ -94,10 +94,6 @@ func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, pr
 // issueOwn evicts targets preempted for one of our reasons, a few at a time. After the first
 // failure no further eviction starts; the scheduler retries the preemptor later. It returns how
 // many targets are being evicted (now or already), how many evictions failed, and one error.
-// afterEviction is what a feature does once a victim is evicted for one of its reasons, by
-// reason; each feature's file registers its own.
-var afterEviction = map[string]func(p *Preemptor, ctx context.Context, wl *kueue.Workload){}
-
 func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (preempted, failed int, firstErr error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -105,8 +101,10 @@ func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemp
 	workqueue.ParallelizeUntil(ctx, concurrentEvictions, len(targets), func(i int) {
 		t := targets[i]
 		err := p.evict(ctx, cache, preemptor, t, snap)
-		if after := afterEviction[t.Reason]; err == nil && after != nil {
-			after(p, ctx, t.WorkloadInfo.Obj)
+		if err == nil && policy.IsOwnReason(t.Reason) {
+			for f := range pluginsOn[reasonFollower](p) {
+				f.afterOwnEviction(p, ctx, t.WorkloadInfo.Obj, t.Reason)
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -160,8 +158,8 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 		p.observed(log, key, victim.UID)
 		return err
 	}
-	for _, after := range afterAnyEviction {
-		after(p, ctx, victim, t.WorkloadInfo.ClusterQueue)
+	for f := range pluginsOn[evictionFollower](p) {
+		f.afterEviction(p, ctx, victim, t.WorkloadInfo.ClusterQueue)
 	}
 
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)
@@ -188,13 +186,21 @@ func (p *Preemptor) observed(log logr.Logger, key types.NamespacedName, uid type
 	}
 }
 
-// evictionMessage words a preemption as upstream does; the reason's words come from upstream's
-// HumanReadablePreemptionReasons, where ours are registered.
+// evictionMessage words a preemption as upstream does (humanReason).
 func evictionMessage(preemptor *kueue.Workload, reason, preemptorPath, victimPath string) string {
 	const unknown = "UNKNOWN"
 	return fmt.Sprintf("Preempted to accommodate a workload (UID: %s, JobUID: %s) due to %s; preemptor path: %s; preemptee path: %s",
 		cmp.Or(string(preemptor.UID), unknown), cmp.Or(preemptor.Labels[constants.JobUIDLabel], unknown),
-		upstream.HumanReadablePreemptionReasons[reason], cmp.Or(preemptorPath, unknown), cmp.Or(victimPath, unknown))
+		humanReason(reason), cmp.Or(preemptorPath, unknown), cmp.Or(victimPath, unknown))
+}
+
+// humanReason words a preemption reason: ours as their units say, upstream's from its
+// HumanReadablePreemptionReasons.
+func humanReason(reason string) string {
+	if w, ok := policy.OwnReasonWordsOf(reason); ok {
+		return w.Eviction
+	}
+	return upstream.HumanReadablePreemptionReasons[reason]
 }
 
 // cohortPath is "/root/.../parent/cq": a ClusterQueue and the cohorts above it, root first.

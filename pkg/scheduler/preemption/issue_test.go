@@ -304,6 +304,10 @@ func TestOwnIssuingMatchesUpstream(t *testing.T) {
 	for _, reason := range policy.OwnReasons() {
 		t.Run(reason, func(t *testing.T) {
 			ctx, _ := utiltesting.ContextWithLog(t)
+			// Upstream's issuer words only its own reasons: lend it ours for the comparison.
+			words, _ := policy.OwnReasonWordsOf(reason)
+			upstream.HumanReadablePreemptionReasons[reason] = words.Eviction
+			t.Cleanup(func() { delete(upstream.HumanReadablePreemptionReasons, reason) })
 			type result struct {
 				conditions []metav1.Condition
 				stats      *kueue.SchedulingStats

@@ -21,16 +21,20 @@ import (
 // sets no requeue delay: given to WithSources, it turns on expected-runtime requeue.
 type DefaultCooldown time.Duration
 
-func init() {
-	// A victim of its expected runtime gets a cooldown.
-	afterEviction[policy.ExpectedRuntimeReason] = (*Preemptor).writeCooldown
-	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
-		d, ok := src.(DefaultCooldown)
-		if !ok {
-			return nil, false
-		}
-		return WithExpectedRuntimeRequeue(time.Duration(d)), true
-	})
+// expectedRuntimePlugin is expected-runtime requeue's part in the preemptor: a victim of its
+// expected runtime gets a cooldown.
+type expectedRuntimePlugin struct{}
+
+func (expectedRuntimePlugin) Feature() policy.Feature { return policy.FeatureExpectedRuntime }
+
+func (expectedRuntimePlugin) optionFor(src any) (Option, bool) {
+	return sourceOption(src, func(d DefaultCooldown) Option { return WithExpectedRuntimeRequeue(time.Duration(d)) })
+}
+
+func (expectedRuntimePlugin) afterOwnEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, reason string) {
+	if reason == policy.ExpectedRuntimeReason {
+		p.writeCooldown(ctx, victim)
+	}
 }
 
 // WithExpectedRuntimeRequeue lets workloads that ran past their expected runtime be preempted by

@@ -22,7 +22,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
@@ -47,17 +46,30 @@ type NoticeSource interface {
 	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
 }
 
-func init() {
-	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
-		s, ok := src.(NoticeSource)
-		if !ok {
-			return nil, false
-		}
-		return WithPreemptionNotice(s), true
-	})
-	waitsOn = append(waitsOn, waiter{targets: (*Preemptor).waitForNotices, explain: (*Preemptor).explainNotice})
-	issuesFirst = append(issuesFirst, (*Preemptor).issueNotices)
-	afterAnyEviction = append(afterAnyEviction, (*Preemptor).endNotice)
+// noticePlugin is the notice's part in the preemptor: a preemptor waits on victims under notice
+// instead of searching again, gives notices instead of evicting, and ends a victim's notice with
+// its eviction, whatever the eviction's reason.
+type noticePlugin struct{}
+
+func (noticePlugin) Feature() policy.Feature { return policy.FeatureNotice }
+
+func (noticePlugin) optionFor(src any) (Option, bool) { return sourceOption(src, WithPreemptionNotice) }
+
+func (noticePlugin) waitTargets(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*Target, bool) {
+	return p.waitForNotices(ctx, wl, snapshot)
+}
+
+func (noticePlugin) explainWait(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	return p.explainNotice(wl, snapshot)
+}
+
+func (noticePlugin) issueFirst(p *Preemptor, ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+	snap *schdcache.ClusterQueueSnapshot) (bool, int, int, error) {
+	return p.issueNotices(ctx, cache, preemptor, targets, snap)
+}
+
+func (noticePlugin) afterEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
+	p.endNotice(ctx, victim, cq)
 }
 
 // WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
@@ -282,7 +294,7 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 		log.V(2).Info("Preemption notice given", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),
 			"reason", t.Reason, "deadline", deadline, "setting", source)
 		msg := fmt.Sprintf("To be evicted at %s (%s) to make room for %s due to %s; set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-			deadline.UTC().Format(time.RFC3339), source, n.PreemptorText(), upstream.HumanReadablePreemptionReasons[t.Reason], annotations.CheckpointDone)
+			deadline.UTC().Format(time.RFC3339), source, n.PreemptorText(), humanReason(t.Reason), annotations.CheckpointDone)
 		p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
 		if owner := ownerRef(victim); owner != nil {
 			p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)

@@ -75,6 +75,8 @@ type Preemptor struct {
 	// sources what their units read facts from.
 	features []policy.Feature
 	sources  policy.Sources
+	// plugins are the features' parts in the preemptor (hooks.go).
+	plugins []Plugin
 	// index, when set, lists the workloads that a unit may have marked.
 	index *WorkloadIndex
 	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
@@ -113,6 +115,11 @@ type config struct {
 	index               *WorkloadIndex
 	defaultRequeueDelay time.Duration
 	runtimeClock        policy.RuntimeClock
+	// given are the sources given to WithSources; plugins the preemptor's (Plugins unless
+	// pluginsSet).
+	given      []any
+	plugins    []Plugin
+	pluginsSet bool
 }
 
 // WithRuntimeClock makes min-runtimes and expected runtimes count from clock's condition
@@ -146,27 +153,35 @@ func WithPolicy(opts ...policy.Option) Option {
 	return func(c *config) { c.policyOpts = append(c.policyOpts, opts...) }
 }
 
-// allUnits are the victim policy's registered features, in precedence order.
+// allUnits are the victim policy's features, in precedence order.
 var allUnits = policy.Units()
 
-// sourceOptions turn a source of facts into the option of the feature it feeds, if it feeds one;
-// each feature's file registers its own.
-var sourceOptions []func(src any) (Option, bool)
-
-// WithSources turns on every feature of the victim policy that one of src feeds (each feature's
-// file says which sources it takes), each still behind its gate: the one registration of the
-// features, by their sources.
+// WithSources turns on every feature of the victim policy that one of src feeds (its unit's
+// Takes, or its plugin's source option), each still behind its gate: the one registration of the
+// features, by their sources. The sources are read once all options are applied, so that
+// WithPlugins may come after.
 func WithSources(src ...any) Option {
-	return func(c *config) {
-		for _, s := range src {
-			for _, u := range allUnits {
-				if u.Takes != nil && u.Takes(s) {
-					c.features = append(c.features, u.Feature)
-					c.sources = append(c.sources, s)
-				}
+	return func(c *config) { c.given = append(c.given, src...) }
+}
+
+// WithPlugins replaces the preemptor's plugins (Plugins by default): a feature whose plugin is
+// left out keeps only its unit's rules.
+func WithPlugins(plugins ...Plugin) Option {
+	return func(c *config) { c.plugins = slices.Clone(plugins); c.pluginsSet = true }
+}
+
+// takeSources turns on the features that the sources given to WithSources feed.
+func (c *config) takeSources() {
+	for _, s := range c.given {
+		for _, u := range allUnits {
+			if u.Takes != nil && u.Takes(s) {
+				c.features = append(c.features, u.Feature)
+				c.sources = append(c.sources, s)
 			}
-			for _, of := range sourceOptions {
-				if o, ok := of(s); ok {
+		}
+		for _, pl := range c.plugins {
+			if t, ok := pl.(sourceTaker); ok {
+				if o, ok := t.optionFor(s); ok {
 					o(c)
 				}
 			}
@@ -188,18 +203,14 @@ func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSe
 	}
 }
 
-func init() {
-	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
-		s, ok := src.(QueueSettingsSource)
-		if !ok {
-			return nil, false
-		}
-		return WithQueueSettings(s.Settings), true
-	})
-	// Upstream words eviction messages from this map; our reasons need words too.
-	for reason, words := range policy.OwnReasonWords() {
-		upstream.HumanReadablePreemptionReasons[reason] = words.Eviction
-	}
+// timeBasedPlugin is time-based preemption's part in the preemptor: it takes the ClusterQueues'
+// settings; the turns themselves are the search's (turn.go).
+type timeBasedPlugin struct{}
+
+func (timeBasedPlugin) Feature() policy.Feature { return policy.FeatureTimeBased }
+
+func (timeBasedPlugin) optionFor(src any) (Option, bool) {
+	return sourceOption(src, func(s QueueSettingsSource) Option { return WithQueueSettings(s.Settings) })
 }
 
 // on reports whether feature f is turned on and its gate is on.
@@ -236,6 +247,10 @@ func New(
 	for _, o := range opts {
 		o(&c)
 	}
+	if !c.pluginsSet {
+		c.plugins = Plugins()
+	}
+	c.takeSources()
 	po := policy.Options{LocalQueueFairSharing: admissionFairSharing}
 	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
 		po.TimestampBuffer = timestampBuffer
@@ -262,6 +277,7 @@ func New(
 		minRuntimes:         c.minRuntimes,
 		features:            c.features,
 		sources:             c.sources,
+		plugins:             c.plugins,
 		index:               c.index,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,
@@ -351,8 +367,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		log.V(3).Info("No preemption until kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue, "unread", unread)
 		return nil
 	}
-	for _, w := range waitsOn {
-		if targets, held := w.targets(p, ctx, &wl, snapshot); held {
+	for w := range pluginsOn[waiter](p) {
+		if targets, held := w.waitTargets(p, ctx, &wl, snapshot); held {
 			return targets
 		}
 	}
@@ -365,8 +381,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	role := roletracker.GetRole(p.tracker)
 	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, p.customLabels, s.now)
 	s.nominations.report(p.decisions, role, s.now)
-	for _, after := range afterSearch {
-		after(p, s, targets)
+	for o := range pluginsOn[searchObserver](p) {
+		o.afterSearch(p, s, targets)
 	}
 	return targets
 }

@@ -27,14 +27,14 @@ import (
 // MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
 type MinRuntimeSource = policy.MinRuntimeSource
 
-func init() {
-	sourceOptions = append(sourceOptions, func(src any) (Option, bool) {
-		s, ok := src.(MinRuntimeSource)
-		if !ok {
-			return nil, false
-		}
-		return WithMinRuntimeProtection(s), true
-	})
+// minRuntimePlugin is min-runtime protection's part in the preemptor: the protections are
+// resolved up the cohort tree by the search itself (see protectionFor).
+type minRuntimePlugin struct{}
+
+func (minRuntimePlugin) Feature() policy.Feature { return policy.FeatureMinRuntime }
+
+func (minRuntimePlugin) optionFor(src any) (Option, bool) {
+	return sourceOption(src, WithMinRuntimeProtection)
 }
 
 // WithMinRuntimeProtection keeps workloads that have run for less than their resolved

@@ -361,8 +361,8 @@ func (p *Preemptor) explainWait(ctx context.Context, wl *workload.Info, snapshot
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
 	var notes []string
-	for _, w := range waitsOn {
-		if note := w.explain(p, wl, snapshot); note != "" {
+	for w := range pluginsOn[waiter](p) {
+		if note := w.explainWait(p, wl, snapshot); note != "" {
 			return note
 		}
 	}
