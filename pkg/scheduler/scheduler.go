@@ -513,6 +513,8 @@ func (s *Scheduler) processEntry(
 		}
 	}
 
+	// A head whose victims are already being evicted for another waits for them, but its usage is
+	// counted in this cycle's snapshot, so that no later head takes the room it will get.
 	if mode == flavorassigner.DeferredFit {
 		e.inadmissibleMsg = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForPreemptedWorkloads
@@ -523,6 +525,9 @@ func (s *Scheduler) processEntry(
 		return
 	}
 
+	// What an earlier head of this cycle took is not the snapshot's any more: a head that shares
+	// victims with one that preempts, or no longer fits in what is left, waits for the next cycle
+	// and its fresh snapshot rather than act on stale numbers.
 	if preemptedWorkloads.HasAny(e.preemptionTargets) {
 		e.markSkipped("Workload has overlapping preemption targets with another workload")
 		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota

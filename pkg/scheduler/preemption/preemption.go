@@ -67,9 +67,20 @@ func (p *Preemptor) classicalPreemptions(preemptionCtx *preemptionCtx) []*Target
 		WorkloadOrdering:  p.workloadOrdering,
 		Judge:             preemptionCtx.search, // timeshare: the victim policy judges and orders the candidates.
 	}
+	// Three kinds of candidates, each with its preemption reason: workloads of the preemptor's own
+	// ClusterQueue; workloads of ClusterQueues over their quota in a subtree where the preemptor's
+	// ClusterQueue has the prior claim (reclaim); and workloads of other borrowing ClusterQueues,
+	// which it may take only if it ends within its nominal quota, or, with borrowWithinCohort,
+	// below the priority threshold. The iterator yields those already being evicted first (they
+	// cost nothing more), then the kinds in that order, each in the candidate order.
 	candidatesGenerator := classical.NewCandidateIterator(hierarchicalReclaimCtx, p.enabledAfs, preemptionCtx.frsNeedPreemption, preemptionCtx.snapshot, p.clock, preemptioncommon.CandidatesOrdering)
 	var attemptPossibleOpts []preemptionAttemptOpts
 	borrowWithinCohortForbidden, _ := classical.IsBorrowingWithinCohortForbidden(preemptionCtx.preemptorCQ)
+	// A pass either lets the preemptor borrow once it fits or requires it to end within nominal
+	// quota; the borrowing pass skips the candidates only the second allows, so each may succeed
+	// where the other fails. One borrowing pass when there is nothing outside its ClusterQueue, or
+	// when it cannot end within nominal anyway; within nominal first when only that pass can take
+	// others' workloads (so its own are spared); else borrowing first.
 	switch {
 	case candidatesGenerator.NoCandidateFromOtherQueues || (borrowWithinCohortForbidden && !queueUnderNominalInResourcesNeedingPreemption(preemptionCtx)):
 		attemptPossibleOpts = []preemptionAttemptOpts{{true}}
@@ -79,6 +90,8 @@ func (p *Preemptor) classicalPreemptions(preemptionCtx *preemptionCtx) []*Target
 		attemptPossibleOpts = []preemptionAttemptOpts{{true}, {false}}
 	}
 
+	// Each pass takes candidates out of the snapshot until the preemptor fits, then puts back those
+	// it did not need; the snapshot is restored whatever the outcome: the search only answers.
 	for _, attemptOpts := range attemptPossibleOpts {
 		var targets []*Target
 		candidatesGenerator.Reset()
@@ -156,6 +169,11 @@ func runFirstFsStrategy(preemptionCtx *preemptionCtx, candidates []*workload.Inf
 
 	preemptorWithinNominal := features.Enabled(features.FairSharingPreemptWithinNominal) &&
 		queueWithinNominalInResourcesNeedingPreemption(preemptionCtx)
+	// The ordering yields the ClusterQueue with the highest share first. Its own ClusterQueue's
+	// candidates need no share check; with FairSharingPreemptWithinNominal a preemptor within
+	// nominal quota takes back what is its own; any other target must pass the strategy, which
+	// compares the shares before and after; a ClusterQueue gives at most one target per visit,
+	// so that the next visit goes to whichever has the highest share then.
 	for candCQ := range ordering.Iter() {
 		if candCQ.InClusterQueuePreemption() {
 			candWl := candCQ.PopWorkload()
