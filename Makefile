@@ -163,6 +163,10 @@ UPSTREAM_DIFF_ARGS ?=
 upstream-diff: ## Diff our mirrored functions against upstream's originals; fail when one is gone or a difference carries no "// timeshare:" mark.
 	$(GO) run ./hack/upstreamdiff -strict $(UPSTREAM_DIFF_ARGS)
 
+.PHONY: feature-footprint
+feature-footprint: ## Count, per feature, the files outside its home that name its exported identifiers (FOOTPRINT_ARGS=-list names them).
+	$(GO) run ./hack/footprint $(FOOTPRINT_ARGS)
+
 .PHONY: verify
 verify: ## Fail on unformatted files or go vet findings.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \

@@ -506,18 +506,15 @@ func (w *walker) enqueue(wt *waiting) {
 	if wt.out < 0 {
 		// One that waits again goes by its turn time (its queue time unless rotated out for a
 		// turn), behind those of the same second that were not rotated out, then by UID.
-		for j > l.first && compareTurns(l.items[j-1], wt) > 0 {
+		for j > l.first && turnPlaceOf(l.items[j-1]).Compare(turnPlaceOf(wt)) > 0 {
 			j--
 		}
 	}
 	l.items = slices.Insert(l.items, j, wt)
 }
 
-func compareTurns(a, b *waiting) int {
-	return turnPlaceOf(a).Compare(turnPlaceOf(b))
-}
-
-// turnPlaceOf is where wt stands in the turn order, by the preemptor's rule (policy.TurnPlace).
+// turnPlaceOf is where wt stands in the turn order: the preemptor's own comparison
+// (policy.TurnPlace) of its turn time (preemption.TurnTime, through Config.TurnTime).
 func turnPlaceOf(wt *waiting) policy.TurnPlace {
 	return policy.TurnPlace{At: wt.pend.QueuedAt, Left: wt.rotated, UID: types.UID(uidOf(wt.pend))}
 }

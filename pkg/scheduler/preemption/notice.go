@@ -98,6 +98,19 @@ func (p *Preemptor) noticeOn() bool {
 	return p.notices() != nil
 }
 
+// NoticeOf is the notice period cq's workloads get before an eviction, by reason, as noticeFor
+// resolves it; nil while the feature is off.
+func (p *Preemptor) NoticeOf(cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration {
+	if !p.noticeOn() {
+		return nil
+	}
+	path, def := policy.NoticePath(p.notices().SettingsPath(policy.FeatureNotice, cq.Name, cohorttree.Parents(cq)))
+	return func(reason string) time.Duration {
+		d, _ := policy.ResolveNotice(path, reason, def)
+		return d
+	}
+}
+
 // waitForNotices is what a preemptor whose victims are under notice does instead of a search
 // (see noticeTargets).
 func (p *Preemptor) waitForNotices(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*Target, bool) {

@@ -36,6 +36,11 @@ func turnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 	return queued
 }
 
+// TurnTime is a pending workload's turn time (turnTime), for the admission estimate: one home for the turn order.
+func TurnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
+	return turnTime(wl, ordering)
+}
+
 // compareTurns orders two same-priority pending workloads by turn (policy.TurnPlace).
 func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
 	return turnOf(a, ordering).Compare(turnOf(b, ordering))
