@@ -21,6 +21,7 @@ import (
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -77,6 +78,8 @@ type Options struct {
 	// preemptor, when set, wraps the loop's preemptor (tests watch each cycle's heads and
 	// admissions through its hooks).
 	preemptor func(w *world, p scheduler.Preemptor) scheduler.Preemptor
+	// preemptorOptions are added to the preemptor's (tests build it without a feature).
+	preemptorOptions []preemption.Option
 }
 
 // Run simulates the scenario. Runs change process-wide feature gates while they last, so they must
@@ -95,7 +98,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	}
 	defer restore()
 
-	w, err := newWorld(ctx, sc, opts.Mode, log, opts.preemptor)
+	w, err := newWorld(ctx, sc, opts.Mode, log, opts.preemptor, opts.preemptorOptions...)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
@@ -103,7 +104,8 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 	return nil
 }
 
-func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor) (*world, error) {
+func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor,
+	extra ...preemption.Option) (*world, error) {
 	objs := sc.Objects.deepCopy()
 	start := ptr.Deref(sc.Simulation.Start, Time{DefaultStart}).Time
 	w := &world{
@@ -190,7 +192,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		}
 	}
 
-	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration)
+	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
 	if wrap != nil {
 		inner := preemptors
 		preemptors = func(c scheduler.PreemptorConfig) scheduler.Preemptor { return wrap(w, inner(c)) }

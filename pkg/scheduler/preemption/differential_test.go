@@ -77,22 +77,23 @@ func TestDifferentialAgainstUpstream(t *testing.T) {
 	}
 }
 
-// TestDifferentialWithoutEachPlugin builds our preemptor without each plugin in turn, with every
-// feature's source given as the manager gives them but nothing configured: it still decides as
-// upstream's does, so a feature taken out of Plugins leaves the rest whole.
-func TestDifferentialWithoutEachPlugin(t *testing.T) {
+// TestDifferentialWithoutEachFeature builds our preemptor without each feature in turn (its unit
+// and its plugin), with every feature's source given as the manager gives them but nothing
+// configured: it still decides as upstream's does, so a feature taken out leaves the rest whole.
+func TestDifferentialWithoutEachFeature(t *testing.T) {
 	first := *diffSeed
 	if first == 0 {
 		first = uint64(time.Now().UnixNano())
 	}
 	cases := max(*diffCases/10, 1)
-	for _, removed := range Plugins() {
-		t.Run(string(removed.Feature()), func(t *testing.T) {
-			rest := slices.DeleteFunc(Plugins(), func(p Plugin) bool { return p.Feature() == removed.Feature() })
+	for _, removed := range policy.Units() {
+		t.Run(string(removed.Feature), func(t *testing.T) {
+			rest := slices.DeleteFunc(Plugins(), func(p Plugin) bool { return p.Feature() == removed.Feature })
+			units := policy.Units().Without(removed.Feature)
 			for i := range cases {
 				seed := first + uint64(i)
 				sc := snapgen.Generate(seed, snapgen.Small)
-				up, ours := runBoth(t, sc, WithPlugins(rest...), WithSources(noSettings{}, DefaultCooldown(time.Minute)))
+				up, ours := runBoth(t, sc, WithUnits(units), WithPlugins(rest...), WithSources(noSettings{}, DefaultCooldown(time.Minute)))
 				if diff := cmp.Diff(up, ours); diff != "" {
 					t.Fatalf("seed %d (rerun with -preemption-diff-seed=%d): outcome differs from upstream (-upstream +ours):\n%s\n%s",
 						seed, seed, diff, describe(sc))

@@ -75,8 +75,9 @@ type Preemptor struct {
 	// sources what their units read facts from.
 	features []policy.Feature
 	sources  policy.Sources
-	// plugins are the features' parts in the preemptor (hooks.go).
+	// plugins are the features' parts in the preemptor (hooks.go); units the policy's table.
 	plugins []Plugin
+	units   policy.Table
 	// index, when set, lists the workloads that a unit may have marked.
 	index *WorkloadIndex
 	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
@@ -120,6 +121,9 @@ type config struct {
 	given      []any
 	plugins    []Plugin
 	pluginsSet bool
+	// units is the victim policy's table (allUnits unless unitsSet).
+	units    policy.Table
+	unitsSet bool
 }
 
 // WithRuntimeClock makes min-runtimes and expected runtimes count from clock's condition
@@ -164,6 +168,12 @@ func WithSources(src ...any) Option {
 	return func(c *config) { c.given = append(c.given, src...) }
 }
 
+// WithUnits replaces the victim policy's table (policy.Units by default): a feature whose unit is
+// left out cannot be turned on.
+func WithUnits(t policy.Table) Option {
+	return func(c *config) { c.units = slices.Clone(t); c.unitsSet = true }
+}
+
 // WithPlugins replaces the preemptor's plugins (Plugins by default): a feature whose plugin is
 // left out keeps only its unit's rules.
 func WithPlugins(plugins ...Plugin) Option {
@@ -173,7 +183,7 @@ func WithPlugins(plugins ...Plugin) Option {
 // takeSources turns on the features that the sources given to WithSources feed.
 func (c *config) takeSources() {
 	for _, s := range c.given {
-		for _, u := range allUnits {
+		for _, u := range c.units {
 			if u.Takes != nil && u.Takes(s) {
 				c.features = append(c.features, u.Feature)
 				c.sources = append(c.sources, s)
@@ -221,7 +231,7 @@ func (p *Preemptor) on(f policy.Feature) bool {
 // unitsOn are the units of the features that are on.
 func (p *Preemptor) unitsOn() policy.Table {
 	var out policy.Table
-	for _, u := range allUnits {
+	for _, u := range p.units {
 		if p.on(u.Feature) {
 			out = append(out, u)
 		}
@@ -250,14 +260,20 @@ func New(
 	if !c.pluginsSet {
 		c.plugins = Plugins()
 	}
+	if !c.unitsSet {
+		c.units = allUnits
+	}
 	c.takeSources()
+	// A feature left out of the table stays off, whatever option turned it on.
+	inTable := c.units.Features()
+	c.features = slices.DeleteFunc(c.features, func(f policy.Feature) bool { return !slices.Contains(inTable, f) })
 	po := policy.Options{LocalQueueFairSharing: admissionFairSharing}
 	if features.Enabled(features.SchedulerTimestampPreemptionBuffer) {
 		po.TimestampBuffer = timestampBuffer
 	}
 	policyOpts := c.policyOpts
 	if len(c.features) > 0 {
-		policyOpts = append([]policy.Option{policy.WithFeatures(c.features...)}, policyOpts...)
+		policyOpts = append([]policy.Option{c.units.With(c.features...)}, policyOpts...)
 	}
 	settings := c.settings
 	if settings == nil {
@@ -278,6 +294,7 @@ func New(
 		features:            c.features,
 		sources:             c.sources,
 		plugins:             c.plugins,
+		units:               c.units,
 		index:               c.index,
 		defaultRequeueDelay: c.defaultRequeueDelay,
 		runtimeClock:        c.runtimeClock,

@@ -153,7 +153,7 @@ func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string
 		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
 	default:
 		// A unit that explains its own protection.
-		for _, u := range allUnits {
+		for _, u := range s.p.units {
 			if u.Vetoed == nil {
 				continue
 			}
@@ -217,7 +217,7 @@ func (t *protectedTally) message() string {
 
 // explainsVetoes reports whether a feature that is on explains its own protection.
 func (p *Preemptor) explainsVetoes() bool {
-	for _, u := range allUnits {
+	for _, u := range p.units {
 		if u.Vetoed != nil && p.on(u.Feature) {
 			return true
 		}
