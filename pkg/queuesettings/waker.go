@@ -62,6 +62,8 @@ type Waker struct {
 	// Candidate, if set, reads a workload holding quota instead of policy.CandidateOf: the
 	// simulator's, whose clock knows the exact times that the conditions keep to the second.
 	Candidate func(*kueue.Workload) policy.Candidate
+	// Units are the features whose decisions it watches; nil: all of them (policy.Units).
+	Units policy.Table
 
 	last time.Time
 	// next is the earliest end (of a window, protection or cooldown, or the early wake-up Lead
@@ -155,7 +157,7 @@ func (w *Waker) sweep(ctx context.Context) {
 			turns[cq] = qs
 		}
 	}
-	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled}
+	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled, Units: w.Units}
 	if len(turns) == 0 && !ws.MayChange() {
 		w.setGauges(ctx, nil, nil, now)
 		return

@@ -21,7 +21,6 @@ import (
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -78,8 +77,9 @@ type Options struct {
 	// preemptor, when set, wraps the loop's preemptor (tests watch each cycle's heads and
 	// admissions through its hooks).
 	preemptor func(w *world, p scheduler.Preemptor) scheduler.Preemptor
-	// preemptorOptions are added to the preemptor's (tests build it without a feature).
-	preemptorOptions []preemption.Option
+	// removed, when set, is a feature built out of the preemptor and the waker (its unit and
+	// plugin), its gate left as the mode sets it: tests check that removing it is turning it off.
+	removed policy.Feature
 }
 
 // Run simulates the scenario. Runs change process-wide feature gates while they last, so they must
@@ -98,7 +98,7 @@ func Run(ctx context.Context, sc *Scenario, opts Options) (*Result, error) {
 	}
 	defer restore()
 
-	w, err := newWorld(ctx, sc, opts.Mode, log, opts.preemptor, opts.preemptorOptions...)
+	w, err := newWorld(ctx, sc, opts.Mode, log, opts.preemptor, opts.removed)
 	if err != nil {
 		return nil, err
 	}

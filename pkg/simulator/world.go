@@ -105,7 +105,7 @@ func (i *builderIndexer) IndexField(_ context.Context, obj client.Object, field 
 }
 
 func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wrap func(*world, scheduler.Preemptor) scheduler.Preemptor,
-	extra ...preemption.Option) (*world, error) {
+	removed policy.Feature) (*world, error) {
 	objs := sc.Objects.deepCopy()
 	start := ptr.Deref(sc.Simulation.Start, Time{DefaultStart}).Time
 	w := &world{
@@ -192,6 +192,13 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		}
 	}
 
+	var extra []preemption.Option
+	var units policy.Table
+	if removed != "" {
+		units = policy.Units().Without(removed)
+		plugins := slices.DeleteFunc(preemption.Plugins(), func(p preemption.Plugin) bool { return p.Feature() == removed })
+		extra = append(extra, preemption.WithUnits(units), preemption.WithPlugins(plugins...))
+	}
 	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
 	if wrap != nil {
 		inner := preemptors
@@ -214,7 +221,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)
 	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log,
-		Candidate: w.candidate}
+		Candidate: w.candidate, Units: units}
 	// A first sweep, with nothing admitted yet, so that the next covers only what follows.
 	w.waker.Sweep(w.ctx)
 	if mode == ModeBooster {
