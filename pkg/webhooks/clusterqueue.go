@@ -25,12 +25,16 @@ const ClusterQueuePath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueu
 
 // ClusterQueueValidator checks our spec.preemption fields (withinClusterQueueConfig, the
 // min-runtimes, the notice) on create and update.
-type ClusterQueueValidator struct{}
+type ClusterQueueValidator struct {
+	// Units are the features whose settings it refuses while their gate is off; nil: all of
+	// them (policy.Units).
+	Units policy.Table
+}
 
 var _ admission.Handler = ClusterQueueValidator{}
 
 // Handle reads the raw object, so fields unknown to Kueue's type are seen.
-func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v ClusterQueueValidator) Handle(_ context.Context, req admission.Request) admission.Response {
 	var obj struct {
 		Spec json.RawMessage `json:"spec"`
 	}
@@ -45,7 +49,7 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
-	errs := append(tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption), refusedWhileOff(req, obj.Spec)...)
+	errs := append(tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption), refusedWhileOff(v.Units, req, obj.Spec)...)
 	if len(errs) > 0 {
 		invalid := apierrors.NewInvalid(schema.GroupKind{Group: kueue.SchemeGroupVersion.Group, Kind: "ClusterQueue"}, req.Name, errs)
 		return admission.Response{AdmissionResponse: invalidResponse(invalid)}
@@ -53,9 +57,9 @@ func (ClusterQueueValidator) Handle(_ context.Context, req admission.Request) ad
 	return admission.Allowed("")
 }
 
-// refusedWhileOff is what the policy's units refuse in spec while their gate is off
+// refusedWhileOff is what units (nil: policy.Units) refuse in spec while their gate is off
 // (policy.Unit.RefusedWhileOff), given the stored spec on an update.
-func refusedWhileOff(req admission.Request, spec json.RawMessage) field.ErrorList {
+func refusedWhileOff(units policy.Table, req admission.Request, spec json.RawMessage) field.ErrorList {
 	var old json.RawMessage
 	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
 		var obj struct {
@@ -65,7 +69,10 @@ func refusedWhileOff(req admission.Request, spec json.RawMessage) field.ErrorLis
 			old = obj.Spec
 		}
 	}
-	return policy.Units().RefusedWhileOff(field.NewPath("spec", "preemption"), spec, old, policy.GateOn)
+	if units == nil {
+		units = policy.Units()
+	}
+	return units.RefusedWhileOff(field.NewPath("spec", "preemption"), spec, old, policy.GateOn)
 }
 
 // Register adds the validators to the manager's webhook server; manager is the user name of the
