@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -165,18 +166,31 @@ func (d *drainHolds) apply(ctx context.Context, snap *schdcache.Snapshot) draini
 	if d == nil {
 		return nil
 	}
+	out, ended := d.applyLocked(ctx, snap)
+	// A hold may end here rather than at its Job's or Pod's event (a missed or early event, a
+	// workload gone): its ClusterQueue's workloads parked behind it are tried again.
+	for cq := range ended {
+		d.wake(ctx, cq)
+	}
+	return out
+}
+
+// applyLocked is apply under the holds' lock; ended are the ClusterQueues of the holds it ended.
+func (d *drainHolds) applyLocked(ctx context.Context, snap *schdcache.Snapshot) (draining, sets.Set[kueue.ClusterQueueReference]) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.holds) == 0 {
-		return nil
+		return nil, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
 	var out draining
+	ended := sets.New[kueue.ClusterQueueReference]()
 	for key, h := range d.holds {
 		held, why := d.holding(ctx, key, h)
 		if !held {
 			log.V(3).Info("Stopped holding the quota of a preempted workload", "victim", key, "reason", why)
 			delete(d.holds, key)
+			ended.Insert(h.cq)
 			continue
 		}
 		if why != reasonDraining {
@@ -200,7 +214,7 @@ func (d *drainHolds) apply(ctx context.Context, snap *schdcache.Snapshot) draini
 	for _, dv := range out {
 		slices.Sort(dv.victims)
 	}
-	return out
+	return out, ended
 }
 
 const (

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -105,6 +106,39 @@ func TestDrainHoldHolding(t *testing.T) {
 				t.Errorf("holding = %v, %q; want %v, %q", held, why, tc.wantHeld, tc.wantWhy)
 			}
 		})
+	}
+}
+
+// A hold that a cycle finds over (its Pods gone without an event seen, its workload or Job gone)
+// wakes its ClusterQueue, so that the workloads parked behind it are tried again; one still
+// draining wakes nothing.
+func TestDrainApplyWakesTheQueueOfAnEndedHold(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	released := func(name, uid string) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}, Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
+			{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Test", LastTransitionTime: metav1.NewTime(now)},
+			{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.NewTime(now)}}}}
+	}
+	job := func(name string, terminating int32) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid")}, Status: batchv1.JobStatus{Terminating: ptr.To(terminating)}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "draining-pod", Labels: map[string]string{batchv1.ControllerUidLabel: "draining-job-uid"}}}
+	ctx, _ := utiltesting.ContextWithLog(t)
+	c := utiltesting.NewClientBuilder().WithObjects(released("done", "uid-done"), job("done-job", 0),
+		released("draining", "uid-draining"), job("draining-job", 1), pod).Build()
+	var woken []kueue.ClusterQueueReference
+	d := newDrainHolds(c, testingclock.NewFakeClock(now), func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) },
+		tsconfig.DefaultMaxHandoverHold, nil)
+	d.holds[types.NamespacedName{Namespace: "ns", Name: "done"}] = &drainHold{uid: "uid-done", cq: "ended", job: types.NamespacedName{Namespace: "ns", Name: "done-job"},
+		jobUID: "done-job-uid", deadline: now.Add(time.Minute)}
+	d.holds[types.NamespacedName{Namespace: "ns", Name: "draining"}] = &drainHold{uid: "uid-draining", cq: "still", job: types.NamespacedName{Namespace: "ns", Name: "draining-job"},
+		jobUID: "draining-job-uid", deadline: now.Add(time.Minute)}
+	d.apply(ctx, &schdcache.Snapshot{})
+	if diff := cmp.Diff([]kueue.ClusterQueueReference{"ended"}, woken); diff != "" {
+		t.Errorf("woken ClusterQueues (-want +got):\n%s", diff)
+	}
+	if _, ok := d.holds[types.NamespacedName{Namespace: "ns", Name: "draining"}]; !ok || len(d.holds) != 1 {
+		t.Errorf("holds left: %v, want only the draining one", d.holds)
 	}
 }
 
