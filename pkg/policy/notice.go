@@ -352,9 +352,6 @@ var (
 	noticeToEviction *prometheus.HistogramVec
 )
 
-// Built without custom labels until the manager's metrics rebuild them with its own.
-func init() { noticeMetrics(func(names ...string) []string { return names }) }
-
 // noticeMetrics builds the notice's metrics (Unit.QueueMetrics); its gauge counts the notices in
 // force, which the counter only sees once they end.
 func noticeMetrics(labels func(names ...string) []string) ([]prometheus.Collector, *prometheus.GaugeVec) {
@@ -389,6 +386,14 @@ func ReportNoticeEnded(custom []string, cq kueue.ClusterQueueReference, reason, 
 	noticeMetricsMu.Lock()
 	ended, delay := noticesEnded, noticeToEviction
 	noticeMetricsMu.Unlock()
+	if ended == nil {
+		// Not built by the manager's metrics yet (a process without them): built without
+		// custom labels.
+		noticeMetrics(func(names ...string) []string { return names })
+		noticeMetricsMu.Lock()
+		ended, delay = noticesEnded, noticeToEviction
+		noticeMetricsMu.Unlock()
+	}
 	if !IsNoticeOutcome(outcome) {
 		outcome = OtherLabel
 	}
