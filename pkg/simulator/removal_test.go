@@ -2,8 +2,10 @@ package simulator
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -36,10 +38,40 @@ func TestFeatureRemovalInTheSimulator(t *testing.T) {
 					t.Fatal(err)
 				}
 				off := mustRun(t, s, ModeWithout(u.Feature))
-				if diff := cmp.Diff(off, removed, cmpopts.IgnoreFields(Result{}, "Mode")); diff != "" {
+				if diff := cmp.Diff(off, removed, cmpopts.IgnoreFields(Result{}, "Mode"), cmpopts.EquateNaNs()); diff != "" {
 					t.Errorf("removed (+) against gate off (-):\n%s", diff)
 				}
 			})
 		}
+	}
+}
+
+// TestFeatureRemovalOnGeneratedScenarios: the rotation checker's generated scenarios (several
+// ClusterQueues and Cohorts, time-sharing, min-runtimes, expected runtimes, borrowing) run without
+// each feature as they run with its gate off.
+func TestFeatureRemovalOnGeneratedScenarios(t *testing.T) {
+	const cases = 4
+	seed := *rotationSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	for _, u := range policy.Units() {
+		t.Run(string(u.Feature), func(t *testing.T) {
+			for i := range cases {
+				s := seed + int64(i)
+				sc, err := Parse(fmt.Sprintf("generated-%d.yaml", s), []byte(generate(s).YAML()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				removed, err := Run(context.Background(), sc, Options{Mode: ModeTimeshare, removed: u.Feature})
+				if err != nil {
+					t.Fatal(err)
+				}
+				off := mustRun(t, sc, ModeWithout(u.Feature))
+				if diff := cmp.Diff(off, removed, cmpopts.IgnoreFields(Result{}, "Mode"), cmpopts.EquateNaNs()); diff != "" {
+					t.Fatalf("seed %d (-rotation-seed=%d): removed (+) against gate off (-):\n%s", s, s, diff)
+				}
+			}
+		})
 	}
 }
