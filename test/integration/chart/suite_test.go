@@ -253,11 +253,26 @@ func hostIP() string {
 // freePort is a TCP port that was free a moment ago.
 func freePort() int {
 	ginkgo.GinkgoHelper()
-	l, err := net.Listen("tcp", ":0")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	// The kernel may hand a port just closed out again: one release's health and visibility
+	// servers once got the same one. A port is given out once per suite.
+	for {
+		l, err := net.Listen("tcp", ":0")
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		port := l.Addr().(*net.TCPAddr).Port
+		gomega.Expect(l.Close()).To(gomega.Succeed())
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
+	}
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // syncBuffer collects log output written from many goroutines.
 type syncBuffer struct {
