@@ -12,8 +12,9 @@ import (
 )
 
 // Plugin is one feature's part in the preemptor. It implements only the extension points below
-// where it acts; the preemptor calls a point only while the plugin's feature is on (Preemptor.on),
-// so that no plugin checks its own gate. Plugins lists them.
+// where it acts; the preemptor calls each point but the source option (which turns the feature on)
+// only while the plugin's feature is on (Preemptor.on), so that no plugin checks its own gate.
+// Plugins lists them.
 type Plugin interface {
 	Feature() policy.Feature
 }
