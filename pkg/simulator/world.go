@@ -196,8 +196,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	var units policy.Table
 	if removed != "" {
 		units = policy.Units().Without(removed)
-		plugins := slices.DeleteFunc(preemption.Plugins(), func(p preemption.Plugin) bool { return p.Feature() == removed })
-		extra = append(extra, preemption.WithUnits(units), preemption.WithPlugins(plugins...))
+		extra = append(extra, preemption.WithoutFeature(removed))
 	}
 	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
 	if wrap != nil {

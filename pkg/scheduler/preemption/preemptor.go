@@ -180,6 +180,14 @@ func WithPlugins(plugins ...Plugin) Option {
 	return func(c *config) { c.plugins = slices.Clone(plugins); c.pluginsSet = true }
 }
 
+// WithoutFeature builds the preemptor without feature f: neither its unit nor its plugin.
+func WithoutFeature(f policy.Feature) Option {
+	return func(c *config) {
+		WithUnits(allUnits.Without(f))(c)
+		WithPlugins(slices.DeleteFunc(Plugins(), func(p Plugin) bool { return p.Feature() == f })...)(c)
+	}
+}
+
 // takeSources turns on the features that the sources given to WithSources feed.
 func (c *config) takeSources() {
 	for _, s := range c.given {
