@@ -107,17 +107,28 @@ var _ = ginkgo.Describe("kubectl timeshare queues on a ClusterQueue taking turns
 		}
 
 		ginkgo.By("printing the same in tables")
-		code, out, errOut := run("queues", "turns")
-		gomega.Expect(code).To(gomega.Equal(0), errOut)
-		ginkgo.GinkgoWriter.Println(out)
-		a := got.Admitted[0]
-		expectLine(out, "minAdmitDuration", "5m0s", "ClusterQueue turns")
-		expectLine(out, "preemptMinRuntime", "<none>", unknownDefault)
-		expectLine(out, ns+"/"+a.Name, rfc3339(a.QuotaReserved.Time), "<none>", "<none>", rfc3339(a.TurnEnds.Time))
-		expectLine(out, "Pending in the scheduler's order, from the visibility API:")
-		for _, p := range got.Pending {
-			expectLine(out, fmt.Sprint(p.Position), ns+"/"+p.Name, p.Message)
-		}
+		// The scheduler may rewrite a waiting workload's message between two reads, so the table
+		// is compared with the report read just before it.
+		gomega.Eventually(func(g gomega.Gomega) {
+			r := queuesJSON(g, "turns")
+			g.Expect(r.ClusterQueues).To(gomega.HaveLen(1))
+			now := r.ClusterQueues[0]
+			code, out, errOut := run("queues", "turns")
+			g.Expect(code).To(gomega.Equal(0), errOut)
+			a := now.Admitted[0]
+			want := [][]string{
+				{"minAdmitDuration", "5m0s", "ClusterQueue turns"},
+				{"preemptMinRuntime", "<none>", unknownDefault},
+				{ns + "/" + a.Name, rfc3339(a.QuotaReserved.Time), "<none>", "<none>", rfc3339(a.TurnEnds.Time)},
+				{"Pending in the scheduler's order, from the visibility API:"},
+			}
+			for _, p := range now.Pending {
+				want = append(want, []string{fmt.Sprint(p.Position), ns + "/" + p.Name, p.Message})
+			}
+			for _, parts := range want {
+				g.Expect(hasLine(out, parts...)).To(gomega.BeTrue(), "no line holds %q in order in:\n%s", parts, out)
+			}
+		}, timeout, interval).Should(gomega.Succeed())
 
 		ginkgo.By("explaining each waiting workload with the same estimate, read from its LocalQueue")
 		for _, p := range got.Pending {
@@ -330,6 +341,13 @@ var _ = ginkgo.Describe("kubectl timeshare on bad input", func() {
 // expectLine fails unless some line of out holds every part, in order.
 func expectLine(out string, parts ...string) {
 	ginkgo.GinkgoHelper()
+	if !hasLine(out, parts...) {
+		ginkgo.Fail(fmt.Sprintf("no line holds %q in order in:\n%s", parts, out))
+	}
+}
+
+// hasLine says whether some line of out holds every part, in order.
+func hasLine(out string, parts ...string) bool {
 	for _, line := range strings.Split(out, "\n") {
 		rest, ok := line, true
 		for _, p := range parts {
@@ -341,8 +359,8 @@ func expectLine(out string, parts ...string) {
 			rest = rest[i+len(p):]
 		}
 		if ok {
-			return
+			return true
 		}
 	}
-	ginkgo.Fail(fmt.Sprintf("no line holds %q in order in:\n%s", parts, out))
+	return false
 }
