@@ -70,7 +70,10 @@ func generatedScenarios(t *testing.T, what string, cases, underRace int) (int, i
 	if raceDetector {
 		cases = underRace
 	}
-	seed := time.Now().UnixNano() % 1_000_000_000
+	seed := *scenarioSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
 	t.Logf("%s: %d scenarios from seed %d", what, cases, seed)
 	return cases, seed
 }

@@ -31,6 +31,7 @@ import (
 var (
 	rotationCases = flag.Int("rotation-cases", 300, "generated scenarios the rotation property checker runs")
 	rotationSeed  = flag.Int64("rotation-seed", 1, "first seed of the generated scenarios (0: from the clock)")
+	scenarioSeed  = flag.Int64("scenario-seed", 0, "first seed of the scenarios seeded from the clock, to run a failure again (0: from the clock)")
 )
 
 // The rotation property checker runs generated scenarios through the simulator (the manager's
