@@ -28,7 +28,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 )
 
 // applyDir creates every object in the YAML files of dir, in file-name order.
@@ -208,7 +208,7 @@ func describe(wl *kueue.Workload, now time.Time) row {
 		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted); c != nil {
 			r.detail = "for " + now.Sub(c.LastTransitionTime.Time).Truncate(time.Second).String()
 		}
-		for _, u := range policy.Units() {
+		for _, u := range plugins.Units() {
 			if u.Status == nil {
 				continue
 			}

@@ -33,11 +33,11 @@ var homes = []struct {
 	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
 	{"toleration", []string{"pkg/policy/toleration.go", "pkg/toleration/"}},
 	{"notice", []string{"pkg/policy/notice.go", "pkg/scheduler/preemption/notice.go", "pkg/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
-	{"budget", []string{"pkg/policy/budget.go", "pkg/queuesettings/budget.go", "pkg/scheduler/preemption/budget.go"}},
+	{"budget", []string{"pkg/plugins/budget/", "pkg/queuesettings/budget.go", "pkg/scheduler/preemption/budget.go"}},
 }
 
 // notCounted are the files that may name every feature: the registries.
-var notCounted = []string{"pkg/policy/registry.go", "pkg/scheduler/preemption/hooks.go", "cmd/kubectl-timeshare/app/views.go"}
+var notCounted = []string{"pkg/plugins/registry.go", "pkg/scheduler/preemption/hooks.go", "cmd/kubectl-timeshare/app/views.go"}
 
 type file struct {
 	rel     string

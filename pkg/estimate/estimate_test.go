@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -69,11 +70,11 @@ func (qc queueCase) build() *Queue {
 		Name:       "cq",
 		Groups:     []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
 		Capacity:   map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
-		Policy:     policy.New(policy.Options{}, policy.WithFeatures(policy.Units().Features()...)),
+		Policy:     policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...)),
 		Within:     within,
 		Settings:   settings,
 		Protection: policy.Protection{MinRuntime: qc.preemptMin},
-		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}},
+		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}, Units: plugins.Units()},
 		Handover:   qc.handover,
 	}
 	if qc.second > 0 {
@@ -111,7 +112,7 @@ func (w wl) candidate(q *Queue, src policy.Sources) policy.Candidate {
 }
 
 func (w wl) runtime() time.Duration {
-	d, _ := policy.Units().PromisedRuntime(w.workload())
+	d, _ := plugins.Units().PromisedRuntime(w.workload())
 	return d
 }
 

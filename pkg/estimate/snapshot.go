@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 // FromSnapshot reads the walk's input off cq, a ClusterQueue of a scheduler snapshot, and its
 // pending workloads in turn order (the visibility API's order).
 func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, c Config) (*Queue, []Holder, []Waiting) {
+	if c.Wake.Units == nil {
+		c.Wake.Units = plugins.Units()
+	}
 	q := &Queue{
 		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
 		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Protection: c.Protection,
@@ -60,11 +64,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 			}
 		}
 	}
-	units := c.Wake.Units
-	if units == nil {
-		units = policy.Units()
-	}
-	units = slices.DeleteFunc(slices.Clone(units), func(u policy.Unit) bool {
+	units := slices.DeleteFunc(slices.Clone(c.Wake.Units), func(u policy.Unit) bool {
 		return c.Wake.Enabled != nil && !c.Wake.Enabled(u.Feature)
 	})
 	holders := make([]Holder, 0, len(cq.Workloads))

@@ -17,6 +17,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 )
@@ -49,7 +50,7 @@ func LoadConfig(scheme *runtime.Scheme, path, featureGates string) (ctrl.Options
 		err = fmt.Errorf("invalid configuration: %w", field.Invalid(field.NewPath(tsconfig.SectionKey, "runtimeClock"), all.Timeshare.RuntimeClock,
 			"PodsReady needs waitForPodsReady, which keeps the PodsReady condition up to date and is off while the DisableWaitForPodsReady feature gate is on"))
 	}
-	if refused := policy.Units().RefusedConfig(&all.Timeshare, policy.GateOn); err == nil && len(refused) > 0 {
+	if refused := plugins.Units().RefusedConfig(&all.Timeshare, policy.GateOn); err == nil && len(refused) > 0 {
 		err = fmt.Errorf("invalid configuration: %w", refused.ToAggregate())
 	}
 	return opts, all, err

@@ -79,6 +79,8 @@ import (
 	tsconversion "github.com/kueue-timeshare/kueue-timeshare/pkg/conversion"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -685,7 +687,7 @@ func (m *Manager) setupScheduler() error {
 			}, queuesettings.RequeueBatchPeriod()),
 		}
 		sched := scheduler.New(queues, cache, cl, recorder, opts...)
-		if policy.Units().Marking(policy.GateOn) {
+		if plugins.Units().Marking(policy.GateOn) {
 			if err := m.Add(nonLeaderRunnable(m.watchMarks)); err != nil {
 				return fmt.Errorf("adding the marked-workload watch of the preemptor: %w", err)
 			}
@@ -801,7 +803,7 @@ func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 				err = m.tolerations.Load(ctx, m.GetAPIReader())
 			}
 			// The budgets' ledger is in memory: rebuilt before the first preemption.
-			if err == nil && policy.GateOn(policy.FeaturePreemptionBudget) {
+			if err == nil && policy.GateOn(budget.Feature) {
 				err = m.settings.LoadPreemptions(ctx, m.GetAPIReader())
 			}
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	kueuefeatures "sigs.k8s.io/kueue/pkg/features"
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -148,7 +149,7 @@ func build(names []string) {
 			"or that had none ('estimate' none: admitted before one was computed), per 'cluster_queue'.",
 	}, labels("cluster_queue", "estimate", "replica_role"))
 	unitVectors, unitGauges = nil, map[policy.Feature]*prometheus.GaugeVec{}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.QueueMetrics == nil {
 			continue
 		}
@@ -202,7 +203,7 @@ func ClusterQueueLabels(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueRefe
 // unitCollectors are the metrics the policy's units own (policy.Unit.Metrics).
 func unitCollectors() []prometheus.Collector {
 	var out []prometheus.Collector
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		out = append(out, u.Metrics...)
 	}
 	return out

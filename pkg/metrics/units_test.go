@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -25,7 +26,7 @@ func TestUnitQueueMetrics(t *testing.T) {
 		}
 		return out
 	}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.QueueMetrics == nil {
 			if UnitGauge(u.Feature) != nil {
 				t.Errorf("%s has a gauge but no per-ClusterQueue metrics", u.Feature)

@@ -9,21 +9,17 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // FeatureExpectedRuntime is expected-runtime requeue.
 const FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
 
-// expectedRuntimeUnit is expected-runtime requeue's unit (registry).
-func expectedRuntimeUnit() Unit {
+// ExpectedRuntimeUnit is expected-runtime requeue's unit (plugins.Units).
+func ExpectedRuntimeUnit() Unit {
 	return Unit{
 		Feature: FeatureExpectedRuntime, Option: WithExpectedRuntimeRequeue, Changes: expectedRuntimeChanges,
 		Read: readExpectedRuntime,
-		Reasons: map[string]ReasonWords{ExpectedRuntimeReason: {
-			Eviction: "expected runtime: the workload ran past its expected runtime and a workload of its ClusterQueue needed the quota",
-			Turn:     true,
-			Requeue:  "Requeued after preemption for running past its expected runtime",
-		}},
 		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
 		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
 		Promises:   &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
@@ -79,7 +75,7 @@ func expectedRuntimeCell(c *Candidate) (string, time.Time) {
 }
 
 // expectedRuntime is the candidate's expected-runtime annotations when it opted in.
-var expectedRuntime = newFact[annotations.ExpectedRuntimeSettings]()
+var expectedRuntime = NewFact[annotations.ExpectedRuntimeSettings]()
 
 // ExpectedRuntimeOf is c's expected-runtime annotations when it opted in (and was read).
 func ExpectedRuntimeOf(c *Candidate) *annotations.ExpectedRuntimeSettings {
@@ -100,7 +96,7 @@ func readExpectedRuntime(c *Candidate, wl *kueue.Workload, r Reading) {
 
 // ExpectedRuntimeReason is the preemption reason of a workload preempted because it ran past its
 // expected runtime.
-const ExpectedRuntimeReason = "InClusterQueueExpectedRuntime"
+const ExpectedRuntimeReason = tsapi.ExpectedRuntimeReason
 
 // RuleExpectedRuntime names the rule WithExpectedRuntimeRequeue adds.
 const RuleExpectedRuntime = "NominatedPastExpectedRuntime"

@@ -197,8 +197,8 @@ func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, de
 // FeatureMinRuntime is min-runtime protection (preemptMinRuntime, reclaimMinRuntime).
 const FeatureMinRuntime Feature = "MinRuntimeProtection"
 
-// minRuntimeUnit is min-runtime protection's unit (registry).
-func minRuntimeUnit() Unit {
+// MinRuntimeUnit is min-runtime protection's unit (plugins.Units).
+func MinRuntimeUnit() Unit {
 	return Unit{
 		Feature: FeatureMinRuntime, Option: WithMinRuntimeProtection, Changes: minRuntimeChanges,
 		MayChange: func(s WakeSettings) bool { return len(s.MinRuntimes) > 0 },
@@ -218,7 +218,7 @@ type MinRuntimeSource interface {
 // preemptMinRuntime, and its reclaimMinRuntime resolved from its own queue up (the nearest a
 // reclaiming queue can be).
 func protectedByMinRuntime(c *Candidate, s Survey) []string {
-	src, ok := sourceOf[MinRuntimeSource](s.Sources)
+	src, ok := SourceOf[MinRuntimeSource](s.Sources)
 	if !ok {
 		return nil
 	}

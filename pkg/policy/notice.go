@@ -95,7 +95,7 @@ const (
 )
 
 func kindOf(reason string) reasonKind {
-	if ownReasonWords()[reason].Turn {
+	if isTurn(reason) {
 		return turnNotice
 	}
 	switch reason {
@@ -151,8 +151,8 @@ func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
 // FeatureNotice is notice before eviction.
 const FeatureNotice Feature = "PreemptionNotice"
 
-// noticeUnit is the preemption notice's unit (registry).
-func noticeUnit() Unit {
+// NoticeUnit is the preemption notice's unit (plugins.Units).
+func NoticeUnit() Unit {
 	return Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
 		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
 			if rule != RuleUnderNotice {
@@ -285,7 +285,7 @@ func noticeMark(wl *kueue.Workload) (string, bool) {
 }
 
 // notice is the preemption notice in force on the candidate, if any.
-var notice = newFact[annotations.Notice]()
+var notice = NewFact[annotations.Notice]()
 
 // NoticeOf is the preemption notice in force on c, if any.
 func NoticeOf(c *Candidate) *annotations.Notice { return notice.Of(c) }

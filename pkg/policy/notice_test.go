@@ -184,7 +184,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 		"its own preemptor's notice: eligible":   {notice: notice, preemptor: pending("a"), want: eligible},
 		"evicted already: nothing left to guard": {notice: notice, evicted: true, preemptor: pending("b"), want: eligible},
 	}
-	p := New(Options{}, WithFeatures(FeatureNotice))
+	p := New(Options{}, testUnits().With(FeatureNotice))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := withFacts(Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}, tc.notice)
@@ -357,7 +357,7 @@ func TestNoticeWarns(t *testing.T) {
 		"already seen":                 {old: noticed, wl: noticed},
 		"annotations without a record": {old: &kueue.Workload{}, wl: forged, wantErr: true},
 	}
-	warns := Units().Warner("noticed")
+	warns := testUnits().Warner("noticed")
 	if warns == nil || warns.Answer != annotations.CheckpointDone {
 		t.Fatalf("the notice unit warns with event noticed, answered by %s; got %+v", annotations.CheckpointDone, warns)
 	}

@@ -87,8 +87,8 @@ type Fact[T any] struct{ slot int }
 
 var nextFactSlot int
 
-// newFact gives a unit its slot; called once per unit, from package variables.
-func newFact[T any]() Fact[T] {
+// NewFact gives a unit its slot; called once per unit, from a package variable of its own.
+func NewFact[T any]() Fact[T] {
 	if nextFactSlot == factSlots {
 		panic("policy: more units with facts than factSlots")
 	}
@@ -126,6 +126,10 @@ type Input struct {
 	// protections that spare some reasons.
 	eligibleReason string
 }
+
+// EligibleByTurn reports whether the rule that found the candidate eligible makes it a turn
+// (tsapi.ReasonWords.Turn): for the protections that spare turns.
+func (in *Input) EligibleByTurn() bool { return isTurn(in.eligibleReason) }
 
 // Decision is the policy's answer, with the rule that gave it.
 type Decision struct {

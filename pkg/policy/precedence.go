@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +14,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
@@ -57,8 +57,6 @@ type Unit struct {
 	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
 	// plugin's rows); nil when it gives none.
 	Shields func(c *Candidate, now time.Time) []Shield
-	// Reasons are its own preemption reasons (see IsOwnReason), each with its words.
-	Reasons map[string]ReasonWords
 	// RefusedWhileOff is what the webhooks refuse in the spec of a ClusterQueue or Cohort while
 	// its gate is off, so that no setting of it is silently ignored; old is the stored spec on an
 	// update (nil otherwise), whose settings are kept. nil when it has no queue settings to refuse.
@@ -205,15 +203,7 @@ type Column struct {
 }
 
 // ReasonWords say in words what a preemption reason means.
-type ReasonWords struct {
-	// Eviction is the eviction message's account of the reason (upstream's
-	// HumanReadablePreemptionReasons).
-	Eviction string
-	// Requeue says why a workload evicted for it went back to its queue.
-	Requeue string
-	// Turn: a preemption for it is a turn, which always gets the notice period.
-	Turn bool
-}
+type ReasonWords = tsapi.ReasonWords
 
 // Shield is a protection a unit gives a running candidate, as the kubectl plugin shows it.
 type Shield struct {
@@ -323,8 +313,8 @@ func (t Table) Protections(c *Candidate, s Survey, src Sources, on func(Feature)
 // interface it reads through (sourceOf), so the manager registers sources, not features.
 type Sources []any
 
-// sourceOf is the first of src that is a T.
-func sourceOf[T any](src Sources) (T, bool) {
+// SourceOf is the first of src that is a T: a unit takes its own source with it.
+func SourceOf[T any](src Sources) (T, bool) {
 	for _, s := range src {
 		if t, ok := s.(T); ok {
 			return t, true
@@ -336,24 +326,6 @@ func sourceOf[T any](src Sources) (T, bool) {
 
 // Table is a list of units, the one that decides first listed first.
 type Table []Unit
-
-// Units is the precedence table (registry): when several features apply to one candidate, the
-// one listed first decides. Upstream's rows (Never, Any, LowerPriority, NewerEqualPriority) come
-// before every feature's, PriorityNotLower after them; a protection vetoes any eligible row.
-// docs/configuration.md shows this table.
-func Units() Table { return slices.Clone(units()) }
-
-// units is the registry's table, built once (not at package initialization: the units' options
-// read the table themselves).
-func units() Table {
-	unitsOnce.Do(func() { unitsTable = registry() })
-	return unitsTable
-}
-
-var (
-	unitsOnce  sync.Once
-	unitsTable Table
-)
 
 // Without is t without feature f's unit.
 func (t Table) Without(f Feature) Table {
@@ -395,13 +367,6 @@ func (t Table) ReadFacts(c *Candidate, wl *kueue.Workload, src Sources, on func(
 		}
 	}
 }
-
-// Precedence lists the features, the one that decides first.
-func Precedence() []Feature { return Units().Features() }
-
-// WithFeatures adds the rules and keys of the named features in the order of the precedence
-// table, whatever the order they are named in.
-func WithFeatures(features ...Feature) Option { return Units().With(features...) }
 
 // GateOn reports whether feature f's gate is on in the process-wide gate.
 func GateOn(f Feature) bool { return features.Enabled(featuregate.Feature(f)) }

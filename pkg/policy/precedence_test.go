@@ -1,9 +1,6 @@
 package policy
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 )
 
 // TestPrecedence: for each pair of features that both apply to one candidate, the precedence
@@ -103,7 +99,7 @@ func TestPrecedence(t *testing.T) {
 				backward = append(backward, forward[i])
 			}
 			for _, order := range [][]Feature{forward, backward} {
-				if diff := cmp.Diff(tc.want, New(Options{}, WithFeatures(order...)).Decide(in)); diff != "" {
+				if diff := cmp.Diff(tc.want, New(Options{}, testUnits().With(order...)).Decide(in)); diff != "" {
 					t.Errorf("registered as %v: Decide (-want +got):\n%s", order, diff)
 				}
 			}
@@ -114,57 +110,23 @@ func TestPrecedence(t *testing.T) {
 					rest = append(rest, f)
 				}
 			}
-			if diff := cmp.Diff(tc.without, New(Options{}, WithFeatures(rest...)).Decide(in)); diff != "" {
+			if diff := cmp.Diff(tc.without, New(Options{}, testUnits().With(rest...)).Decide(in)); diff != "" {
 				t.Errorf("without %s: Decide (-want +got):\n%s", tc.winner, diff)
 			}
 		})
 	}
 }
 
-// TestPrecedenceDocumented: docs/configuration.md lists the features in the table's order.
-func TestPrecedenceDocumented(t *testing.T) {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil; _, err = os.Stat(filepath.Join(dir, "go.mod")) {
-		if dir == filepath.Dir(dir) {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-	doc, err := os.ReadFile(filepath.Join(dir, "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []Feature
-	for _, m := range regexp.MustCompile("(?m)^\\| [0-9]+ \\| `([A-Za-z]+)` \\|").FindAllSubmatch(doc, -1) {
-		got = append(got, Feature(m[1]))
-	}
-	if diff := cmp.Diff(Precedence(), got); diff != "" {
-		t.Errorf("precedence table in docs/configuration.md (-code +doc):\n%s", diff)
-	}
+// testUnits are the units of this package in the registry's order (plugins.Units; the budget's
+// are tested in its own package, and the whole table in package plugins).
+func testUnits() Table {
+	return Table{TimeBasedUnit(), ExpectedRuntimeUnit(), MinRuntimeUnit(), TolerationUnit(), NoticeUnit()}
 }
 
-// TestFeaturesAreGates: each feature of the table is named after its feature gate.
-func TestFeaturesAreGates(t *testing.T) {
-	want := []Feature{
-		Feature(features.TimeBasedSamePriorityPreemption),
-		Feature(features.ExpectedRuntimeRequeue),
-		Feature(features.MinRuntimeProtection),
-		Feature(features.PreemptionToleration),
-		Feature(features.PreemptionNotice),
-		Feature(features.PreemptionBudget),
-	}
-	if diff := cmp.Diff(want, Precedence()); diff != "" {
-		t.Errorf("features (-gates +table):\n%s", diff)
-	}
-}
-
-// mustUnit is feature f's unit in the registry.
+// mustUnit is feature f's unit.
 func mustUnit(t *testing.T, f Feature) Unit {
 	t.Helper()
-	for _, u := range Units() {
+	for _, u := range testUnits() {
 		if u.Feature == f {
 			return u
 		}

@@ -3,42 +3,32 @@ package policy
 import (
 	"maps"
 	"slices"
-	"sync"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
-// OwnReasonWords are the preemption reasons this project adds to upstream's, with their words,
-// from every unit. A victim preempted for one of them is evicted with that reason on
-// its Evicted condition too (upstream writes "Preempted" there), so it must be requeued by this
-// project's requeue controller: upstream's job reconciler requeues only evictions it knows.
-func OwnReasonWords() map[string]ReasonWords { return maps.Clone(ownReasonWords()) }
-
-func ownReasonWords() map[string]ReasonWords {
-	reasonsOnce.Do(func() {
-		reasons = map[string]ReasonWords{}
-		for _, u := range units() {
-			maps.Copy(reasons, u.Reasons)
-		}
-	})
-	return reasons
-}
-
-var (
-	reasonsOnce sync.Once
-	reasons     map[string]ReasonWords
-)
+// OwnReasonWords are the preemption reasons this project adds to upstream's, with their words
+// (API, like upstream's: tsapi.PreemptionReasons). A victim preempted for one of them is evicted
+// with that reason on its Evicted condition too (upstream writes "Preempted" there), so it must
+// be requeued by this project's requeue controller: upstream's job reconciler requeues only
+// evictions it knows.
+func OwnReasonWords() map[string]ReasonWords { return tsapi.PreemptionReasons() }
 
 // OwnReasonWordsOf are the words of reason, ok false when it is not one of this project's.
-func OwnReasonWordsOf(reason string) (ReasonWords, bool) {
-	w, ok := ownReasonWords()[reason]
-	return w, ok
-}
+func OwnReasonWordsOf(reason string) (ReasonWords, bool) { return tsapi.WordsOf(reason) }
 
 // IsOwnReason reports whether reason is one of this project's preemption reasons.
 func IsOwnReason(reason string) bool {
-	_, ok := ownReasonWords()[reason]
+	_, ok := tsapi.WordsOf(reason)
 	return ok
+}
+
+// isTurn reports whether a preemption for reason is a turn (ReasonWords.Turn).
+func isTurn(reason string) bool {
+	w, _ := tsapi.WordsOf(reason)
+	return w.Turn
 }
 
 // OwnReasons lists this project's preemption reasons, sorted.

@@ -31,10 +31,6 @@ func TestFeatureRemoval(t *testing.T) {
 	tolerates := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Duration: time.Hour}, Source: "WorkloadPriorityClass keep"}
 	noticed := &annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(time.Hour), Reason: kueue.InClusterQueueReason,
 		Preemptor: "ns/other", PreemptorUID: "other"}
-	spent := &Budgets{Buckets: []Bucket{{Owner: "ClusterQueue cq", Budget: Budget{Max: 1, Period: time.Hour, Burst: 1},
-		Spent: []time.Time{t0.Add(-time.Minute)}}}}
-	refilled := &Budgets{Buckets: []Bucket{{Owner: "ClusterQueue cq", Budget: Budget{Max: 1, Period: time.Hour, Burst: 1},
-		Spent: []time.Time{t0.Add(-2 * time.Hour)}}}}
 	type tweak func(*Input)
 	cases := map[string]struct {
 		tweaks []tweak
@@ -127,25 +123,6 @@ func TestFeatureRemoval(t *testing.T) {
 			applies: []Feature{FeatureExpectedRuntime, FeatureMinRuntime},
 			without: map[Feature]string{FeatureMinRuntime: RuleExpectedRuntime},
 		},
-		"lower priority, its budget spent": {
-			tweaks:  []tweak{func(in *Input) { budgets.Set(in.Candidate, spent) }},
-			applies: []Feature{FeaturePreemptionBudget},
-		},
-		"lower priority, its budget refilled": {
-			tweaks: []tweak{func(in *Input) { budgets.Set(in.Candidate, refilled) }},
-		},
-		"past minAdmitDuration, its budget spent": {
-			tweaks:  []tweak{samePriority, window, func(in *Input) { budgets.Set(in.Candidate, spent) }},
-			applies: []Feature{FeatureTimeBased},
-		},
-		"inside its min-runtime, its budget spent": {
-			tweaks: []tweak{func(in *Input) {
-				budgets.Set(in.Candidate, spent)
-				in.Protection = Protection{MinRuntime: time.Hour}
-			}},
-			applies: []Feature{FeatureMinRuntime, FeaturePreemptionBudget},
-			without: map[Feature]string{FeatureMinRuntime: RuleBudgetSpent, FeaturePreemptionBudget: RuleMinRuntime},
-		},
 		"inside its min-runtime and under notice": {
 			tweaks: []tweak{func(in *Input) {
 				notice.Set(in.Candidate, noticed)
@@ -164,8 +141,8 @@ func TestFeatureRemoval(t *testing.T) {
 		}
 		return in
 	}
-	full := Units()
-	if got, want := len(full), 6; got != want {
+	full := testUnits()
+	if got, want := len(full), 5; got != want {
 		t.Fatalf("%d features registered, want %d", got, want)
 	}
 	all := New(Options{}, full.With(full.Features()...))
@@ -201,7 +178,7 @@ func TestFeatureRemoval(t *testing.T) {
 
 					// Its timing is gone, the others' stay.
 					in := input(tc.tweaks)
-					ws := WakeSettings{Queue: in.Settings, MinRuntimes: []time.Duration{in.Protection.MinRuntime}}
+					ws := WakeSettings{Queue: in.Settings, MinRuntimes: []time.Duration{in.Protection.MinRuntime}, Units: full}
 					wsWithout, wsOnly := ws, ws
 					wsWithout.Units, wsOnly.Units = table, Table{removed}
 					wantChanges := Changes(in.Candidate, ws)
@@ -232,25 +209,23 @@ func TestFeatureRemovalFacts(t *testing.T) {
 		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{NoticeRecord(n, 1)}},
 	}
 	tol := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Forever: true}, Source: "WorkloadPriorityClass keep"}
-	b := &Budgets{Buckets: []Bucket{{Owner: "ClusterQueue cq", Budget: Budget{Max: 1, Period: time.Hour, Burst: 1}}}}
-	src := Sources{classTolerations{"keep": tol}, budgetSource{b}}
+	src := Sources{classTolerations{"keep": tol}}
 	fact := map[Feature]func(*Candidate) any{
-		FeatureExpectedRuntime:  func(c *Candidate) any { return expectedRuntime.Of(c) },
-		FeatureToleration:       func(c *Candidate) any { return toleration.Of(c) },
-		FeatureNotice:           func(c *Candidate) any { return notice.Of(c) },
-		FeaturePreemptionBudget: func(c *Candidate) any { return budgets.Of(c) },
+		FeatureExpectedRuntime: func(c *Candidate) any { return expectedRuntime.Of(c) },
+		FeatureToleration:      func(c *Candidate) any { return toleration.Of(c) },
+		FeatureNotice:          func(c *Candidate) any { return notice.Of(c) },
 	}
 	var all Candidate
-	WakeSettings{}.ReadFacts(&all, wl, src)
+	WakeSettings{Units: testUnits()}.ReadFacts(&all, wl, src)
 	for f, get := range fact {
 		if reflectNil(get(&all)) {
 			t.Fatalf("the full table did not read the facts of %s", f)
 		}
 	}
-	for _, removed := range Units() {
+	for _, removed := range testUnits() {
 		t.Run(string(removed.Feature), func(t *testing.T) {
 			var c Candidate
-			WakeSettings{Units: Units().Without(removed.Feature)}.ReadFacts(&c, wl, src)
+			WakeSettings{Units: testUnits().Without(removed.Feature)}.ReadFacts(&c, wl, src)
 			for f, get := range fact {
 				want := get(&all)
 				if f == removed.Feature {
@@ -266,10 +241,6 @@ func TestFeatureRemovalFacts(t *testing.T) {
 
 type classTolerations map[string]*Toleration
 
-type budgetSource struct{ b *Budgets }
-
-func (s budgetSource) BudgetsOf(*kueue.Workload) *Budgets { return s.b }
-
 func (c classTolerations) For(ref *kueue.PriorityClassRef) *Toleration { return c[ref.Name] }
 
 func reflectNil(v any) bool {
@@ -279,8 +250,6 @@ func reflectNil(v any) bool {
 	case *Toleration:
 		return v == nil
 	case *annotations.Notice:
-		return v == nil
-	case *Budgets:
 		return v == nil
 	}
 	return v == nil

@@ -11,28 +11,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	cmputil "sigs.k8s.io/kueue/pkg/util/cmp"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 // FeatureTimeBased is time-based same-priority preemption (KEP-8522).
 const FeatureTimeBased Feature = "TimeBasedSamePriorityPreemption"
 
-// timeBasedUnit is time-based same-priority preemption's unit (registry).
-func timeBasedUnit() Unit {
+// TimeBasedUnit is time-based same-priority preemption's unit (plugins.Units).
+func TimeBasedUnit() Unit {
 	return Unit{
 		Feature: FeatureTimeBased, Option: WithTimeBasedPreemption, Changes: timeBasedChanges,
 		// Without a minAdmitDuration it changes nothing.
 		MayChange: func(WakeSettings) bool { return false },
-		Reasons: map[string]ReasonWords{TimeBasedReason: {
-			Eviction: "time-sharing: the workload held its quota longer than its ClusterQueue's minAdmitDuration",
-			Turn:     true,
-			Requeue:  "Requeued after time-sharing preemption",
-		}},
 	}
 }
 
 // TimeBasedReason is the preemption reason of a same-priority workload preempted because it held
 // quota longer than its ClusterQueue's minAdmitDuration (KEP-8522).
-const TimeBasedReason = "InClusterQueueTimeBased"
+const TimeBasedReason = tsapi.TimeBasedReason
 
 // Names of the rules and ordering key WithTimeBasedPreemption adds.
 const (

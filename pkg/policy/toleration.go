@@ -18,7 +18,7 @@ type Toleration struct {
 }
 
 // toleration is the preemption toleration of the candidate's priority class, if any.
-var toleration = newFact[Toleration]()
+var toleration = NewFact[Toleration]()
 
 // TolerationOf is the preemption toleration of c's priority class, if any.
 func TolerationOf(c *Candidate) *Toleration { return toleration.Of(c) }
@@ -32,8 +32,8 @@ type ClassTolerations interface {
 	For(*kueue.PriorityClassRef) *Toleration
 }
 
-// tolerationUnit is preemption toleration's unit (registry).
-func tolerationUnit() Unit {
+// TolerationUnit is preemption toleration's unit (plugins.Units).
+func TolerationUnit() Unit {
 	return Unit{Feature: FeatureToleration, Option: WithPreemptionToleration, Changes: tolerationChanges, Read: readToleration,
 		Protects: func(c *Candidate, s Survey) []string {
 			// Protected by its toleration from some preemptor: the lowest priority there is.
@@ -66,7 +66,7 @@ func tolerationShields(c *Candidate, now time.Time) []Shield {
 // readToleration reads the toleration of wl's priority class from the registered
 // ClassTolerations; none without one.
 func readToleration(c *Candidate, wl *kueue.Workload, r Reading) {
-	if src, ok := sourceOf[ClassTolerations](r.Sources); ok {
+	if src, ok := SourceOf[ClassTolerations](r.Sources); ok {
 		toleration.Set(c, src.For(wl.Spec.PriorityClassRef))
 	}
 }

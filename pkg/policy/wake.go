@@ -24,7 +24,7 @@ type WakeSettings struct {
 	MinRuntimes []time.Duration
 	// Enabled says which features are on (their feature gates); nil: all of them.
 	Enabled func(Feature) bool
-	// Units are the registered features; nil: all of them (Units).
+	// Units are the features (plugins.Units); nil: none.
 	Units Table
 }
 
@@ -49,12 +49,7 @@ func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, src Sources) {
 	s.units().ReadFacts(c, wl, src, s.on, false)
 }
 
-func (s WakeSettings) units() Table {
-	if s.Units != nil {
-		return s.Units
-	}
-	return units()
-}
+func (s WakeSettings) units() Table { return s.Units }
 
 // Change is an instant at which a feature's decision about a candidate changes while the
 // candidate stays as it is.

@@ -165,10 +165,11 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 		}
 	}
 	off := map[Feature]bool{}
-	for _, f := range Precedence() {
+	for _, f := range testUnits().Features() {
 		off[f] = r.Intn(4) == 0
 	}
 	wc.s.Enabled = func(f Feature) bool { return !off[f] }
+	wc.s.Units = testUnits()
 	wc.now = t0.Add(time.Duration(r.Int63n(int64(4 * time.Hour)))).Truncate(WakePrecision)
 	return wc
 }
@@ -268,6 +269,7 @@ func TestChangesEdges(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			tc.s.Units = testUnits()
 			got := Changes(&tc.c, tc.s)
 			slices.SortFunc(got, func(a, b Change) int { return a.At.Compare(b.At) })
 			if diff := cmp.Diff(tc.want, got, cmp.Comparer(time.Time.Equal), cmpopts.EquateEmpty()); diff != "" {

@@ -18,6 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -99,7 +100,7 @@ func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.Pree
 		return ok
 	}
 	m[k] = b
-	return !ok || policy.BudgetOf(old) != policy.BudgetOf(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
+	return !ok || budget.Of(old) != budget.Of(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
 }
 
 // readBudget is u's valid budget, if any, and its parent's name, read from spec.<parentField>.
@@ -138,10 +139,10 @@ func (st *budgetState) budgetOfLocked(n node) *tsapi.PreemptionBudget {
 	return st.cohorts[kueue.CohortReference(n.name)]
 }
 
-// BudgetsOf gives the buckets wl, holding quota, needs a token from (policy.BudgetSource): each
+// BudgetsOf gives the buckets wl, holding quota, needs a token from (budget.Source): each
 // budget on its path, else the configuration's default for its ClusterQueue, and the nearest
 // perWorkload budget; nil when none.
-func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
+func (s *Store) BudgetsOf(wl *kueue.Workload) *budget.Budgets {
 	if wl.Status.Admission == nil {
 		return nil
 	}
@@ -152,7 +153,7 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
 		return nil
 	}
 	path := st.pathLocked(wl.Status.Admission.ClusterQueue)
-	var out policy.Budgets
+	var out budget.Budgets
 	var perWorkload *tsapi.PreemptionBudget
 	perWorkloadOwner := ""
 	for _, n := range path {
@@ -160,21 +161,21 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *policy.Budgets {
 		if b == nil {
 			continue
 		}
-		out.Buckets = append(out.Buckets, policy.Bucket{Owner: n.String(), Budget: policy.BudgetOf(b), Spent: st.spentLocked(n)})
+		out.Buckets = append(out.Buckets, budget.Bucket{Owner: n.String(), Budget: budget.Of(b), Spent: st.spentLocked(n)})
 		if perWorkload == nil && b.PerWorkload != nil {
 			perWorkload, perWorkloadOwner = b, n.String()
 		}
 	}
 	if len(out.Buckets) == 0 && st.def != nil {
-		out.Buckets = append(out.Buckets, policy.Bucket{Owner: path[0].String() + " (the manager configuration's preemptionBudget)",
-			Budget: policy.BudgetOf(st.def), Spent: st.spentLocked(path[0])})
+		out.Buckets = append(out.Buckets, budget.Bucket{Owner: path[0].String() + " (the manager configuration's preemptionBudget)",
+			Budget: budget.Of(st.def), Spent: st.spentLocked(path[0])})
 	}
 	if perWorkload == nil && st.def != nil && st.def.PerWorkload != nil {
 		perWorkload, perWorkloadOwner = st.def, "the manager configuration"
 	}
-	if w, ok := policy.PerWorkloadOf(perWorkload); ok {
+	if w, ok := budget.PerWorkloadOf(perWorkload); ok {
 		spent := slices.Clone(st.byVictim[wl.UID])
-		out.Buckets = append([]policy.Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
+		out.Buckets = append([]budget.Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
 	}
 	if len(out.Buckets) == 0 {
 		return nil
@@ -278,11 +279,11 @@ func (st *budgetState) memoryLocked() time.Duration {
 		if b == nil {
 			return
 		}
-		budget := policy.BudgetOf(b)
-		if budget.Max > 0 {
-			longest = max(longest, budget.Period*time.Duration(budget.Burst)/time.Duration(budget.Max))
+		bucket := budget.Of(b)
+		if bucket.Max > 0 {
+			longest = max(longest, bucket.Period*time.Duration(bucket.Burst)/time.Duration(bucket.Max))
 		}
-		if w, ok := policy.PerWorkloadOf(b); ok {
+		if w, ok := budget.PerWorkloadOf(b); ok {
 			longest = max(longest, w.Period)
 		}
 	}
@@ -363,7 +364,7 @@ func preemptionOf(wl *kueue.Workload) (preemption, bool) {
 	if m == nil {
 		return preemption{}, false
 	}
-	// A preemption by another ClusterQueue does not spend budgets (policy.WithPreemptionBudget).
+	// A preemption by another ClusterQueue does not spend budgets (budget.Option).
 	if by := preemptorPath.FindStringSubmatch(c.Message); by != nil && clusterQueueOf(by[1]) != clusterQueueOf(m[1]) {
 		return preemption{}, false
 	}

@@ -13,6 +13,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -35,7 +36,7 @@ func TestBudgetsOf(t *testing.T) {
 		w.Status.Admission = &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(cq)}
 		return w
 	}
-	hourly := policy.Budget{Max: 2, Period: time.Hour, Burst: 2}
+	hourly := budget.Budget{Max: 2, Period: time.Hour, Burst: 2}
 	cases := map[string]struct {
 		cqs, cohorts []*unstructured.Unstructured
 		def          *tsapi.PreemptionBudget
@@ -44,7 +45,7 @@ func TestBudgetsOf(t *testing.T) {
 		// later are ClusterQueues set again after the preemptions were entered.
 		later  []*unstructured.Unstructured
 		victim *kueue.Workload
-		want   *policy.Budgets
+		want   *budget.Budgets
 	}{
 		"no budget anywhere": {
 			cqs:    []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "org", nil)},
@@ -56,7 +57,7 @@ func TestBudgetsOf(t *testing.T) {
 			cohorts:   []*unstructured.Unstructured{obj("Cohort", "org", "parentName", "", twoPerHour)},
 			preempted: map[string]string{"x": "a", "y": "b", "z": "c"},
 			victim:    wl("v", "a"),
-			want:      &policy.Budgets{Buckets: []policy.Bucket{{Owner: "Cohort org", Budget: hourly, Spent: []time.Time{t0, t0}}}},
+			want:      &budget.Budgets{Buckets: []budget.Bucket{{Owner: "Cohort org", Budget: hourly, Spent: []time.Time{t0, t0}}}},
 		},
 		"every budget on the path, nearest first, each with its own preemptions": {
 			cqs: []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "team", twoPerHour),
@@ -65,9 +66,9 @@ func TestBudgetsOf(t *testing.T) {
 				obj("Cohort", "org", "parentName", "", map[string]any{"maxPreemptions": int64(5), "period": "1h", "burst": int64(10)})},
 			preempted: map[string]string{"x": "a", "y": "b"},
 			victim:    wl("v", "a"),
-			want: &policy.Budgets{Buckets: []policy.Bucket{
+			want: &budget.Budgets{Buckets: []budget.Bucket{
 				{Owner: "ClusterQueue a", Budget: hourly, Spent: []time.Time{t0}},
-				{Owner: "Cohort org", Budget: policy.Budget{Max: 5, Period: time.Hour, Burst: 10}, Spent: []time.Time{t0, t0}},
+				{Owner: "Cohort org", Budget: budget.Budget{Max: 5, Period: time.Hour, Burst: 10}, Spent: []time.Time{t0, t0}},
 			}},
 		},
 		"the default: one bucket per ClusterQueue with no budget on its path": {
@@ -76,7 +77,7 @@ func TestBudgetsOf(t *testing.T) {
 			def:       &tsapi.PreemptionBudget{MaxPreemptions: 2, Period: metav1.Duration{Duration: time.Hour}},
 			preempted: map[string]string{"x": "a", "y": "b"},
 			victim:    wl("v", "a"),
-			want: &policy.Budgets{Buckets: []policy.Bucket{
+			want: &budget.Budgets{Buckets: []budget.Bucket{
 				{Owner: "ClusterQueue a (the manager configuration's preemptionBudget)", Budget: hourly, Spent: []time.Time{t0}},
 			}},
 		},
@@ -86,8 +87,8 @@ func TestBudgetsOf(t *testing.T) {
 				"perWorkload": map[string]any{"maxPreemptions": int64(1), "period": "24h"}})},
 			preempted: map[string]string{"v": "a", "y": "a"},
 			victim:    wl("v", "a"),
-			want: &policy.Budgets{Buckets: []policy.Bucket{
-				{Owner: "perWorkload of Cohort org", Budget: policy.Budget{Max: 1, Period: 24 * time.Hour, Burst: 1}, Spent: []time.Time{t0}},
+			want: &budget.Budgets{Buckets: []budget.Bucket{
+				{Owner: "perWorkload of Cohort org", Budget: budget.Budget{Max: 1, Period: 24 * time.Hour, Burst: 1}, Spent: []time.Time{t0}},
 				{Owner: "Cohort org", Budget: hourly, Spent: []time.Time{t0, t0}},
 			}},
 		},
@@ -96,7 +97,7 @@ func TestBudgetsOf(t *testing.T) {
 			preempted: map[string]string{"x": "a"},
 			later:     []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "", twoPerHour)},
 			victim:    wl("v", "a"),
-			want:      &policy.Budgets{Buckets: []policy.Bucket{{Owner: "ClusterQueue a", Budget: hourly}}},
+			want:      &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue a", Budget: hourly}}},
 		},
 		"an invalid budget is none": {
 			cqs:    []*unstructured.Unstructured{obj("ClusterQueue", "a", "cohortName", "", map[string]any{"maxPreemptions": int64(0), "period": "1h"})},

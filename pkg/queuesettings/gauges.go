@@ -11,6 +11,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -53,7 +54,7 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 	}
 	// Facts are read as the waker reads them, so that the gauges count what it acts on; each
 	// feature names the settings that protect a running workload.
-	units := policy.Units()
+	units := plugins.Units()
 	facts := policy.WakeSettings{Enabled: FeatureEnabled, Units: units}
 	sources := w.sources()
 	for cq, wls := range holding {

@@ -28,6 +28,7 @@ import (
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -86,7 +87,7 @@ func (s *Store) Configure(ts *tsconfig.Configuration) {
 	s.setBudgetDefault(ts.PreemptionBudget)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.DefaultSettings == nil {
 			continue
 		}
@@ -127,7 +128,7 @@ func inheritedOf(ext interface {
 // the zero values of those that read nothing.
 func unitSettingsOf(ext any) map[policy.Feature]any {
 	out := map[policy.Feature]any{}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.QueueSettings == nil {
 			continue
 		}
@@ -142,7 +143,7 @@ func unitSettingsOf(ext any) map[policy.Feature]any {
 // changed; s.mu is held.
 func (s *Store) setUnitSettings(kind, name string, read map[policy.Feature]any) bool {
 	changed := false
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.QueueSettings != nil {
 			changed = setOrDelete(s.unitSettings, unitKey{u.Feature, kind, name}, read[u.Feature]) || changed
 		}

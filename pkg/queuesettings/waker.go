@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
@@ -62,7 +63,7 @@ type Waker struct {
 	// Candidate, if set, reads a workload holding quota instead of policy.CandidateOf: the
 	// simulator's, whose clock knows the exact times that the conditions keep to the second.
 	Candidate func(*kueue.Workload) policy.Candidate
-	// Units are the features whose decisions it watches; nil: all of them (policy.Units).
+	// Units are the features whose decisions it watches; nil: all of them (plugins.Units).
 	Units policy.Table
 
 	last time.Time
@@ -158,6 +159,9 @@ func (w *Waker) sweep(ctx context.Context) {
 		}
 	}
 	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled, Units: w.Units}
+	if ws.Units == nil {
+		ws.Units = plugins.Units()
+	}
 	if len(turns) == 0 && !ws.MayChange() {
 		w.setGauges(ctx, nil, nil, now)
 		return

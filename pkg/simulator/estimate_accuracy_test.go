@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
@@ -59,12 +60,12 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 		return nil, err
 	}
 	var on []policy.Feature
-	for _, f := range policy.Units().Features() {
+	for _, f := range plugins.Units().Features() {
 		if queuesettings.FeatureEnabled(f) {
 			on = append(on, f)
 		}
 	}
-	pol := policy.New(policy.Options{}, policy.WithFeatures(on...))
+	pol := policy.New(policy.Options{}, plugins.With(on...))
 	defaults, _ := w.settings.MinRuntimeDefaults()
 	out := map[string]estimate.Estimate{}
 	for _, name := range names {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -81,7 +82,7 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, perRun(runs, func(r *Result) string {
 		return fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
 	}))
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.Warns != nil && slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[u.Warns.Counter]["given"] > 0 }) {
 			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, perRun(runs, func(r *Result) string {
 				return fmt.Sprintf("%d given, %d ended early", r.Counts[u.Warns.Counter]["given"], r.Counts[u.Warns.Counter]["endedEarly"])
@@ -177,7 +178,7 @@ func WriteTimeline(out io.Writer, r *Result) error {
 		case EventReactivated:
 			what = fmt.Sprintf("%s is reactivated by its owner", e.Workload)
 		default:
-			if u := policy.Units().Warner(string(e.Kind)); u != nil {
+			if u := plugins.Units().Warner(string(e.Kind)); u != nil {
 				what = e.Workload + " " + u.Says(FormatOffset(e.Until), e.By, e.Reason)
 			}
 		}
@@ -192,7 +193,7 @@ func WriteTimeline(out io.Writer, r *Result) error {
 
 // outcomeWords tell how an eviction ended a warning (policy.Ending), after a comma; "" for none.
 func outcomeWords(outcome string) string {
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if w := u.Warns; w != nil && outcome != "" {
 			for _, e := range []policy.Ending{w.Early, w.Late} {
 				if e.Outcome == outcome {

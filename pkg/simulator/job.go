@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
@@ -64,7 +65,7 @@ type Counts map[string]map[string]int
 // newCounts has a zero count of every unit's warnings.
 func newCounts() Counts {
 	c := Counts{}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.Warns != nil {
 			c[u.Warns.Counter] = map[string]int{"given": 0, "endedEarly": 0}
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 )
 
 // TestFeatureRemovalInTheSimulator runs every example with each feature taken out of the
@@ -22,7 +22,7 @@ func TestFeatureRemovalInTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	units := policy.Units()
+	units := plugins.Units()
 	if got, want := len(units), 6; got != want {
 		t.Fatalf("%d features in the registry, want %d", got, want)
 	}
@@ -55,7 +55,7 @@ func TestFeatureRemovalOnGeneratedScenarios(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		t.Run(string(u.Feature), func(t *testing.T) {
 			for i := range cases {
 				s := seed + int64(i)

@@ -19,6 +19,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
@@ -294,7 +295,7 @@ func (s *Scenario) Comparisons() []Mode {
 		specs = append(specs, spec)
 	}
 	var modes []Mode
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.Compared != nil && s.gateOn(string(u.Feature)) && u.Compared(s.timeshareConfig(), specs) {
 			modes = append(modes, ModeWithout(u.Feature))
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 )
 
 // DefaultNamespace is where LocalQueues and workloads live unless the scenario says otherwise.
@@ -35,7 +35,7 @@ const DefaultSchedulingInterval = time.Second
 // their order of precedence: a scenario may set them.
 func ourGates() []string {
 	var out []string
-	for _, f := range policy.Precedence() {
+	for _, f := range plugins.Precedence() {
 		out = append(out, string(f))
 	}
 	return out
@@ -235,7 +235,7 @@ func (v *parser) workloads() {
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
 		// A unit's state that its controller clears at an eviction is the manager's to write.
-		for _, u := range policy.Units() {
+		for _, u := range plugins.Units() {
 			for _, a := range u.Clears {
 				if _, ok := w.Annotations[a]; ok && slices.Contains(annotations.ManagerOwned(), a) {
 					v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")

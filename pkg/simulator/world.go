@@ -42,6 +42,7 @@ import (
 	workloadpatching "sigs.k8s.io/kueue/pkg/workload/patching"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -195,7 +196,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	var extra []preemption.Option
 	var units policy.Table
 	if removed != "" {
-		units = policy.Units().Without(removed)
+		units = plugins.Units().Without(removed)
 		extra = append(extra, preemption.WithoutFeature(removed))
 	}
 	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
@@ -522,7 +523,7 @@ func (w *world) observeWarning(j *job, old, wl *kueue.Workload) {
 	if conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.Warns == nil {
 			continue
 		}
@@ -574,7 +575,7 @@ func (w *world) clearEvicted(wl *kueue.Workload) {
 		return
 	}
 	patched := wl.DeepCopy()
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		for _, a := range u.Clears {
 			delete(patched.Annotations, a)
 		}

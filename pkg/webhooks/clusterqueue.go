@@ -17,6 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -27,7 +28,7 @@ const ClusterQueuePath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-clusterqueu
 // min-runtimes, the notice) on create and update.
 type ClusterQueueValidator struct {
 	// Units are the features whose settings it refuses while their gate is off; nil: all of
-	// them (policy.Units).
+	// them (plugins.Units).
 	Units policy.Table
 }
 
@@ -57,7 +58,7 @@ func (v ClusterQueueValidator) Handle(_ context.Context, req admission.Request) 
 	return admission.Allowed("")
 }
 
-// refusedWhileOff is what units (nil: policy.Units) refuse in spec while their gate is off
+// refusedWhileOff is what units (nil: plugins.Units) refuse in spec while their gate is off
 // (policy.Unit.RefusedWhileOff), given the stored spec on an update.
 func refusedWhileOff(units policy.Table, req admission.Request, spec json.RawMessage) field.ErrorList {
 	var old json.RawMessage
@@ -70,7 +71,7 @@ func refusedWhileOff(units policy.Table, req admission.Request, spec json.RawMes
 		}
 	}
 	if units == nil {
-		units = policy.Units()
+		units = plugins.Units()
 	}
 	return units.RefusedWhileOff(field.NewPath("spec", "preemption"), spec, old, policy.GateOn)
 }

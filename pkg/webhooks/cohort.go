@@ -21,7 +21,7 @@ const CohortPath = "/validate-timeshare-kueue-x-k8s-io-v1beta2-cohort"
 // CohortValidator checks a Cohort's spec.preemption (min-runtimes, notice) on create and update.
 type CohortValidator struct {
 	// Units are the features whose settings it refuses while their gate is off; nil: all of
-	// them (policy.Units).
+	// them (plugins.Units).
 	Units policy.Table
 }
 

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -26,19 +28,19 @@ func TestFeatureRemovalInTheWebhooks(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.PreemptionBudget, false)
 	spec := `"spec":{"preemption":{"noticePeriod":"5m","preemptionBudget":{"maxPreemptions":2,"period":"1h"}}}`
 	refusedBy := map[policy.Feature]string{
-		policy.FeatureNotice:           "spec.preemption.noticePeriod",
-		policy.FeaturePreemptionBudget: "spec.preemption.preemptionBudget",
+		policy.FeatureNotice: "spec.preemption.noticePeriod",
+		budget.Feature:       "spec.preemption.preemptionBudget",
 	}
 	validators := map[string]func(policy.Table) admission.Handler{
 		"ClusterQueue": func(t policy.Table) admission.Handler { return ClusterQueueValidator{Units: t} },
 		"Cohort":       func(t policy.Table) admission.Handler { return CohortValidator{Units: t} },
 	}
 	for kind, validator := range validators {
-		for _, removed := range policy.Units() {
+		for _, removed := range plugins.Units() {
 			t.Run(kind+"/"+string(removed.Feature), func(t *testing.T) {
 				req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Name: "q", Operation: admissionv1.Create,
 					Object: runtime.RawExtension{Raw: []byte(`{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"` + kind + `","metadata":{"name":"q"},` + spec + `}`)}}}
-				resp := validator(policy.Units().Without(removed.Feature)).Handle(context.Background(), req)
+				resp := validator(plugins.Units().Without(removed.Feature)).Handle(context.Background(), req)
 				var want, got []string
 				for f, path := range refusedBy {
 					if f != removed.Feature {

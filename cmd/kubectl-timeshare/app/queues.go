@@ -23,6 +23,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
@@ -235,7 +236,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		_ = tolerations.Set(kueue.PodPriorityClassKind, pc.Name, pc.Annotations, pc.Value)
 	}
 	// Each feature reads its facts as the manager does, unless its gate is off.
-	units, sources := policy.Units(), policy.Sources{tolerations}
+	units, sources := plugins.Units(), policy.Sources{tolerations}
 	on := func(f policy.Feature) bool { return !m.gateOff(string(f)) }
 	problems := map[string]string{}
 	parents := map[string]string{}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -27,7 +28,7 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 
 func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error {
 	fmt.Fprintf(w, "Manager settings: %s\n", r.Manager)
 	var columns policy.Table
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.Column != nil {
 			columns = append(columns, u)
 		}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -81,7 +81,7 @@ func readSnapshot(ctx context.Context, c client.Reader, now time.Time) (*Snapsho
 // runtimeFor chooses a workload's run time: its expected-runtime annotation, else assume, else
 // the median; ok is false when none is known.
 func runtimeFor(wl *kueue.Workload, assume, median time.Duration, finished int) (RuntimeChoice, bool) {
-	if d, ok := policy.Units().PromisedRuntime(wl); ok {
+	if d, ok := plugins.Units().PromisedRuntime(wl); ok {
 		return RuntimeChoice{Runtime: d, Source: RuntimeFromAnnotation}, true
 	}
 	if assume > 0 {
@@ -252,7 +252,7 @@ func BuildScenario(snap *Snapshot, o ScenarioOptions) (*SnapshotScenario, error)
 	}
 	if len(unknownRuntime) > 0 {
 		return nil, fmt.Errorf("no run time is known for %s: no %s annotation, no --assume-runtime, and no finished workload in the cluster to take a median from; pass --assume-runtime",
-			strings.Join(unknownRuntime, ", "), strings.Join(policy.Units().Promisers(), " or "))
+			strings.Join(unknownRuntime, ", "), strings.Join(plugins.Units().Promisers(), " or "))
 	}
 	for _, pc := range sortedByName(snap.PriorityClasses, func(pc schedulingv1.PriorityClass) string { return pc.Name }) {
 		if podClasses.Has(pc.Name) {
@@ -276,7 +276,7 @@ func snapshotWorkload(wl *kueue.Workload, start time.Time, runtime time.Duration
 		Annotations: withPrefix(wl.Annotations, ourPrefix),
 		Snapshot:    &simulator.WorkloadSnapshot{Created: simulator.Duration{Duration: offset(wl.CreationTimestamp.Time, start)}},
 	}
-	for _, u := range policy.Units() {
+	for _, u := range plugins.Units() {
 		if u.NotCarried == nil {
 			continue
 		}

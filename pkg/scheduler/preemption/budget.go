@@ -6,11 +6,12 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // PreemptionLedger is where the preemptor enters the preemptions that budgets pay for (the
-// settings store keeps the ledger, see policy.BudgetSource).
+// settings store keeps the ledger, see budget.Source).
 type PreemptionLedger interface {
 	RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time)
 }
@@ -19,7 +20,7 @@ type PreemptionLedger interface {
 // that went through and counts the preemptors a spent budget held back.
 type budgetPlugin struct{}
 
-func (budgetPlugin) Feature() policy.Feature { return policy.FeaturePreemptionBudget }
+func (budgetPlugin) Feature() policy.Feature { return budget.Feature }
 
 func (budgetPlugin) afterIssue(p *Preemptor, preemptor *workload.Info, targets []*Target) {
 	p.payBudgets(preemptor, targets)
@@ -31,9 +32,9 @@ func (budgetPlugin) afterSearch(p *Preemptor, s *search, targets []*Target) {
 
 // payBudgets enters the victims of a preemption that went through in the ledger. Only what a
 // budget may hold back pays: turns do not, so that rotation never waits on a budget, nor do
-// victims of another ClusterQueue than the preemptor's (policy.WithPreemptionBudget).
+// victims of another ClusterQueue than the preemptor's (budget.Option).
 func (p *Preemptor) payBudgets(preemptor *workload.Info, targets []*Target) {
-	ledger, ok := sourceIn[PreemptionLedger](p.sources)
+	ledger, ok := policy.SourceOf[PreemptionLedger](p.sources)
 	if !ok {
 		return
 	}
@@ -51,19 +52,8 @@ func (p *Preemptor) countHeldBack(s *search, targets []*Target) {
 	if len(targets) > 0 {
 		return
 	}
-	until, ok := s.protected.unitEnds[policy.RuleBudgetSpent]
+	until, ok := s.protected.unitEnds[budget.RuleSpent]
 	if ok && p.decisions.First(string(s.info.Obj.UID)+"/budget/"+until.String(), s.now, until) {
-		policy.CountHeldBack(s.cq.Name)
+		budget.CountHeldBack(s.cq.Name)
 	}
-}
-
-// sourceIn is the first of src that is a T.
-func sourceIn[T any](src policy.Sources) (T, bool) {
-	for _, s := range src {
-		if t, ok := s.(T); ok {
-			return t, true
-		}
-	}
-	var zero T
-	return zero, false
 }

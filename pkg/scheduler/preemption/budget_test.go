@@ -17,13 +17,14 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // fakeLedger is a budget source that remembers what the preemptor pays into it.
 type fakeLedger struct{ paid []string }
 
-func (*fakeLedger) BudgetsOf(*kueue.Workload) *policy.Budgets { return nil }
+func (*fakeLedger) BudgetsOf(*kueue.Workload) *budget.Budgets { return nil }
 
 func (l *fakeLedger) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time) {
 	l.paid = append(l.paid, wl.Name+" in "+string(cq)+" at "+at.UTC().Format(time.TimeOnly))

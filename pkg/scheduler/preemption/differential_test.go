@@ -25,6 +25,7 @@ import (
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -88,7 +89,7 @@ func TestDifferentialWithoutEachFeature(t *testing.T) {
 	// 25 scenarios per feature by default: this checks that a removal leaves the rest whole; the
 	// parity itself is TestDifferentialAgainstUpstream's.
 	cases := max(*diffCases/40, 1)
-	for _, removed := range policy.Units() {
+	for _, removed := range plugins.Units() {
 		t.Run(string(removed.Feature), func(t *testing.T) {
 			for i := range cases {
 				seed := first + uint64(i)

@@ -67,7 +67,7 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 }
 
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
-// order (policy.Units); the features with no part here (toleration) act through their unit only.
+// order (plugins.Units); the features with no part here (toleration) act through their unit only.
 func Plugins() []Plugin {
 	return []Plugin{timeBasedPlugin{}, expectedRuntimePlugin{}, minRuntimePlugin{}, noticePlugin{}, budgetPlugin{}}
 }

@@ -9,6 +9,8 @@ import (
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -19,7 +21,7 @@ func TestPluginsFollowThePrecedenceTable(t *testing.T) {
 	for _, p := range Plugins() {
 		got = append(got, p.Feature())
 	}
-	want := slices.DeleteFunc(policy.Precedence(), func(f policy.Feature) bool { return !slices.Contains(got, f) })
+	want := slices.DeleteFunc(plugins.Precedence(), func(f policy.Feature) bool { return !slices.Contains(got, f) })
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("plugins' features (-precedence order +Plugins):\n%s", diff)
 	}
@@ -28,7 +30,7 @@ func TestPluginsFollowThePrecedenceTable(t *testing.T) {
 // TestPluginsOnChecksTheGate: a plugin's extension points are called only while its feature is
 // turned on and its gate is on, and one left out of WithPlugins is never called.
 func TestPluginsOnChecksTheGate(t *testing.T) {
-	budget := []policy.Feature{policy.FeaturePreemptionBudget}
+	budget := []policy.Feature{budget.Feature}
 	cases := map[string]struct {
 		features []policy.Feature
 		gate     bool

@@ -39,6 +39,7 @@ import (
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -104,7 +105,7 @@ type Option func(*config)
 
 type config struct {
 	// features are the victim policy's features turned on, added in the order of its precedence
-	// table (policy.Precedence) whatever the order of the options; policyOpts come after them.
+	// table (plugins.Precedence) whatever the order of the options; policyOpts come after them.
 	features            []policy.Feature
 	policyOpts          []policy.Option
 	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
@@ -158,7 +159,7 @@ func WithPolicy(opts ...policy.Option) Option {
 }
 
 // allUnits are the victim policy's features, in precedence order.
-var allUnits = policy.Units()
+var allUnits = plugins.Units()
 
 // WithSources turns on every feature of the victim policy that one of src feeds (its unit's
 // Takes, or its plugin's source option), each still behind its gate: the one registration of the
@@ -168,7 +169,7 @@ func WithSources(src ...any) Option {
 	return func(c *config) { c.given = append(c.given, src...) }
 }
 
-// WithUnits replaces the victim policy's table (policy.Units by default): a feature whose unit is
+// WithUnits replaces the victim policy's table (plugins.Units by default): a feature whose unit is
 // left out cannot be turned on.
 func WithUnits(t policy.Table) Option {
 	return func(c *config) { c.units = slices.Clone(t); c.unitsSet = true }

@@ -1,4 +1,8 @@
-package policy
+// Package budget is the preemption budget: a ClusterQueue or Cohort may cap the preemptions of
+// the workloads below it with a token bucket. It is the victim policy's unit for the budget
+// (rules, facts, timing, webhook and configuration checks, metric); the settings store keeps the
+// ledger of the preemptions paid (queuesettings), and the preemptor pays (preemption).
+package budget
 
 import (
 	"encoding/json"
@@ -13,10 +17,10 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// Preemption budget: a ClusterQueue or Cohort may cap the preemptions of the workloads below it
-// with a token bucket; a victim needs a token from every bucket on its path, and from its own
+// A victim needs a token from every bucket on its path, and from its own
 // per-workload bucket. Turns neither spend tokens nor wait for them, so that rotation never
 // stalls; nor do preemptions by another ClusterQueue (reclaim, fair sharing), so that no budget
 // holds back a lender's nominal quota.
@@ -28,8 +32,8 @@ type Budget struct {
 	Burst  int32
 }
 
-// BudgetOf is the bucket b declares; the zero Budget when b is nil.
-func BudgetOf(b *tsapi.PreemptionBudget) Budget {
+// Of is the bucket b declares; the zero Budget when b is nil.
+func Of(b *tsapi.PreemptionBudget) Budget {
 	if b == nil {
 		return Budget{}
 	}
@@ -149,31 +153,31 @@ func (b *Budgets) last() (Bucket, bool) {
 	return out, found
 }
 
-// BudgetSource gives the buckets a workload holding quota needs a token from: the budget unit's
-// source of facts (see Sources).
-type BudgetSource interface {
+// Source gives the buckets a workload holding quota needs a token from: the unit's source of
+// facts (see policy.Sources).
+type Source interface {
 	BudgetsOf(wl *kueue.Workload) *Budgets
 }
 
 // budgets are the buckets of the candidate.
-var budgets = newFact[Budgets]()
+var budgets = policy.NewFact[Budgets]()
 
-// BudgetsOf are the buckets c needs a token from, if any.
-func BudgetsOf(c *Candidate) *Budgets { return budgets.Of(c) }
+// BucketsOf are the buckets c needs a token from, if any.
+func BucketsOf(c *policy.Candidate) *Budgets { return budgets.Of(c) }
 
-// FeaturePreemptionBudget is the preemption budget.
-const FeaturePreemptionBudget Feature = "PreemptionBudget"
+// Feature is the preemption budget's gate.
+const Feature policy.Feature = "PreemptionBudget"
 
-// RuleBudgetSpent names the protection WithPreemptionBudget adds.
-const RuleBudgetSpent = "PreemptionBudgetSpent"
+// RuleSpent names the protection Option adds.
+const RuleSpent = "PreemptionBudgetSpent"
 
-// budgetUnit is the preemption budget's unit (registry).
-func budgetUnit() Unit {
-	return Unit{Feature: FeaturePreemptionBudget, Option: WithPreemptionBudget, Changes: budgetChanges, Read: readBudgets,
-		MayChange: func(WakeSettings) bool { return true },
-		Takes:     func(src any) bool { _, ok := src.(BudgetSource); return ok },
-		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
-			if rule != RuleBudgetSpent {
+// Unit is the preemption budget's unit (plugins.Units).
+func Unit() policy.Unit {
+	return policy.Unit{Feature: Feature, Option: Option, Changes: changes, Read: read,
+		MayChange: func(policy.WakeSettings) bool { return true },
+		Takes:     func(src any) bool { _, ok := src.(Source); return ok },
+		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
+			if rule != RuleSpent {
 				return "", time.Time{}, false
 			}
 			// Vetoed at some instant before the last token returns: the wait lasts until then.
@@ -181,9 +185,9 @@ func budgetUnit() Unit {
 			if !ok {
 				return "a preemption budget", time.Time{}, true
 			}
-			return BudgetSpentMessage(k), k.NextToken(), true
+			return SpentMessage(k), k.NextToken(), true
 		},
-		RefusedWhileOff: budgetRefused,
+		RefusedWhileOff: refused,
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if c.PreemptionBudget != nil {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "preemptionBudget"), features.BudgetGateOff)}
@@ -194,8 +198,8 @@ func budgetUnit() Unit {
 	}
 }
 
-// BudgetSpentMessage says which budget holds a preemption back and until when.
-func BudgetSpentMessage(k Bucket) string {
+// SpentMessage says which budget holds a preemption back and until when.
+func SpentMessage(k Bucket) string {
 	return fmt.Sprintf("the preemption budget of %s (%s), spent until %s", k.Owner, k.Budget, k.NextToken().UTC().Format(time.TimeOnly))
 }
 
@@ -211,9 +215,9 @@ func CountHeldBack(cq kueue.ClusterQueueReference) {
 	heldBack.WithLabelValues(string(cq)).Inc()
 }
 
-// budgetRefused refuses a budget while the gate is off, unless the stored object already had
-// the same one (see noticeRefused).
-func budgetRefused(path *field.Path, spec, old json.RawMessage) field.ErrorList {
+// refused refuses a budget while the gate is off, unless the stored object already had the same
+// one (as the notice's settings are kept).
+func refused(path *field.Path, spec, old json.RawMessage) field.ErrorList {
 	b, err := tsapi.ParsePreemptionBudget(spec)
 	if err != nil || b == nil {
 		return nil
@@ -232,45 +236,45 @@ func equalBudgets(a, b *tsapi.PreemptionBudget) bool {
 	return string(x) == string(y)
 }
 
-// readBudgets reads the buckets wl needs a token from.
-func readBudgets(c *Candidate, wl *kueue.Workload, r Reading) {
-	src, ok := sourceOf[BudgetSource](r.Sources)
+// read reads the buckets wl needs a token from.
+func read(c *policy.Candidate, wl *kueue.Workload, r policy.Reading) {
+	src, ok := policy.SourceOf[Source](r.Sources)
 	if !ok {
 		return
 	}
 	budgets.Set(c, src.BudgetsOf(wl))
 }
 
-// WithPreemptionBudget vetoes a candidate whose preemption would overdraw a bucket it needs a
+// Option vetoes a candidate whose preemption would overdraw a bucket it needs a
 // token from, unless the preemption is a turn or comes from another ClusterQueue of the cohort
 // tree (a lender reclaiming its quota, or fair sharing): budgets cap what a ClusterQueue's own
 // preemptions cost its workloads, and a team that spends its own budget does not make its
 // borrowed work immune to the lender's reclaim.
-func WithPreemptionBudget() Option {
-	return WithProtections(Rule{
-		Name: RuleBudgetSpent,
-		When: func(in *Input) bool {
+func Option() policy.Option {
+	return policy.WithProtections(policy.Rule{
+		Name: RuleSpent,
+		When: func(in *policy.Input) bool {
 			b := budgets.Of(in.Candidate)
-			if b == nil || in.Candidate.Evicted || in.Scope != SameClusterQueue || ownReasonWords()[in.eligibleReason].Turn {
+			if b == nil || in.Candidate.Evicted || in.Scope != policy.SameClusterQueue || in.EligibleByTurn() {
 				return false
 			}
 			_, spent := b.Spent(in.Now)
 			return spent
 		},
-		Why: func(in *Input) string {
+		Why: func(in *policy.Input) string {
 			k, _ := budgets.Of(in.Candidate).Spent(in.Now)
-			return BudgetSpentMessage(k)
+			return SpentMessage(k)
 		},
 	})
 }
 
-// budgetChanges gives when each bucket of c gets a token back.
-func budgetChanges(c *Candidate, _ WakeSettings, add func(Change)) {
+// changes gives when each bucket of c gets a token back.
+func changes(c *policy.Candidate, _ policy.WakeSettings, add func(policy.Change)) {
 	b := budgets.Of(c)
 	if b == nil || c.Evicted {
 		return
 	}
 	for _, k := range b.Buckets {
-		add(Change{At: k.NextToken()})
+		add(policy.Change{At: k.NextToken()})
 	}
 }
