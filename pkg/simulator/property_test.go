@@ -282,6 +282,13 @@ func (c *checker) observe(now time.Duration, w *world) {
 			p.turn = cond.LastTransitionTime.Time
 			p.rotated = true
 		}
+		// In a ClusterQueue that takes turns, a workload that left the quota for any reason waits
+		// from then, at the back of the line (docs/security.md, row 2 of the tenant table).
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadEvicted); cond != nil && cond.Status == metav1.ConditionTrue &&
+			c.window(c.sc.queueView(j.spec.ClusterQueue)) > 0 && cond.LastTransitionTime.After(p.turn) {
+			p.turn = cond.LastTransitionTime.Time
+			p.rotated = true
+		}
 		if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok && !er.NotBefore.IsZero() && er.NotBefore.After(w.clock.Now()) {
 			p.cooldown = true
 		}
