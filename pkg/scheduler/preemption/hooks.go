@@ -3,23 +3,26 @@ package preemption
 import (
 	"context"
 	"iter"
+	"time"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// Plugin is one feature's part in the preemptor. It implements only the extension points below
-// where it acts; the preemptor calls each point but the source option (which turns the feature on)
-// only while the plugin's feature is on (Preemptor.on), so that no plugin checks its own gate.
-// Plugins lists them.
-type Plugin interface {
-	Feature() policy.Feature
-}
+// Plugin is one feature's part in the preemptor. It implements only the extension points where it
+// acts: policy's (policy.SearchObserver, policy.IssueFollower), which a feature package can
+// implement, and those below, for the features that still live in this package. The preemptor
+// calls each point but the source option (which turns the feature on) only while the plugin's
+// feature is on (Preemptor.on), so that no plugin checks its own gate. Plugins lists them.
+type Plugin = policy.Plugin
 
-// The preemptor's extension points, in the order a preemption meets them.
+// The preemptor's own extension points, in the order a preemption meets them; a search's outcome
+// comes after the waiter (policy.SearchObserver), a preemption that went through after the
+// followers of evictions (policy.IssueFollower).
 type (
 	// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok
 	// false when src is not its source.
@@ -31,10 +34,6 @@ type (
 	waiter interface {
 		waitTargets(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
 		explainWait(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string
-	}
-	// searchObserver sees a search's outcome, its targets (none: the preemptor waits).
-	searchObserver interface {
-		afterSearch(p *Preemptor, s *search, targets []*Target)
 	}
 	// firstIssuer takes a preemption's targets before they are evicted: one that issues them
 	// itself says so (issued) with what issueTargets returns.
@@ -51,10 +50,6 @@ type (
 	reasonFollower interface {
 		afterOwnEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, reason string)
 	}
-	// issueFollower follows a preemption whose evictions (or notices) all went through.
-	issueFollower interface {
-		afterIssue(p *Preemptor, preemptor *workload.Info, targets []*Target)
-	}
 )
 
 // sourceOption is the option with builds from src, ok false when src is not a T (sourceTaker).
@@ -69,7 +64,30 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
 // order (plugins.Units); the features with no part here (toleration) act through their unit only.
 func Plugins() []Plugin {
-	return []Plugin{timeBasedPlugin{}, expectedRuntimePlugin{}, minRuntimePlugin{}, noticePlugin{}, budgetPlugin{}}
+	return []Plugin{timeBasedPlugin{}, expectedRuntimePlugin{}, minRuntimePlugin{}, noticePlugin{}, budget.Plugin{}}
+}
+
+// handle is what the preemptor lends a plugin at policy's extension points, at now.
+type handle struct {
+	p   *Preemptor
+	now time.Time
+}
+
+func (h handle) Sources() policy.Sources { return h.p.sources }
+
+func (h handle) Now() time.Time { return h.now }
+
+func (h handle) First(key string, expires time.Time) bool {
+	return h.p.decisions.First(key, h.now, expires)
+}
+
+// victimsOf are targets as policy's extension points see them.
+func victimsOf(targets []*Target) []policy.Victim {
+	out := make([]policy.Victim, len(targets))
+	for i, t := range targets {
+		out[i] = policy.Victim{Workload: t.WorkloadInfo, Reason: t.Reason}
+	}
+	return out
 }
 
 // pluginsOn yields the plugins of p that implement extension point T, in order, while their

@@ -47,7 +47,7 @@ func TestPluginsOnChecksTheGate(t *testing.T) {
 			featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.PreemptionBudget, tc.gate)
 			p := &Preemptor{features: tc.features, plugins: tc.plugins}
 			got := 0
-			for range pluginsOn[issueFollower](p) {
+			for range pluginsOn[policy.IssueFollower](p) {
 				got++
 			}
 			if got != tc.want {

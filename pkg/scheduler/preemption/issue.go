@@ -45,8 +45,8 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 	if !isRefusal(err) {
 		if err == nil {
 			p.refusals.succeeded(preemptor.Obj.UID)
-			for f := range pluginsOn[issueFollower](p) {
-				f.afterIssue(p, preemptor, targets)
+			for f := range pluginsOn[policy.IssueFollower](p) {
+				f.AfterIssue(handle{p, p.clock.Now()}, preemptor, victimsOf(targets))
 			}
 		}
 		return preempted, failed, err

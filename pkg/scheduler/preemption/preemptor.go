@@ -407,8 +407,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	role := roletracker.GetRole(p.tracker)
 	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, p.customLabels, s.now)
 	s.nominations.report(p.decisions, role, s.now)
-	for o := range pluginsOn[searchObserver](p) {
-		o.afterSearch(p, s, targets)
+	for o := range pluginsOn[policy.SearchObserver](p) {
+		o.AfterSearch(handle{p, s.now}, policy.Search{Preemptor: s.info, ClusterQueue: s.cq.Name, Victims: len(targets), VetoEnds: s.protected.unitEnds})
 	}
 	return targets
 }
