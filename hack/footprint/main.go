@@ -33,7 +33,7 @@ var homes = []struct {
 	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
 	{"toleration", []string{"pkg/policy/toleration.go", "pkg/toleration/"}},
 	{"notice", []string{"pkg/policy/notice.go", "pkg/scheduler/preemption/notice.go", "pkg/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
-	{"budget", []string{"pkg/plugins/budget/", "pkg/queuesettings/budget.go", "pkg/scheduler/preemption/budget.go"}},
+	{"budget", []string{"pkg/plugins/budget/"}},
 }
 
 // notCounted are the files that may name every feature: the registries.

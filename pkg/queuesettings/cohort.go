@@ -62,7 +62,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.setCohortRead(name, false)
-			r.store.readCohortBudget(name, nil)
+			r.store.ledger.SetCohort(name, nil)
 			if r.store.setCohort(name, inherited{}) && r.onChange != nil {
 				r.onChange(ctx, name)
 			}
@@ -77,7 +77,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.setCohort(name, in)
-	changed = r.store.readCohortBudget(name, u) || changed
+	changed = r.store.ledger.SetCohort(name, u) || changed
 	// A Cohort just read may have ClusterQueues below it that were refused preemption meanwhile.
 	changed = r.store.setCohortRead(name, true) || changed
 	if changed && r.onChange != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -51,8 +52,8 @@ type Store struct {
 	cohortExists func(kueue.CohortReference) bool
 	defaults     policy.Defaults
 	method       policy.ResolveMethod
-	// budget: the preemption budgets, their tree and ledger.
-	budget budgetState
+	// ledger: the preemption budgets, their tree and the preemptions they paid for.
+	ledger budget.Ledger
 	// unitSettings are what the units read off each queue of the tree (policy.Unit.QueueSettings),
 	// and unitDefaults what the manager's configuration sets for them (DefaultSettings).
 	unitSettings map[unitKey]any
@@ -84,7 +85,7 @@ func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
 
 // Configure takes the defaults of the manager configuration ts that the store resolves to.
 func (s *Store) Configure(ts *tsconfig.Configuration) {
-	s.setBudgetDefault(ts.PreemptionBudget)
+	s.ledger.SetDefault(ts.PreemptionBudget)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range plugins.Units() {
@@ -344,7 +345,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
 			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, nil)
-			r.store.readClusterQueueBudget(name, nil)
+			r.store.ledger.SetClusterQueue(name, nil)
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
@@ -358,7 +359,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	changed := r.store.set(name, qs)
 	changed = r.store.setClusterQueueMinRuntimes(name, mr, units) || changed
-	changed = r.store.readClusterQueueBudget(name, u) || changed
+	changed = r.store.ledger.SetClusterQueue(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
@@ -408,7 +409,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	qs, mr, units, problem := parse(u)
 	s.set(name, qs)
 	s.setClusterQueueMinRuntimes(name, mr, units)
-	s.readClusterQueueBudget(name, u)
+	s.ledger.SetClusterQueue(name, u)
 	s.setKnown(name, true)
 	if problem != "" {
 		return errors.New(problem)
@@ -420,7 +421,7 @@ func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 func (s *Store) SetCohort(u *unstructured.Unstructured) error {
 	in, problem := parseCohort(u)
 	s.setCohort(kueue.CohortReference(u.GetName()), in)
-	s.readCohortBudget(kueue.CohortReference(u.GetName()), u)
+	s.ledger.SetCohort(kueue.CohortReference(u.GetName()), u)
 	s.setCohortRead(kueue.CohortReference(u.GetName()), true)
 	if problem != "" {
 		return errors.New(problem)
@@ -442,7 +443,7 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 		qs, mr, units, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
 		s.setClusterQueueMinRuntimes(name, mr, units)
-		s.readClusterQueueBudget(name, &cqs.Items[i])
+		s.ledger.SetClusterQueue(name, &cqs.Items[i])
 		s.setKnown(name, true)
 	}
 	cohorts := &unstructured.UnstructuredList{}
@@ -453,8 +454,21 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	for i := range cohorts.Items {
 		in, _ := parseCohort(&cohorts.Items[i])
 		s.setCohort(kueue.CohortReference(cohorts.Items[i].GetName()), in)
-		s.readCohortBudget(kueue.CohortReference(cohorts.Items[i].GetName()), &cohorts.Items[i])
+		s.ledger.SetCohort(kueue.CohortReference(cohorts.Items[i].GetName()), &cohorts.Items[i])
 		s.setCohortRead(kueue.CohortReference(cohorts.Items[i].GetName()), true)
 	}
 	return nil
+}
+
+// BudgetsOf are the buckets wl needs a token from (budget.Source), from the store's ledger.
+func (s *Store) BudgetsOf(wl *kueue.Workload) *budget.Budgets { return s.ledger.BudgetsOf(wl) }
+
+// RecordPreemption enters a preemption the budgets pay for in the store's ledger (budget.Recorder).
+func (s *Store) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time) {
+	s.ledger.RecordPreemption(wl, cq, at)
+}
+
+// LoadPreemptions rebuilds the store's ledger from the Workloads (budget.Ledger.Load).
+func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
+	return s.ledger.Load(ctx, c)
 }

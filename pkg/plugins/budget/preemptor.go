@@ -9,9 +9,9 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// Ledger is where the preemptor enters the preemptions that budgets pay for (the settings store
-// keeps it, and gives the buckets back as the unit's Source).
-type Ledger interface {
+// Recorder is where the preemptor enters the preemptions that budgets pay for: a Ledger, which
+// gives the buckets back as the unit's Source.
+type Recorder interface {
 	RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time)
 }
 
@@ -26,7 +26,7 @@ func (Plugin) Feature() policy.Feature { return Feature }
 // budget may hold back pays: turns do not, so that rotation never waits on a budget, nor do
 // victims of another ClusterQueue than the preemptor's (Option).
 func (Plugin) AfterIssue(h policy.Handle, preemptor *workload.Info, victims []policy.Victim) {
-	ledger, ok := policy.SourceOf[Ledger](h.Sources())
+	ledger, ok := policy.SourceOf[Recorder](h.Sources())
 	if !ok {
 		return
 	}

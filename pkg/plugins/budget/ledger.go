@@ -1,7 +1,8 @@
-package queuesettings
+package budget
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -18,19 +19,20 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// budgetState is what the preemption budget needs: each queue's budget, the tree they form and
-// the ledger of the preemptions they paid for. The ledger is in memory only; LoadPreemptions
-// rebuilds it on start from the Workloads' conditions, which only the manager writes.
+// Ledger is what the preemption budget keeps: each queue's budget, the tree they form and the
+// preemptions they paid for. It is in memory only; Load rebuilds it on start from the Workloads'
+// conditions, which only the manager writes. The settings store keeps one, fed with the
+// ClusterQueues and Cohorts it watches, and gives it to the unit and the plugin as their source.
+// The zero Ledger is ready to use.
 //
 // The ledger keeps only preemptions that a budget counts (one on the victim's path, or the
 // configuration's default), for as long as the slowest bucket takes to refill, indexed by queue
 // and by victim so that a candidate's buckets are read without a scan: a budget set later counts
 // the preemptions from then on (after a restart, those the Workloads' conditions still record).
-type budgetState struct {
+type Ledger struct {
 	mu           sync.RWMutex
 	def          *tsapi.PreemptionBudget
 	cq           map[kueue.ClusterQueueReference]*tsapi.PreemptionBudget
@@ -59,38 +61,36 @@ type node struct {
 
 func (n node) String() string { return n.kind + " " + n.name }
 
-// setBudgetDefault sets the manager configuration's budget.
-func (s *Store) setBudgetDefault(b *tsapi.PreemptionBudget) {
-	s.budget.mu.Lock()
-	defer s.budget.mu.Unlock()
-	s.budget.def = b
+// SetDefault sets the manager configuration's budget.
+func (st *Ledger) SetDefault(b *tsapi.PreemptionBudget) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.def = b
 }
 
-// readClusterQueueBudget stores the budget and the parent cohort of a ClusterQueue (u nil: it
-// is gone); an invalid budget counts as none, as the other settings. It reports a change.
-func (s *Store) readClusterQueueBudget(name kueue.ClusterQueueReference, u *unstructured.Unstructured) bool {
+// SetClusterQueue stores the budget and the parent cohort of a ClusterQueue (u nil: it is gone);
+// an invalid budget counts as none, as the other settings. It reports a change.
+func (st *Ledger) SetClusterQueue(name kueue.ClusterQueueReference, u *unstructured.Unstructured) bool {
 	b, parent := readBudget(u, "cohortName")
-	st := &s.budget
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.cq == nil {
 		st.cq, st.cqParent = map[kueue.ClusterQueueReference]*tsapi.PreemptionBudget{}, map[kueue.ClusterQueueReference]kueue.CohortReference{}
 	}
 	changed := setBudget(st.cq, name, b)
-	return setOrDelete(st.cqParent, name, kueue.CohortReference(parent)) || changed
+	return setParent(st.cqParent, name, kueue.CohortReference(parent)) || changed
 }
 
-// readCohortBudget is readClusterQueueBudget for a Cohort.
-func (s *Store) readCohortBudget(name kueue.CohortReference, u *unstructured.Unstructured) bool {
+// SetCohort is SetClusterQueue for a Cohort.
+func (st *Ledger) SetCohort(name kueue.CohortReference, u *unstructured.Unstructured) bool {
 	b, parent := readBudget(u, "parentName")
-	st := &s.budget
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.cohorts == nil {
 		st.cohorts, st.cohortParent = map[kueue.CohortReference]*tsapi.PreemptionBudget{}, map[kueue.CohortReference]kueue.CohortReference{}
 	}
 	changed := setBudget(st.cohorts, name, b)
-	return setOrDelete(st.cohortParent, name, kueue.CohortReference(parent)) || changed
+	return setParent(st.cohortParent, name, kueue.CohortReference(parent)) || changed
 }
 
 func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.PreemptionBudget) bool {
@@ -100,7 +100,18 @@ func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.Pree
 		return ok
 	}
 	m[k] = b
-	return !ok || budget.Of(old) != budget.Of(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
+	return !ok || Of(old) != Of(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
+}
+
+// setParent records k's parent cohort ("": none) and reports whether it changed.
+func setParent[K comparable](m map[K]kueue.CohortReference, k K, parent kueue.CohortReference) bool {
+	changed := m[k] != parent
+	if parent == "" {
+		delete(m, k)
+	} else {
+		m[k] = parent
+	}
+	return changed
 }
 
 // readBudget is u's valid budget, if any, and its parent's name, read from spec.<parentField>.
@@ -109,7 +120,8 @@ func readBudget(u *unstructured.Unstructured, parentField string) (*tsapi.Preemp
 		return nil, ""
 	}
 	parent, _, _ := unstructured.NestedString(u.Object, "spec", parentField)
-	raw, err := rawSpec(u)
+	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec")
+	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, parent
 	}
@@ -121,7 +133,7 @@ func readBudget(u *unstructured.Unstructured, parentField string) (*tsapi.Preemp
 }
 
 // pathLocked is cq and the cohorts above it, nearest first; a cycle ends the walk.
-func (st *budgetState) pathLocked(cq kueue.ClusterQueueReference) []node {
+func (st *Ledger) pathLocked(cq kueue.ClusterQueueReference) []node {
 	path := []node{{kind: "ClusterQueue", name: string(cq)}}
 	seen := map[kueue.CohortReference]bool{}
 	for c := st.cqParent[cq]; c != "" && !seen[c]; c = st.cohortParent[c] {
@@ -132,28 +144,27 @@ func (st *budgetState) pathLocked(cq kueue.ClusterQueueReference) []node {
 }
 
 // budgetOfLocked is the budget n sets itself.
-func (st *budgetState) budgetOfLocked(n node) *tsapi.PreemptionBudget {
+func (st *Ledger) budgetOfLocked(n node) *tsapi.PreemptionBudget {
 	if n.kind == "ClusterQueue" {
 		return st.cq[kueue.ClusterQueueReference(n.name)]
 	}
 	return st.cohorts[kueue.CohortReference(n.name)]
 }
 
-// BudgetsOf gives the buckets wl, holding quota, needs a token from (budget.Source): each
-// budget on its path, else the configuration's default for its ClusterQueue, and the nearest
-// perWorkload budget; nil when none.
-func (s *Store) BudgetsOf(wl *kueue.Workload) *budget.Budgets {
+// BudgetsOf gives the buckets wl, holding quota, needs a token from (Source): each budget on its
+// path, else the configuration's default for its ClusterQueue, and the nearest perWorkload
+// budget; nil when none.
+func (st *Ledger) BudgetsOf(wl *kueue.Workload) *Budgets {
 	if wl.Status.Admission == nil {
 		return nil
 	}
-	st := &s.budget
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	if st.def == nil && len(st.cq) == 0 && len(st.cohorts) == 0 {
 		return nil
 	}
 	path := st.pathLocked(wl.Status.Admission.ClusterQueue)
-	var out budget.Budgets
+	var out Budgets
 	var perWorkload *tsapi.PreemptionBudget
 	perWorkloadOwner := ""
 	for _, n := range path {
@@ -161,21 +172,21 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *budget.Budgets {
 		if b == nil {
 			continue
 		}
-		out.Buckets = append(out.Buckets, budget.Bucket{Owner: n.String(), Budget: budget.Of(b), Spent: st.spentLocked(n)})
+		out.Buckets = append(out.Buckets, Bucket{Owner: n.String(), Budget: Of(b), Spent: st.spentLocked(n)})
 		if perWorkload == nil && b.PerWorkload != nil {
 			perWorkload, perWorkloadOwner = b, n.String()
 		}
 	}
 	if len(out.Buckets) == 0 && st.def != nil {
-		out.Buckets = append(out.Buckets, budget.Bucket{Owner: path[0].String() + " (the manager configuration's preemptionBudget)",
-			Budget: budget.Of(st.def), Spent: st.spentLocked(path[0])})
+		out.Buckets = append(out.Buckets, Bucket{Owner: path[0].String() + " (the manager configuration's preemptionBudget)",
+			Budget: Of(st.def), Spent: st.spentLocked(path[0])})
 	}
 	if perWorkload == nil && st.def != nil && st.def.PerWorkload != nil {
 		perWorkload, perWorkloadOwner = st.def, "the manager configuration"
 	}
-	if w, ok := budget.PerWorkloadOf(perWorkload); ok {
+	if w, ok := PerWorkloadOf(perWorkload); ok {
 		spent := slices.Clone(st.byVictim[wl.UID])
-		out.Buckets = append([]budget.Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
+		out.Buckets = append([]Bucket{{Owner: "perWorkload of " + perWorkloadOwner, Budget: w, Spent: spent}}, out.Buckets...)
 	}
 	if len(out.Buckets) == 0 {
 		return nil
@@ -184,21 +195,20 @@ func (s *Store) BudgetsOf(wl *kueue.Workload) *budget.Budgets {
 }
 
 // spentLocked are the instants of the preemptions of workloads below n.
-func (st *budgetState) spentLocked(n node) []time.Time {
+func (st *Ledger) spentLocked(n node) []time.Time {
 	return slices.Clone(st.byNode[n])
 }
 
 // RecordPreemption enters the preemption of wl, holding quota in cq, at at. A preemption of the
 // same admission already entered (an eviction written again, or one after its notice) is not
 // entered twice.
-func (s *Store) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time) {
-	st := &s.budget
+func (st *Ledger) RecordPreemption(wl *kueue.Workload, cq kueue.ClusterQueueReference, at time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.recordLocked(preemption{uid: wl.UID, path: st.pathLocked(cq), at: at}, admittedAt(wl))
 }
 
-func (st *budgetState) recordLocked(p preemption, admitted time.Time) {
+func (st *Ledger) recordLocked(p preemption, admitted time.Time) {
 	if !st.countedLocked(p.path) {
 		return
 	}
@@ -220,7 +230,7 @@ func (st *budgetState) recordLocked(p preemption, admitted time.Time) {
 }
 
 // countedLocked reports whether a budget counts the preemptions of a victim on path.
-func (st *budgetState) countedLocked(path []node) bool {
+func (st *Ledger) countedLocked(path []node) bool {
 	if st.def != nil {
 		return true
 	}
@@ -251,7 +261,7 @@ func forget(times []time.Time, now time.Time, keep time.Duration) []time.Time {
 
 // pruneLocked forgets, in every list, what no bucket remembers at now; lists of queues and
 // victims that see no more preemptions go too. The next pass is when the ledger has doubled.
-func (st *budgetState) pruneLocked(now time.Time, keep time.Duration) {
+func (st *Ledger) pruneLocked(now time.Time, keep time.Duration) {
 	st.entries = pruneTimes(st.byNode, now, keep) + pruneTimes(st.byVictim, now, keep)
 	st.pruneAt = 2*st.entries + 64
 }
@@ -273,17 +283,17 @@ func pruneTimes[K comparable](m map[K][]time.Time, now time.Time, keep time.Dura
 
 // memoryLocked is how long the ledger keeps a preemption: the longest time a bucket takes to
 // refill from empty.
-func (st *budgetState) memoryLocked() time.Duration {
+func (st *Ledger) memoryLocked() time.Duration {
 	longest := time.Duration(0)
 	consider := func(b *tsapi.PreemptionBudget) {
 		if b == nil {
 			return
 		}
-		bucket := budget.Of(b)
+		bucket := Of(b)
 		if bucket.Max > 0 {
 			longest = max(longest, bucket.Period*time.Duration(bucket.Burst)/time.Duration(bucket.Max))
 		}
-		if w, ok := budget.PerWorkloadOf(b); ok {
+		if w, ok := PerWorkloadOf(b); ok {
 			longest = max(longest, w.Period)
 		}
 	}
@@ -312,11 +322,11 @@ var preempteePath = regexp.MustCompile(`preemptee path: (/[^;\s]*)`)
 // preemptorPath finds the preemptor's path beside it.
 var preemptorPath = regexp.MustCompile(`preemptor path: (/[^;\s]*)`)
 
-// LoadPreemptions rebuilds the ledger from the Workloads' Preempted conditions: the status, which
+// Load rebuilds the ledger from the Workloads' Preempted conditions: the status, which
 // tenants cannot write, never their annotations. A condition reset by a later admission keeps
 // only that admission's time, later than the preemption: the rebuilt ledger errs towards waiting.
 // Turns and preemptions by another ClusterQueue are not entered: they do not spend budgets.
-func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
+func (st *Ledger) Load(ctx context.Context, c client.Reader) error {
 	var wls kueue.WorkloadList
 	if err := c.List(ctx, &wls); err != nil {
 		return fmt.Errorf("listing Workloads: %w", err)
@@ -329,7 +339,6 @@ func (s *Store) LoadPreemptions(ctx context.Context, c client.Reader) error {
 		}
 	}
 	slices.SortFunc(found, func(a, b preemption) int { return a.at.Compare(b.at) })
-	st := &s.budget
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, p := range found {
@@ -357,14 +366,14 @@ func preemptionOf(wl *kueue.Workload) (preemption, bool) {
 		}
 		reason = ""
 	}
-	if policy.OwnReasonWords()[reason].Turn || turnWords(c.Message) {
+	if w, _ := policy.OwnReasonWordsOf(reason); w.Turn || turnWords(c.Message) {
 		return preemption{}, false
 	}
 	m := preempteePath.FindStringSubmatch(c.Message)
 	if m == nil {
 		return preemption{}, false
 	}
-	// A preemption by another ClusterQueue does not spend budgets (budget.Option).
+	// A preemption by another ClusterQueue does not spend budgets (Option).
 	if by := preemptorPath.FindStringSubmatch(c.Message); by != nil && clusterQueueOf(by[1]) != clusterQueueOf(m[1]) {
 		return preemption{}, false
 	}
