@@ -60,9 +60,11 @@ var (
 	// custom is the custom label names the per-ClusterQueue vectors were built with.
 	custom []string
 	// unitVectors are the units' per-ClusterQueue metrics (policy.Unit.QueueMetrics), and
-	// unitGauges the gauges their counts feed, by feature.
+	// unitGauges the gauges their counts feed, by feature; built from the registry on first use
+	// (unitsLocked), never at package initialization.
 	unitVectors []prometheus.Collector
 	unitGauges  map[policy.Feature]*prometheus.GaugeVec
+	unitsBuilt  bool
 	// registered is whether Register ran: InitVectors then moves the registration to the new
 	// vectors, so that a manager restarted in the same process keeps serving them.
 	registered bool
@@ -94,6 +96,7 @@ func InitVectors(cl *kueuemetrics.CustomLabels) {
 }
 
 func perClusterQueue() []prometheus.Collector {
+	unitsLocked()
 	return append([]prometheus.Collector{ProtectedCandidates, TurnHolders, NextTurnSeconds, ProtectedWorkloads,
 		PendingLongestWait, PendingWaitingLong, EstimateError, AdmissionsWithoutEstimate}, unitVectors...)
 }
@@ -148,7 +151,17 @@ func build(names []string) {
 		Help: "Admissions (quota reserved) of workloads whose first estimate in that wait was unknown ('estimate' unknown) " +
 			"or that had none ('estimate' none: admitted before one was computed), per 'cluster_queue'.",
 	}, labels("cluster_queue", "estimate", "replica_role"))
-	unitVectors, unitGauges = nil, map[policy.Feature]*prometheus.GaugeVec{}
+	unitVectors, unitGauges, unitsBuilt = nil, nil, false
+}
+
+// unitsLocked builds the units' per-ClusterQueue metrics with the custom label names in use, once
+// per build; vectorsMu is held.
+func unitsLocked() {
+	if unitsBuilt {
+		return
+	}
+	unitsBuilt, unitGauges = true, map[policy.Feature]*prometheus.GaugeVec{}
+	labels := func(base ...string) []string { return append(base, custom...) }
 	for _, u := range plugins.Units() {
 		if u.QueueMetrics == nil {
 			continue
@@ -214,5 +227,6 @@ func unitCollectors() []prometheus.Collector {
 func UnitGauge(f policy.Feature) *prometheus.GaugeVec {
 	vectorsMu.Lock()
 	defer vectorsMu.Unlock()
+	unitsLocked()
 	return unitGauges[f]
 }
