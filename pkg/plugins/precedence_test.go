@@ -1,0 +1,125 @@
+package plugins
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// TestPrecedence: for each pair of features that both apply to one candidate, the precedence
+// table decides, whatever the order the features are registered in.
+func TestPrecedence(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	// Each fact makes one feature apply to a same-priority candidate of the preemptor's
+	// ClusterQueue, queued before it, holding quota and running for two hours.
+	type facts struct {
+		window, expected, minRuntime, toleration, notYourTurn bool
+	}
+	cases := map[string]struct {
+		features []policy.Feature
+		facts    facts
+		want     policy.Decision
+		// without is the decision with the winning feature left out: the other one applied too.
+		winner  policy.Feature
+		without policy.Decision
+	}{
+		"minAdmitDuration and expected runtime: the time-based rule decides": {
+			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureExpectedRuntime},
+			facts:    facts{window: true, expected: true},
+			want:     policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+		},
+		"another workload has the turn: it refuses before expected runtime could allow": {
+			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureExpectedRuntime},
+			facts:    facts{window: true, expected: true, notYourTurn: true},
+			want:     policy.Decision{Rule: policy.RuleNotYourTurn},
+			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+		},
+		"minAdmitDuration and min-runtime: min-runtime protects": {
+			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureMinRuntime},
+			facts:    facts{window: true, minRuntime: true},
+			want:     policy.Decision{Rule: policy.RuleMinRuntime},
+			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+		},
+		"minAdmitDuration and toleration: toleration protects": {
+			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureToleration},
+			facts:    facts{window: true, toleration: true},
+			want:     policy.Decision{Rule: policy.RuleToleration},
+			winner:   policy.FeatureToleration, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+		},
+		"expected runtime and min-runtime: min-runtime protects": {
+			features: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureMinRuntime},
+			facts:    facts{expected: true, minRuntime: true},
+			want:     policy.Decision{Rule: policy.RuleMinRuntime},
+			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+		},
+		"expected runtime and toleration: toleration protects": {
+			features: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureToleration},
+			facts:    facts{expected: true, toleration: true},
+			want:     policy.Decision{Rule: policy.RuleToleration},
+			winner:   policy.FeatureToleration, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+		},
+		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
+			features: []policy.Feature{policy.FeatureMinRuntime, policy.FeatureToleration, policy.FeatureTimeBased},
+			facts:    facts{window: true, minRuntime: true, toleration: true},
+			want:     policy.Decision{Rule: policy.RuleMinRuntime},
+			winner:   policy.FeatureMinRuntime, without: policy.Decision{Rule: policy.RuleToleration},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pre := &policy.Pending{ClusterQueue: "cq", Priority: 100, QueuedAt: t0.Add(-time.Minute)}
+			if tc.facts.notYourTurn {
+				pre.WaitingLonger = "ns/other"
+			}
+			running := t0.Add(-2 * time.Hour)
+			c := &policy.Candidate{Info: &workload.Info{ClusterQueue: "cq"}, Priority: 100, QueuedAt: t0.Add(-3 * time.Hour),
+				QuotaReservedAt: running, Admitted: true, AdmittedAt: running}
+			in := &policy.Input{Preemptor: pre, Candidate: c, Scope: policy.SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Now: t0}
+			if tc.facts.window {
+				in.Settings.MinAdmitDuration = time.Hour
+			}
+			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+			var src policy.Sources
+			if tc.facts.expected {
+				wl.Annotations[annotations.ExpectedRuntime] = "1h"
+			}
+			if tc.facts.minRuntime {
+				in.Protection = policy.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}}
+			}
+			if tc.facts.toleration {
+				wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Name: "sticky"}
+				src = append(src, classTolerations{"sticky": {Toleration: annotations.Toleration{MinimumPreemptablePriority: 1000, Forever: true}, Source: "WorkloadPriorityClass sticky"}})
+			}
+			Units().ReadFacts(c, wl, src, nil, false)
+			forward := append([]policy.Feature(nil), tc.features...)
+			backward := make([]policy.Feature, 0, len(forward))
+			for i := len(forward) - 1; i >= 0; i-- {
+				backward = append(backward, forward[i])
+			}
+			for _, order := range [][]policy.Feature{forward, backward} {
+				if diff := cmp.Diff(tc.want, policy.New(policy.Options{}, With(order...)).Decide(in)); diff != "" {
+					t.Errorf("registered as %v: Decide (-want +got):\n%s", order, diff)
+				}
+			}
+			// The other feature applies too: the pair is a real conflict.
+			var rest []policy.Feature
+			for _, f := range tc.features {
+				if f != tc.winner {
+					rest = append(rest, f)
+				}
+			}
+			if diff := cmp.Diff(tc.without, policy.New(policy.Options{}, With(rest...)).Decide(in)); diff != "" {
+				t.Errorf("without %s: Decide (-want +got):\n%s", tc.winner, diff)
+			}
+		})
+	}
+}
