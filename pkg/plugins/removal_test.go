@@ -278,7 +278,12 @@ func TestFeatureRemovalFacts(t *testing.T) {
 
 type classTolerations map[string]*policy.Toleration
 
-func (c classTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration { return c[ref.Name] }
+func (c classTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+	if ref == nil {
+		return nil
+	}
+	return c[ref.Name]
+}
 
 type budgetSource struct{ b *budget.Budgets }
 
