@@ -31,7 +31,7 @@ var homes = []struct {
 	{"timebased", []string{"pkg/policy/timebased.go", "pkg/scheduler/preemption/turn.go", "pkg/scheduler/preemption/turnholder.go"}},
 	{"expectedruntime", []string{"pkg/policy/expectedruntime.go", "pkg/scheduler/preemption/nomination.go", "pkg/jobannotations/"}},
 	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
-	{"toleration", []string{"pkg/policy/toleration.go", "pkg/toleration/"}},
+	{"toleration", []string{"pkg/plugins/toleration/"}},
 	{"notice", []string{"pkg/policy/notice.go", "pkg/scheduler/preemption/notice.go", "pkg/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
 	{"budget", []string{"pkg/plugins/budget/"}},
 }

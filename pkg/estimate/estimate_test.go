@@ -15,15 +15,16 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 // classes gives the toleration of the priority class named in a workload.
-type classes map[string]*policy.Toleration
+type classes map[string]*toleration.Toleration
 
-func (c classes) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+func (c classes) For(ref *kueue.PriorityClassRef) *toleration.Toleration {
 	if ref == nil {
 		return nil
 	}

@@ -81,11 +81,11 @@ import (
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 	// Stamps upstream's version variables, read by kueue_build_info, with this build's.
 	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"

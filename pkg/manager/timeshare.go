@@ -15,12 +15,12 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // timesharePreemptor adapts our preemptor to the scheduler's interface.

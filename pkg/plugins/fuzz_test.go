@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -88,7 +89,7 @@ func FuzzVictimPolicy(f *testing.F) {
 		if d.Eligible && policy.Protected(c, in.Protection, in.Now) {
 			t.Fatalf("a candidate inside its min-runtime was made eligible by %s", d.Rule)
 		}
-		if d.Eligible && policy.Tolerated(c, in.Preemptor.Priority, in.Now) {
+		if d.Eligible && toleration.Tolerated(c, in.Preemptor.Priority, in.Now) {
 			t.Fatalf("a candidate tolerating the preemptor was made eligible by %s", d.Rule)
 		}
 		if d.Eligible && in.Policy != kueue.PreemptionPolicyAny && in.Policy != kueue.PreemptionPolicyLowerPriority &&

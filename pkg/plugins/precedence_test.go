@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -50,10 +51,10 @@ func TestPrecedence(t *testing.T) {
 			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
 		},
 		"minAdmitDuration and toleration: toleration protects": {
-			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureToleration},
+			features: []policy.Feature{policy.FeatureTimeBased, toleration.Feature},
 			facts:    facts{window: true, toleration: true},
-			want:     policy.Decision{Rule: policy.RuleToleration},
-			winner:   policy.FeatureToleration, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+			want:     policy.Decision{Rule: toleration.RuleTolerates},
+			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
 		},
 		"expected runtime and min-runtime: min-runtime protects": {
 			features: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureMinRuntime},
@@ -62,16 +63,16 @@ func TestPrecedence(t *testing.T) {
 			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
 		},
 		"expected runtime and toleration: toleration protects": {
-			features: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureToleration},
+			features: []policy.Feature{policy.FeatureExpectedRuntime, toleration.Feature},
 			facts:    facts{expected: true, toleration: true},
-			want:     policy.Decision{Rule: policy.RuleToleration},
-			winner:   policy.FeatureToleration, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+			want:     policy.Decision{Rule: toleration.RuleTolerates},
+			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
 		},
 		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
-			features: []policy.Feature{policy.FeatureMinRuntime, policy.FeatureToleration, policy.FeatureTimeBased},
+			features: []policy.Feature{policy.FeatureMinRuntime, toleration.Feature, policy.FeatureTimeBased},
 			facts:    facts{window: true, minRuntime: true, toleration: true},
 			want:     policy.Decision{Rule: policy.RuleMinRuntime},
-			winner:   policy.FeatureMinRuntime, without: policy.Decision{Rule: policy.RuleToleration},
+			winner:   policy.FeatureMinRuntime, without: policy.Decision{Rule: toleration.RuleTolerates},
 		},
 	}
 	for name, tc := range cases {

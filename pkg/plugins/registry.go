@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -26,7 +27,7 @@ func registry() policy.Table {
 		// Vetoes an eligible candidate inside its min-runtime.
 		policy.MinRuntimeUnit(),
 		// Vetoes an eligible candidate whose priority class tolerates the preemptor.
-		policy.TolerationUnit(),
+		toleration.Unit(),
 		// Vetoes a candidate whose room is promised to another preemptor by a notice.
 		policy.NoticeUnit(),
 		// Vetoes a candidate whose preemption would overdraw a preemption budget on its path.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -33,7 +34,7 @@ type tweak func(*fixture)
 // (or, where another feature applies too, that feature's).
 func TestFeatureRemoval(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	tolerates := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Duration: time.Hour}, Source: "WorkloadPriorityClass keep"}
+	tolerates := &toleration.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Duration: time.Hour}, Source: "WorkloadPriorityClass keep"}
 	spent := &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue cq", Budget: budget.Budget{Max: 1, Period: time.Hour, Burst: 1},
 		Spent: []time.Time{t0.Add(-time.Minute)}}}}
 	refilled := &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue cq", Budget: budget.Budget{Max: 1, Period: time.Hour, Burst: 1},
@@ -97,7 +98,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"lower priority, its class tolerates the preemptor": {
 			tweaks:  []tweak{tolerating},
-			applies: []policy.Feature{policy.FeatureToleration},
+			applies: []policy.Feature{toleration.Feature},
 		},
 		"lower priority under notice for another preemptor": {
 			tweaks:  []tweak{byOther},
@@ -124,13 +125,13 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"lower priority, tolerating and under notice": {
 			tweaks:  []tweak{tolerating, byOther},
-			applies: []policy.Feature{policy.FeatureToleration, policy.FeatureNotice},
-			without: map[policy.Feature]string{policy.FeatureToleration: policy.RuleUnderNotice, policy.FeatureNotice: policy.RuleToleration},
+			applies: []policy.Feature{toleration.Feature, policy.FeatureNotice},
+			without: map[policy.Feature]string{toleration.Feature: policy.RuleUnderNotice, policy.FeatureNotice: toleration.RuleTolerates},
 		},
 		"past minAdmitDuration and tolerating": {
 			tweaks:  []tweak{samePriority, window, tolerating},
-			applies: []policy.Feature{policy.FeatureTimeBased, policy.FeatureToleration},
-			without: map[policy.Feature]string{policy.FeatureToleration: policy.RuleTimeExpired},
+			applies: []policy.Feature{policy.FeatureTimeBased, toleration.Feature},
+			without: map[policy.Feature]string{toleration.Feature: policy.RuleTimeExpired},
 		},
 		"past its expected runtime inside its min-runtime": {
 			tweaks:  []tweak{samePriority, expects, minRuntime(time.Hour)},
@@ -243,12 +244,12 @@ func TestFeatureRemovalFacts(t *testing.T) {
 		Spec:       kueue.WorkloadSpec{PriorityClassRef: &kueue.PriorityClassRef{Name: "keep"}},
 		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{policy.NoticeRecord(n, 1)}},
 	}
-	tol := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Forever: true}, Source: "WorkloadPriorityClass keep"}
+	tol := &toleration.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Forever: true}, Source: "WorkloadPriorityClass keep"}
 	b := &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue cq", Budget: budget.Budget{Max: 1, Period: time.Hour, Burst: 1}}}}
 	src := policy.Sources{classTolerations{"keep": tol}, budgetSource{b}}
 	fact := map[policy.Feature]func(*policy.Candidate) any{
 		policy.FeatureExpectedRuntime: func(c *policy.Candidate) any { return policy.ExpectedRuntimeOf(c) },
-		policy.FeatureToleration:      func(c *policy.Candidate) any { return policy.TolerationOf(c) },
+		toleration.Feature:            func(c *policy.Candidate) any { return toleration.Of(c) },
 		policy.FeatureNotice:          func(c *policy.Candidate) any { return policy.NoticeOf(c) },
 		budget.Feature:                func(c *policy.Candidate) any { return budget.BucketsOf(c) },
 	}
@@ -276,9 +277,9 @@ func TestFeatureRemovalFacts(t *testing.T) {
 	}
 }
 
-type classTolerations map[string]*policy.Toleration
+type classTolerations map[string]*toleration.Toleration
 
-func (c classTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+func (c classTolerations) For(ref *kueue.PriorityClassRef) *toleration.Toleration {
 	if ref == nil {
 		return nil
 	}
@@ -293,7 +294,7 @@ func reflectNil(v any) bool {
 	switch v := v.(type) {
 	case *annotations.ExpectedRuntimeSettings:
 		return v == nil
-	case *policy.Toleration:
+	case *toleration.Toleration:
 		return v == nil
 	case *annotations.Notice:
 		return v == nil

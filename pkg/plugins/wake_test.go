@@ -13,6 +13,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -40,8 +41,8 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 			out = append(out, policy.Protected(c, policy.Protection{MinRuntime: d}, t))
 		}
 	}
-	if tol := policy.TolerationOf(c); wc.on(policy.FeatureToleration) && tol != nil {
-		out = append(out, policy.Tolerated(c, tol.MinimumPreemptablePriority-1, t))
+	if tol := toleration.Of(c); wc.on(toleration.Feature) && tol != nil {
+		out = append(out, toleration.Tolerated(c, tol.MinimumPreemptablePriority-1, t))
 	}
 	if wc.on(policy.FeatureExpectedRuntime) {
 		n, _ := policy.Nominate(c, t)
@@ -58,7 +59,7 @@ func (wc *wakeCase) breakpoints() []time.Time {
 	bases := []time.Time{c.QuotaReservedAt, c.AdmittedAt, c.RunningSince}
 	durs := []time.Duration{0, wc.s.Queue.MinAdmitDuration}
 	durs = append(durs, wc.s.MinRuntimes...)
-	if tol := policy.TolerationOf(c); tol != nil {
+	if tol := toleration.Of(c); tol != nil {
 		durs = append(durs, tol.Duration)
 	}
 	if er := policy.ExpectedRuntimeOf(c); er != nil {
@@ -190,7 +191,7 @@ func TestNextWakeIsFirstChange(t *testing.T) {
 		r := rand.New(rand.NewSource(seed))
 		for i := range 4000 {
 			wc := randomWakeCase(r)
-			if policy.TolerationOf(&wc.c) != nil {
+			if toleration.Of(&wc.c) != nil {
 				facts["toleration"]++
 			}
 			if er := policy.ExpectedRuntimeOf(&wc.c); er != nil && er.Skip == "" {

@@ -214,8 +214,6 @@ func withFacts(c Candidate, facts ...any) *Candidate {
 		switch f := f.(type) {
 		case *annotations.ExpectedRuntimeSettings:
 			expectedRuntime.Set(&c, f)
-		case *Toleration:
-			toleration.Set(&c, f)
 		case *annotations.Notice:
 			notice.Set(&c, f)
 		default:

@@ -7,7 +7,7 @@ import (
 // testUnits are the units of this package in the registry's order (plugins.Units; the whole table,
 // with the budget, is tested in package plugins).
 func testUnits() Table {
-	return Table{TimeBasedUnit(), ExpectedRuntimeUnit(), MinRuntimeUnit(), TolerationUnit(), NoticeUnit()}
+	return Table{TimeBasedUnit(), ExpectedRuntimeUnit(), MinRuntimeUnit(), NoticeUnit()}
 }
 
 // mustUnit is feature f's unit.

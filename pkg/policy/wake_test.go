@@ -37,17 +37,6 @@ func TestChangesEdges(t *testing.T) {
 			c: Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0, NotStarted: true},
 			s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}},
 		},
-		"toleration ends after its duration from admission": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}),
-			want: []Change{{At: t0.Add(time.Minute)}},
-		},
-		"a toleration for ever never ends": {
-			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Forever: true}}),
-		},
-		"toleration off": {
-			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &Toleration{Toleration: annotations.Toleration{Duration: time.Minute}}),
-			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureToleration }},
-		},
 		"min-runtime off": {
 			c: running, s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Enabled: func(f Feature) bool { return f != FeatureMinRuntime }},
 		},

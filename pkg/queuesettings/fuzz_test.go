@@ -11,6 +11,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
@@ -118,12 +119,12 @@ func FuzzWakeTimes(f *testing.F) {
 }
 
 // classTolerations gives every priority class one toleration; none when zero.
-type classTolerations policy.Toleration
+type classTolerations toleration.Toleration
 
-func (c classTolerations) For(*kueue.PriorityClassRef) *policy.Toleration {
+func (c classTolerations) For(*kueue.PriorityClassRef) *toleration.Toleration {
 	if c == (classTolerations{}) {
 		return nil
 	}
-	t := policy.Toleration(c)
+	t := toleration.Toleration(c)
 	return &t
 }

@@ -43,12 +43,12 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
 )
 
 // world is the in-process cluster: a fake API server, Kueue's scheduler cache and queue manager,

@@ -19,6 +19,7 @@ import (
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -95,7 +96,7 @@ func allPolicies() []Option {
 			cohorts:  map[kueue.CohortReference]policy.MinRuntimes{"left": {Reclaim: policy.Set(time.Minute)}},
 			defaults: policy.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
 		}),
-		WithSources(fakeTolerations{&policy.Toleration{Source: "WorkloadPriorityClass sticky"}}),
+		WithSources(fakeTolerations{&toleration.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithExpectedRuntimeRequeue(10 * time.Minute),
 		WithPreemptionNotice(noNoticeSettings{}),
 		WithWorkloadIndex(syncedEmptyIndex()),

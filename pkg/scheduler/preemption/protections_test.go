@@ -25,6 +25,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -184,9 +185,9 @@ func TestMinRuntimeTargets(t *testing.T) {
 }
 
 // fakeTolerations gives every workload of class "sticky" the toleration t.
-type fakeTolerations struct{ t *policy.Toleration }
+type fakeTolerations struct{ t *toleration.Toleration }
 
-func (f fakeTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+func (f fakeTolerations) For(ref *kueue.PriorityClassRef) *toleration.Toleration {
 	if ref != nil && ref.Name == "sticky" {
 		return f.t
 	}
@@ -194,10 +195,10 @@ func (f fakeTolerations) For(ref *kueue.PriorityClassRef) *policy.Toleration {
 }
 
 func TestTolerationTargets(t *testing.T) {
-	forever := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Forever: true}, Source: "WorkloadPriorityClass sticky"}
-	fourMin := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Duration: 4 * time.Minute}, Source: "WorkloadPriorityClass sticky"}
+	forever := &toleration.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Forever: true}, Source: "WorkloadPriorityClass sticky"}
+	fourMin := &toleration.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 100, Duration: 4 * time.Minute}, Source: "WorkloadPriorityClass sticky"}
 	cases := map[string]struct {
-		toleration  *policy.Toleration
+		toleration  *toleration.Toleration
 		gateOff     bool
 		want        []string
 		wantExplain string

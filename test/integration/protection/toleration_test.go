@@ -18,8 +18,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/toleration"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 )
 
 // The seed's priority classes: system-critical 10000, high 9000, and at 8000 a class that tolerates
@@ -199,11 +198,11 @@ var _ = ginkgo.Describe("A priority class its controller has not read yet", func
 			Value: 8000,
 		})).To(gomega.Succeed())
 		ref := kueue.NewWorkloadPriorityClassRef("created-just-now")
-		want := &policy.Toleration{
+		want := &toleration.Toleration{
 			Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
 			Source:     "WorkloadPriorityClass created-just-now",
 		}
-		gomega.Eventually(func() *policy.Toleration { return reading.For(ref) }, timeout, interval).To(gomega.Equal(want))
+		gomega.Eventually(func() *toleration.Toleration { return reading.For(ref) }, timeout, interval).To(gomega.Equal(want))
 		gomega.Expect(controllersOnly.For(ref)).To(gomega.BeNil(), "a store that waits for its controllers knows nothing of the class")
 	})
 })

@@ -9,7 +9,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestStore(t *testing.T) {
@@ -20,7 +19,7 @@ func TestStore(t *testing.T) {
 		t.Fatalf("unexpected problem %q", problem)
 	}
 	s.set(key{kueue.WorkloadPriorityClassKind, "low-10min"}, tol)
-	want := &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
+	want := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
 		Source: "WorkloadPriorityClass low-10min"}
 	if diff := cmp.Diff(want, s.For(kueue.NewWorkloadPriorityClassRef("low-10min"))); diff != "" {
 		t.Errorf("toleration (-want +got):\n%s", diff)
@@ -53,19 +52,19 @@ func TestSet(t *testing.T) {
 	cases := map[string]struct {
 		kind    kueue.PriorityClassKind
 		ann     map[string]string
-		want    *policy.Toleration
+		want    *Toleration
 		wantErr string
 	}{
 		"a WorkloadPriorityClass that tolerates for ten minutes": {
 			kind: kueue.WorkloadPriorityClassKind,
 			ann:  map[string]string{annotations.MinimumPreemptablePriority: "10000", annotations.TolerationSeconds: "600"},
-			want: &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
+			want: &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute},
 				Source: "WorkloadPriorityClass c"},
 		},
 		"a PriorityClass that tolerates forever": {
 			kind: kueue.PodPriorityClassKind,
 			ann:  map[string]string{annotations.TolerationSeconds: "-1"},
-			want: &policy.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 101, Forever: true},
+			want: &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 101, Forever: true},
 				Source: "PriorityClass c"},
 		},
 		"no annotations: nothing tolerated": {kind: kueue.WorkloadPriorityClassKind},

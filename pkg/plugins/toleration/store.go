@@ -1,6 +1,3 @@
-// Package toleration keeps the preemption toleration declared on priority classes
-// (WorkloadPriorityClass and PriorityClass annotations) for the preemptor, read by two small
-// controllers.
 package toleration
 
 import (
@@ -22,7 +19,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ReasonInvalid is the reason of the Warning event on a class whose toleration annotations are
@@ -38,7 +34,7 @@ type key struct {
 // kept as nil, so that a miss means "not read yet".
 type Store struct {
 	mu      sync.RWMutex
-	classes map[key]*policy.Toleration
+	classes map[key]*Toleration
 	// misses, when set, is read for a class the controllers have not reconciled yet: a workload
 	// may name a class created a moment ago, and its preemptor must not decide without it.
 	misses client.Reader
@@ -54,7 +50,7 @@ func ReadMisses(r client.Reader) StoreOption {
 
 // NewStore returns an empty store.
 func NewStore(opts ...StoreOption) *Store {
-	s := &Store{classes: map[key]*policy.Toleration{}}
+	s := &Store{classes: map[key]*Toleration{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -63,7 +59,7 @@ func NewStore(opts ...StoreOption) *Store {
 
 // For returns the toleration of the class ref points to, or nil. The result is shared: callers
 // must not change it.
-func (s *Store) For(ref *kueue.PriorityClassRef) *policy.Toleration {
+func (s *Store) For(ref *kueue.PriorityClassRef) *Toleration {
 	if ref == nil {
 		return nil
 	}
@@ -79,7 +75,7 @@ func (s *Store) For(ref *kueue.PriorityClassRef) *policy.Toleration {
 
 // readMiss reads one class the controllers have not reconciled yet. A class that is not found
 // is not remembered, since it may be created later.
-func (s *Store) readMiss(k key) *policy.Toleration {
+func (s *Store) readMiss(k key) *Toleration {
 	var obj client.Object
 	var value func() int32
 	switch k.kind {
@@ -101,7 +97,7 @@ func (s *Store) readMiss(k key) *policy.Toleration {
 
 // set records what a class that exists declares; one that tolerates nothing is kept as read,
 // without a toleration. It returns what was kept.
-func (s *Store) set(k key, t *policy.Toleration) *policy.Toleration {
+func (s *Store) set(k key, t *Toleration) *Toleration {
 	if t != nil && !t.Tolerates() {
 		t = nil
 	}
@@ -119,12 +115,12 @@ func (s *Store) forget(k key) {
 }
 
 // toleration parses a class's annotations; invalid ones give none and a problem.
-func toleration(kind kueue.PriorityClassKind, name string, ann map[string]string, value int32) (*policy.Toleration, string) {
+func toleration(kind kueue.PriorityClassKind, name string, ann map[string]string, value int32) (*Toleration, string) {
 	t, errs := annotations.ParseToleration(ann, value)
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate().Error()
 	}
-	return &policy.Toleration{Toleration: t, Source: fmt.Sprintf("%s %s", kind, name)}, ""
+	return &Toleration{Toleration: t, Source: fmt.Sprintf("%s %s", kind, name)}, ""
 }
 
 // Set stores the toleration declared by the annotations of one priority class, as the controllers
