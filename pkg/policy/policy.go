@@ -3,8 +3,9 @@
 //
 // The decisions are pure: inputs are plain facts read off workloads once, outputs carry the
 // name of the rule that made them and a sentence a person can read. Each feature is one Unit
-// (precedence.go), which also owns its metrics, so the package registers collectors but decides
-// nothing from them. Features plug in by adding a unit, never by editing the preemptor.
+// (precedence.go), which also owns its metrics; the registry (package plugins) lists them, and
+// this package names none of the features that live in packages of their own. Features plug in
+// by adding a unit, never by editing the preemptor.
 package policy
 
 import (
