@@ -61,10 +61,9 @@ var (
 	custom []string
 	// unitVectors are the units' per-ClusterQueue metrics (policy.Unit.QueueMetrics), and
 	// unitGauges the gauges their counts feed, by feature; built from the registry on first use
-	// (unitsLocked), never at package initialization.
+	// (unitsLocked), never at package initialization: nil until then.
 	unitVectors []prometheus.Collector
 	unitGauges  map[policy.Feature]*prometheus.GaugeVec
-	unitsBuilt  bool
 	// registered is whether Register ran: InitVectors then moves the registration to the new
 	// vectors, so that a manager restarted in the same process keeps serving them.
 	registered bool
@@ -151,16 +150,16 @@ func build(names []string) {
 		Help: "Admissions (quota reserved) of workloads whose first estimate in that wait was unknown ('estimate' unknown) " +
 			"or that had none ('estimate' none: admitted before one was computed), per 'cluster_queue'.",
 	}, labels("cluster_queue", "estimate", "replica_role"))
-	unitVectors, unitGauges, unitsBuilt = nil, nil, false
+	unitVectors, unitGauges = nil, nil
 }
 
 // unitsLocked builds the units' per-ClusterQueue metrics with the custom label names in use, once
 // per build; vectorsMu is held.
 func unitsLocked() {
-	if unitsBuilt {
+	if unitGauges != nil {
 		return
 	}
-	unitsBuilt, unitGauges = true, map[policy.Feature]*prometheus.GaugeVec{}
+	unitGauges = map[policy.Feature]*prometheus.GaugeVec{}
 	labels := func(base ...string) []string { return append(base, custom...) }
 	for _, u := range plugins.Units() {
 		if u.QueueMetrics == nil {

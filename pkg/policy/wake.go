@@ -35,7 +35,7 @@ func (s WakeSettings) on(f Feature) bool {
 // MayChange reports whether, with no minAdmitDuration anywhere, a feature that is on may still
 // change a decision about some running workload.
 func (s WakeSettings) MayChange() bool {
-	for _, u := range s.units() {
+	for _, u := range s.Units {
 		if s.on(u.Feature) && (u.MayChange == nil || u.MayChange(s)) {
 			return true
 		}
@@ -46,10 +46,8 @@ func (s WakeSettings) MayChange() bool {
 // ReadFacts sets on c what the features that are on read from wl, a workload holding quota,
 // beyond its conditions, each from its source among src (none: nothing known).
 func (s WakeSettings) ReadFacts(c *Candidate, wl *kueue.Workload, src Sources) {
-	s.units().ReadFacts(c, wl, src, s.on, false)
+	s.Units.ReadFacts(c, wl, src, s.on, false)
 }
-
-func (s WakeSettings) units() Table { return s.Units }
 
 // Change is an instant at which a feature's decision about a candidate changes while the
 // candidate stays as it is.
@@ -79,7 +77,7 @@ func Changes(c *Candidate, s WakeSettings) []Change {
 			out = append(out, ch)
 		}
 	}
-	for _, u := range s.units() {
+	for _, u := range s.Units {
 		if s.on(u.Feature) {
 			u.Changes(c, s, add)
 		}

@@ -74,11 +74,7 @@ func (st *Ledger) SetClusterQueue(name kueue.ClusterQueueReference, u *unstructu
 	b, parent := readBudget(u, "cohortName")
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.cq == nil {
-		st.cq, st.cqParent = map[kueue.ClusterQueueReference]*tsapi.PreemptionBudget{}, map[kueue.ClusterQueueReference]kueue.CohortReference{}
-	}
-	changed := setBudget(st.cq, name, b)
-	return setParent(st.cqParent, name, kueue.CohortReference(parent)) || changed
+	return setNode(&st.cq, &st.cqParent, name, b, parent)
 }
 
 // SetCohort is SetClusterQueue for a Cohort.
@@ -86,11 +82,26 @@ func (st *Ledger) SetCohort(name kueue.CohortReference, u *unstructured.Unstruct
 	b, parent := readBudget(u, "parentName")
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.cohorts == nil {
-		st.cohorts, st.cohortParent = map[kueue.CohortReference]*tsapi.PreemptionBudget{}, map[kueue.CohortReference]kueue.CohortReference{}
+	return setNode(&st.cohorts, &st.cohortParent, name, b, parent)
+}
+
+// setNode stores queue k's budget and parent cohort ("": none) in budgets and parents, made when
+// nil, and reports whether either changed.
+func setNode[K comparable](budgets *map[K]*tsapi.PreemptionBudget, parents *map[K]kueue.CohortReference, k K, b *tsapi.PreemptionBudget, parent string) bool {
+	if *budgets == nil {
+		*budgets, *parents = map[K]*tsapi.PreemptionBudget{}, map[K]kueue.CohortReference{}
 	}
-	changed := setBudget(st.cohorts, name, b)
-	return setParent(st.cohortParent, name, kueue.CohortReference(parent)) || changed
+	changed := setBudget(*budgets, k, b)
+	p := kueue.CohortReference(parent)
+	if (*parents)[k] != p {
+		changed = true
+	}
+	if p == "" {
+		delete(*parents, k)
+	} else {
+		(*parents)[k] = p
+	}
+	return changed
 }
 
 func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.PreemptionBudget) bool {
@@ -101,17 +112,6 @@ func setBudget[K comparable](m map[K]*tsapi.PreemptionBudget, k K, b *tsapi.Pree
 	}
 	m[k] = b
 	return !ok || Of(old) != Of(b) || fmt.Sprint(old.PerWorkload) != fmt.Sprint(b.PerWorkload)
-}
-
-// setParent records k's parent cohort ("": none) and reports whether it changed.
-func setParent[K comparable](m map[K]kueue.CohortReference, k K, parent kueue.CohortReference) bool {
-	changed := m[k] != parent
-	if parent == "" {
-		delete(m, k)
-	} else {
-		m[k] = parent
-	}
-	return changed
 }
 
 // readBudget is u's valid budget, if any, and its parent's name, read from spec.<parentField>.
