@@ -13,6 +13,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -29,7 +30,7 @@ var homes = []struct {
 	home    []string
 }{
 	{"timebased", []string{"pkg/policy/timebased.go", "pkg/scheduler/preemption/turn.go", "pkg/scheduler/preemption/turnholder.go"}},
-	{"expectedruntime", []string{"pkg/policy/expectedruntime.go", "pkg/scheduler/preemption/nomination.go", "pkg/jobannotations/"}},
+	{"expectedruntime", []string{"pkg/plugins/expectedruntime/"}},
 	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
 	{"toleration", []string{"pkg/plugins/toleration/"}},
 	{"notice", []string{"pkg/policy/notice.go", "pkg/scheduler/preemption/notice.go", "pkg/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
@@ -49,6 +50,7 @@ type file struct {
 func main() {
 	max := flag.Int("max", -1, "fail when a feature reaches more files than this (-1: never)")
 	list := flag.Bool("list", false, "list the files each feature reaches")
+	showNames := flag.Bool("names", false, "with -list, say which of the feature's identifiers each file names")
 	flag.Parse()
 	files, err := parseTree(".")
 	if err != nil {
@@ -62,7 +64,11 @@ func main() {
 		fmt.Printf("%-16s %6d\n", h.feature, len(reached))
 		if *list {
 			for _, r := range reached {
-				fmt.Printf("    %s\n", r)
+				if *showNames {
+					fmt.Printf("    %-48s %s\n", r.rel, strings.Join(r.names, " "))
+					continue
+				}
+				fmt.Printf("    %s\n", r.rel)
 			}
 		}
 		if *max >= 0 && len(reached) > *max {
@@ -114,9 +120,15 @@ func inHome(rel string, home []string) bool {
 	})
 }
 
+// reach is one counted file outside a feature's home and the home's identifiers it names.
+type reach struct {
+	rel   string
+	names []string
+}
+
 // footprint lists the counted files outside home that name an exported identifier declared in
 // home.
-func footprint(files []*file, home []string) []string {
+func footprint(files []*file, home []string) []reach {
 	// declared: import path -> exported top-level names of home's files.
 	declared := map[string]map[string]bool{}
 	for _, f := range files {
@@ -130,13 +142,13 @@ func footprint(files []*file, home []string) []string {
 			declared[f.pkg][name] = true
 		}
 	}
-	var out []string
+	var out []reach
 	for _, f := range files {
 		if inHome(f.rel, home) || slices.Contains(notCounted, f.rel) || isMain(f) {
 			continue
 		}
-		if names(f, declared) {
-			out = append(out, f.rel)
+		if n := names(f, declared); len(n) > 0 {
+			out = append(out, reach{rel: f.rel, names: n})
 		}
 	}
 	return out
@@ -176,22 +188,19 @@ func exported(f *ast.File) []string {
 	return out
 }
 
-// names reports whether f names one of declared: qualified through an import, or, in the same
-// package, unqualified.
-func names(f *file, declared map[string]map[string]bool) bool {
+// names are the identifiers of declared f names, sorted: qualified through an import, or, in the
+// same package, unqualified.
+func names(f *file, declared map[string]map[string]bool) []string {
 	own := declared[f.pkg]
-	found := false
+	found := map[string]bool{}
 	selected := map[*ast.Ident]bool{}
 	ast.Inspect(f.ast, func(n ast.Node) bool {
-		if found {
-			return false
-		}
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
 			selected[n.Sel] = true
 			if x, ok := n.X.(*ast.Ident); ok {
 				if ip, ok := f.imports[x.Name]; ok && declared[ip][n.Sel.Name] {
-					found = true
+					found[n.Sel.Name] = true
 				}
 			}
 		case *ast.Field:
@@ -210,10 +219,10 @@ func names(f *file, declared map[string]map[string]bool) bool {
 			}
 		case *ast.Ident:
 			if own[n.Name] && !selected[n] {
-				found = true
+				found[n.Name] = true
 			}
 		}
 		return true
 	})
-	return found
+	return slices.Sorted(maps.Keys(found))
 }

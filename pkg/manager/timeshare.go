@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -58,7 +58,7 @@ func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store,
 			preemption.WithSettingsKnown(store.Known),
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
 			// The one registration of the victim policy's features: each takes the source it reads.
-			preemption.WithSources(store, tolerations, preemption.DefaultCooldown(requeueDelay)),
+			preemption.WithSources(store, tolerations, expectedruntime.DefaultCooldown(requeueDelay)),
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
@@ -101,7 +101,7 @@ func (m *Manager) setupTimeshare() error {
 	if err := toleration.Setup(m, m.tolerations); err != nil {
 		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
 	}
-	if err := jobannotations.Setup(m); err != nil {
+	if err := expectedruntime.Setup(m); err != nil {
 		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
 	}
 	if err := requeue.Setup(m, m.opts.Clock); err != nil {

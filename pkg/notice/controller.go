@@ -36,7 +36,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobannotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobowner"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -517,10 +517,10 @@ func (r *Reconciler) patchAnnotations(ctx context.Context, obj client.Object, va
 	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":%s}}`, raw)))
 }
 
-// owner reads wl's controlling job (jobannotations.Owner); nil when there is none, it cannot be
+// owner reads wl's controlling job (jobowner.Of); nil when there is none, it cannot be
 // read, or one of the same name replaced it.
 func (r *Reconciler) owner(ctx context.Context, wl *kueue.Workload) (client.Object, error) {
-	return jobannotations.Owner(ctx, r.Client, wl)
+	return jobowner.Of(ctx, r.Client, wl)
 }
 
 // annotatePods writes n's deadline on wl's Pods that may still run.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -33,16 +34,16 @@ func TestPrecedence(t *testing.T) {
 		without policy.Decision
 	}{
 		"minAdmitDuration and expected runtime: the time-based rule decides": {
-			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureExpectedRuntime},
+			features: []policy.Feature{policy.FeatureTimeBased, expectedruntime.Feature},
 			facts:    facts{window: true, expected: true},
 			want:     policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
-			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"another workload has the turn: it refuses before expected runtime could allow": {
-			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureExpectedRuntime},
+			features: []policy.Feature{policy.FeatureTimeBased, expectedruntime.Feature},
 			facts:    facts{window: true, expected: true, notYourTurn: true},
 			want:     policy.Decision{Rule: policy.RuleNotYourTurn},
-			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"minAdmitDuration and min-runtime: min-runtime protects": {
 			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureMinRuntime},
@@ -57,16 +58,16 @@ func TestPrecedence(t *testing.T) {
 			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
 		},
 		"expected runtime and min-runtime: min-runtime protects": {
-			features: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureMinRuntime},
+			features: []policy.Feature{expectedruntime.Feature, policy.FeatureMinRuntime},
 			facts:    facts{expected: true, minRuntime: true},
 			want:     policy.Decision{Rule: policy.RuleMinRuntime},
-			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"expected runtime and toleration: toleration protects": {
-			features: []policy.Feature{policy.FeatureExpectedRuntime, toleration.Feature},
+			features: []policy.Feature{expectedruntime.Feature, toleration.Feature},
 			facts:    facts{expected: true, toleration: true},
 			want:     policy.Decision{Rule: toleration.RuleTolerates},
-			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleExpectedRuntime, Reason: policy.ExpectedRuntimeReason},
+			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
 			features: []policy.Feature{policy.FeatureMinRuntime, toleration.Feature, policy.FeatureTimeBased},

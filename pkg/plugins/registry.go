@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -23,7 +24,7 @@ func registry() policy.Table {
 		// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
 		policy.TimeBasedUnit(),
 		// Makes a candidate past its expected runtime eligible.
-		policy.ExpectedRuntimeUnit(),
+		expectedruntime.Unit(),
 		// Vetoes an eligible candidate inside its min-runtime.
 		policy.MinRuntimeUnit(),
 		// Vetoes an eligible candidate whose priority class tolerates the preemptor.

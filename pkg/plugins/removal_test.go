@@ -14,6 +14,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -84,7 +85,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"same priority past its expected runtime": {
 			tweaks:  []tweak{samePriority, expects},
-			applies: []policy.Feature{policy.FeatureExpectedRuntime},
+			applies: []policy.Feature{expectedruntime.Feature},
 		},
 		"past its expected runtime in another ClusterQueue": {
 			tweaks: []tweak{samePriority, otherQueue, expects},
@@ -120,8 +121,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past its expected runtime and under notice": {
 			tweaks:  []tweak{samePriority, expects, byOther},
-			applies: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureNotice},
-			without: map[policy.Feature]string{policy.FeatureNotice: policy.RuleExpectedRuntime},
+			applies: []policy.Feature{expectedruntime.Feature, policy.FeatureNotice},
+			without: map[policy.Feature]string{policy.FeatureNotice: expectedruntime.Rule},
 		},
 		"lower priority, tolerating and under notice": {
 			tweaks:  []tweak{tolerating, byOther},
@@ -135,8 +136,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past its expected runtime inside its min-runtime": {
 			tweaks:  []tweak{samePriority, expects, minRuntime(time.Hour)},
-			applies: []policy.Feature{policy.FeatureExpectedRuntime, policy.FeatureMinRuntime},
-			without: map[policy.Feature]string{policy.FeatureMinRuntime: policy.RuleExpectedRuntime},
+			applies: []policy.Feature{expectedruntime.Feature, policy.FeatureMinRuntime},
+			without: map[policy.Feature]string{policy.FeatureMinRuntime: expectedruntime.Rule},
 		},
 		"inside its min-runtime and under notice": {
 			tweaks:  []tweak{byOther, minRuntime(time.Hour)},
@@ -248,10 +249,10 @@ func TestFeatureRemovalFacts(t *testing.T) {
 	b := &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue cq", Budget: budget.Budget{Max: 1, Period: time.Hour, Burst: 1}}}}
 	src := policy.Sources{classTolerations{"keep": tol}, budgetSource{b}}
 	fact := map[policy.Feature]func(*policy.Candidate) any{
-		policy.FeatureExpectedRuntime: func(c *policy.Candidate) any { return policy.ExpectedRuntimeOf(c) },
-		toleration.Feature:            func(c *policy.Candidate) any { return toleration.Of(c) },
-		policy.FeatureNotice:          func(c *policy.Candidate) any { return policy.NoticeOf(c) },
-		budget.Feature:                func(c *policy.Candidate) any { return budget.BucketsOf(c) },
+		expectedruntime.Feature: func(c *policy.Candidate) any { return expectedruntime.Of(c) },
+		toleration.Feature:      func(c *policy.Candidate) any { return toleration.Of(c) },
+		policy.FeatureNotice:    func(c *policy.Candidate) any { return policy.NoticeOf(c) },
+		budget.Feature:          func(c *policy.Candidate) any { return budget.BucketsOf(c) },
 	}
 	var all policy.Candidate
 	policy.WakeSettings{Units: Units()}.ReadFacts(&all, wl, src)

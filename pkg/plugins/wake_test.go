@@ -13,6 +13,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -44,8 +45,8 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 	if tol := toleration.Of(c); wc.on(toleration.Feature) && tol != nil {
 		out = append(out, toleration.Tolerated(c, tol.MinimumPreemptablePriority-1, t))
 	}
-	if wc.on(policy.FeatureExpectedRuntime) {
-		n, _ := policy.Nominate(c, t)
+	if wc.on(expectedruntime.Feature) {
+		n, _ := expectedruntime.Nominate(c, t)
 		out = append(out, n)
 	}
 	return out
@@ -62,7 +63,7 @@ func (wc *wakeCase) breakpoints() []time.Time {
 	if tol := toleration.Of(c); tol != nil {
 		durs = append(durs, tol.Duration)
 	}
-	if er := policy.ExpectedRuntimeOf(c); er != nil {
+	if er := expectedruntime.Of(c); er != nil {
 		durs = append(durs, er.Expected)
 		bases = append(bases, er.NotBefore)
 	}
@@ -194,7 +195,7 @@ func TestNextWakeIsFirstChange(t *testing.T) {
 			if toleration.Of(&wc.c) != nil {
 				facts["toleration"]++
 			}
-			if er := policy.ExpectedRuntimeOf(&wc.c); er != nil && er.Skip == "" {
+			if er := expectedruntime.Of(&wc.c); er != nil && er.Skip == "" {
 				facts["expected runtime"]++
 			}
 			name := fmt.Sprintf("seed %d case %d", seed, i)

@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"context"
 	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -24,6 +28,12 @@ type Handle interface {
 	// First reports whether decision key is new, remembering it until expires: so that a
 	// plugin counts a decision once, not at every search that repeats it.
 	First(key string, expires time.Time) bool
+	// Role is the manager's replica role, the replica_role label of a plugin's metrics.
+	Role() string
+	// Log is the logger of the search or preemption at hand.
+	Log() logr.Logger
+	// Client is the preemptor's client, for what a plugin writes.
+	Client() client.Client
 }
 
 // Victim is one workload a preemption went through for, with its reason.
@@ -52,5 +62,16 @@ type (
 	// IssueFollower follows a preemption whose evictions (or notices) all went through.
 	IssueFollower interface {
 		AfterIssue(h Handle, preemptor *workload.Info, victims []Victim)
+	}
+	// JudgeObserver sees the policy's decision on each candidate a search judges (one holding
+	// contested quota), as it is made: it must be cheap, and allocate nothing for candidates it
+	// has no interest in.
+	JudgeObserver interface {
+		Judged(h Handle, c *Candidate, d Decision)
+	}
+	// OwnEvictionFollower follows the eviction of a victim preempted for one of this project's
+	// reasons, once it went through. Evictions run in parallel: it may be called concurrently.
+	OwnEvictionFollower interface {
+		AfterOwnEviction(ctx context.Context, h Handle, victim *kueue.Workload, reason string)
 	}
 )

@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 func TestReasonLabel(t *testing.T) {
@@ -19,7 +21,7 @@ func TestReasonLabel(t *testing.T) {
 		kueue.InCohortFairSharingReason:           "InCohortFairSharing",
 		kueue.InCohortReclaimWhileBorrowingReason: "InCohortReclaimWhileBorrowing",
 		TimeBasedReason:                           "InClusterQueueTimeBased",
-		ExpectedRuntimeReason:                     "InClusterQueueExpectedRuntime",
+		tsapi.ExpectedRuntimeReason:               "InClusterQueueExpectedRuntime",
 		"":                                        OtherLabel,
 		"Forged":                                  OtherLabel,
 		"inclusterqueue":                          OtherLabel,

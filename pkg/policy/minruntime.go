@@ -10,16 +10,6 @@ import (
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
-// Setting is a duration that may be unset. Unset inherits from the next queue up; a set 0s stops
-// the walk and means no protection.
-type Setting struct {
-	Set   bool
-	Value time.Duration
-}
-
-// Set returns a Setting holding d.
-func Set(d time.Duration) Setting { return Setting{Set: true, Value: d} }
-
 // MinRuntimes are the min-runtime settings of one queue of the tree (a ClusterQueue or a Cohort).
 type MinRuntimes struct {
 	Preempt Setting
@@ -82,51 +72,6 @@ type Protection struct {
 	MinRuntime time.Duration
 	// Source is the setting, e.g. reclaimMinRuntime 10m0s from Cohort team-a.
 	Source Source
-}
-
-// Source says which setting a resolved value came from.
-type Source struct {
-	// Field and Value are the setting as written: "reclaimMinRuntime", "10m0s".
-	Field, Value string
-	// Kind and Name are the queue that set it ("ClusterQueue" or "Cohort"); both empty for the
-	// manager configuration's default.
-	Kind, Name string
-	// Note, when set, says what decided instead of a setting ("a turn always gets the notice").
-	Note string
-}
-
-// queueSource is a setting found on a queue of a path.
-func queueSource(field string, value any, kind, name string) Source {
-	return Source{Field: field, Value: fmt.Sprint(value), Kind: kind, Name: name}
-}
-
-// defaultSource is the manager configuration's default for field.
-func defaultSource(field string, value any) Source {
-	return Source{Field: field, Value: fmt.Sprint(value)}
-}
-
-// Default reports whether the value is the manager configuration's default, no queue on the path
-// setting it: readers that do not know those defaults must say so.
-func (s Source) Default() bool { return s.Note == "" && s.Field != "" && s.Kind == "" }
-
-// Where names where the value came from: "Cohort team-a", "the manager configuration", or the note.
-func (s Source) Where() string {
-	switch {
-	case s.Note != "":
-		return s.Note
-	case s.Kind != "":
-		return s.Kind + " " + s.Name
-	case s.Field != "":
-		return "the manager configuration"
-	}
-	return ""
-}
-
-func (s Source) String() string {
-	if s.Note != "" || s.Field == "" {
-		return s.Note
-	}
-	return fmt.Sprintf("%s %s from %s", s.Field, s.Value, s.Where())
 }
 
 // Defaults are the manager-level min-runtimes, used when no queue on the path sets one.
@@ -248,7 +193,7 @@ func WithMinRuntimeProtection() Option {
 			if in.Candidate.NotStarted {
 				return fmt.Sprintf("its Pods are not ready yet, and %s counts from then", in.Protection.Source)
 			}
-			return fmt.Sprintf("running for %s, less than %s", in.Now.Sub(in.Candidate.runningSince()).Round(time.Second), in.Protection.Source)
+			return fmt.Sprintf("running for %s, less than %s", in.Now.Sub(in.Candidate.RunsSince()).Round(time.Second), in.Protection.Source)
 		},
 	})
 }
@@ -256,7 +201,7 @@ func WithMinRuntimeProtection() Option {
 // Protected reports whether c is inside the min-runtime of p at now: strictly less than the
 // minimum; at exactly the minimum it may be preempted.
 func Protected(c *Candidate, p Protection, now time.Time) bool {
-	return p.MinRuntime > 0 && !c.Evicted && !c.AdmittedAt.IsZero() && (c.NotStarted || now.Sub(c.runningSince()) < p.MinRuntime)
+	return p.MinRuntime > 0 && !c.Evicted && !c.AdmittedAt.IsZero() && (c.NotStarted || now.Sub(c.RunsSince()) < p.MinRuntime)
 }
 
 // minRuntimeChanges gives when Protected changes for c under each configured min-runtime.
@@ -273,12 +218,12 @@ func protectionChange(c *Candidate, d time.Duration) Change {
 	if d <= 0 || c.Evicted || c.AdmittedAt.IsZero() || c.NotStarted {
 		return Change{}
 	}
-	return Change{At: c.runningSince().Add(d)}
+	return Change{At: c.RunsSince().Add(d)}
 }
 
 // ProtectionEnds is when c stops being protected by p.
 func ProtectionEnds(c *Candidate, p Protection) time.Time {
-	since := c.runningSince()
+	since := c.RunsSince()
 	if since.IsZero() {
 		return time.Time{} // not known until it starts running
 	}

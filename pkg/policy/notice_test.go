@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
 
 func TestResolveNotice(t *testing.T) {
@@ -39,7 +40,7 @@ func TestResolveNotice(t *testing.T) {
 		},
 		"the ClusterQueue's period comes before its Cohort's": {
 			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute)}), cohort(NoticeSettings{Period: Set(time.Hour)})},
-			reason: ExpectedRuntimeReason, def: 5 * time.Minute,
+			reason: tsapi.ExpectedRuntimeReason, def: 5 * time.Minute,
 			want: want{time.Minute, "noticePeriod 1m0s from ClusterQueue team-a"},
 		},
 		"an unset period is inherited from the Cohort": {
@@ -106,7 +107,7 @@ func TestNoticeExtended(t *testing.T) {
 	}{
 		"a turn always": {reason: TimeBasedReason, want: want{true, "a turn always gets the notice"}},
 		"an expected-runtime turn always": {
-			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: off})}, reason: ExpectedRuntimeReason,
+			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: off})}, reason: tsapi.ExpectedRuntimeReason,
 			want: want{true, "a turn always gets the notice"},
 		},
 		"priority preemption with nothing set": {

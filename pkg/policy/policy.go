@@ -421,9 +421,9 @@ func (c *Candidate) CountRuntimeFrom(clock RuntimeClock) {
 	c.NotStarted = c.RunningSince.IsZero()
 }
 
-// runningSince is when the counted running time began; zero if it has not (not admitted, or
+// RunsSince is when the counted running time began; zero if it has not (not admitted, or
 // not started by the clock in use).
-func (c *Candidate) runningSince() time.Time {
+func (c *Candidate) RunsSince() time.Time {
 	if c.NotStarted || c.AdmittedAt.IsZero() {
 		return time.Time{}
 	}

@@ -212,8 +212,6 @@ func sign(x int) int {
 func withFacts(c Candidate, facts ...any) *Candidate {
 	for _, f := range facts {
 		switch f := f.(type) {
-		case *annotations.ExpectedRuntimeSettings:
-			expectedRuntime.Set(&c, f)
 		case *annotations.Notice:
 			notice.Set(&c, f)
 		default:

@@ -9,12 +9,10 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // A workload admitted at t0 whose Pods became ready a minute later, checked at various instants,
-// by each clock: what a min-runtime of 10m and an expected runtime of 10m decide.
+// by each clock: what a min-runtime of 10m decides (expected runtimes: package expectedruntime).
 func TestRuntimeClock(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	cond := func(typ string, status metav1.ConditionStatus, at time.Time) metav1.Condition {
@@ -29,12 +27,11 @@ func TestRuntimeClock(t *testing.T) {
 		wantSince     time.Time
 		wantProtected bool
 		wantEnds      time.Time
-		wantNominated bool
 	}{
 		"Admitted clock counts from admission": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
 			clock: RuntimeClockAdmitted, now: t0.Add(10*time.Minute + 30*time.Second),
-			wantSince: t0, wantEnds: t0.Add(10 * time.Minute), wantNominated: true,
+			wantSince: t0, wantEnds: t0.Add(10 * time.Minute),
 		},
 		"PodsReady clock counts from readiness: still protected at the same instant": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
@@ -44,7 +41,7 @@ func TestRuntimeClock(t *testing.T) {
 		"PodsReady clock: ten minutes after readiness the protection is over": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
 			clock: RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
-			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute), wantNominated: true,
+			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: Pods not ready yet, so it has not started: protected, end unknown, not nominated": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionFalse, t0)},
@@ -60,13 +57,13 @@ func TestRuntimeClock(t *testing.T) {
 			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
 				cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt.Add(25*time.Minute))},
 			clock: RuntimeClockPodsReady, now: readyAt.Add(30 * time.Minute),
-			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute), wantNominated: true,
+			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: Pods not ready now, but ready since admission: the clock runs on": {
 			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
 				cond(kueue.WorkloadPodsReady, metav1.ConditionFalse, readyAt.Add(5*time.Minute))},
 			clock: RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
-			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute), wantNominated: true,
+			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: a record from an earlier admission does not count": {
 			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, t0.Add(-time.Hour)),
@@ -77,7 +74,7 @@ func TestRuntimeClock(t *testing.T) {
 		"Admitted clock: the record is not read": {
 			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt)},
 			clock: RuntimeClockAdmitted, now: t0.Add(10 * time.Minute),
-			wantSince: t0, wantEnds: t0.Add(10 * time.Minute), wantNominated: true,
+			wantSince: t0, wantEnds: t0.Add(10 * time.Minute),
 		},
 		"not admitted: nothing runs, nothing to protect, by either clock": {
 			conds: []metav1.Condition{cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
@@ -91,7 +88,6 @@ func TestRuntimeClock(t *testing.T) {
 				t.Errorf("RunningSince = %v, want %v", got, tc.wantSince)
 			}
 			c := NewCandidate(logr.Discard(), workload.NewInfo(wl), workload.Ordering{})
-			expectedRuntime.Set(&c, &annotations.ExpectedRuntimeSettings{Expected: 10 * time.Minute})
 			c.CountRuntimeFrom(tc.clock)
 			p := Protection{MinRuntime: 10 * time.Minute, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 			if got := Protected(&c, p, tc.now); got != tc.wantProtected {
@@ -99,9 +95,6 @@ func TestRuntimeClock(t *testing.T) {
 			}
 			if got := ProtectionEnds(&c, p); !got.Equal(tc.wantEnds) {
 				t.Errorf("ProtectionEnds = %v, want %v", got, tc.wantEnds)
-			}
-			if got, _ := Nominate(&c, tc.now); got != tc.wantNominated {
-				t.Errorf("Nominate = %v, want %v", got, tc.wantNominated)
 			}
 		})
 	}

@@ -5,9 +5,9 @@ import (
 )
 
 // testUnits are the units of this package in the registry's order (plugins.Units; the whole table,
-// with the budget, is tested in package plugins).
+// with the features of their own packages, is tested in package plugins).
 func testUnits() Table {
-	return Table{TimeBasedUnit(), ExpectedRuntimeUnit(), MinRuntimeUnit(), NoticeUnit()}
+	return Table{TimeBasedUnit(), MinRuntimeUnit(), NoticeUnit()}
 }
 
 // mustUnit is feature f's unit.

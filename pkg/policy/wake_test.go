@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 // TestChangesEdges pins each feature's interval edge.
@@ -42,18 +40,6 @@ func TestChangesEdges(t *testing.T) {
 		},
 		"time-based preemption off": {
 			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
-		},
-		"expected-runtime requeue off": {
-			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute}),
-			s: WakeSettings{Enabled: func(f Feature) bool { return f != FeatureExpectedRuntime }},
-		},
-		"expected runtime reached": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute}),
-			want: []Change{{At: t0.Add(time.Minute)}},
-		},
-		"expected runtime reached during a cooldown: nominated when it ends": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Minute, NotBefore: t0.Add(time.Hour)}),
-			want: []Change{{At: t0.Add(time.Hour)}},
 		},
 	}
 	for name, tc := range cases {

@@ -21,6 +21,7 @@ import (
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -60,8 +61,8 @@ func TestReconcile(t *testing.T) {
 				Reason: ReasonRequeued, Message: "Requeued after time-sharing preemption"}},
 		},
 		"expected-runtime victim: requeued under the same reason": {
-			wl:           evicted(policy.ExpectedRuntimeReason).Obj(),
-			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: policy.ExpectedRuntimeReason, Message: "Requeued after preemption for running past its expected runtime"},
+			wl:           evicted(tsapi.ExpectedRuntimeReason).Obj(),
+			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: tsapi.ExpectedRuntimeReason, Message: "Requeued after preemption for running past its expected runtime"},
 			wantEvents: []utiltesting.EventRecord{{Key: types.NamespacedName{Namespace: "ns", Name: "wl"}, EventType: corev1.EventTypeNormal,
 				Reason: ReasonRequeued, Message: "Requeued after preemption for running past its expected runtime"}},
 		},

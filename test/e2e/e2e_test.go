@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -286,7 +287,7 @@ var _ = ginkgo.Describe("protection of running Pods", func() {
 		_, admitted := admittedAt(ctx, long)
 		expectRunning(ctx, long, time.Minute)
 		submit(ctx, next)
-		h := expectHandover(ctx, long, next, admitted.Add(25*time.Second), policy.ExpectedRuntimeReason)
+		h := expectHandover(ctx, long, next, admitted.Add(25*time.Second), tsapi.ExpectedRuntimeReason)
 		ginkgo.AddReportEntry("expected-runtime handover with Pods (5 s grace)", h.String())
 		ginkgo.By("requeueing the Job, which waits for its turn")
 		gomega.Eventually(func(g gomega.Gomega) {
@@ -294,7 +295,7 @@ var _ = ginkgo.Describe("protection of running Pods", func() {
 			c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadRequeued)
 			g.Expect(c).NotTo(gomega.BeNil())
 			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
-			g.Expect(c.Reason).To(gomega.Equal(policy.ExpectedRuntimeReason))
+			g.Expect(c.Reason).To(gomega.Equal(tsapi.ExpectedRuntimeReason))
 			g.Expect(holding(wl)).To(gomega.BeFalse())
 		}, 30*time.Second, interval).Should(gomega.Succeed())
 	})

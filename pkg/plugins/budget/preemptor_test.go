@@ -10,23 +10,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy/policytest"
 )
-
-// handle lends the plugin a clock and remembers the decisions it counted.
-type handle struct {
-	now  time.Time
-	seen map[string]bool
-}
-
-func (h *handle) Sources() policy.Sources { return nil }
-func (h *handle) Now() time.Time          { return h.now }
-func (h *handle) First(key string, _ time.Time) bool {
-	if h.seen[key] {
-		return false
-	}
-	h.seen[key] = true
-	return true
-}
 
 // TestAfterSearchCountsHeldBackOncePerWait: a preemptor held back by a spent budget counts once
 // for as long as it waits for the same token, again when it waits for another, and never when it
@@ -46,7 +31,7 @@ func TestAfterSearchCountsHeldBackOncePerWait(t *testing.T) {
 		{name: "held back by another rule", s: policy.Search{VetoEnds: map[string]time.Time{policy.RuleMinRuntime: t0}}, want: 1},
 		{name: "a wait for a later token", s: policy.Search{VetoEnds: map[string]time.Time{RuleSpent: t0.Add(2 * time.Hour)}}, want: 2},
 	}
-	h := &handle{now: t0, seen: map[string]bool{}}
+	h := &policytest.Handle{At: t0}
 	const cq = "held-back-test"
 	for _, step := range searches {
 		step.s.Preemptor, step.s.ClusterQueue = preemptor, cq

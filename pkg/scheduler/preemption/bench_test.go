@@ -19,6 +19,7 @@ import (
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -97,7 +98,7 @@ func allPolicies() []Option {
 			defaults: policy.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
 		}),
 		WithSources(fakeTolerations{&toleration.Toleration{Source: "WorkloadPriorityClass sticky"}}),
-		WithExpectedRuntimeRequeue(10 * time.Minute),
+		WithSources(expectedruntime.DefaultCooldown(10 * time.Minute)),
 		WithPreemptionNotice(noNoticeSettings{}),
 		WithWorkloadIndex(syncedEmptyIndex()),
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -94,7 +95,7 @@ func TestDifferentialWithoutEachFeature(t *testing.T) {
 			for i := range cases {
 				seed := first + uint64(i)
 				sc := snapgen.Generate(seed, snapgen.Small)
-				up, ours := runBoth(t, sc, WithoutFeature(removed.Feature), WithSources(noSettings{}, DefaultCooldown(time.Minute)))
+				up, ours := runBoth(t, sc, WithoutFeature(removed.Feature), WithSources(noSettings{}, expectedruntime.DefaultCooldown(time.Minute)))
 				if diff := cmp.Diff(up, ours); diff != "" {
 					t.Fatalf("seed %d (rerun with -preemption-diff-seed=%d): outcome differs from upstream (-upstream +ours):\n%s\n%s",
 						seed, seed, diff, describe(sc))

@@ -5,24 +5,30 @@ import (
 	"iter"
 	"time"
 
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Plugin is one feature's part in the preemptor. It implements only the extension points where it
-// acts: policy's (policy.SearchObserver, policy.IssueFollower), which a feature package can
-// implement, and those below, for the features that still live in this package. The preemptor
+// acts: policy's (policy.JudgeObserver, policy.SearchObserver, policy.OwnEvictionFollower,
+// policy.IssueFollower), which a feature package can implement, and those below, for the features that still live in this package. The preemptor
 // calls each point but the source option (which turns the feature on) only while the plugin's
 // feature is on (Preemptor.on), so that no plugin checks its own gate. Plugins lists them.
 type Plugin = policy.Plugin
 
-// The preemptor's own extension points, in the order a preemption meets them; a search's outcome
-// comes after the waiter (policy.SearchObserver), a preemption that went through after the
-// followers of evictions (policy.IssueFollower).
+// The preemptor's own extension points, in the order a preemption meets them; each decision of a
+// search (policy.JudgeObserver) and its outcome (policy.SearchObserver) come after the waiter, an
+// eviction for one of our reasons after the first issuer (policy.OwnEvictionFollower), a
+// preemption that went through after the followers of evictions (policy.IssueFollower).
 type (
 	// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok
 	// false when src is not its source.
@@ -45,11 +51,6 @@ type (
 	evictionFollower interface {
 		afterEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference)
 	}
-	// reasonFollower follows the eviction of a victim preempted for reason, one of this project's
-	// reasons, once it went through.
-	reasonFollower interface {
-		afterOwnEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, reason string)
-	}
 )
 
 // sourceOption is the option with builds from src, ok false when src is not a T (sourceTaker).
@@ -64,13 +65,14 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
 // order (plugins.Units); the features with no part here (toleration) act through their unit only.
 func Plugins() []Plugin {
-	return []Plugin{timeBasedPlugin{}, expectedRuntimePlugin{}, minRuntimePlugin{}, noticePlugin{}, budget.Plugin{}}
+	return []Plugin{timeBasedPlugin{}, expectedruntime.Plugin{}, minRuntimePlugin{}, noticePlugin{}, budget.Plugin{}}
 }
 
 // handle is what the preemptor lends a plugin at policy's extension points, at now.
 type handle struct {
 	p   *Preemptor
 	now time.Time
+	log logr.Logger
 }
 
 func (h handle) Sources() policy.Sources { return h.p.sources }
@@ -80,6 +82,12 @@ func (h handle) Now() time.Time { return h.now }
 func (h handle) First(key string, expires time.Time) bool {
 	return h.p.decisions.First(key, h.now, expires)
 }
+
+func (h handle) Role() string { return roletracker.GetRole(h.p.tracker) }
+
+func (h handle) Log() logr.Logger { return h.log }
+
+func (h handle) Client() client.Client { return h.p.client }
 
 // victimsOf are targets as policy's extension points see them.
 func victimsOf(targets []*Target) []policy.Victim {

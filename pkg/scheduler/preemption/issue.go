@@ -46,7 +46,7 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 		if err == nil {
 			p.refusals.succeeded(preemptor.Obj.UID)
 			for f := range pluginsOn[policy.IssueFollower](p) {
-				f.AfterIssue(handle{p, p.clock.Now()}, preemptor, victimsOf(targets))
+				f.AfterIssue(handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}, preemptor, victimsOf(targets))
 			}
 		}
 		return preempted, failed, err
@@ -102,8 +102,9 @@ func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemp
 		t := targets[i]
 		err := p.evict(ctx, cache, preemptor, t, snap)
 		if err == nil && policy.IsOwnReason(t.Reason) {
-			for f := range pluginsOn[reasonFollower](p) {
-				f.afterOwnEviction(p, ctx, t.WorkloadInfo.Obj, t.Reason)
+			h := handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}
+			for f := range pluginsOn[policy.OwnEvictionFollower](p) {
+				f.AfterOwnEviction(ctx, h, t.WorkloadInfo.Obj, t.Reason)
 			}
 		}
 		mu.Lock()

@@ -33,6 +33,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -79,7 +81,7 @@ func newIssueWorld(t *testing.T, ctx context.Context, prepare func(*snapgen.Scen
 
 func (w *issueWorld) preemptor() *Preemptor {
 	return New(w.client, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, w.recorder, nil, false,
-		clocktesting.NewFakeClock(w.sc.Now), nil, w.store, nil, WithExpectedRuntimeRequeue(10*time.Minute))
+		clocktesting.NewFakeClock(w.sc.Now), nil, w.store, nil, WithSources(expectedruntime.DefaultCooldown(10*time.Minute)))
 }
 
 // targets are the named admitted workloads of the snapshot, with their preemption reasons.
@@ -184,19 +186,19 @@ func TestIssueSplit(t *testing.T) {
 			wantExpecting: []string{young},
 		},
 		"mixed: each target its own way; only the expected-runtime victim gets a cooldown": {
-			targets:    map[string]string{old: policy.TimeBasedReason, middle: policy.ExpectedRuntimeReason, young: kueue.InClusterQueueReason},
+			targets:    map[string]string{old: policy.TimeBasedReason, middle: tsapi.ExpectedRuntimeReason, young: kueue.InClusterQueueReason},
 			wantCounts: [2]int{3, 0},
 			want: map[string]victim{
 				old:    {evicted: policy.TimeBasedReason, preempted: policy.TimeBasedReason, message: timeBasedMessage},
-				middle: {evicted: policy.ExpectedRuntimeReason, preempted: policy.ExpectedRuntimeReason, message: expectedRuntimeMessage, cooldown: true},
+				middle: {evicted: tsapi.ExpectedRuntimeReason, preempted: tsapi.ExpectedRuntimeReason, message: expectedRuntimeMessage, cooldown: true},
 				young:  {evicted: kueue.WorkloadEvictedByPreemption, preempted: kueue.InClusterQueueReason, message: upstreamMessage},
 			},
 			wantEvents: slices.Concat(
 				evictionEvents(old, "uid-2", policy.TimeBasedReason, policy.TimeBasedReason, timeBasedMessage),
-				evictionEvents(middle, "uid-1", policy.ExpectedRuntimeReason, policy.ExpectedRuntimeReason, expectedRuntimeMessage),
+				evictionEvents(middle, "uid-1", tsapi.ExpectedRuntimeReason, tsapi.ExpectedRuntimeReason, expectedRuntimeMessage),
 				evictionEvents(young, "uid-0", kueue.InClusterQueueReason, kueue.WorkloadEvictedByPreemption, upstreamMessage)),
 			wantMetrics: map[string][2]float64{
-				policy.TimeBasedReason: {1, 1}, policy.ExpectedRuntimeReason: {1, 1}, kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1},
+				policy.TimeBasedReason: {1, 1}, tsapi.ExpectedRuntimeReason: {1, 1}, kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1},
 			},
 			wantExpecting: []string{old, middle, young},
 		},
@@ -220,11 +222,11 @@ func TestIssueSplit(t *testing.T) {
 		},
 		"write fails: counted as failed, expectation cleared, no event, no cooldown": {
 			failPatchOf: middle,
-			targets:     map[string]string{middle: policy.ExpectedRuntimeReason},
+			targets:     map[string]string{middle: tsapi.ExpectedRuntimeReason},
 			wantCounts:  [2]int{0, 1},
 			wantErr:     true,
 			want:        map[string]victim{middle: {}},
-			wantMetrics: map[string][2]float64{policy.ExpectedRuntimeReason: {0, 0}},
+			wantMetrics: map[string][2]float64{tsapi.ExpectedRuntimeReason: {0, 0}},
 		},
 		"a failure of ours does not stop upstream's targets": {
 			failPatchOf: old,

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -85,7 +86,7 @@ func TestExpectedRuntimeTargets(t *testing.T) {
 			}
 			var opts []Option
 			if tc.opt {
-				opts = append(opts, WithExpectedRuntimeRequeue(10*time.Minute))
+				opts = append(opts, WithSources(expectedruntime.DefaultCooldown(10*time.Minute)))
 			}
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)

@@ -81,8 +81,6 @@ type Preemptor struct {
 	units   policy.Table
 	// index, when set, lists the workloads that a unit may have marked.
 	index *WorkloadIndex
-	// defaultRequeueDelay is expected-runtime requeue's default cooldown.
-	defaultRequeueDelay time.Duration
 	// runtimeClock says from which condition min-runtimes and expected runtimes count.
 	runtimeClock policy.RuntimeClock
 	client       client.Client
@@ -106,17 +104,16 @@ type Option func(*config)
 type config struct {
 	// features are the victim policy's features turned on, added in the order of its precedence
 	// table (plugins.Precedence) whatever the order of the options; policyOpts come after them.
-	features            []policy.Feature
-	policyOpts          []policy.Option
-	settings            func(kueue.ClusterQueueReference) policy.QueueSettings
-	pending             func(kueue.ClusterQueueReference) []*workload.Info
-	settingsKnown       func(kueue.ClusterQueueReference) bool
-	cohortKnown         func(kueue.CohortReference) bool
-	minRuntimes         MinRuntimeSource
-	sources             policy.Sources
-	index               *WorkloadIndex
-	defaultRequeueDelay time.Duration
-	runtimeClock        policy.RuntimeClock
+	features      []policy.Feature
+	policyOpts    []policy.Option
+	settings      func(kueue.ClusterQueueReference) policy.QueueSettings
+	pending       func(kueue.ClusterQueueReference) []*workload.Info
+	settingsKnown func(kueue.ClusterQueueReference) bool
+	cohortKnown   func(kueue.CohortReference) bool
+	minRuntimes   MinRuntimeSource
+	sources       policy.Sources
+	index         *WorkloadIndex
+	runtimeClock  policy.RuntimeClock
 	// given are the sources given to WithSources; plugins the preemptor's (Plugins unless
 	// pluginsSet).
 	given      []any
@@ -289,32 +286,31 @@ func New(
 		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
 	}
 	return &Preemptor{
-		clock:               clk,
-		workloadOrdering:    ordering,
-		enableFairSharing:   fairsharing.Enabled(fs),
-		fsStrategies:        parseStrategies(fs),
-		enabledAfs:          admissionFairSharing,
-		policy:              policy.New(po, policyOpts...),
-		settings:            settings,
-		pending:             c.pending,
-		settingsKnown:       c.settingsKnown,
-		cohortKnown:         c.cohortKnown,
-		minRuntimes:         c.minRuntimes,
-		features:            c.features,
-		sources:             c.sources,
-		plugins:             c.plugins,
-		units:               c.units,
-		index:               c.index,
-		defaultRequeueDelay: c.defaultRequeueDelay,
-		runtimeClock:        c.runtimeClock,
-		client:              cl,
-		issuer:              upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
-		recorder:            recorder,
-		tracker:             tracker,
-		expectations:        store,
-		customLabels:        customLabels,
-		decisions:           tsmetrics.NewDecisions(),
-		refusals:            newRefusals(),
+		clock:             clk,
+		workloadOrdering:  ordering,
+		enableFairSharing: fairsharing.Enabled(fs),
+		fsStrategies:      parseStrategies(fs),
+		enabledAfs:        admissionFairSharing,
+		policy:            policy.New(po, policyOpts...),
+		settings:          settings,
+		pending:           c.pending,
+		settingsKnown:     c.settingsKnown,
+		cohortKnown:       c.cohortKnown,
+		minRuntimes:       c.minRuntimes,
+		features:          c.features,
+		sources:           c.sources,
+		plugins:           c.plugins,
+		units:             c.units,
+		index:             c.index,
+		runtimeClock:      c.runtimeClock,
+		client:            cl,
+		issuer:            upstream.New(cl, ordering, recorder, fs, admissionFairSharing, clk, tracker, store, customLabels),
+		recorder:          recorder,
+		tracker:           tracker,
+		expectations:      store,
+		customLabels:      customLabels,
+		decisions:         tsmetrics.NewDecisions(),
+		refusals:          newRefusals(),
 	}
 }
 
@@ -336,8 +332,11 @@ type search struct {
 	preemptorPath policy.Path
 	// protected counts candidates skipped because of a protection.
 	protected protectedTally
-	// nominations counts expected-runtime nominations and skips.
-	nominations nominationTally
+	// judges are the plugins that see each decision (policy.JudgeObserver) and the handle
+	// they get, set up at the search's first decision.
+	judges      []policy.JudgeObserver
+	judgesSet   bool
+	judgeHandle handle
 	// scratch holds the workload being judged, so that refused ones cost no allocation.
 	scratch candidate
 	// judging is the ClusterQueue whose workloads are being judged.
@@ -406,9 +405,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 	targets := p.targets(s)
 	role := roletracker.GetRole(p.tracker)
 	s.protected.report(p.decisions, wl.Obj.UID, wl.ClusterQueue, role, p.customLabels, s.now)
-	s.nominations.report(p.decisions, role, s.now)
 	for o := range pluginsOn[policy.SearchObserver](p) {
-		o.AfterSearch(handle{p, s.now}, policy.Search{Preemptor: s.info, ClusterQueue: s.cq.Name, Victims: len(targets), VetoEnds: s.protected.unitEnds})
+		o.AfterSearch(handle{p, s.now, log}, policy.Search{Preemptor: s.info, ClusterQueue: s.cq.Name, Victims: len(targets), VetoEnds: s.protected.unitEnds})
 	}
 	return targets
 }

@@ -74,7 +74,7 @@ func (s *search) eligible(info *workload.Info, pol kueue.PreemptionPolicy) *cand
 	c.CountRuntimeFrom(p.runtimeClock)
 	j.units.ReadFacts(&c.Candidate, info.Obj, p.sources, nil, j.cq != s.cq)
 	d := p.decide(s, &c.Candidate, j.scope, pol, j.pr)
-	s.nominations.add(s, &c.Candidate, d)
+	s.judged(&c.Candidate, d)
 	if !d.Eligible {
 		s.protected.addDecision(s, &c.Candidate, d.Rule, j.pr, j.kind)
 		return nil
@@ -166,4 +166,16 @@ func (p *Preemptor) targets(s *search) []*Target {
 // workloadFits reports whether the pending workload fits in the snapshot as it stands.
 func (s *search) workloadFits(allowBorrowing bool) bool {
 	return workloadFits(&s.preemptionCtx, allowBorrowing)
+}
+
+// judged shows the policy's decision d on c to the plugins that observe decisions.
+func (s *search) judged(c *policy.Candidate, d policy.Decision) {
+	if !s.judgesSet {
+		s.judgesSet = true
+		s.judges = slices.Collect(pluginsOn[policy.JudgeObserver](s.p))
+		s.judgeHandle = handle{s.p, s.now, s.log}
+	}
+	for _, o := range s.judges {
+		o.Judged(s.judgeHandle, c, d)
+	}
 }

@@ -1,4 +1,9 @@
-package policy
+// Package expectedruntime is expected-runtime requeue: a workload that declares how long it runs
+// (annotations.ExpectedRuntime) may be preempted by a workload of equal or higher priority of its
+// ClusterQueue once it has run that long, and then waits a cooldown before it is admitted again.
+// The package holds its unit (rule, facts, timing, metrics, kubectl column), its part in the
+// preemptor (Plugin) and the controller that carries the annotations from a job to its Workload.
+package expectedruntime
 
 import (
 	"fmt"
@@ -10,21 +15,22 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// FeatureExpectedRuntime is expected-runtime requeue.
-const FeatureExpectedRuntime Feature = "ExpectedRuntimeRequeue"
+// Feature is expected-runtime requeue's gate.
+const Feature policy.Feature = "ExpectedRuntimeRequeue"
 
-// ExpectedRuntimeUnit is expected-runtime requeue's unit (plugins.Units).
-func ExpectedRuntimeUnit() Unit {
-	return Unit{
-		Feature: FeatureExpectedRuntime, Option: WithExpectedRuntimeRequeue, Changes: expectedRuntimeChanges,
-		Read: readExpectedRuntime,
+// Unit is expected-runtime requeue's unit (plugins.Units). A preemptor given a DefaultCooldown
+// turns it on.
+func Unit() policy.Unit {
+	return policy.Unit{
+		Feature: Feature, Option: Option, Changes: changes, Read: read, Takes: takes,
 		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
 		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
-		Promises:   &Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
+		Promises:   &policy.Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
 		Metrics:    []prometheus.Collector{nominations, nominationsSkipped},
-		Column:     &Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: expectedRuntimeCell},
+		Column:     &policy.Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: cell},
 	}
 }
 
@@ -52,9 +58,9 @@ var nominationsSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		"not_running, minruntime_protected, clock_skew, invalid_not_before; once per workload, admission and reason.",
 }, []string{"reason", "replica_role"})
 
-// CountNomination counts one nomination (skip empty) or one skip for the reason skip, by a
+// countNomination counts one nomination (skip empty) or one skip for the reason skip, by a
 // manager in role.
-func CountNomination(skip, role string) {
+func countNomination(skip, role string) {
 	if skip == "" {
 		nominations.WithLabelValues(role).Inc()
 		return
@@ -62,9 +68,9 @@ func CountNomination(skip, role string) {
 	nominationsSkipped.WithLabelValues(skip, role).Inc()
 }
 
-// expectedRuntimeCell is c's expected runtime (or why it is ignored) and when it is nominated.
-func expectedRuntimeCell(c *Candidate) (string, time.Time) {
-	er := expectedRuntime.Of(c)
+// cell is c's expected runtime (or why it is ignored) and when it is nominated.
+func cell(c *policy.Candidate) (string, time.Time) {
+	er := fact.Of(c)
 	if er == nil {
 		return "", time.Time{}
 	}
@@ -74,38 +80,44 @@ func expectedRuntimeCell(c *Candidate) (string, time.Time) {
 	return er.Expected.String(), NominatedFrom(c)
 }
 
-// expectedRuntime is the candidate's expected-runtime annotations when it opted in.
-var expectedRuntime = NewFact[annotations.ExpectedRuntimeSettings]()
+// fact is the candidate's expected-runtime annotations when it opted in.
+var fact = policy.NewFact[annotations.ExpectedRuntimeSettings]()
 
-// ExpectedRuntimeOf is c's expected-runtime annotations when it opted in (and was read).
-func ExpectedRuntimeOf(c *Candidate) *annotations.ExpectedRuntimeSettings {
-	return expectedRuntime.Of(c)
+// Of is c's expected-runtime annotations when it opted in (and was read).
+func Of(c *policy.Candidate) *annotations.ExpectedRuntimeSettings {
+	return fact.Of(c)
 }
 
-// readExpectedRuntime reads the expected-runtime annotations. A candidate for a preemptor of
+// takes: a DefaultCooldown turns the feature on.
+func takes(src any) bool {
+	_, ok := src.(DefaultCooldown)
+	return ok
+}
+
+// read reads the expected-runtime annotations. A candidate for a preemptor of
 // another ClusterQueue is not read: the rule applies within a ClusterQueue only, and the
 // nominations are counted for the preemptor's own queue.
-func readExpectedRuntime(c *Candidate, wl *kueue.Workload, r Reading) {
+func read(c *policy.Candidate, wl *kueue.Workload, r policy.Reading) {
 	if r.OtherQueue {
 		return
 	}
 	if er, ok := annotations.ParseExpectedRuntime(wl.Annotations); ok {
-		expectedRuntime.Set(c, &er)
+		fact.Set(c, &er)
 	}
 }
 
-// ExpectedRuntimeReason is the preemption reason of a workload preempted because it ran past its
-// expected runtime.
-const ExpectedRuntimeReason = tsapi.ExpectedRuntimeReason
+// Reason is the preemption reason of a workload preempted because it ran past its expected
+// runtime.
+const Reason = tsapi.ExpectedRuntimeReason
 
-// RuleExpectedRuntime names the rule WithExpectedRuntimeRequeue adds.
-const RuleExpectedRuntime = "NominatedPastExpectedRuntime"
+// Rule names the rule Option adds.
+const Rule = "NominatedPastExpectedRuntime"
 
 // Nominate says whether c, which opted in to expected-runtime requeue, is nominated at now: it
 // runs, has run at least its expected runtime, and is past any cooldown. When it is not, skip is
 // the reason to count, or "" when it simply has not run long enough yet.
-func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
-	er := expectedRuntime.Of(c)
+func Nominate(c *policy.Candidate, now time.Time) (nominated bool, skip string) {
+	er := fact.Of(c)
 	switch {
 	case er == nil:
 		return false, ""
@@ -117,11 +129,11 @@ func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
 		return false, annotations.SkipMissingStart
 	case c.NotStarted:
 		return false, "" // PodsReady clock: its Pods are not ready yet
-	case now.Before(c.runningSince()):
+	case now.Before(c.RunsSince()):
 		return false, annotations.SkipClockSkew
 	case !er.NotBefore.IsZero() && now.Before(er.NotBefore):
 		return false, annotations.SkipCooldown
-	case now.Sub(c.runningSince()) < er.Expected:
+	case now.Sub(c.RunsSince()) < er.Expected:
 		return false, ""
 	}
 	return true, ""
@@ -131,47 +143,43 @@ func Nominate(c *Candidate, now time.Time) (nominated bool, skip string) {
 // runtime counted from when it runs, or the end of its cooldown if later. Zero when c is not
 // nominated at any instant (not opted in, invalid annotations, not running, or its Pods not ready
 // yet under the PodsReady clock).
-func NominatedFrom(c *Candidate) time.Time {
-	er := expectedRuntime.Of(c)
+func NominatedFrom(c *policy.Candidate) time.Time {
+	er := fact.Of(c)
 	if er == nil || er.Skip != "" || c.Evicted || !c.Admitted || c.AdmittedAt.IsZero() || c.NotStarted {
 		return time.Time{}
 	}
-	at := c.runningSince().Add(er.Expected)
+	at := c.RunsSince().Add(er.Expected)
 	if er.NotBefore.After(at) {
 		at = er.NotBefore
 	}
 	return at
 }
 
-// expectedRuntimeChanges gives when Nominate changes for c, with expected-runtime requeue on.
-func expectedRuntimeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
-	add(nominationChange(c))
+// changes gives when Nominate changes for c, with expected-runtime requeue on: see
+// NominatedFrom.
+func changes(c *policy.Candidate, _ policy.WakeSettings, add func(policy.Change)) {
+	add(policy.Change{At: NominatedFrom(c)})
 }
 
-// nominationChange is when Nominate turns true for c: see NominatedFrom.
-func nominationChange(c *Candidate) Change {
-	return Change{At: NominatedFrom(c)}
-}
-
-// WithExpectedRuntimeRequeue makes a nominated workload (see Nominate) a candidate for pending
+// Option makes a nominated workload (see Nominate) a candidate for pending
 // workloads of equal or higher priority of its own ClusterQueue, whatever withinClusterQueue says
 // unless it is Never. The rule comes after upstream's, so a workload upstream would preempt anyway
 // keeps upstream's reason; protections (min-runtime, toleration) still veto it. Victims are only
 // evicted when that lets the preemptor be admitted, so with no contender a nominated workload keeps
 // running.
-func WithExpectedRuntimeRequeue() Option {
-	return WithRulesBefore(RuleNotLower, Rule{
-		Name: RuleExpectedRuntime, Eligible: true, Reason: ExpectedRuntimeReason,
-		When: func(in *Input) bool {
-			if in.Scope != SameClusterQueue || in.Policy == kueue.PreemptionPolicyNever || in.Candidate.Priority > in.Preemptor.Priority {
+func Option() policy.Option {
+	return policy.WithRulesBefore(policy.RuleNotLower, policy.Rule{
+		Name: Rule, Eligible: true, Reason: Reason,
+		When: func(in *policy.Input) bool {
+			if in.Scope != policy.SameClusterQueue || in.Policy == kueue.PreemptionPolicyNever || in.Candidate.Priority > in.Preemptor.Priority {
 				return false
 			}
 			ok, _ := Nominate(in.Candidate, in.Now)
 			return ok
 		},
-		Why: func(in *Input) string {
-			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.runningSince()).Round(time.Second),
-				expectedRuntime.Of(in.Candidate).Expected)
+		Why: func(in *policy.Input) string {
+			return fmt.Sprintf("running for %s, past its expected runtime %s", in.Now.Sub(in.Candidate.RunsSince()).Round(time.Second),
+				fact.Of(in.Candidate).Expected)
 		},
 	})
 }

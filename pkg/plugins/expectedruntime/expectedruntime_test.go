@@ -1,4 +1,4 @@
-package policy
+package expectedruntime
 
 import (
 	"testing"
@@ -10,7 +10,18 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// withFact is c with its expected-runtime annotations er (none when nil), as read.
+func withFact(c policy.Candidate, er *annotations.ExpectedRuntimeSettings) *policy.Candidate {
+	if er != nil {
+		fact.Set(&c, er)
+	}
+	return &c
+}
 
 func TestNominate(t *testing.T) {
 	hour := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
@@ -42,7 +53,7 @@ func TestNominate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := withFacts(Candidate{Evicted: tc.evicted, Admitted: !tc.notRunning}, tc.er)
+			c := withFact(policy.Candidate{Evicted: tc.evicted, Admitted: !tc.notRunning}, tc.er)
 			if !tc.notRunning && !tc.noStart {
 				c.AdmittedAt = t0.Add(-tc.running)
 			}
@@ -57,27 +68,27 @@ func TestNominate(t *testing.T) {
 // NominatedFrom is the instant Nominate turns true: not a second before, and at it.
 func TestNominatedFrom(t *testing.T) {
 	cases := map[string]struct {
-		c    Candidate
+		c    policy.Candidate
 		want time.Time
 	}{
 		"an hour after admission": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
+			c:    *withFact(policy.Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 			want: t0.Add(time.Hour),
 		},
 		"the cooldown ends later": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(90 * time.Minute)}),
+			c:    *withFact(policy.Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour, NotBefore: t0.Add(90 * time.Minute)}),
 			want: t0.Add(90 * time.Minute),
 		},
 		"counted from PodsReady": {
-			c:    *withFacts(Candidate{Admitted: true, AdmittedAt: t0, RunningSince: t0.Add(time.Minute)}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
+			c:    *withFact(policy.Candidate{Admitted: true, AdmittedAt: t0, RunningSince: t0.Add(time.Minute)}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 			want: t0.Add(61 * time.Minute),
 		},
 		"Pods not ready yet: no instant": {
-			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0, NotStarted: true}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
+			c: *withFact(policy.Candidate{Admitted: true, AdmittedAt: t0, NotStarted: true}, &annotations.ExpectedRuntimeSettings{Expected: time.Hour}),
 		},
-		"not opted in: no instant": {c: Candidate{Admitted: true, AdmittedAt: t0}},
+		"not opted in: no instant": {c: policy.Candidate{Admitted: true, AdmittedAt: t0}},
 		"invalid annotation: no instant": {
-			c: *withFacts(Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}),
+			c: *withFact(policy.Candidate{Admitted: true, AdmittedAt: t0}, &annotations.ExpectedRuntimeSettings{Skip: annotations.SkipInvalidDuration}),
 		},
 	}
 	for name, tc := range cases {
@@ -100,46 +111,46 @@ func TestNominatedFrom(t *testing.T) {
 }
 
 func TestExpectedRuntimeRule(t *testing.T) {
-	p := New(Options{}, WithExpectedRuntimeRequeue(), WithMinRuntimeProtection())
+	p := policy.New(policy.Options{}, Option(), policy.WithMinRuntimeProtection())
 	past := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
 	cases := map[string]struct {
 		policy     kueue.PreemptionPolicy
-		scope      Scope
+		scope      policy.Scope
 		priority   int64
 		er         *annotations.ExpectedRuntimeSettings
-		protection Protection
-		want       Decision
+		protection policy.Protection
+		want       policy.Decision
 	}{
 		"same priority, LowerPriority policy: nominated": {
 			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past,
-			want: Decision{Eligible: true, Rule: RuleExpectedRuntime, Reason: ExpectedRuntimeReason, Message: "running for 2h0m0s, past its expected runtime 1h0m0s"},
+			want: policy.Decision{Eligible: true, Rule: Rule, Reason: Reason, Message: "running for 2h0m0s, past its expected runtime 1h0m0s"},
 		},
 		"a lower priority keeps upstream's reason": {
 			policy: kueue.PreemptionPolicyLowerPriority, priority: 1, er: past,
-			want: Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"},
+			want: policy.Decision{Eligible: true, Rule: policy.RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"},
 		},
 		"higher priority than the preemptor: not for it": {
 			policy: kueue.PreemptionPolicyLowerPriority, priority: 101, er: past,
-			want: Decision{Rule: RuleNotLower, Message: "priority 101 is not lower than the preemptor's 100 and withinClusterQueue is LowerPriority"},
+			want: policy.Decision{Rule: policy.RuleNotLower, Message: "priority 101 is not lower than the preemptor's 100 and withinClusterQueue is LowerPriority"},
 		},
 		"Never stays Never": {
 			policy: kueue.PreemptionPolicyNever, priority: 100, er: past,
-			want: Decision{Rule: RuleNever, Message: "withinClusterQueue is Never"},
+			want: policy.Decision{Rule: policy.RuleNever, Message: "withinClusterQueue is Never"},
 		},
 		"another ClusterQueue: not for reclaim": {
-			policy: kueue.PreemptionPolicyLowerPriority, scope: OtherClusterQueue, priority: 100, er: past,
-			want: Decision{Rule: RuleNotLower, Message: "priority 100 is not lower than the preemptor's 100 and reclaimWithinCohort is LowerPriority"},
+			policy: kueue.PreemptionPolicyLowerPriority, scope: policy.OtherClusterQueue, priority: 100, er: past,
+			want: policy.Decision{Rule: policy.RuleNotLower, Message: "priority 100 is not lower than the preemptor's 100 and reclaimWithinCohort is LowerPriority"},
 		},
 		"min-runtime still protects a nominated workload": {
-			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: Protection{MinRuntime: 3 * time.Hour, Source: Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "q"}},
-			want: Decision{Rule: RuleMinRuntime, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: policy.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "q"}},
+			want: policy.Decision{Rule: policy.RuleMinRuntime, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := withFacts(Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
+			c := withFact(policy.Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
 				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour)}, tc.er)
-			in := &Input{Preemptor: &Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
+			in := &policy.Input{Preemptor: &policy.Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -1,7 +1,8 @@
-// Package jobannotations carries the expected-runtime annotations from a job to its Workload, and
-// tells users (with Warning events on the Workload) when they are invalid. The victim policy reads
-// them from the Workload.
-package jobannotations
+package expectedruntime
+
+// The controller carries the expected-runtime annotations from a job to its Workload, and tells
+// users (with Warning events on the Workload) when they are invalid; the unit reads them from the
+// Workload.
 
 import (
 	"context"
@@ -11,8 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -23,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobowner"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 )
 
@@ -101,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // copyFromOwner copies the job's annotations to wl (re-reading wl through the patch result).
 func (r *Reconciler) copyFromOwner(ctx context.Context, wl *kueue.Workload) error {
-	job, err := Owner(ctx, r.client, wl)
+	job, err := jobowner.Of(ctx, r.client, wl)
 	if job == nil || err != nil {
 		return err
 	}
@@ -124,30 +123,4 @@ func (r *Reconciler) copyFromOwner(ctx context.Context, wl *kueue.Workload) erro
 	}
 	ctrl.LoggerFrom(ctx).V(3).Info("Copied expected-runtime annotations from the job", "workload", klog.KObj(wl), "job", job.GetName())
 	return nil
-}
-
-// Owner reads wl's controlling job: nil when there is none, when its kind is not one of the job
-// integrations enabled in Kueue's configuration, when it cannot be read (gone, or no access), or
-// when the object of that name is not the one the reference names (another UID). The ownerReference
-// is tenant-written: only integrated kinds, which are namespaced, are read, in wl's namespace, and
-// through the manager's informers (the same ones Kueue's job reconcilers watch), not a live GET.
-func Owner(ctx context.Context, c client.Reader, wl *kueue.Workload) (client.Object, error) {
-	ref := metav1.GetControllerOf(wl)
-	if ref == nil {
-		return nil, nil
-	}
-	job := jobframework.GetEmptyOwnerObject(ref)
-	if job == nil {
-		return nil, nil
-	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: wl.Namespace, Name: ref.Name}, job); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if job.GetUID() != ref.UID {
-		return nil, nil
-	}
-	return job, nil
 }
