@@ -253,7 +253,7 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 		Log: e.log, Policy: p.Policy(), Settings: settings,
 		Protection: policy.ResolvePreempt(policy.PathOf(cq, cohorttree.Parents(cqs), e.m.settings), defaults),
 		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: e.m.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
-		Sources:    policy.Sources{e.m.settings, e.m.tolerations},
+		Sources:    append(policy.Sources{e.m.settings}, e.m.sources...),
 		Ordering:   ordering,
 		Clock:      policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
 		TurnTime:   func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },

@@ -81,7 +81,6 @@ import (
 	tsmetrics "github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -145,8 +144,8 @@ type Manager struct {
 	draResources           *dra.ExtendedResourceCache
 	// settings are the kueue-timeshare fields of each ClusterQueue and Cohort, for our preemptor.
 	settings *queuesettings.Store
-	// tolerations are the priority classes' preemption tolerations.
-	tolerations *toleration.Store
+	// sources are the units' sources of facts that read the cluster (policy.ClusterSource).
+	sources policy.Sources
 	// workloadIndex lists the workloads a policy unit may have marked, for our preemptor.
 	workloadIndex *preemption.WorkloadIndex
 	// preemptor is the scheduler's, once built, for the admission estimate.
@@ -675,7 +674,7 @@ func (m *Manager) setupScheduler() error {
 			scheduler.WithPreemptionExpectations(m.preemptionExpectations),
 			scheduler.WithCustomLabels(m.customLabels),
 			scheduler.WithResourceFormatter(m.resourceFormatter),
-			scheduler.WithPreemptor(m.keepPreemptor(PreemptorFactory(m.settings, m.tolerations, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
+			scheduler.WithPreemptor(m.keepPreemptor(PreemptorFactory(m.settings, m.sources, m.Queues, m.timeshareCfg.DefaultRequeueDelay.Duration,
 				preemption.WithRuntimeClock(policy.RuntimeClock(m.timeshareCfg.RuntimeClock)), preemption.WithWorkloadIndex(m.workloadIndex)))),
 			scheduler.WithAPIReader(m.GetAPIReader()),
 			scheduler.WithTimeSource(m.opts.Clock),
@@ -790,8 +789,8 @@ func (m *Manager) watchJobs(ctx context.Context, sched *scheduler.Scheduler) err
 	return nil
 }
 
-// afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and every
-// priority class's toleration are loaded, retrying while the API server cannot be read, and the
+// afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and the units'
+// cluster sources (the priority classes' tolerations) are loaded, retrying while the API server cannot be read, and the
 // scheduler's cache counts every workload holding quota (waitForQuotaLoaded, at most loadBound).
 // It keeps s's leader election needs.
 func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
@@ -800,7 +799,7 @@ func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 			err := m.settings.Load(ctx, m.GetAPIReader())
 			if err == nil {
-				err = m.tolerations.Load(ctx, m.GetAPIReader())
+				err = policy.LoadSources(ctx, m.sources, m.GetAPIReader())
 			}
 			// The budgets' ledger is in memory: rebuilt before the first preemption.
 			if err == nil && policy.GateOn(budget.Feature) {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -47,18 +47,18 @@ func (p timesharePreemptor) Hooks() scheduler.Hooks {
 	}
 }
 
-// PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the
-// priority classes' tolerations, the pending workloads of queues (to decide whose turn it is) and
+// PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the units'
+// cluster sources (policy.Table.NewSources), the pending workloads of queues (to decide whose turn it is) and
 // the default expected-runtime cooldown, plus extra options. The manager passes it to
 // scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
-func PreemptorFactory(store *queuesettings.Store, tolerations *toleration.Store, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
+func PreemptorFactory(store *queuesettings.Store, sources policy.Sources, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		opts := []preemption.Option{
 			preemption.WithPendingWorkloads(queues.PendingWorkloadsInfo),
 			preemption.WithSettingsKnown(store.Known),
 			preemption.WithCohortSettingsKnown(store.CohortKnown),
 			// The one registration of the victim policy's features: each takes the source it reads.
-			preemption.WithSources(store, tolerations, expectedruntime.DefaultCooldown(requeueDelay)),
+			preemption.WithSources(append(policy.Sources{store, expectedruntime.DefaultCooldown(requeueDelay)}, sources...)...),
 		}
 		opts = append(opts, extra...)
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
@@ -95,11 +95,10 @@ func (m *Manager) setupTimeshare() error {
 	if err := queuesettings.SetupCohorts(m, m.settings, wakeAll); err != nil {
 		return fmt.Errorf("setting up the Cohort settings controller: %w", err)
 	}
-	// Misses are read from the cache: a workload may name a class its controller has not reconciled yet.
-	m.tolerations = toleration.NewStore(toleration.ReadMisses(m.GetClient()))
+	m.sources = plugins.Units().NewSources(m.GetClient())
 	m.workloadIndex = preemption.NewWorkloadIndex()
-	if err := toleration.Setup(m, m.tolerations); err != nil {
-		return fmt.Errorf("setting up the priority class toleration controllers: %w", err)
+	if err := policy.SetupSources(m, m.sources); err != nil {
+		return fmt.Errorf("setting up the controllers of the units' sources: %w", err)
 	}
 	if err := expectedruntime.Setup(m); err != nil {
 		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
@@ -119,7 +118,7 @@ func (m *Manager) setupTimeshare() error {
 	if c, ok := m.opts.Clock.(clock.WithTicker); ok {
 		tick = c
 	}
-	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Sources: policy.Sources{m.tolerations}, Log: log,
+	w := &queuesettings.Waker{Clock: tick, Client: m.GetClient(), Queues: m.Queues, Store: m.settings, Sources: m.sources, Log: log,
 		RuntimeClock: policy.RuntimeClock(m.timeshareCfg.RuntimeClock), RoleTracker: m.roleTracker,
 		CustomLabels: m.customLabels, Lead: queuesettings.RequeueBatchPeriod() - queuesettings.LeadMargin,
 		Waits: &queuesettings.WaitGauges{LongWaitThreshold: m.timeshareCfg.Metrics.LongWaitThreshold.Duration, LocalQueueMetrics: m.lqMetrics}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -44,6 +45,9 @@ type Unit struct {
 	// Takes reports whether src is the unit's source of facts, so that a preemptor given src
 	// turns the feature on; nil when the preemptor feeds it otherwise.
 	Takes func(src any) bool
+	// NewSource builds its source of facts when it reads them from the cluster's objects itself
+	// (see ClusterSource and Table.NewSources); nil when it has none.
+	NewSource func(live client.Reader) ClusterSource
 	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
 	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
 	// the unit's. nil when the preemptor explains the unit's protection itself.

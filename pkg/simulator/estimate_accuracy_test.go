@@ -79,7 +79,7 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 			Log: logr.Discard(), Policy: pol, Settings: settings,
 			Protection: policy.ResolvePreempt(policy.PathOf(cq, nil, w.settings), defaults),
 			Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: w.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
-			Sources:    policy.Sources{w.tolerate},
+			Sources:    w.sources,
 			// As the manager gives it: a workload rotated out waits since its eviction.
 			TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) },
 			Handover: handover,

@@ -43,7 +43,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/manager"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -70,8 +69,9 @@ type world struct {
 	requeue   *requeue.Reconciler
 	waker     *queuesettings.Waker
 	settings  *queuesettings.Store
-	tolerate  *toleration.Store
-	booster   *booster
+	// sources are the units' sources of facts read from the cluster (policy.ClusterSource).
+	sources policy.Sources
+	booster *booster
 
 	// seen is the last version of every Workload that the event handlers were given; dirty are
 	// the Workloads written since.
@@ -165,8 +165,8 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		qcache.WithPreemptionExpectations(expectations), qcache.WithClock(w.clock))
 	ts := sc.timeshareConfig()
 	w.settings = manager.NewSettingsStore(ts)
-	w.tolerate = toleration.NewStore()
-	if err := w.tolerate.Load(w.ctx, w.client); err != nil {
+	w.sources = plugins.Units().NewSources(nil)
+	if err := policy.LoadSources(w.ctx, w.sources, w.client); err != nil {
 		return nil, err
 	}
 
@@ -199,7 +199,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 		units = plugins.Units().Without(removed)
 		extra = append(extra, preemption.WithoutFeature(removed))
 	}
-	preemptors := manager.PreemptorFactory(w.settings, w.tolerate, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
+	preemptors := manager.PreemptorFactory(w.settings, w.sources, w.queues, ts.DefaultRequeueDelay.Duration, extra...)
 	if wrap != nil {
 		inner := preemptors
 		preemptors = func(c scheduler.PreemptorConfig) scheduler.Preemptor { return wrap(w, inner(c)) }
@@ -220,7 +220,7 @@ func newWorld(ctx context.Context, sc *Scenario, mode Mode, log logr.Logger, wra
 	)
 	w.workloads = core.NewWorkloadReconciler(w.client, w.queues, w.cache, recorder, core.WithPreemptionExpectations(expectations))
 	w.requeue = requeue.New(w.client, recorder, w.clock)
-	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: policy.Sources{w.tolerate}, Log: log,
+	w.waker = &queuesettings.Waker{Clock: w.clock, Client: w.client, Queues: w.queues, Store: w.settings, Sources: w.sources, Log: log,
 		Candidate: w.candidate, Units: units}
 	// A first sweep, with nothing admitted yet, so that the next covers only what follows.
 	w.waker.Sweep(w.ctx)

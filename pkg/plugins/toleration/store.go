@@ -168,8 +168,10 @@ type reconciler struct {
 	value    func(client.Object) int32
 }
 
-// Setup registers the controllers for both kinds of class with mgr; they run on every replica.
-func Setup(mgr ctrl.Manager, store *Store) error {
+// Setup registers the controllers for both kinds of class with mgr, which feed s; they run on
+// every replica.
+func (s *Store) Setup(mgr ctrl.Manager) error {
+	store := s
 	recorder := mgr.GetEventRecorder("kueue-timeshare")
 	kinds := []*reconciler{
 		{kind: kueue.WorkloadPriorityClassKind, newObj: func() client.Object { return &kueue.WorkloadPriorityClass{} },

@@ -9,6 +9,8 @@ import (
 	"math"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -49,6 +51,14 @@ func Unit() policy.Unit {
 		},
 		Shields: shields,
 		Takes:   func(src any) bool { _, ok := src.(Source); return ok },
+		// Misses are read from the cache: a workload may name a class its controller has not
+		// reconciled yet.
+		NewSource: func(live client.Reader) policy.ClusterSource {
+			if live == nil {
+				return NewStore()
+			}
+			return NewStore(ReadMisses(live))
+		},
 		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
 			if rule != RuleTolerates {
 				return "", time.Time{}, false

@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// loadRecorder is a cluster source that records the calls it gets.
+type loadRecorder struct {
+	name string
+	err  error
+	log  *[]string
+}
+
+func (l *loadRecorder) Load(context.Context, client.Reader) error {
+	*l.log = append(*l.log, "load "+l.name)
+	return l.err
+}
+
+func (l *loadRecorder) Setup(ctrl.Manager) error {
+	*l.log = append(*l.log, "setup "+l.name)
+	return l.err
+}
+
+// TestClusterSources: the table builds one source per unit that has one, in the table's order;
+// loading stops at the first error, and sources that are not cluster sources are skipped.
+func TestClusterSources(t *testing.T) {
+	failed := errors.New("no access")
+	cases := map[string]struct {
+		failing  string
+		wantLog  []string
+		wantErr  error
+		wantSize int
+	}{
+		"every source loaded, then set up": {
+			wantLog:  []string{"load a", "load b", "setup a", "setup b"},
+			wantSize: 2,
+		},
+		"the first failure stops the load": {
+			failing: "a", wantLog: []string{"load a"}, wantErr: failed, wantSize: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var log []string
+			maker := func(name string) func(client.Reader) ClusterSource {
+				return func(client.Reader) ClusterSource {
+					l := &loadRecorder{name: name, log: &log}
+					if name == tc.failing {
+						l.err = failed
+					}
+					return l
+				}
+			}
+			table := Table{{Feature: "A", NewSource: maker("a")}, {Feature: "N"}, {Feature: "B", NewSource: maker("b")}}
+			src := table.NewSources(nil)
+			if len(src) != tc.wantSize {
+				t.Fatalf("NewSources built %d sources, want %d", len(src), tc.wantSize)
+			}
+			src = append(src, "not a cluster source")
+			err := LoadSources(context.Background(), src, nil)
+			if err == nil {
+				err = SetupSources(nil, src)
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("error = %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.wantLog, log); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
