@@ -10,7 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 func TestDescribe(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDescribe(t *testing.T) {
 	admitted := func(ann map[string]string) *kueue.Workload {
 		var record []metav1.Condition
 		if _, ok := ann[annotations.PreemptionNotice]; ok {
-			record = append(record, policy.NoticeRecord(&given, 0))
+			record = append(record, notice.ConditionOf(&given, 0))
 		}
 		return &kueue.Workload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w", Annotations: ann},

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -451,7 +452,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 		return release{at: from, requeue: true, h: h}, true
 	}
 	// Under notice, its room is promised to the notice's preemptor: it leaves at the deadline.
-	if n := policy.NoticeOf(&h.cand); n != nil {
+	if n := notice.Of(&h.cand); n != nil {
 		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, own: policy.IsOwnReason(n.Reason), h: h}, true
 	}
 	instants := append(w.instants[:0], from)

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 // The units' per-ClusterQueue metrics are served with ours, and a unit that counts workloads has
@@ -47,7 +47,7 @@ func TestUnitQueueMetrics(t *testing.T) {
 			t.Errorf("%s counts workloads but has no gauge", u.Feature)
 		}
 	}
-	if diff := cmp.Diff([]string{"kueue_preemption_notices_in_force"}, names([]prometheus.Collector{UnitGauge(policy.FeatureNotice)})); diff != "" {
+	if diff := cmp.Diff([]string{"kueue_preemption_notices_in_force"}, names([]prometheus.Collector{UnitGauge(notice.Feature)})); diff != "" {
 		t.Errorf("the notice's gauge (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -30,7 +31,7 @@ func registry() policy.Table {
 		// Vetoes an eligible candidate whose priority class tolerates the preemptor.
 		toleration.Unit(),
 		// Vetoes a candidate whose room is promised to another preemptor by a notice.
-		policy.NoticeUnit(),
+		notice.Unit(),
 		// Vetoes a candidate whose preemption would overdraw a preemption budget on its path.
 		budget.Unit(),
 	}

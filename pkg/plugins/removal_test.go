@@ -15,6 +15,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -53,7 +54,7 @@ func TestFeatureRemoval(t *testing.T) {
 			if uid != "" {
 				n.PreemptorUID = f.in.Preemptor.Obj.UID
 			}
-			f.wl.Status.Conditions = append(f.wl.Status.Conditions, policy.NoticeRecord(n, 1))
+			f.wl.Status.Conditions = append(f.wl.Status.Conditions, notice.ConditionOf(n, 1))
 		}
 	}
 	byOther := noticed("")
@@ -103,7 +104,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"lower priority under notice for another preemptor": {
 			tweaks:  []tweak{byOther},
-			applies: []policy.Feature{policy.FeatureNotice},
+			applies: []policy.Feature{notice.Feature},
 		},
 		"lower priority under notice for this preemptor": {
 			tweaks: []tweak{byThis},
@@ -116,18 +117,18 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past minAdmitDuration and under notice": {
 			tweaks:  []tweak{samePriority, window, byOther},
-			applies: []policy.Feature{policy.FeatureTimeBased, policy.FeatureNotice},
-			without: map[policy.Feature]string{policy.FeatureNotice: policy.RuleTimeExpired},
+			applies: []policy.Feature{policy.FeatureTimeBased, notice.Feature},
+			without: map[policy.Feature]string{notice.Feature: policy.RuleTimeExpired},
 		},
 		"past its expected runtime and under notice": {
 			tweaks:  []tweak{samePriority, expects, byOther},
-			applies: []policy.Feature{expectedruntime.Feature, policy.FeatureNotice},
-			without: map[policy.Feature]string{policy.FeatureNotice: expectedruntime.Rule},
+			applies: []policy.Feature{expectedruntime.Feature, notice.Feature},
+			without: map[policy.Feature]string{notice.Feature: expectedruntime.Rule},
 		},
 		"lower priority, tolerating and under notice": {
 			tweaks:  []tweak{tolerating, byOther},
-			applies: []policy.Feature{toleration.Feature, policy.FeatureNotice},
-			without: map[policy.Feature]string{toleration.Feature: policy.RuleUnderNotice, policy.FeatureNotice: toleration.RuleTolerates},
+			applies: []policy.Feature{toleration.Feature, notice.Feature},
+			without: map[policy.Feature]string{toleration.Feature: notice.Rule, notice.Feature: toleration.RuleTolerates},
 		},
 		"past minAdmitDuration and tolerating": {
 			tweaks:  []tweak{samePriority, window, tolerating},
@@ -141,8 +142,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"inside its min-runtime and under notice": {
 			tweaks:  []tweak{byOther, minRuntime(time.Hour)},
-			applies: []policy.Feature{policy.FeatureMinRuntime, policy.FeatureNotice},
-			without: map[policy.Feature]string{policy.FeatureMinRuntime: policy.RuleUnderNotice, policy.FeatureNotice: policy.RuleMinRuntime},
+			applies: []policy.Feature{policy.FeatureMinRuntime, notice.Feature},
+			without: map[policy.Feature]string{policy.FeatureMinRuntime: notice.Rule, notice.Feature: policy.RuleMinRuntime},
 		},
 		"lower priority, its budget spent": {
 			tweaks:  []tweak{withBudget(spent)},
@@ -243,7 +244,7 @@ func TestFeatureRemovalFacts(t *testing.T) {
 	wl := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{annotations.ExpectedRuntime: "1h"}},
 		Spec:       kueue.WorkloadSpec{PriorityClassRef: &kueue.PriorityClassRef{Name: "keep"}},
-		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{policy.NoticeRecord(n, 1)}},
+		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{notice.ConditionOf(n, 1)}},
 	}
 	tol := &toleration.Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10, Forever: true}, Source: "WorkloadPriorityClass keep"}
 	b := &budget.Budgets{Buckets: []budget.Bucket{{Owner: "ClusterQueue cq", Budget: budget.Budget{Max: 1, Period: time.Hour, Burst: 1}}}}
@@ -251,7 +252,7 @@ func TestFeatureRemovalFacts(t *testing.T) {
 	fact := map[policy.Feature]func(*policy.Candidate) any{
 		expectedruntime.Feature: func(c *policy.Candidate) any { return expectedruntime.Of(c) },
 		toleration.Feature:      func(c *policy.Candidate) any { return toleration.Of(c) },
-		policy.FeatureNotice:    func(c *policy.Candidate) any { return policy.NoticeOf(c) },
+		notice.Feature:          func(c *policy.Candidate) any { return notice.Of(c) },
 		budget.Feature:          func(c *policy.Candidate) any { return budget.BucketsOf(c) },
 	}
 	var all policy.Candidate

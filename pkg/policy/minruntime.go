@@ -133,10 +133,10 @@ func lowestCommonAncestor(preemptor, victim Path) int {
 func walkUp(path Path, from int, field string, get func(MinRuntimes) Setting, defaultField string, def time.Duration) Protection {
 	for _, n := range path[min(from, len(path)):] {
 		if s := get(n.Settings); s.Set {
-			return Protection{MinRuntime: s.Value, Source: queueSource(field, s.Value, n.Kind, n.Name)}
+			return Protection{MinRuntime: s.Value, Source: QueueSource(field, s.Value, n.Kind, n.Name)}
 		}
 	}
-	return Protection{MinRuntime: def, Source: defaultSource(defaultField, def)}
+	return Protection{MinRuntime: def, Source: DefaultSource(defaultField, def)}
 }
 
 // FeatureMinRuntime is min-runtime protection (preemptMinRuntime, reclaimMinRuntime).

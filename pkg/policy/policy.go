@@ -130,7 +130,7 @@ type Input struct {
 
 // EligibleByTurn reports whether the rule that found the candidate eligible makes it a turn
 // (tsapi.ReasonWords.Turn): for the protections that spare turns.
-func (in *Input) EligibleByTurn() bool { return isTurn(in.eligibleReason) }
+func (in *Input) EligibleByTurn() bool { return IsTurn(in.eligibleReason) }
 
 // Decision is the policy's answer, with the rule that gave it.
 type Decision struct {

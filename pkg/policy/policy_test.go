@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
-
-	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -206,17 +203,4 @@ func sign(x int) int {
 		return 1
 	}
 	return 0
-}
-
-// withFacts is c with the units' facts set, each by its type.
-func withFacts(c Candidate, facts ...any) *Candidate {
-	for _, f := range facts {
-		switch f := f.(type) {
-		case *annotations.Notice:
-			notice.Set(&c, f)
-		default:
-			panic(fmt.Sprintf("withFacts: no unit keeps a %T", f))
-		}
-	}
-	return &c
 }

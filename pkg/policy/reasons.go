@@ -25,8 +25,8 @@ func IsOwnReason(reason string) bool {
 	return ok
 }
 
-// isTurn reports whether a preemption for reason is a turn (ReasonWords.Turn).
-func isTurn(reason string) bool {
+// IsTurn reports whether a preemption for reason is a turn (ReasonWords.Turn).
+func IsTurn(reason string) bool {
 	w, _ := tsapi.WordsOf(reason)
 	return w.Turn
 }

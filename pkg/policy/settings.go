@@ -29,13 +29,13 @@ type Source struct {
 	Note string
 }
 
-// queueSource is a setting found on a queue of a path.
-func queueSource(field string, value any, kind, name string) Source {
+// QueueSource is a setting found on a queue of a path.
+func QueueSource(field string, value any, kind, name string) Source {
 	return Source{Field: field, Value: fmt.Sprint(value), Kind: kind, Name: name}
 }
 
-// defaultSource is the manager configuration's default for field.
-func defaultSource(field string, value any) Source {
+// DefaultSource is the manager configuration's default for field.
+func DefaultSource(field string, value any) Source {
 	return Source{Field: field, Value: fmt.Sprint(value)}
 }
 

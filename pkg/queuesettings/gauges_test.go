@@ -18,6 +18,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -56,7 +57,7 @@ func TestWakerGauges(t *testing.T) {
 		wl := holder(name, t0)
 		n := annotations.Notice{Start: t0.Add(6 * time.Minute), Deadline: t0.Add(9 * time.Minute), Reason: reason, Preemptor: "ns/p", PreemptorUID: "p-uid"}
 		wl.Annotations = n.Annotations()
-		wl.Status.Conditions = append(wl.Status.Conditions, policy.NoticeRecord(&n, 0))
+		wl.Status.Conditions = append(wl.Status.Conditions, notice.ConditionOf(&n, 0))
 		if evicted {
 			wl.Status.Conditions = append(wl.Status.Conditions, cond(kueue.WorkloadEvicted, t0.Add(9*time.Minute)))
 		}
@@ -124,7 +125,7 @@ func TestWakerGauges(t *testing.T) {
 				vec  *prometheus.GaugeVec
 				want map[string]float64
 			}{"turn holders": {metrics.TurnHolders, tc.wantHolders}, "next turn": {metrics.NextTurnSeconds, tc.wantNext}, "protected": {metrics.ProtectedWorkloads, tc.wantPr},
-				"notices in force": {metrics.UnitGauge(policy.FeatureNotice), tc.wantNotices}} {
+				"notices in force": {metrics.UnitGauge(notice.Feature), tc.wantNotices}} {
 				if c.want == nil {
 					c.want = map[string]float64{}
 				}

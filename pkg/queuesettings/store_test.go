@@ -15,6 +15,7 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -181,8 +182,8 @@ func TestSettingsPath(t *testing.T) {
 			cohort: map[string]any{"noticeOnReclaim": true},
 			config: &tsconfig.Configuration{DefaultNoticePeriod: &metav1.Duration{Duration: time.Minute}},
 			wantPath: []policy.QueueNode{
-				{Kind: "ClusterQueue", Name: "a", Settings: policy.NoticeSettings{Period: policy.Set(5 * time.Minute)}},
-				{Kind: "Cohort", Name: "team", Settings: policy.NoticeSettings{OnReclaim: policy.Flag{Set: true, Value: true}}},
+				{Kind: "ClusterQueue", Name: "a", Settings: notice.Settings{Period: policy.Set(5 * time.Minute)}},
+				{Kind: "Cohort", Name: "team", Settings: notice.Settings{OnReclaim: notice.Flag{Set: true, Value: true}}},
 				{Kind: "Cohort", Name: "org"},
 			},
 			wantDef: time.Minute,
@@ -190,7 +191,7 @@ func TestSettingsPath(t *testing.T) {
 		"a zero period is set": {
 			cq:       map[string]any{"noticePeriod": "0s"},
 			config:   &tsconfig.Configuration{},
-			wantPath: []policy.QueueNode{{Kind: "ClusterQueue", Name: "a", Settings: policy.NoticeSettings{Period: policy.Set(0)}}, {Kind: "Cohort", Name: "team"}, {Kind: "Cohort", Name: "org"}},
+			wantPath: []policy.QueueNode{{Kind: "ClusterQueue", Name: "a", Settings: notice.Settings{Period: policy.Set(0)}}, {Kind: "Cohort", Name: "team"}, {Kind: "Cohort", Name: "org"}},
 		},
 	}
 	for name, tc := range cases {
@@ -208,7 +209,7 @@ func TestSettingsPath(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			path, def := s.SettingsPath(policy.FeatureNotice, "a", []kueue.CohortReference{"team", "org"})
+			path, def := s.SettingsPath(notice.Feature, "a", []kueue.CohortReference{"team", "org"})
 			if diff := cmp.Diff(tc.wantPath, path); diff != "" {
 				t.Errorf("path (-want +got):\n%s", diff)
 			}

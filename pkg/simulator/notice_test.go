@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 // Two same-priority jobs take turns of 1h on 4 GPUs, with a 10m notice at each turn's end. a (3h)
@@ -52,7 +52,7 @@ func TestPreemptionNotice(t *testing.T) {
 	// Wake-ups fall a millisecond after a window ends and deadlines are rounded up to the second:
 	// compare to the minute.
 	toMinute := cmp.Transformer("toMinute", func(d time.Duration) time.Duration { return d.Round(time.Minute) })
-	early, deadline := string(policy.NoticeEndedEarly), string(policy.NoticeEvictedAtDeadline)
+	early, deadline := string(notice.EndedEarly), string(notice.EvictedAtDeadline)
 	withoutNotice := []eviction{
 		{time.Hour, "a", 10 * time.Minute, ""}, {2 * time.Hour, "c", time.Hour, ""},
 		{3 * time.Hour, "a", 10 * time.Minute, ""}, {4 * time.Hour, "c", time.Hour, ""},
@@ -77,7 +77,7 @@ func TestPreemptionNotice(t *testing.T) {
 			finishedAt: map[string]time.Duration{"a": 320 * time.Minute, "c": 440 * time.Minute},
 		},
 		"the same scenario run without notice (--compare)": {
-			gate: "true", mode: ModeWithout(policy.FeatureNotice), evictions: withoutNotice,
+			gate: "true", mode: ModeWithout(notice.Feature), evictions: withoutNotice,
 			lost:       map[string]time.Duration{"a": 30 * time.Minute, "c": 3 * time.Hour},
 			finishedAt: map[string]time.Duration{"a": 390 * time.Minute, "c": 510 * time.Minute},
 		},
@@ -145,7 +145,7 @@ func TestPreemptionNoticeReported(t *testing.T) {
 	if len(leftover) > 0 {
 		t.Errorf("running workloads with no notice carry notice annotations: %v", leftover)
 	}
-	without := mustRun(t, s, ModeWithout(policy.FeatureNotice))
+	without := mustRun(t, s, ModeWithout(notice.Feature))
 	var table bytes.Buffer
 	if err := WriteTable(&table, with, without); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ spec:
 ---
 workloads: [{name: a, clusterQueue: cq, resources: {cpu: 1}, duration: 1m}]
 `
-	without := []Mode{ModeWithout(policy.FeatureNotice)}
+	without := []Mode{ModeWithout(notice.Feature)}
 	cases := map[string]struct {
 		head, cohort, cq string
 		want             []Mode

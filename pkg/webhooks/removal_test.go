@@ -16,6 +16,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -28,8 +29,8 @@ func TestFeatureRemovalInTheWebhooks(t *testing.T) {
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.PreemptionBudget, false)
 	spec := `"spec":{"preemption":{"noticePeriod":"5m","preemptionBudget":{"maxPreemptions":2,"period":"1h"}}}`
 	refusedBy := map[policy.Feature]string{
-		policy.FeatureNotice: "spec.preemption.noticePeriod",
-		budget.Feature:       "spec.preemption.preemptionBudget",
+		notice.Feature: "spec.preemption.noticePeriod",
+		budget.Feature: "spec.preemption.preemptionBudget",
 	}
 	validators := map[string]func(policy.Table) admission.Handler{
 		"ClusterQueue": func(t policy.Table) admission.Handler { return ClusterQueueValidator{Units: t} },

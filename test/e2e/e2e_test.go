@@ -22,6 +22,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -331,9 +332,9 @@ var _ = ginkgo.Describe("a preemption notice with Pods", func() {
 		h := expectHandover(ctx, low, high, deadline, kueue.InClusterQueueReason)
 		gomega.Expect(h.evicted).To(gomega.BeTemporally(">=", deadline), "evicted at the deadline, not before")
 		gomega.Eventually(func(g gomega.Gomega) {
-			c := apimeta.FindStatusCondition(workload(g, ctx, low).Status.Conditions, policy.NoticeCondition)
+			c := apimeta.FindStatusCondition(workload(g, ctx, low).Status.Conditions, notice.Condition)
 			g.Expect(c).NotTo(gomega.BeNil())
-			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
+			g.Expect(c.Reason).To(gomega.Equal(string(notice.EvictedAtDeadline)))
 		}, 30*time.Second, interval).Should(gomega.Succeed())
 		ginkgo.AddReportEntry("notice handover with Pods (20 s notice, 5 s grace)", h.String())
 	})

@@ -25,6 +25,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -191,7 +192,7 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 			}
 			var latest kueue.Workload
 			gomega.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
-			apimeta.SetStatusCondition(&latest.Status.Conditions, policy.NoticeRecord(&forged, latest.Generation))
+			apimeta.SetStatusCondition(&latest.Status.Conditions, notice.ConditionOf(&forged, latest.Generation))
 			a.Status = outcome(t.c.Status().Update(ctx, &latest))
 			a.Job = outcome(annotate(ctx, t.c, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim.Name}}, values))
 			got[t.role] = a
@@ -211,7 +212,7 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 		gomega.Consistently(func(g gomega.Gomega) {
 			wl := workload(g, ctx, victim)
 			g.Expect(managerOwnedOn(wl)).To(gomega.BeEmpty())
-			g.Expect(apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition)).To(gomega.BeNil())
+			g.Expect(apimeta.FindStatusCondition(wl.Status.Conditions, notice.Condition)).To(gomega.BeNil())
 			g.Expect(holding(wl)).To(gomega.BeTrue())
 			g.Expect(running(jobPods(ctx, victim))).To(gomega.Equal(1))
 		}, 10*time.Second, interval).Should(gomega.Succeed())
@@ -248,7 +249,7 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 			g.Expect(h.nextRunning).NotTo(gomega.BeZero(), "the preemptor's Pods Running")
 		}, 2*time.Minute, 100*time.Millisecond).Should(gomega.Succeed())
 		expectRunning(ctx, high, time.Second)
-		gomega.Expect(apimeta.FindStatusCondition(workload(gomega.Default, ctx, victim).Status.Conditions, policy.NoticeCondition)).To(gomega.BeNil(),
+		gomega.Expect(apimeta.FindStatusCondition(workload(gomega.Default, ctx, victim).Status.Conditions, notice.Condition)).To(gomega.BeNil(),
 			"no notice was ever recorded")
 		gomega.Expect(holding(workload(gomega.Default, ctx, waiting))).To(gomega.BeFalse(), "the forged notice's preemptor got nothing")
 		report := fmt.Sprintf("preemptor arrived %s; %s", arrived.Format("15:04:05.000"), h)
@@ -278,10 +279,10 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 		gomega.Eventually(func(g gomega.Gomega) {
 			wl = workload(g, ctx, victim)
 			var err error
-			n, err = policy.ReadNotice(wl)
+			n, err = notice.Read(wl)
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			g.Expect(n).NotTo(gomega.BeNil(), "the PreemptionNotice condition is True")
-			g.Expect(policy.NoticeCopied(wl, n)).To(gomega.BeTrue(), "the annotations copy the notice")
+			g.Expect(notice.Copied(wl, n)).To(gomega.BeTrue(), "the annotations copy the notice")
 		}, 30*time.Second, interval).Should(gomega.Succeed())
 		given := time.Now()
 		preemptor := workload(gomega.Default, ctx, high)
@@ -301,14 +302,14 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 		moved.Deadline = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 		var latest kueue.Workload
 		gomega.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
-		apimeta.SetStatusCondition(&latest.Status.Conditions, policy.NoticeRecord(&moved, latest.Generation))
+		apimeta.SetStatusCondition(&latest.Status.Conditions, notice.ConditionOf(&moved, latest.Generation))
 		err := lead.c.Status().Update(ctx, &latest)
 		gomega.Expect(apierrors.IsForbidden(err)).To(gomega.BeTrue(), "got %v", err)
 
 		ginkgo.By(fmt.Sprintf("keeping the victim's Pods running, its notice and its copy unchanged, until the deadline %s", deadline.Format(time.TimeOnly)))
 		gomega.Consistently(func(g gomega.Gomega) {
 			wl := workload(g, ctx, victim)
-			now, err := policy.ReadNotice(wl)
+			now, err := notice.Read(wl)
 			g.Expect(err).NotTo(gomega.HaveOccurred())
 			g.Expect(cmp.Diff(n, now)).To(gomega.BeEmpty(), "the notice (-given +now)")
 			g.Expect(cmp.Diff(copied, managerOwnedOn(wl))).To(gomega.BeEmpty(), "the copy (-given +now)")
@@ -338,10 +339,10 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 			g.Expect(c).NotTo(gomega.BeNil())
 			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
 			evicted = c.LastTransitionTime.Time
-			c = apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition)
+			c = apimeta.FindStatusCondition(wl.Status.Conditions, notice.Condition)
 			g.Expect(c).NotTo(gomega.BeNil())
 			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
+			g.Expect(c.Reason).To(gomega.Equal(string(notice.EvictedAtDeadline)))
 		}, 30*time.Second, interval).Should(gomega.Succeed())
 		gomega.Expect(evicted).To(gomega.BeTemporally(">=", deadline), "evicted at the deadline, not before")
 

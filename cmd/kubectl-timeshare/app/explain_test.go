@@ -17,7 +17,7 @@ import (
 	visibilityapi "sigs.k8s.io/kueue/apis/visibility/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 func cond(t, status, reason, message string, at time.Duration) metav1.Condition {
@@ -26,7 +26,7 @@ func cond(t, status, reason, message string, at time.Duration) metav1.Condition 
 
 func TestBuildExplainReport(t *testing.T) {
 	const preempted = "Preempted to accommodate a workload due to time-sharing"
-	noticeMsg := policy.NoticeInForceMessage(&annotations.Notice{Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next", PreemptorUID: "uid-next"})
+	noticeMsg := notice.InForceMessage(&annotations.Notice{Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next", PreemptorUID: "uid-next"})
 	wl := func(conds ...metav1.Condition) *kueue.Workload {
 		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w"}, Spec: kueue.WorkloadSpec{QueueName: "lq", Priority: ptr.To[int32](5)},
 			Status: kueue.WorkloadStatus{Conditions: conds}}
@@ -92,7 +92,7 @@ func TestBuildExplainReport(t *testing.T) {
 		"under notice: the notice in force, its condition, and the state saying until when": {
 			wl: func() *kueue.Workload {
 				w := wl(cond(kueue.WorkloadQuotaReserved, "True", "QuotaReserved", "Quota reserved in ClusterQueue gpu", -time.Hour),
-					cond(policy.NoticeCondition, "True", "InClusterQueueTimeBased", noticeMsg, -time.Minute))
+					cond(notice.Condition, "True", "InClusterQueueTimeBased", noticeMsg, -time.Minute))
 				w.Status.Admission = &kueue.Admission{ClusterQueue: "gpu"}
 				w.Annotations = annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(5 * time.Minute), Reason: "InClusterQueueTimeBased",
 					Preemptor: "ns/next", PreemptorUID: "uid-next"}.Annotations()
@@ -102,7 +102,7 @@ func TestBuildExplainReport(t *testing.T) {
 				State: "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z",
 				Details: map[string]any{"PreemptionNotice": &NoticeReport{
 					Notice: &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"},
-					State:  &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: noticeMsg, Since: mt(-time.Minute)},
+					State:  &Decision{Condition: notice.Condition, Status: "True", Reason: "InClusterQueueTimeBased", Message: noticeMsg, Since: mt(-time.Minute)},
 				}},
 				History: []HistoryItem{
 					{Time: mt(-time.Hour), Source: "condition", What: "QuotaReserved=True", Reason: "QuotaReserved", Message: "Quota reserved in ClusterQueue gpu"},
@@ -193,7 +193,7 @@ func TestNoticedFor(t *testing.T) {
 		for k, v := range n.Annotations() {
 			w.Annotations[k] = v
 		}
-		w.Status.Conditions = []metav1.Condition{policy.NoticeRecord(&n, 0)}
+		w.Status.Conditions = []metav1.Condition{notice.ConditionOf(&n, 0)}
 		for k, v := range ann {
 			w.Annotations[k] = v
 		}
@@ -228,7 +228,7 @@ func TestRenderExplainNotices(t *testing.T) {
 			report: func(r *ExplainReport) {
 				r.State = "holding quota in ClusterQueue gpu, under preemption notice until 2026-11-24T12:05:00Z"
 				noticeReportOf(r).Notice = &NoticeInProgress{Given: mt(-time.Minute), Deadline: mt(5 * time.Minute), Reason: "InClusterQueueTimeBased", Preemptor: "ns/next"}
-				noticeReportOf(r).State = &Decision{Condition: policy.NoticeCondition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted", Since: mt(-time.Minute)}
+				noticeReportOf(r).State = &Decision{Condition: notice.Condition, Status: "True", Reason: "InClusterQueueTimeBased", Message: "To be evicted", Since: mt(-time.Minute)}
 			},
 			want: `
 Under preemption notice (given 2026-11-24T11:59:00Z (60s ago), reason InClusterQueueTimeBased):
@@ -245,7 +245,7 @@ History:
 		},
 		"how the last notice ended": {
 			report: func(r *ExplainReport) {
-				noticeReportOf(r).State = &Decision{Condition: policy.NoticeCondition, Status: "False", Reason: "EndedEarly", Message: "Evicted before its deadline", Since: mt(-2 * time.Minute)}
+				noticeReportOf(r).State = &Decision{Condition: notice.Condition, Status: "False", Reason: "EndedEarly", Message: "Evicted before its deadline", Since: mt(-2 * time.Minute)}
 			},
 			want: `
 Its last preemption notice (PreemptionNotice=False, reason EndedEarly, at 2026-11-24T11:58:00Z (2m ago)):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 )
@@ -34,7 +35,7 @@ func noticeView() view {
 		},
 		explainDetail: func(wl *kueue.Workload) (string, any, bool) {
 			r := NoticeReport{Notice: noticeOf(wl)}
-			if c := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition); c != nil {
+			if c := apimeta.FindStatusCondition(wl.Status.Conditions, notice.Condition); c != nil {
 				r.State = decision(c)
 			}
 			return string(features.PreemptionNotice), &r, r.Notice != nil || r.State != nil
@@ -103,7 +104,7 @@ type NoticeInProgress struct {
 
 // noticeOf is the notice in force on wl, or nil.
 func noticeOf(wl *kueue.Workload) *NoticeInProgress {
-	n, err := policy.ReadNotice(wl)
+	n, err := notice.Read(wl)
 	if err != nil {
 		return &NoticeInProgress{Problem: err.Error()}
 	}
@@ -119,7 +120,7 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 	var out []NoticeInProgress
 	for i := range wls {
 		wl := &wls[i]
-		n, err := policy.ReadNotice(wl)
+		n, err := notice.Read(wl)
 		if err != nil || n == nil || n.PreemptorUID != preemptor {
 			continue
 		}
@@ -134,7 +135,7 @@ func noticedFor(preemptor types.UID, wls []kueue.Workload) []NoticeInProgress {
 // noticeSettings are the rows of the notice settings in force for cq's workloads, resolved by the
 // policy from cq up its cohorts (parents) with the manager's default period.
 func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, parents []kueue.CohortReference, m ManagerSettings) []SettingReport {
-	path, def := policy.NoticePath(store.SettingsPath(policy.FeatureNotice, cq, parents))
+	path, def := notice.Path(store.SettingsPath(notice.Feature, cq, parents))
 	// Each extension is read as the policy reads it for a preemption of that kind.
 	extensions := []struct{ name, reason string }{
 		{"noticeOnPriorityPreemption", kueue.InClusterQueueReason},
@@ -148,7 +149,7 @@ func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, 
 		}
 		return out
 	}
-	period, src := policy.ResolveNotice(path, policy.TimeBasedReason, def)
+	period, src := notice.Resolve(path, policy.TimeBasedReason, def)
 	ps := SettingReport{Name: "noticePeriod", Value: period.String(), Source: src.Where()}
 	if src.Default() {
 		ps.Source = "manager default"
@@ -161,7 +162,7 @@ func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, 
 	}
 	out := []SettingReport{ps}
 	for _, e := range extensions {
-		on, src := policy.NoticeExtended(path, e.reason)
+		on, src := notice.Extended(path, e.reason)
 		s := SettingReport{Name: e.name, Value: fmt.Sprint(on), Source: src.Where()}
 		if src == (policy.Source{}) {
 			s.Source = fmt.Sprintf("not set on %s %s or a Cohort above it", path[0].Kind, path[0].Name)

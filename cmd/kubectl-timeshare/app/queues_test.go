@@ -20,7 +20,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 )
 
@@ -75,7 +75,7 @@ func TestBuildQueuesReport(t *testing.T) {
 				n := annotations.Notice{Start: t0.Add(-time.Minute), Deadline: t0.Add(9 * time.Minute), Reason: "InClusterQueueTimeBased",
 					Preemptor: "ns/second", PreemptorUID: "uid-second"}
 				wl.Annotations = n.Annotations()
-				wl.Status.Conditions = append(wl.Status.Conditions, policy.NoticeRecord(&n, 0))
+				wl.Status.Conditions = append(wl.Status.Conditions, notice.ConditionOf(&n, 0))
 				return wl
 			}(),
 			waitingWL("second", -20*time.Minute, "waiting for a time-sharing turn"),

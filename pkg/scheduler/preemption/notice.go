@@ -29,6 +29,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -51,7 +52,7 @@ type NoticeSource interface {
 // its eviction, whatever the eviction's reason.
 type noticePlugin struct{}
 
-func (noticePlugin) Feature() policy.Feature { return policy.FeatureNotice }
+func (noticePlugin) Feature() policy.Feature { return notice.Feature }
 
 func (noticePlugin) optionFor(src any) (Option, bool) { return sourceOption(src, WithPreemptionNotice) }
 
@@ -73,17 +74,17 @@ func (noticePlugin) afterEviction(p *Preemptor, ctx context.Context, victim *kue
 }
 
 // WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
-// while the PreemptionNotice gate is on (see policy.WithPreemptionNotice).
+// while the PreemptionNotice gate is on (see notice.Option).
 func WithPreemptionNotice(src NoticeSource) Option {
 	return func(c *config) {
 		c.sources = append(c.sources, src)
-		c.features = append(c.features, policy.FeatureNotice)
+		c.features = append(c.features, notice.Feature)
 	}
 }
 
 // notices is the source of the notice settings; nil while the feature is off.
 func (p *Preemptor) notices() NoticeSource {
-	if !p.on(policy.FeatureNotice) {
+	if !p.on(notice.Feature) {
 		return nil
 	}
 	for _, s := range p.sources {
@@ -104,9 +105,9 @@ func (p *Preemptor) NoticeOf(cq *schdcache.ClusterQueueSnapshot) func(reason str
 	if !p.noticeOn() {
 		return nil
 	}
-	path, def := policy.NoticePath(p.notices().SettingsPath(policy.FeatureNotice, cq.Name, cohorttree.Parents(cq)))
+	path, def := notice.Path(p.notices().SettingsPath(notice.Feature, cq.Name, cohorttree.Parents(cq)))
 	return func(reason string) time.Duration {
-		d, _ := policy.ResolveNotice(path, reason, def)
+		d, _ := notice.Resolve(path, reason, def)
 		return d
 	}
 }
@@ -162,10 +163,10 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 	}
 	var out []noticed
 	consider := func(q *schdcache.ClusterQueueSnapshot, info *workload.Info) {
-		if !apimeta.IsStatusConditionTrue(info.Obj.Status.Conditions, policy.NoticeCondition) {
+		if !apimeta.IsStatusConditionTrue(info.Obj.Status.Conditions, notice.Condition) {
 			return
 		}
-		n, err := policy.ReadNotice(info.Obj)
+		n, err := notice.Read(info.Obj)
 		if err != nil || n == nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
 			return
 		}
@@ -206,7 +207,7 @@ func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapsho
 	}
 	now := p.clock.Now()
 	for _, n := range ns {
-		if due, _ := policy.NoticeDue(n.notice, n.info.Obj, now); !due {
+		if due, _ := notice.Due(n.notice, n.info.Obj, now); !due {
 			return nil, true
 		}
 	}
@@ -219,7 +220,7 @@ func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapsho
 // hasNotice reports whether some target is under notice for preemptor.
 func hasNotice(targets []*Target, preemptor *workload.Info) bool {
 	return slices.ContainsFunc(targets, func(t *Target) bool {
-		n, err := policy.ReadNotice(t.WorkloadInfo.Obj)
+		n, err := notice.Read(t.WorkloadInfo.Obj)
 		return err == nil && n != nil && n.PreemptorUID == preemptor.Obj.UID
 	})
 }
@@ -244,8 +245,8 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
 func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	path, def := policy.NoticePath(p.notices().SettingsPath(policy.FeatureNotice, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
-	d, src := policy.ResolveNotice(path, t.Reason, def)
+	path, def := notice.Path(p.notices().SettingsPath(notice.Feature, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
+	d, src := notice.Resolve(path, t.Reason, def)
 	return d, src.String()
 }
 
@@ -319,12 +320,12 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 }
 
 // writeNotice gives the victim notice n: the True PreemptionNotice condition in its status, the
-// notice itself (policy.ReadNotice), written only if the victim is unchanged since the snapshot so
+// notice itself (notice.Read), written only if the victim is unchanged since the snapshot so
 // that a cycle working on a stale snapshot cannot give a second notice; then its copy in the
 // annotations, which the notice controller writes too if this write is lost.
 func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n annotations.Notice) error {
 	n.Start = n.Start.UTC().Truncate(time.Second)
-	record := policy.NoticeRecord(&n, victim.Generation)
+	record := notice.ConditionOf(&n, victim.Generation)
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
 	if p.index != nil {
 		p.index.add(workload.Key(victim), record.Message)
@@ -365,18 +366,18 @@ func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq ku
 	if !p.noticeOn() {
 		return
 	}
-	n, err := policy.ReadNotice(victim)
+	n, err := notice.Read(victim)
 	if err != nil || n == nil {
 		return
 	}
 	now := p.clock.Now()
-	outcome, msg := policy.NoticeEvictionOutcome(n, victim)
-	cond := metav1.Condition{Type: policy.NoticeCondition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
+	outcome, msg := notice.EvictionOutcome(n, victim)
+	cond := metav1.Condition{Type: notice.Condition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
 		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: victim.Generation}
 	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
 		ctrllog.FromContext(ctx).V(2).Info("Could not record the end of a preemption notice", "workload", klog.KObj(victim), "error", err.Error())
 	}
-	policy.ReportNoticeEnded(p.customLabels.CQGet(cq), cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
+	notice.ReportEnded(p.customLabels.CQGet(cq), cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
 }
 
 // ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
@@ -399,5 +400,5 @@ func applyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Worklo
 	if err := unstructured.SetNestedSlice(u.Object, []any{raw}, "status", "conditions"); err != nil {
 		return err
 	}
-	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(policy.NoticeFieldOwner), client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
+	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(notice.FieldOwner), client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -258,7 +259,7 @@ func TestTolerationTargets(t *testing.T) {
 // giveNotice puts n on wl as the preemptor does: the annotations and the record in its status.
 func giveNotice(wl *kueue.Workload, n annotations.Notice) {
 	wl.Annotations = n.Annotations()
-	wl.Status.Conditions = append(wl.Status.Conditions, policy.NoticeRecord(&n, wl.Generation))
+	wl.Status.Conditions = append(wl.Status.Conditions, notice.ConditionOf(&n, wl.Generation))
 }
 
 type noNoticeSettings struct{}

@@ -21,15 +21,15 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 func TestNoticeIndex(t *testing.T) {
 	// wl is the informer's view of workload name, with its notice record's message ("": none).
-	wl := func(name, notice string) *kueue.Workload {
+	wl := func(name, record string) *kueue.Workload {
 		w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-		if notice != "" {
-			w.Status.Conditions = []metav1.Condition{{Type: policy.NoticeCondition, Status: metav1.ConditionTrue, Message: notice}}
+		if record != "" {
+			w.Status.Conditions = []metav1.Condition{{Type: notice.Condition, Status: metav1.ConditionTrue, Message: record}}
 		}
 		return w
 	}
@@ -175,9 +175,9 @@ func TestWriteNoticeListsTheVictim(t *testing.T) {
 	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, &written); err != nil {
 		t.Fatal(err)
 	}
-	read, err := policy.ReadNotice(&written)
+	read, err := notice.Read(&written)
 	if err != nil {
-		t.Fatalf("ReadNotice of the notice written: %v", err)
+		t.Fatalf("notice.Read of the notice written: %v", err)
 	}
 	if diff := cmp.Diff(&n, read); diff != "" {
 		t.Errorf("notice read back (-want +got):\n%s", diff)

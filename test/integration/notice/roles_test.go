@@ -17,6 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -78,7 +79,7 @@ var _ = ginkgo.Describe("Tenants with Kueue's batch-admin, batch-user and Kubern
 			latest := &kueue.Workload{}
 			gomega.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), latest)).To(gomega.Succeed())
 			o.Workload = verdict(tenant.Patch(ctx, latest, client.RawPatch(types.MergePatchType, body)))
-			latest.Status.Conditions = append(latest.Status.Conditions, policy.NoticeRecord(&forged, latest.Generation))
+			latest.Status.Conditions = append(latest.Status.Conditions, notice.ConditionOf(&forged, latest.Generation))
 			o.Status = verdict(tenant.Status().Update(ctx, latest))
 			job := &batchv1.Job{}
 			gomega.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(victim), job)).To(gomega.Succeed())

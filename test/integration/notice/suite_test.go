@@ -22,7 +22,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -133,7 +133,7 @@ func giveNotice(ctx context.Context, victim *batchv1.Job, preemptor *kueue.Workl
 	n := annotations.Notice{Start: now, Deadline: now.Add(period), Reason: "InClusterQueueTimeBased",
 		Preemptor: preemptor.Namespace + "/" + preemptor.Name, PreemptorUID: preemptor.UID}
 	// As the preemptor gives it: the record in the status first, then the annotations.
-	gomega.Expect(preemption.ApplyNoticeCondition(ctx, env.Client, wl, policy.NoticeRecord(&n, wl.Generation))).To(gomega.Succeed())
+	gomega.Expect(preemption.ApplyNoticeCondition(ctx, env.Client, wl, notice.ConditionOf(&n, wl.Generation))).To(gomega.Succeed())
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": n.Annotations()}})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(env.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())

@@ -17,7 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -68,7 +68,7 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 		gomega.Expect(apierrors.IsInvalid(err)).To(gomega.BeTrue(), "got %v", err)
 
 		ginkgo.By("forbidding the tenant to write the Workload's status, where the notice lives")
-		forgedRecord := policy.NoticeRecord(&forged, wl.Generation)
+		forgedRecord := notice.ConditionOf(&forged, wl.Generation)
 		var latest kueue.Workload
 		gomega.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
 		latest.Status.Conditions = append(latest.Status.Conditions, forgedRecord)
@@ -88,7 +88,7 @@ var _ = ginkgo.Describe("A tenant with Kueue's batch-admin rights on its Workloa
 			c, _ := noticeCondition(g, ctx, client.ObjectKeyFromObject(wl))
 			g.Expect(c).NotTo(gomega.BeNil())
 			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(gomega.Equal(string(policy.NoticeEndedEarly)))
+			g.Expect(c.Reason).To(gomega.Equal(string(notice.EndedEarly)))
 		}, timeout, interval).Should(gomega.Succeed())
 		gomega.Expect(n.Deadline).To(gomega.BeTemporally(">", clk.Now()), "ended before its deadline")
 	})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/cmd/kubectl-timeshare/app"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -24,7 +24,7 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 	var ns string
 	var low, high *batchv1.Job
 	var lowWL, highWL *kueue.Workload
-	var notice *annotations.Notice
+	var given *annotations.Notice
 
 	explainJSON := func(g gomega.Gomega, name string) app.ExplainReport {
 		code, out, errOut := run("explain", "workload", name, "-n", ns, "-o", "json")
@@ -50,10 +50,10 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		gomega.Eventually(func(g gomega.Gomega) {
 			lowWL, highWL = workloadOf(g, ctx, low), workloadOf(g, ctx, high)
 			var err error
-			notice, err = annotations.ParseNotice(lowWL.Annotations)
+			given, err = annotations.ParseNotice(lowWL.Annotations)
 			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(notice).NotTo(gomega.BeNil(), "the low-priority workload is given notice")
-			g.Expect(condition(g, lowWL, policy.NoticeCondition).Status).To(gomega.Equal(metav1.ConditionTrue))
+			g.Expect(given).NotTo(gomega.BeNil(), "the low-priority workload is given notice")
+			g.Expect(condition(g, lowWL, notice.Condition).Status).To(gomega.Equal(metav1.ConditionTrue))
 		}, timeout, interval).Should(gomega.Succeed())
 	})
 
@@ -73,10 +73,10 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		}, got.Settings[3:])).To(gomega.BeEmpty())
 		gomega.Expect(got.Admitted).To(gomega.HaveLen(1))
 		gomega.Expect(got.Admitted[0].Name).To(gomega.Equal(lowWL.Name))
-		want := &app.NoticeInProgress{Given: &metav1.Time{Time: notice.Start}, Deadline: &metav1.Time{Time: notice.Deadline},
+		want := &app.NoticeInProgress{Given: &metav1.Time{Time: given.Start}, Deadline: &metav1.Time{Time: given.Deadline},
 			Reason: kueue.InClusterQueueReason, Preemptor: ns + "/" + highWL.Name}
 		gomega.Expect(cmp.Diff(want, noticeDetails[app.NoticeInProgress](gomega.Default, got.Admitted[0].Details))).To(gomega.BeEmpty())
-		gomega.Expect(notice.Deadline.Sub(notice.Start)).To(gomega.BeNumerically(">=", 3*time.Minute))
+		gomega.Expect(given.Deadline.Sub(given.Start)).To(gomega.BeNumerically(">=", 3*time.Minute))
 
 		ginkgo.By("printing the same in tables")
 		code, out, errOut := run("queues", "noticed")
@@ -84,17 +84,17 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 		ginkgo.GinkgoWriter.Println(out)
 		expectLine(out, "noticePeriod", "3m0s", "Cohort labs")
 		expectLine(out, "noticeOnPriorityPreemption", "true", "ClusterQueue noticed")
-		expectLine(out, ns+"/"+lowWL.Name, "until "+rfc3339(notice.Deadline), "for "+ns+"/"+highWL.Name+" ("+kueue.InClusterQueueReason+")")
+		expectLine(out, ns+"/"+lowWL.Name, "until "+rfc3339(given.Deadline), "for "+ns+"/"+highWL.Name+" ("+kueue.InClusterQueueReason+")")
 		expectLine(out, ns+"/"+highWL.Name, "waiting for the preemption notice of 1 workload(s) ("+ns+"/"+lowWL.Name+")")
 	})
 
 	ginkgo.It("explains both sides: the victim's deadline and the workloads the preemptor waits on", func() {
 		victim := explainJSON(gomega.Default, lowWL.Name)
-		gomega.Expect(victim.State).To(gomega.Equal("holding quota in ClusterQueue noticed, under preemption notice until " + rfc3339(notice.Deadline)))
+		gomega.Expect(victim.State).To(gomega.Equal("holding quota in ClusterQueue noticed, under preemption notice until " + rfc3339(given.Deadline)))
 		victimNotice := noticeDetails[app.NoticeReport](gomega.Default, victim.Details)
 		gomega.Expect(victimNotice).NotTo(gomega.BeNil())
 		gomega.Expect(victimNotice.Notice).NotTo(gomega.BeNil())
-		gomega.Expect(victimNotice.Notice.Deadline.Time).To(gomega.BeTemporally("==", notice.Deadline))
+		gomega.Expect(victimNotice.Notice.Deadline.Time).To(gomega.BeTemporally("==", given.Deadline))
 		gomega.Expect(victimNotice.State).NotTo(gomega.BeNil())
 		gomega.Expect(victimNotice.State.Status).To(gomega.Equal("True"))
 		gomega.Expect(victim.History).To(gomega.ContainElement(gomega.And(
@@ -106,24 +106,24 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 			g.Expect(preemptor.Wait).NotTo(gomega.BeNil())
 			g.Expect(preemptor.Wait.Message).To(gomega.ContainSubstring("waiting for the preemption notice"))
 		}, timeout, interval).Should(gomega.Succeed())
-		gomega.Expect(cmp.Diff([]app.NoticeInProgress{{Workload: ns + "/" + lowWL.Name, Given: &metav1.Time{Time: notice.Start},
-			Deadline: &metav1.Time{Time: notice.Deadline}, Reason: kueue.InClusterQueueReason, Preemptor: ns + "/" + highWL.Name}},
+		gomega.Expect(cmp.Diff([]app.NoticeInProgress{{Workload: ns + "/" + lowWL.Name, Given: &metav1.Time{Time: given.Start},
+			Deadline: &metav1.Time{Time: given.Deadline}, Reason: kueue.InClusterQueueReason, Preemptor: ns + "/" + highWL.Name}},
 			noticeDetails[app.NoticeReport](gomega.Default, preemptor.Details).NoticedForIt)).To(gomega.BeEmpty())
 
 		code, out, errOut := run("explain", "workload", lowWL.Name, "-n", ns)
 		gomega.Expect(code).To(gomega.Equal(0), errOut)
 		ginkgo.GinkgoWriter.Println(out)
 		expectLine(out, "Under preemption notice (given", "reason "+kueue.InClusterQueueReason)
-		expectLine(out, "evicted at "+rfc3339(notice.Deadline), "to make room for "+ns+"/"+highWL.Name, "checkpoint not yet done")
+		expectLine(out, "evicted at "+rfc3339(given.Deadline), "to make room for "+ns+"/"+highWL.Name, "checkpoint not yet done")
 		code, out, errOut = run("explain", "workload", highWL.Name, "-n", ns)
 		gomega.Expect(code).To(gomega.Equal(0), errOut)
 		ginkgo.GinkgoWriter.Println(out)
 		expectLine(out, "Workloads under notice to make room for it:")
-		expectLine(out, ns+"/"+lowWL.Name, rfc3339(notice.Deadline), kueue.InClusterQueueReason, "not done")
+		expectLine(out, ns+"/"+lowWL.Name, rfc3339(given.Deadline), kueue.InClusterQueueReason, "not done")
 	})
 
 	ginkgo.It("explains how the notice ended once the deadline came", func() {
-		clk.SetTime(notice.Deadline)
+		clk.SetTime(given.Deadline)
 		gomega.Eventually(func(g gomega.Gomega) {
 			g.Expect(unsuspended(g, ctx, high)).To(gomega.BeTrue())
 			r := explainJSON(g, lowWL.Name)
@@ -132,14 +132,14 @@ var _ = ginkgo.Describe("kubectl timeshare on a preemption notice in progress", 
 			g.Expect(nr.Notice).To(gomega.BeNil(), "the notice annotations are gone")
 			g.Expect(nr.State).NotTo(gomega.BeNil())
 			g.Expect(nr.State.Status).To(gomega.Equal("False"))
-			g.Expect(nr.State.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
+			g.Expect(nr.State.Reason).To(gomega.Equal(string(notice.EvictedAtDeadline)))
 			g.Expect(r.LastPreemption).NotTo(gomega.BeNil())
 			g.Expect(r.LastPreemption.Reason).To(gomega.Equal(kueue.InClusterQueueReason))
 		}, timeout, interval).Should(gomega.Succeed())
 		code, out, errOut := run("explain", "workload", lowWL.Name, "-n", ns)
 		gomega.Expect(code).To(gomega.Equal(0), errOut)
 		ginkgo.GinkgoWriter.Println(out)
-		expectLine(out, "Its last preemption notice (PreemptionNotice=False, reason "+string(policy.NoticeEvictedAtDeadline))
+		expectLine(out, "Its last preemption notice (PreemptionNotice=False, reason "+string(notice.EvictedAtDeadline))
 		r := queuesJSON(gomega.Default, "noticed")
 		for _, a := range r.ClusterQueues[0].Admitted {
 			gomega.Expect(noticeDetails[app.NoticeInProgress](gomega.Default, a.Details)).To(gomega.BeNil(), "no notice in force on %s", a.Name)

@@ -17,7 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 )
 
 // The scheduler's half of the notice: the victim keeps running, told its deadline, the preemptor
@@ -37,10 +37,10 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		}, timeout, interval).Should(gomega.Succeed())
 		return n
 	}
-	expectNoticeEnded := func(j *batchv1.Job, outcome policy.NoticeOutcome) {
+	expectNoticeEnded := func(j *batchv1.Job, outcome notice.Outcome) {
 		ginkgo.GinkgoHelper()
 		gomega.Eventually(func(g gomega.Gomega) {
-			c := apimeta.FindStatusCondition(workloadOf(g, ctx, j).Status.Conditions, policy.NoticeCondition)
+			c := apimeta.FindStatusCondition(workloadOf(g, ctx, j).Status.Conditions, notice.Condition)
 			g.Expect(c).NotTo(gomega.BeNil())
 			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionFalse))
 			g.Expect(c.Reason).To(gomega.Equal(string(outcome)))
@@ -54,7 +54,7 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		low := job(ns, "notice-priority", "low", "1", "low")
 		submit(ctx, low)
 		admittedAt(ctx, low)
-		before := notices("notice-priority", kueue.InClusterQueueReason, string(policy.NoticeEvictedAtDeadline))
+		before := notices("notice-priority", kueue.InClusterQueueReason, string(notice.EvictedAtDeadline))
 		high := job(ns, "notice-priority", "high", "1", "high")
 		submit(ctx, high)
 
@@ -70,8 +70,8 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		expectHeld(ctx, low, high)
 		clk.SetTime(n.Deadline)
 		expectPreempted(ctx, low, high, kueue.InClusterQueueReason)
-		expectNoticeEnded(low, policy.NoticeEvictedAtDeadline)
-		gomega.Expect(notices("notice-priority", kueue.InClusterQueueReason, string(policy.NoticeEvictedAtDeadline))).To(gomega.Equal(before + 1))
+		expectNoticeEnded(low, notice.EvictedAtDeadline)
+		gomega.Expect(notices("notice-priority", kueue.InClusterQueueReason, string(notice.EvictedAtDeadline))).To(gomega.Equal(before + 1))
 	})
 
 	ginkgo.It("keeps the victim's room for its preemptor: a second preemptor does not take it", func() {
@@ -111,7 +111,7 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		high := job(ns, "notice-not-extended", "high", "1", "high")
 		submit(ctx, high)
 		expectPreempted(ctx, low, high, kueue.InClusterQueueReason)
-		gomega.Expect(apimeta.FindStatusCondition(workloadOf(gomega.Default, ctx, low).Status.Conditions, policy.NoticeCondition)).To(gomega.BeNil())
+		gomega.Expect(apimeta.FindStatusCondition(workloadOf(gomega.Default, ctx, low).Status.Conditions, notice.Condition)).To(gomega.BeNil())
 	})
 
 	ginkgo.It("is due early when the victim says its checkpoint is done", func() {
@@ -131,7 +131,7 @@ var _ = ginkgo.Describe("A preemption notice", func() {
 		gomega.Expect(env.Client.Patch(ctx, wl, rawMergePatch(patch))).To(gomega.Succeed())
 		// Nothing but the annotation changes: the clock stays inside the notice.
 		expectPreempted(ctx, low, high, kueue.InClusterQueueReason)
-		expectNoticeEnded(low, policy.NoticeEndedEarly)
+		expectNoticeEnded(low, notice.EndedEarly)
 	})
 })
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/controlplane"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -56,38 +56,38 @@ var _ = ginkgo.Describe("A preemption notice across a leader handover", ginkgo.O
 		high.Labels[constants.WorkloadPriorityClassLabel] = "high"
 		gomega.Expect(k.client.Create(ctx, high)).To(gomega.Succeed())
 
-		var notice *annotations.Notice
+		var given *annotations.Notice
 		gomega.Eventually(func(g gomega.Gomega) {
 			var err error
-			notice, err = annotations.ParseNotice(util.WorkloadOf(g, ctx, k.client, low).Annotations)
+			given, err = annotations.ParseNotice(util.WorkloadOf(g, ctx, k.client, low).Annotations)
 			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(notice).NotTo(gomega.BeNil(), "the first leader gives the low-priority workload notice")
+			g.Expect(given).NotTo(gomega.BeNil(), "the first leader gives the low-priority workload notice")
 		}, timeout, interval).Should(gomega.Succeed())
 
 		ginkgo.By("killing the leader while the notice runs")
 		leader.kill()
 		gomega.Eventually(func() bool { return acquired(follower) }, 3*timeout, interval).Should(gomega.BeTrue(), "the follower takes over")
-		gomega.Expect(time.Now()).To(gomega.BeTemporally("<", notice.Deadline), "the handover came before the deadline; lengthen the notice")
+		gomega.Expect(time.Now()).To(gomega.BeTemporally("<", given.Deadline), "the handover came before the deadline; lengthen the notice")
 
 		ginkgo.By("the new leader keeps the notice and evicts at its deadline")
 		gomega.Consistently(func(g gomega.Gomega) {
 			wl := util.WorkloadOf(g, ctx, k.client, low)
 			n, err := annotations.ParseNotice(wl.Annotations)
 			g.Expect(err).NotTo(gomega.HaveOccurred())
-			g.Expect(n).To(gomega.Equal(notice), "the notice is the first leader's, not a second one")
+			g.Expect(n).To(gomega.Equal(given), "the notice is the first leader's, not a second one")
 			g.Expect(util.Unsuspended(g, ctx, k.client, high)).To(gomega.BeFalse())
-		}, time.Until(notice.Deadline)-time.Second, interval).Should(gomega.Succeed())
+		}, time.Until(given.Deadline)-time.Second, interval).Should(gomega.Succeed())
 		gomega.Eventually(func(g gomega.Gomega) {
 			wl := util.WorkloadOf(g, ctx, k.client, low)
 			preempted := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
 			g.Expect(preempted).NotTo(gomega.BeNil())
 			g.Expect(preempted.Status).To(gomega.Equal(metav1.ConditionTrue))
 			g.Expect(preempted.Reason).To(gomega.Equal(kueue.InClusterQueueReason))
-			ended := apimeta.FindStatusCondition(wl.Status.Conditions, policy.NoticeCondition)
+			ended := apimeta.FindStatusCondition(wl.Status.Conditions, notice.Condition)
 			g.Expect(ended).NotTo(gomega.BeNil())
 			g.Expect(ended.Status).To(gomega.Equal(metav1.ConditionFalse))
-			g.Expect(ended.Reason).To(gomega.Equal(string(policy.NoticeEvictedAtDeadline)))
-			g.Expect(ended.Message).To(gomega.ContainSubstring(notice.Deadline.UTC().Format(time.RFC3339)))
+			g.Expect(ended.Reason).To(gomega.Equal(string(notice.EvictedAtDeadline)))
+			g.Expect(ended.Message).To(gomega.ContainSubstring(given.Deadline.UTC().Format(time.RFC3339)))
 			g.Expect(util.Unsuspended(g, ctx, k.client, high)).To(gomega.BeTrue())
 		}, 3*timeout, interval).Should(gomega.Succeed())
 		gomega.Expect(count(leader.entries(), msgPreempted)+count(follower.entries(), msgPreempted)).To(gomega.Equal(1), "one eviction, by the new leader")

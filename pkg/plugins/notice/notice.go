@@ -1,4 +1,4 @@
-package policy
+package notice
 
 import (
 	"encoding/json"
@@ -19,6 +19,7 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Notice before eviction: a victim whose settings give it a notice is not evicted when chosen. It
@@ -27,10 +28,10 @@ import (
 // the notice is due (deadline reached, or the victim says its checkpoint is done), when it evicts
 // it with the reason it chose it for.
 
-// NoticeSettings are the notice settings of one queue of the tree; unset fields inherit from the
+// Settings are the notice settings of one queue of the tree; unset fields inherit from the
 // parent cohort.
-type NoticeSettings struct {
-	Period               Setting
+type Settings struct {
+	Period               policy.Setting
 	OnPriorityPreemption Flag
 	OnReclaim            Flag
 }
@@ -41,12 +42,12 @@ type Flag struct {
 	Value bool
 }
 
-// NoticeNode is one queue on the path from a victim's ClusterQueue to the root of its cohort tree.
-type NoticeNode struct {
+// Node is one queue on the path from a victim's ClusterQueue to the root of its cohort tree.
+type Node struct {
 	// Kind is "ClusterQueue" or "Cohort".
 	Kind     string
 	Name     string
-	Settings NoticeSettings
+	Settings Settings
 }
 
 // noticeSettingsOf reads the notice settings off a ClusterQueue's or Cohort's extension fields
@@ -57,9 +58,9 @@ func noticeSettingsOf(ext any) any {
 		return nil
 	}
 	n := e.Notice()
-	var out NoticeSettings
+	var out Settings
 	if n.NoticePeriod != nil {
-		out.Period = Set(n.NoticePeriod.Duration)
+		out.Period = policy.Set(n.NoticePeriod.Duration)
 	}
 	if b := n.NoticeOnPriorityPreemption; b != nil {
 		out.OnPriorityPreemption = Flag{Set: true, Value: *b}
@@ -70,13 +71,13 @@ func noticeSettingsOf(ext any) any {
 	return out
 }
 
-// NoticePath is the notice settings on path, read by the notice's unit, and the manager's default
-// period def (a duration, or nil), as ResolveNotice takes them.
-func NoticePath(path []QueueNode, def any) ([]NoticeNode, time.Duration) {
-	out := make([]NoticeNode, len(path))
+// Path is the notice settings on path, read by the notice's unit, and the manager's default
+// period def (a duration, or nil), as Resolve takes them.
+func Path(path []policy.QueueNode, def any) ([]Node, time.Duration) {
+	out := make([]Node, len(path))
 	for i, n := range path {
-		s, _ := n.Settings.(NoticeSettings)
-		out[i] = NoticeNode{Kind: n.Kind, Name: n.Name, Settings: s}
+		s, _ := n.Settings.(Settings)
+		out[i] = Node{Kind: n.Kind, Name: n.Name, Settings: s}
 	}
 	d, _ := def.(time.Duration)
 	return out, d
@@ -95,7 +96,7 @@ const (
 )
 
 func kindOf(reason string) reasonKind {
-	if isTurn(reason) {
+	if policy.IsTurn(reason) {
 		return turnNotice
 	}
 	switch reason {
@@ -107,58 +108,58 @@ func kindOf(reason string) reasonKind {
 	return noNotice
 }
 
-// ResolveNotice is the notice a victim on path gets when preempted for reason: the first
+// Resolve is the notice a victim on path gets when preempted for reason: the first
 // noticePeriod set from its ClusterQueue up, else def; and zero for a priority preemption or a
 // reclaim unless the first noticeOnPriorityPreemption or noticeOnReclaim set on the path is true.
 // source names the setting the period came from.
-func ResolveNotice(path []NoticeNode, reason string, def time.Duration) (period time.Duration, source Source) {
-	if on, _ := NoticeExtended(path, reason); !on {
-		return 0, Source{}
+func Resolve(path []Node, reason string, def time.Duration) (period time.Duration, source policy.Source) {
+	if on, _ := Extended(path, reason); !on {
+		return 0, policy.Source{}
 	}
 	for _, n := range path {
 		if n.Settings.Period.Set {
-			return n.Settings.Period.Value, queueSource("noticePeriod", n.Settings.Period.Value, n.Kind, n.Name)
+			return n.Settings.Period.Value, policy.QueueSource("noticePeriod", n.Settings.Period.Value, n.Kind, n.Name)
 		}
 	}
-	return def, defaultSource("defaultNoticePeriod", def)
+	return def, policy.DefaultSource("defaultNoticePeriod", def)
 }
 
-// NoticeExtended reports whether a victim on path preempted for reason gets a notice at all: a
+// Extended reports whether a victim on path preempted for reason gets a notice at all: a
 // turn always does, a priority preemption or a reclaim only when the first
 // noticeOnPriorityPreemption or noticeOnReclaim set from its ClusterQueue up is true. source says
 // what decided it, and is empty when no queue on the path sets the flag.
-func NoticeExtended(path []NoticeNode, reason string) (on bool, source Source) {
+func Extended(path []Node, reason string) (on bool, source policy.Source) {
 	var field string
-	var extension func(NoticeSettings) Flag
+	var extension func(Settings) Flag
 	switch kindOf(reason) {
 	case noNotice:
-		return false, Source{Note: "no notice for a preemption for " + reason}
+		return false, policy.Source{Note: "no notice for a preemption for " + reason}
 	case turnNotice:
-		return true, Source{Note: "a turn always gets the notice"}
+		return true, policy.Source{Note: "a turn always gets the notice"}
 	case priorityNotice:
-		field, extension = "noticeOnPriorityPreemption", func(n NoticeSettings) Flag { return n.OnPriorityPreemption }
+		field, extension = "noticeOnPriorityPreemption", func(n Settings) Flag { return n.OnPriorityPreemption }
 	case reclaimNotice:
-		field, extension = "noticeOnReclaim", func(n NoticeSettings) Flag { return n.OnReclaim }
+		field, extension = "noticeOnReclaim", func(n Settings) Flag { return n.OnReclaim }
 	}
 	for _, n := range path {
 		if f := extension(n.Settings); f.Set {
-			return f.Value, queueSource(field, f.Value, n.Kind, n.Name)
+			return f.Value, policy.QueueSource(field, f.Value, n.Kind, n.Name)
 		}
 	}
-	return false, Source{}
+	return false, policy.Source{}
 }
 
-// FeatureNotice is notice before eviction.
-const FeatureNotice Feature = "PreemptionNotice"
+// Feature is notice before eviction.
+const Feature policy.Feature = "PreemptionNotice"
 
-// NoticeUnit is the preemption notice's unit (plugins.Units).
-func NoticeUnit() Unit {
-	return Unit{Feature: FeatureNotice, Option: WithPreemptionNotice, Changes: noticeChanges, Read: readNotice,
-		Vetoed: func(rule string, c *Candidate) (string, time.Time, bool) {
-			if rule != RuleUnderNotice {
+// Unit is the preemption notice's unit (plugins.Units).
+func Unit() policy.Unit {
+	return policy.Unit{Feature: Feature, Option: Option, Changes: noticeChanges, Read: readNotice,
+		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
+			if rule != Rule {
 				return "", time.Time{}, false
 			}
-			n := notice.Of(c)
+			n := fact.Of(c)
 			return "its preemption notice for " + n.PreemptorName(), n.Deadline, true
 		},
 		Promised:        true,
@@ -166,8 +167,8 @@ func NoticeUnit() Unit {
 		RefusedWhileOff: noticeRefused,
 		Status:          noticeStatus,
 		// The notices in force, by preemption reason.
-		Counts: func(c *Candidate) (string, bool) {
-			if n := notice.Of(c); n != nil && !c.Evicted {
+		Counts: func(c *policy.Candidate) (string, bool) {
+			if n := fact.Of(c); n != nil && !c.Evicted {
 				return n.Reason, true
 			}
 			return "", false
@@ -183,7 +184,7 @@ func NoticeUnit() Unit {
 		},
 		Compared: noticeCompared,
 		Clears:   noticeAnnotations,
-		Warns: &Warns{Given: noticeGiven, Answer: annotations.CheckpointDone, Event: "noticed",
+		Warns: &policy.Warns{Given: noticeGiven, Answer: annotations.CheckpointDone, Event: "noticed",
 			Says: func(until, by, reason string) string {
 				if by != "" {
 					return fmt.Sprintf("is given notice until +%s for %s (%s)", until, by, reason)
@@ -191,8 +192,8 @@ func NoticeUnit() Unit {
 				return fmt.Sprintf("is given notice until +%s (%s)", until, reason)
 			},
 			Counter: "notices", Title: "Preemption notices (ended early: the checkpoint was done before the deadline)",
-			Early: Ending{Outcome: string(NoticeEndedEarly), Words: "its checkpoint done before the deadline"},
-			Late:  Ending{Outcome: string(NoticeEvictedAtDeadline), Words: "at its notice's deadline"},
+			Early: policy.Ending{Outcome: string(EndedEarly), Words: "its checkpoint done before the deadline"},
+			Late:  policy.Ending{Outcome: string(EvictedAtDeadline), Words: "at its notice's deadline"},
 		},
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
@@ -206,7 +207,7 @@ func NoticeUnit() Unit {
 // noticeStatus is the notice in force on wl, for a one-line view: until when, for whom, and
 // whether its checkpoint is done.
 func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
-	n, err := ReadNotice(wl)
+	n, err := Read(wl)
 	if err != nil || n == nil {
 		return "", ""
 	}
@@ -221,16 +222,16 @@ func noticeStatus(wl *kueue.Workload, now time.Time) (string, string) {
 }
 
 // noticeGiven is the notice newly copied onto wl's annotations since old, as its job sees it.
-func noticeGiven(old, wl *kueue.Workload) (*Warning, error) {
+func noticeGiven(old, wl *kueue.Workload) (*policy.Warning, error) {
 	raw, ok := wl.Annotations[annotations.PreemptionNotice]
 	if !ok || (old != nil && old.Annotations[annotations.PreemptionNotice] == raw) {
 		return nil, nil
 	}
-	n, err := ReadNotice(wl)
+	n, err := Read(wl)
 	if err != nil || n == nil {
 		return nil, fmt.Errorf("reading the notice: %v", err)
 	}
-	return &Warning{Until: n.Deadline, By: n.PreemptorUID, Reason: n.Reason}, nil
+	return &policy.Warning{Until: n.Deadline, By: n.PreemptorUID, Reason: n.Reason}, nil
 }
 
 // noticeNotCarried drops a notice from a snapshot: it names its preemptor by the cluster's UID,
@@ -275,9 +276,9 @@ func noticeRefused(path *field.Path, spec, old json.RawMessage) field.ErrorList 
 	return n.InUse(path, features.NoticeGateOff, stored)
 }
 
-// noticeMark is the message of wl's True NoticeCondition: a notice, or what looks like one.
+// noticeMark is the message of wl's True Condition: a notice, or what looks like one.
 func noticeMark(wl *kueue.Workload) (string, bool) {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, Condition)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return "", false
 	}
@@ -285,57 +286,57 @@ func noticeMark(wl *kueue.Workload) (string, bool) {
 }
 
 // notice is the preemption notice in force on the candidate, if any.
-var notice = NewFact[annotations.Notice]()
+var fact = policy.NewFact[annotations.Notice]()
 
-// NoticeOf is the preemption notice in force on c, if any.
-func NoticeOf(c *Candidate) *annotations.Notice { return notice.Of(c) }
+// Of is the preemption notice in force on c, if any.
+func Of(c *policy.Candidate) *annotations.Notice { return fact.Of(c) }
 
 // readNotice reads the notice in force on wl; a record that is not one the manager gave is none.
-func readNotice(c *Candidate, wl *kueue.Workload, _ Reading) {
-	n, _ := ReadNotice(wl)
-	notice.Set(c, n)
+func readNotice(c *policy.Candidate, wl *kueue.Workload, _ policy.Reading) {
+	n, _ := Read(wl)
+	fact.Set(c, n)
 }
 
-// RuleUnderNotice names the protection WithPreemptionNotice adds.
-const RuleUnderNotice = "UnderNoticeForAnotherPreemptor"
+// Rule names the protection Option adds.
+const Rule = "UnderNoticeForAnotherPreemptor"
 
-// WithPreemptionNotice vetoes a candidate under notice for another preemptor: its room is promised.
-func WithPreemptionNotice() Option {
-	return WithProtections(Rule{
-		Name: RuleUnderNotice,
-		When: func(in *Input) bool { return NoticedForOther(in.Candidate, in.Preemptor) },
-		Why: func(in *Input) string {
-			n := notice.Of(in.Candidate)
+// Option vetoes a candidate under notice for another preemptor: its room is promised.
+func Option() policy.Option {
+	return policy.WithProtections(policy.Rule{
+		Name: Rule,
+		When: func(in *policy.Input) bool { return ForOther(in.Candidate, in.Preemptor) },
+		Why: func(in *policy.Input) string {
+			n := fact.Of(in.Candidate)
 			return fmt.Sprintf("under notice of preemption for %s until %s", n.PreemptorName(), n.Deadline.UTC().Format(time.RFC3339))
 		},
 	})
 }
 
-// NoticedForOther reports whether c's room is promised to a preemptor other than p.
-func NoticedForOther(c *Candidate, p *Pending) bool {
-	n := notice.Of(c)
+// ForOther reports whether c's room is promised to a preemptor other than p.
+func ForOther(c *policy.Candidate, p *policy.Pending) bool {
+	n := fact.Of(c)
 	return n != nil && !c.Evicted && (p == nil || p.Obj == nil || n.PreemptorUID != p.Obj.UID)
 }
 
-// NoticeOutcome says how a notice ended; it is the reason of the PreemptionNotice condition once
+// Outcome says how a notice ended; it is the reason of the PreemptionNotice condition once
 // False and the outcome label of kueue_preemption_notices_total.
-type NoticeOutcome string
+type Outcome string
 
 const (
-	// NoticeEvictedAtDeadline: the deadline came and the victim was evicted.
-	NoticeEvictedAtDeadline NoticeOutcome = "EvictedAtDeadline"
-	// NoticeEndedEarly: the victim said its checkpoint was done and was evicted then, or it
+	// EvictedAtDeadline: the deadline came and the victim was evicted.
+	EvictedAtDeadline Outcome = "EvictedAtDeadline"
+	// EndedEarly: the victim said its checkpoint was done and was evicted then, or it
 	// finished or was stopped by its owner first.
-	NoticeEndedEarly NoticeOutcome = "EndedEarly"
-	// NoticeWithdrawn: the preemptor no longer needed the room (deleted, finished, or admitted
+	EndedEarly Outcome = "EndedEarly"
+	// Withdrawn: the preemptor no longer needed the room (deleted, finished, or admitted
 	// without this eviction); the victim keeps running.
-	NoticeWithdrawn NoticeOutcome = "Withdrawn"
+	Withdrawn Outcome = "Withdrawn"
 )
 
-// IsNoticeOutcome reports whether outcome is one of the NoticeOutcomes.
-func IsNoticeOutcome(outcome string) bool {
-	switch NoticeOutcome(outcome) {
-	case NoticeEvictedAtDeadline, NoticeEndedEarly, NoticeWithdrawn:
+// IsOutcome reports whether outcome is one of the NoticeOutcomes.
+func IsOutcome(outcome string) bool {
+	switch Outcome(outcome) {
+	case EvictedAtDeadline, EndedEarly, Withdrawn:
 		return true
 	}
 	return false
@@ -345,7 +346,7 @@ func IsNoticeOutcome(outcome string) bool {
 var (
 	noticeMetricsMu sync.Mutex
 	// noticesEnded counts ended notices, by the victim's ClusterQueue, the preemption reason and
-	// the outcome (NoticeOutcome).
+	// the outcome (Outcome).
 	noticesEnded *prometheus.CounterVec
 	// noticeToEviction is, per victim ClusterQueue, the time from a notice to the eviction that
 	// ended it.
@@ -378,11 +379,11 @@ func noticeMetrics(labels func(names ...string) []string) ([]prometheus.Collecto
 	return []prometheus.Collector{ended, toEviction, inForce}, inForce
 }
 
-// ReportNoticeEnded counts one preemption notice on a workload of cq that ended with outcome; one
+// ReportEnded counts one preemption notice on a workload of cq that ended with outcome; one
 // ended by an eviction also observes how long after the notice the eviction came. custom are cq's
 // custom label values. The reason and the notice's start come from the victim's annotations: an
 // unknown reason counts as OtherLabel, and a start in the future as no time at all.
-func ReportNoticeEnded(custom []string, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
+func ReportEnded(custom []string, cq kueue.ClusterQueueReference, reason, outcome, role string, evicted bool, after time.Duration) {
 	noticeMetricsMu.Lock()
 	ended, delay := noticesEnded, noticeToEviction
 	noticeMetricsMu.Unlock()
@@ -394,48 +395,48 @@ func ReportNoticeEnded(custom []string, cq kueue.ClusterQueueReference, reason, 
 		ended, delay = noticesEnded, noticeToEviction
 		noticeMetricsMu.Unlock()
 	}
-	if !IsNoticeOutcome(outcome) {
-		outcome = OtherLabel
+	if !IsOutcome(outcome) {
+		outcome = policy.OtherLabel
 	}
-	ended.WithLabelValues(append([]string{string(cq), ReasonLabel(reason), outcome, role}, custom...)...).Inc()
+	ended.WithLabelValues(append([]string{string(cq), policy.ReasonLabel(reason), outcome, role}, custom...)...).Inc()
 	if evicted {
 		delay.WithLabelValues(append([]string{string(cq), role}, custom...)...).Observe(max(after, 0).Seconds())
 	}
 }
 
-// NoticeDue reports whether the notice on wl, given at the latest until n.Deadline, is over at now,
+// Due reports whether the notice on wl, given at the latest until n.Deadline, is over at now,
 // and how: the deadline came, or the workload said its checkpoint is done.
-func NoticeDue(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, NoticeOutcome) {
+func Due(n *annotations.Notice, wl *kueue.Workload, now time.Time) (bool, Outcome) {
 	if annotations.CheckpointIsDone(wl.Annotations) {
-		return true, NoticeEndedEarly
+		return true, EndedEarly
 	}
 	if !now.Before(n.Deadline) {
-		return true, NoticeEvictedAtDeadline
+		return true, EvictedAtDeadline
 	}
 	return false, ""
 }
 
 // noticeChanges gives when a notice on c falls due: its deadline, for the preemptor waiting on it.
-func noticeChanges(c *Candidate, _ WakeSettings, add func(Change)) {
-	if n := notice.Of(c); n != nil && !c.Evicted {
-		add(Change{At: n.Deadline})
+func noticeChanges(c *policy.Candidate, _ policy.WakeSettings, add func(policy.Change)) {
+	if n := fact.Of(c); n != nil && !c.Evicted {
+		add(policy.Change{At: n.Deadline})
 	}
 }
 
-// NoticeCondition is the type of the Workload condition that shows a notice: True with the
-// preemption reason while it runs, False with a NoticeOutcome once it has ended.
-const NoticeCondition = "PreemptionNotice"
+// Condition is the type of the Workload condition that shows a notice: True with the
+// preemption reason while it runs, False with a Outcome once it has ended.
+const Condition = "PreemptionNotice"
 
-// NoticeFieldOwner is the server-side apply field manager that owns NoticeCondition.
-const NoticeFieldOwner = "kueue-timeshare-notice"
+// FieldOwner is the server-side apply field manager that owns Condition.
+const FieldOwner = "kueue-timeshare-notice"
 
-// IsNoticeReason reports whether a preemption for reason can come with a notice; a notice naming
+// IsReason reports whether a preemption for reason can come with a notice; a notice naming
 // any other reason was not given by the manager.
-func IsNoticeReason(reason string) bool {
+func IsReason(reason string) bool {
 	return kindOf(reason) != noNotice
 }
 
-// The True NoticeCondition is the notice: the preemptor writes it in the victim's status, which
+// The True Condition is the notice: the preemptor writes it in the victim's status, which
 // tenants cannot write (Kueue's roles give them read access only), and every reader reads the
 // notice from it. The annotations are a copy for people and for the victim's Pods, which the
 // notice controller keeps equal to it. Its message is written for people and read back here, so
@@ -445,49 +446,49 @@ const noticeMessageFormat = "To be evicted at %s to make room for %s (uid %s) du
 
 var noticeMessage = regexp.MustCompile(`^To be evicted at (\S+) to make room for (?:workload (\S+)|` + annotations.OtherNamespaceWorkload + `) \(uid (\S+)\) due to (\S+); `)
 
-// NoticeInForceMessage is the message of the True NoticeCondition that records notice n.
-func NoticeInForceMessage(n *annotations.Notice) string {
+// InForceMessage is the message of the True Condition that records notice n.
+func InForceMessage(n *annotations.Notice) string {
 	return fmt.Sprintf(noticeMessageFormat, n.Deadline.UTC().Format(time.RFC3339), n.PreemptorText(), n.PreemptorUID, n.Reason)
 }
 
-// NoticeRecord is the True NoticeCondition that gives notice n, given at n.Start.
-func NoticeRecord(n *annotations.Notice, generation int64) metav1.Condition {
-	return metav1.Condition{Type: NoticeCondition, Status: metav1.ConditionTrue, Reason: n.Reason, Message: NoticeInForceMessage(n),
+// ConditionOf is the True Condition that gives notice n, given at n.Start.
+func ConditionOf(n *annotations.Notice, generation int64) metav1.Condition {
+	return metav1.Condition{Type: Condition, Status: metav1.ConditionTrue, Reason: n.Reason, Message: InForceMessage(n),
 		LastTransitionTime: metav1.NewTime(n.Start.UTC().Truncate(time.Second)), ObservedGeneration: generation}
 }
 
-// ReadNotice is the notice in force on wl, read from the manager's record (NoticeRecord) in its
+// Read is the notice in force on wl, read from the manager's record (Record) in its
 // status: nil when there is none, and an error naming the rule when the record cannot be a notice
 // the manager gave (it cannot be read, its reason never gets a notice, or its deadline is beyond
 // the longest notice a queue can set). The annotations are never read: a Workload's owner can
 // write them.
-func ReadNotice(wl *kueue.Workload) (*annotations.Notice, error) {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, NoticeCondition)
+func Read(wl *kueue.Workload) (*annotations.Notice, error) {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, Condition)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return nil, nil
 	}
 	m := noticeMessage.FindStringSubmatch(c.Message)
 	if m == nil || m[4] != c.Reason {
-		return nil, fmt.Errorf("condition %s: the message does not give a notice", NoticeCondition)
+		return nil, fmt.Errorf("condition %s: the message does not give a notice", Condition)
 	}
 	deadline, err := time.Parse(time.RFC3339, m[1])
 	if err != nil {
-		return nil, fmt.Errorf("condition %s: the deadline: %w", NoticeCondition, err)
+		return nil, fmt.Errorf("condition %s: the deadline: %w", Condition, err)
 	}
 	n := &annotations.Notice{Start: c.LastTransitionTime.Time.UTC(), Deadline: deadline, Reason: c.Reason, Preemptor: m[2], PreemptorUID: types.UID(m[3])}
-	if !IsNoticeReason(n.Reason) {
-		return nil, fmt.Errorf("condition %s: reason %q is not a preemption reason that gets a notice", NoticeCondition, n.Reason)
+	if !IsReason(n.Reason) {
+		return nil, fmt.Errorf("condition %s: reason %q is not a preemption reason that gets a notice", Condition, n.Reason)
 	}
 	// A deadline is rounded up to the second when given.
 	if longest := n.Start.Add(tsapi.MaximumNoticePeriod + time.Second); n.Deadline.After(longest) || !n.Deadline.After(n.Start) {
-		return nil, fmt.Errorf("condition %s: the deadline is not within %s of the notice's start", NoticeCondition, tsapi.MaximumNoticePeriod)
+		return nil, fmt.Errorf("condition %s: the deadline is not within %s of the notice's start", Condition, tsapi.MaximumNoticePeriod)
 	}
 	return n, nil
 }
 
-// NoticeCopied reports whether wl's annotations are the copy of notice n (nil: no notice) that
+// Copied reports whether wl's annotations are the copy of notice n (nil: no notice) that
 // the notice controller keeps.
-func NoticeCopied(wl *kueue.Workload, n *annotations.Notice) bool {
+func Copied(wl *kueue.Workload, n *annotations.Notice) bool {
 	if n == nil {
 		_, notice := wl.Annotations[annotations.PreemptionNotice]
 		_, deadline := wl.Annotations[annotations.PreemptionDeadline]
@@ -501,13 +502,13 @@ func NoticeCopied(wl *kueue.Workload, n *annotations.Notice) bool {
 	return true
 }
 
-// NoticeEvictionOutcome is how a notice on wl ended when the preemptor evicted wl for it: early
+// EvictionOutcome is how a notice on wl ended when the preemptor evicted wl for it: early
 // once the workload said its checkpoint was done, else at the deadline. The preemptor and the
 // notice controller both record it, so that either may write the condition.
-func NoticeEvictionOutcome(n *annotations.Notice, wl *kueue.Workload) (NoticeOutcome, string) {
+func EvictionOutcome(n *annotations.Notice, wl *kueue.Workload) (Outcome, string) {
 	at := n.Deadline.UTC().Format(time.RFC3339)
 	if annotations.CheckpointIsDone(wl.Annotations) {
-		return NoticeEndedEarly, fmt.Sprintf("Evicted before its deadline %s: its checkpoint is done", at)
+		return EndedEarly, fmt.Sprintf("Evicted before its deadline %s: its checkpoint is done", at)
 	}
-	return NoticeEvictedAtDeadline, fmt.Sprintf("Evicted at its deadline %s", at)
+	return EvictedAtDeadline, fmt.Sprintf("Evicted at its deadline %s", at)
 }

@@ -25,8 +25,8 @@ func TestDecide(t *testing.T) {
 	admitted := cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue, "QuotaReserved", start.Add(-time.Hour))
 	// A victim carries the manager's record of n unless a case gives its own PreemptionNotice condition.
 	victim := func(conds ...metav1.Condition) *kueue.Workload {
-		if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == ConditionType }) {
-			conds = append(conds, policy.NoticeRecord(n, 0))
+		if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == Condition }) {
+			conds = append(conds, ConditionOf(n, 0))
 		}
 		return &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: conds}}
 	}
@@ -54,7 +54,7 @@ func TestDecide(t *testing.T) {
 		},
 		"preemptor moved outside the victim's cohort tree: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, ElsewhereInTree: true}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"checkpoint done: due before the deadline": {
 			wl: checkpointed, notice: n, pre: waiting, now: start,
@@ -62,60 +62,60 @@ func TestDecide(t *testing.T) {
 		},
 		"preemptor deleted: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"preemptor replaced by one of the same name: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "other", Active: true}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"preemptor admitted elsewhere: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, QuotaReserved: true}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"preemptor finished: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, Finished: true}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"preemptor deactivated: withdrawn": {
 			wl: victim(admitted), notice: n, pre: Preemptor{Found: true, UID: "pre-uid"}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeWithdrawn},
+			want: Decision{Action: End, Outcome: Withdrawn},
 		},
 		"victim finished: ended early, even with its preemptor gone": {
 			wl: victim(admitted, cond(kueue.WorkloadFinished, metav1.ConditionTrue, "Succeeded", start)), notice: n, pre: Preemptor{}, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+			want: Decision{Action: End, Outcome: EndedEarly},
 		},
 		"victim suspended by its owner: ended early": {
 			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Deactivated", start)), notice: n, pre: waiting, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+			want: Decision{Action: End, Outcome: EndedEarly},
 		},
 		"victim without quota: ended early": {
 			wl: victim(), notice: n, pre: waiting, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+			want: Decision{Action: End, Outcome: EndedEarly},
 		},
 		"preempted for this notice, the preemptor's condition not seen yet: record its outcome, not counted": {
 			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Preempted", n.Deadline),
 				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, policy.TimeBasedReason, n.Deadline)),
 			notice: n, pre: waiting, now: n.Deadline,
-			want: Decision{Action: Record, Outcome: policy.NoticeEvictedAtDeadline},
+			want: Decision{Action: Record, Outcome: EvictedAtDeadline},
 		},
 		"preempted for another reason than the notice's: ended early": {
 			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Preempted", start),
 				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, kueue.InClusterQueueReason, start)),
 			notice: n, pre: waiting, now: start,
-			want: Decision{Action: End, Outcome: policy.NoticeEndedEarly},
+			want: Decision{Action: End, Outcome: EndedEarly},
 		},
 		"evicted by the preemptor: clean only": {
-			wl:     victim(cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEvictedAtDeadline), n.Deadline)),
+			wl:     victim(cond(Condition, metav1.ConditionFalse, string(EvictedAtDeadline), n.Deadline)),
 			notice: n, pre: Preemptor{Found: true, UID: "pre-uid", Active: true, QuotaReserved: true}, now: n.Deadline,
 			want: Decision{Action: Clean},
 		},
 		"ended by this controller before a restart: clean only": {
-			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeWithdrawn), start.Add(time.Minute))),
+			wl:     victim(admitted, cond(Condition, metav1.ConditionFalse, string(Withdrawn), start.Add(time.Minute))),
 			notice: n, pre: Preemptor{}, now: start.Add(time.Minute),
 			want: Decision{Action: Clean},
 		},
 		"a condition False from an earlier notice does not end a new one": {
-			wl:     victim(admitted, cond(ConditionType, metav1.ConditionFalse, string(policy.NoticeEndedEarly), start.Add(-time.Hour))),
+			wl:     victim(admitted, cond(Condition, metav1.ConditionFalse, string(EndedEarly), start.Add(-time.Hour))),
 			notice: n, pre: waiting, now: start,
 			want: Decision{Action: Tell, Wait: 5 * time.Minute},
 		},

@@ -1,4 +1,4 @@
-package policy
+package notice
 
 import (
 	"encoding/json"
@@ -17,72 +17,73 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestResolveNotice(t *testing.T) {
-	cq := func(n NoticeSettings) NoticeNode {
-		return NoticeNode{Kind: "ClusterQueue", Name: "team-a", Settings: n}
+	cq := func(n Settings) Node {
+		return Node{Kind: "ClusterQueue", Name: "team-a", Settings: n}
 	}
-	cohort := func(n NoticeSettings) NoticeNode { return NoticeNode{Kind: "Cohort", Name: "org", Settings: n} }
+	cohort := func(n Settings) Node { return Node{Kind: "Cohort", Name: "org", Settings: n} }
 	type want struct {
 		Period time.Duration
 		Source string
 	}
 	cases := map[string]struct {
-		path   []NoticeNode
+		path   []Node
 		reason string
 		def    time.Duration
 		want   want
 	}{
 		"a turn gets the default when no queue sets a period": {
-			reason: TimeBasedReason, def: 2 * time.Minute,
+			reason: policy.TimeBasedReason, def: 2 * time.Minute,
 			want: want{2 * time.Minute, "defaultNoticePeriod 2m0s from the manager configuration"},
 		},
 		"the ClusterQueue's period comes before its Cohort's": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute)}), cohort(NoticeSettings{Period: Set(time.Hour)})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute)}), cohort(Settings{Period: policy.Set(time.Hour)})},
 			reason: tsapi.ExpectedRuntimeReason, def: 5 * time.Minute,
 			want: want{time.Minute, "noticePeriod 1m0s from ClusterQueue team-a"},
 		},
 		"an unset period is inherited from the Cohort": {
-			path:   []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{Period: Set(10 * time.Minute)})},
-			reason: TimeBasedReason,
+			path:   []Node{cq(Settings{}), cohort(Settings{Period: policy.Set(10 * time.Minute)})},
+			reason: policy.TimeBasedReason,
 			want:   want{10 * time.Minute, "noticePeriod 10m0s from Cohort org"},
 		},
 		"0s on the ClusterQueue stops the inheritance": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(0)}), cohort(NoticeSettings{Period: Set(10 * time.Minute)})},
-			reason: TimeBasedReason,
+			path:   []Node{cq(Settings{Period: policy.Set(0)}), cohort(Settings{Period: policy.Set(10 * time.Minute)})},
+			reason: policy.TimeBasedReason,
 			want:   want{0, "noticePeriod 0s from ClusterQueue team-a"},
 		},
 		"priority preemption gets no notice unless extended": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute)})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute)})},
 			reason: kueue.InClusterQueueReason,
 		},
 		"priority preemption extended on the Cohort": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute)}), cohort(NoticeSettings{OnPriorityPreemption: Flag{Set: true, Value: true}})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute)}), cohort(Settings{OnPriorityPreemption: Flag{Set: true, Value: true}})},
 			reason: kueue.InClusterQueueReason,
 			want:   want{time.Minute, "noticePeriod 1m0s from ClusterQueue team-a"},
 		},
 		"false on the ClusterQueue stops the Cohort's extension": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute), OnReclaim: Flag{Set: true}}), cohort(NoticeSettings{OnReclaim: Flag{Set: true, Value: true}})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute), OnReclaim: Flag{Set: true}}), cohort(Settings{OnReclaim: Flag{Set: true, Value: true}})},
 			reason: kueue.InCohortReclamationReason,
 		},
 		"every reclaim reason follows noticeOnReclaim": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}})},
 			reason: kueue.InCohortFairSharingReason,
 			want:   want{time.Minute, "noticePeriod 1m0s from ClusterQueue team-a"},
 		},
 		"an extension alone does not extend priority preemption": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}})},
 			reason: kueue.InClusterQueueReason,
 		},
 		"other reasons get none": {
-			path:   []NoticeNode{cq(NoticeSettings{Period: Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}, OnPriorityPreemption: Flag{Set: true, Value: true}})},
+			path:   []Node{cq(Settings{Period: policy.Set(time.Minute), OnReclaim: Flag{Set: true, Value: true}, OnPriorityPreemption: Flag{Set: true, Value: true}})},
 			reason: "WorkloadSliceReplaced",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, src := ResolveNotice(tc.path, tc.reason, tc.def)
+			p, src := Resolve(tc.path, tc.reason, tc.def)
 			if diff := cmp.Diff(tc.want, want{p, src.String()}); diff != "" {
 				t.Errorf("notice (-want +got):\n%s", diff)
 			}
@@ -91,49 +92,49 @@ func TestResolveNotice(t *testing.T) {
 }
 
 func TestNoticeExtended(t *testing.T) {
-	cq := func(n NoticeSettings) NoticeNode {
-		return NoticeNode{Kind: "ClusterQueue", Name: "team-a", Settings: n}
+	cq := func(n Settings) Node {
+		return Node{Kind: "ClusterQueue", Name: "team-a", Settings: n}
 	}
-	cohort := func(n NoticeSettings) NoticeNode { return NoticeNode{Kind: "Cohort", Name: "org", Settings: n} }
+	cohort := func(n Settings) Node { return Node{Kind: "Cohort", Name: "org", Settings: n} }
 	on, off := Flag{Set: true, Value: true}, Flag{Set: true}
 	type want struct {
 		On     bool
 		Source string
 	}
 	cases := map[string]struct {
-		path   []NoticeNode
+		path   []Node
 		reason string
 		want   want
 	}{
-		"a turn always": {reason: TimeBasedReason, want: want{true, "a turn always gets the notice"}},
+		"a turn always": {reason: policy.TimeBasedReason, want: want{true, "a turn always gets the notice"}},
 		"an expected-runtime turn always": {
-			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: off})}, reason: tsapi.ExpectedRuntimeReason,
+			path: []Node{cq(Settings{OnPriorityPreemption: off})}, reason: tsapi.ExpectedRuntimeReason,
 			want: want{true, "a turn always gets the notice"},
 		},
 		"priority preemption with nothing set": {
-			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{})}, reason: kueue.InClusterQueueReason,
+			path: []Node{cq(Settings{}), cohort(Settings{})}, reason: kueue.InClusterQueueReason,
 			want: want{false, ""},
 		},
 		"priority preemption extended by the Cohort": {
-			path: []NoticeNode{cq(NoticeSettings{}), cohort(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InClusterQueueReason,
+			path: []Node{cq(Settings{}), cohort(Settings{OnPriorityPreemption: on})}, reason: kueue.InClusterQueueReason,
 			want: want{true, "noticeOnPriorityPreemption true from Cohort org"},
 		},
 		"reclaim turned off on the ClusterQueue under an extending Cohort": {
-			path: []NoticeNode{cq(NoticeSettings{OnReclaim: off}), cohort(NoticeSettings{OnReclaim: on})}, reason: kueue.InCohortReclaimWhileBorrowingReason,
+			path: []Node{cq(Settings{OnReclaim: off}), cohort(Settings{OnReclaim: on})}, reason: kueue.InCohortReclaimWhileBorrowingReason,
 			want: want{false, "noticeOnReclaim false from ClusterQueue team-a"},
 		},
 		"reclaim does not follow the priority flag": {
-			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on})}, reason: kueue.InCohortReclamationReason,
+			path: []Node{cq(Settings{OnPriorityPreemption: on})}, reason: kueue.InCohortReclamationReason,
 			want: want{false, ""},
 		},
 		"another reason": {
-			path: []NoticeNode{cq(NoticeSettings{OnPriorityPreemption: on, OnReclaim: on})}, reason: "WorkloadSliceReplaced",
+			path: []Node{cq(Settings{OnPriorityPreemption: on, OnReclaim: on})}, reason: "WorkloadSliceReplaced",
 			want: want{false, "no notice for a preemption for WorkloadSliceReplaced"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			on, src := NoticeExtended(tc.path, tc.reason)
+			on, src := Extended(tc.path, tc.reason)
 			if diff := cmp.Diff(tc.want, want{on, src.String()}); diff != "" {
 				t.Errorf("extended (-want +got):\n%s", diff)
 			}
@@ -148,19 +149,19 @@ func TestNoticeDue(t *testing.T) {
 		ann         map[string]string
 		now         time.Time
 		wantDue     bool
-		wantOutcome NoticeOutcome
+		wantOutcome Outcome
 	}{
 		"before the deadline":        {now: now},
-		"at the deadline":            {now: now.Add(time.Minute), wantDue: true, wantOutcome: NoticeEvictedAtDeadline},
-		"checkpoint done":            {now: now, ann: map[string]string{annotations.CheckpointDone: "true"}, wantDue: true, wantOutcome: NoticeEndedEarly},
+		"at the deadline":            {now: now.Add(time.Minute), wantDue: true, wantOutcome: EvictedAtDeadline},
+		"checkpoint done":            {now: now, ann: map[string]string{annotations.CheckpointDone: "true"}, wantDue: true, wantOutcome: EndedEarly},
 		"checkpoint not done, false": {now: now, ann: map[string]string{annotations.CheckpointDone: "false"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}
-			due, outcome := NoticeDue(n, wl, tc.now)
+			due, outcome := Due(n, wl, tc.now)
 			if due != tc.wantDue || outcome != tc.wantOutcome {
-				t.Errorf("NoticeDue = %v, %q; want %v, %q", due, outcome, tc.wantDue, tc.wantOutcome)
+				t.Errorf("Due = %v, %q; want %v, %q", due, outcome, tc.wantDue, tc.wantOutcome)
 			}
 		})
 	}
@@ -168,28 +169,31 @@ func TestNoticeDue(t *testing.T) {
 
 func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	pending := func(uid string) *Pending {
-		return &Pending{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: k8stypes.UID("preemptor-" + uid)}}, Priority: 100}
+	pending := func(uid string) *policy.Pending {
+		return &policy.Pending{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: k8stypes.UID("preemptor-" + uid)}}, Priority: 100}
 	}
-	eligible := Decision{Eligible: true, Rule: RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"}
-	notice := &annotations.Notice{Deadline: now.Add(time.Minute), Preemptor: "ns/a", PreemptorUID: "preemptor-a", Reason: TimeBasedReason}
+	eligible := policy.Decision{Eligible: true, Rule: policy.RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"}
+	given := &annotations.Notice{Deadline: now.Add(time.Minute), Preemptor: "ns/a", PreemptorUID: "preemptor-a", Reason: policy.TimeBasedReason}
 	cases := map[string]struct {
 		notice    *annotations.Notice
 		evicted   bool
-		preemptor *Pending
-		want      Decision
+		preemptor *policy.Pending
+		want      policy.Decision
 	}{
 		"no notice: eligible": {preemptor: pending("b"), want: eligible},
-		"another preemptor's notice: protected": {notice: notice, preemptor: pending("b"),
-			want: Decision{Rule: RuleUnderNotice, Message: "under notice of preemption for ns/a until 2026-11-25T10:01:00Z"}},
-		"its own preemptor's notice: eligible":   {notice: notice, preemptor: pending("a"), want: eligible},
-		"evicted already: nothing left to guard": {notice: notice, evicted: true, preemptor: pending("b"), want: eligible},
+		"another preemptor's notice: protected": {notice: given, preemptor: pending("b"),
+			want: policy.Decision{Rule: Rule, Message: "under notice of preemption for ns/a until 2026-11-25T10:01:00Z"}},
+		"its own preemptor's notice: eligible":   {notice: given, preemptor: pending("a"), want: eligible},
+		"evicted already: nothing left to guard": {notice: given, evicted: true, preemptor: pending("b"), want: eligible},
 	}
-	p := New(Options{}, testUnits().With(FeatureNotice))
+	p := policy.New(policy.Options{}, policy.Table{Unit()}.With(Feature))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := withFacts(Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}, tc.notice)
-			got := p.Explain(&Input{Preemptor: tc.preemptor, Candidate: c, Scope: SameClusterQueue, Policy: kueue.PreemptionPolicyLowerPriority, Now: now})
+			c := &policy.Candidate{Info: &workload.Info{Obj: &kueue.Workload{}}, Priority: 1, Evicted: tc.evicted, AdmittedAt: now.Add(-time.Hour)}
+			if tc.notice != nil {
+				fact.Set(c, tc.notice)
+			}
+			got := p.Explain(&policy.Input{Preemptor: tc.preemptor, Candidate: c, Scope: policy.SameClusterQueue, Policy: kueue.PreemptionPolicyLowerPriority, Now: now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
@@ -199,7 +203,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 
 func TestReadNotice(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
+	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
 	change := func(f func(*annotations.Notice)) annotations.Notice {
 		n := given
 		f(&n)
@@ -209,9 +213,9 @@ func TestReadNotice(t *testing.T) {
 	wl := func(ann annotations.Notice, conds ...metav1.Condition) *kueue.Workload {
 		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: ann.Annotations()}, Status: kueue.WorkloadStatus{Conditions: conds}}
 	}
-	record := func(n annotations.Notice) metav1.Condition { return NoticeRecord(&n, 1) }
+	record := func(n annotations.Notice) metav1.Condition { return ConditionOf(&n, 1) }
 	ended := record(given)
-	ended.Status, ended.Reason = metav1.ConditionFalse, string(NoticeWithdrawn)
+	ended.Status, ended.Reason = metav1.ConditionFalse, string(Withdrawn)
 	edited := record(given)
 	edited.Message = "To be evicted some day"
 	cases := map[string]struct {
@@ -256,7 +260,7 @@ func TestReadNotice(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ReadNotice(tc.wl)
+			got, err := Read(tc.wl)
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()
@@ -265,7 +269,7 @@ func TestReadNotice(t *testing.T) {
 				t.Fatalf("error %q, want one containing %q", gotErr, tc.wantErr)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ReadNotice (-want +got):\n%s", diff)
+				t.Errorf("Read (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -273,7 +277,7 @@ func TestReadNotice(t *testing.T) {
 
 func TestNoticeCopied(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "a/b", PreemptorUID: "u"}
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "a/b", PreemptorUID: "u"}
 	moved := *n
 	moved.Deadline = moved.Deadline.Add(time.Hour)
 	cases := map[string]struct {
@@ -289,8 +293,8 @@ func TestNoticeCopied(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := NoticeCopied(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}, tc.notice); got != tc.want {
-				t.Errorf("NoticeCopied = %t, want %t", got, tc.want)
+			if got := Copied(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}, tc.notice); got != tc.want {
+				t.Errorf("Copied = %t, want %t", got, tc.want)
 			}
 		})
 	}
@@ -298,11 +302,11 @@ func TestNoticeCopied(t *testing.T) {
 
 func TestNoticeInForceMessage(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
 	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (uid u) due to InClusterQueueTimeBased; set the annotation " +
 		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
-	if got := NoticeInForceMessage(n); got != want {
-		t.Errorf("NoticeInForceMessage = %q, want %q", got, want)
+	if got := InForceMessage(n); got != want {
+		t.Errorf("InForceMessage = %q, want %q", got, want)
 	}
 }
 
@@ -325,9 +329,9 @@ func TestNoticeRefusedWhileOff(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			on := func(Feature) bool { return tc.on }
+			on := func(policy.Feature) bool { return tc.on }
 			var got []string
-			for _, e := range (Table{mustUnit(t, FeatureNotice)}).RefusedWhileOff(field.NewPath("spec", "preemption"), tc.spec, tc.old, on) {
+			for _, e := range (policy.Table{Unit()}).RefusedWhileOff(field.NewPath("spec", "preemption"), tc.spec, tc.old, on) {
 				got = append(got, e.Field)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -344,21 +348,21 @@ func TestNoticeWarns(t *testing.T) {
 	n := &annotations.Notice{Start: t0, Deadline: t0.Add(10 * time.Minute), Reason: kueue.InClusterQueueReason, Preemptor: "ns/p", PreemptorUID: "p-uid"}
 	noticed := &kueue.Workload{
 		ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()},
-		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{NoticeRecord(n, 1)}},
+		Status:     kueue.WorkloadStatus{Conditions: []metav1.Condition{ConditionOf(n, 1)}},
 	}
 	forged := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: n.Annotations()}}
 	cases := map[string]struct {
 		old, wl *kueue.Workload
-		want    *Warning
+		want    *policy.Warning
 		wantErr bool
 	}{
 		"no notice":                    {wl: &kueue.Workload{}},
-		"a new workload under one":     {wl: noticed, want: &Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
-		"newly given":                  {old: &kueue.Workload{}, wl: noticed, want: &Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
+		"a new workload under one":     {wl: noticed, want: &policy.Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
+		"newly given":                  {old: &kueue.Workload{}, wl: noticed, want: &policy.Warning{Until: n.Deadline, By: "p-uid", Reason: kueue.InClusterQueueReason}},
 		"already seen":                 {old: noticed, wl: noticed},
 		"annotations without a record": {old: &kueue.Workload{}, wl: forged, wantErr: true},
 	}
-	warns := testUnits().Warner("noticed")
+	warns := policy.Table{Unit()}.Warner("noticed")
 	if warns == nil || warns.Answer != annotations.CheckpointDone {
 		t.Fatalf("the notice unit warns with event noticed, answered by %s; got %+v", annotations.CheckpointDone, warns)
 	}

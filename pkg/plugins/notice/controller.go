@@ -38,11 +38,10 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/jobowner"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // fieldOwner owns the PreemptionNotice condition when this controller writes it.
-const fieldOwner = client.FieldOwner(policy.NoticeFieldOwner)
+const fieldOwner = client.FieldOwner(FieldOwner)
 
 // preemptorIndex indexes Workloads under notice by their preemptor's UID, so that a change of a
 // preemptor reaches its victims.
@@ -108,7 +107,7 @@ func concerned(o client.Object) bool {
 		return true
 	}
 	wl, ok := o.(*kueue.Workload)
-	return ok && apimeta.IsStatusConditionTrue(wl.Status.Conditions, ConditionType)
+	return ok && apimeta.IsStatusConditionTrue(wl.Status.Conditions, Condition)
 }
 
 // victimsOf maps a Workload to the Workloads under notice for it.
@@ -230,11 +229,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !features.Enabled(features.PreemptionNotice) {
 		return ctrl.Result{}, nil
 	}
-	n, err := policy.ReadNotice(&wl)
+	n, err := Read(&wl)
 	if err != nil {
 		// Only the manager writes the record; one it cannot read (an older format) ends here.
 		r.reportInvalid(ctx, &wl, err.Error())
-		if err := r.setCondition(ctx, &wl, metav1.ConditionFalse, string(policy.NoticeWithdrawn),
+		if err := r.setCondition(ctx, &wl, metav1.ConditionFalse, string(Withdrawn),
 			"The notice could not be read ("+err.Error()+"); the workload keeps running"); err != nil {
 			return ctrl.Result{}, ignoreConflict(err)
 		}
@@ -243,7 +242,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if n == nil {
 		return ctrl.Result{}, r.leftovers(ctx, &wl)
 	}
-	if !policy.NoticeCopied(&wl, n) {
+	if !Copied(&wl, n) {
 		if err := r.copyNotice(ctx, &wl, n); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -258,7 +257,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case Clean:
 		return ctrl.Result{}, r.clean(ctx, &wl, n)
 	case Record:
-		_, message := policy.NoticeEvictionOutcome(n, &wl)
+		_, message := EvictionOutcome(n, &wl)
 		if err := r.setCondition(ctx, &wl, metav1.ConditionFalse, string(d.Outcome), message); err != nil {
 			return ctrl.Result{}, ignoreConflict(err)
 		}
@@ -287,7 +286,7 @@ func (r *Reconciler) leftovers(ctx context.Context, wl *kueue.Workload) error {
 	}
 	if notice {
 		problem := fmt.Sprintf("annotations %s and %s: not a notice the manager gave (the Workload's %s condition does not record one)",
-			annotations.PreemptionNotice, annotations.PreemptionDeadline, ConditionType)
+			annotations.PreemptionNotice, annotations.PreemptionDeadline, Condition)
 		if err != nil {
 			problem = err.Error()
 		}
@@ -301,7 +300,7 @@ func (r *Reconciler) leftovers(ctx context.Context, wl *kueue.Workload) error {
 func (r *Reconciler) copyNotice(ctx context.Context, wl *kueue.Workload, n *annotations.Notice) error {
 	if _, ok := wl.Annotations[annotations.PreemptionNotice]; ok {
 		r.reportInvalid(ctx, wl, fmt.Sprintf("annotations %s and %s: changed after the notice was given; restored from the %s condition",
-			annotations.PreemptionNotice, annotations.PreemptionDeadline, ConditionType))
+			annotations.PreemptionNotice, annotations.PreemptionDeadline, Condition))
 	}
 	values := map[string]any{}
 	for k, v := range n.Annotations() {
@@ -408,9 +407,9 @@ func (r *Reconciler) end(ctx context.Context, wl *kueue.Workload, n *annotations
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Preemption notice ended without an eviction", "workload", klog.KObj(wl), "preemptor", n.Preemptor, "outcome", d.Outcome, "why", d.Why)
 	cq := r.clusterQueue(ctx, wl)
-	policy.ReportNoticeEnded(r.CustomLabels.CQGet(cq), cq, n.Reason, string(d.Outcome), roletracker.GetRole(r.RoleTracker), false, 0)
+	ReportEnded(r.CustomLabels.CQGet(cq), cq, n.Reason, string(d.Outcome), roletracker.GetRole(r.RoleTracker), false, 0)
 	reason := ReasonEnded
-	if d.Outcome == policy.NoticeWithdrawn {
+	if d.Outcome == Withdrawn {
 		reason = ReasonWithdrawn
 	}
 	r.Recorder.Eventf(wl, nil, corev1.EventTypeNormal, reason, "Notice", message)
@@ -418,7 +417,7 @@ func (r *Reconciler) end(ctx context.Context, wl *kueue.Workload, n *annotations
 	if err == nil && job != nil {
 		r.Recorder.Eventf(job, nil, corev1.EventTypeNormal, reason, "Notice", message)
 	}
-	if d.Outcome == policy.NoticeWithdrawn {
+	if d.Outcome == Withdrawn {
 		// The room the preemptor waited for may be free for another workload now.
 		r.wake(ctx, wl, n)
 	}
@@ -493,10 +492,10 @@ func removal(key string) []byte {
 func (r *Reconciler) setCondition(ctx context.Context, wl *kueue.Workload, status metav1.ConditionStatus, reason, message string) error {
 	return workloadpatching.PatchStatus(ctx, r.Client, wl, fieldOwner, func(w *kueue.Workload) (bool, error) {
 		if status == metav1.ConditionFalse {
-			apimeta.RemoveStatusCondition(&w.Status.Conditions, ConditionType)
+			apimeta.RemoveStatusCondition(&w.Status.Conditions, Condition)
 		}
 		return apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
-			Type: ConditionType, Status: status, Reason: reason, Message: message,
+			Type: Condition, Status: status, Reason: reason, Message: message,
 			LastTransitionTime: metav1.NewTime(r.Clock.Now()), ObservedGeneration: w.Generation,
 		}), nil
 	})

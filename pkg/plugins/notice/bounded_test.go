@@ -18,8 +18,8 @@ func TestNoticeMessagesBounded(t *testing.T) {
 	long := &annotations.Notice{Start: start, Deadline: start.Add(time.Minute), Reason: policy.TimeBasedReason,
 		Preemptor: "ns/" + strings.Repeat("é", 100*1024), PreemptorUID: "u"}
 	cases := map[string]string{
-		"withdrawn": EndedMessage(long, Decision{Outcome: policy.NoticeWithdrawn, Why: "workload " + long.Preemptor + " was deleted"}),
-		"ended":     EndedMessage(long, Decision{Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}),
+		"withdrawn": EndedMessage(long, Decision{Outcome: Withdrawn, Why: "workload " + long.Preemptor + " was deleted"}),
+		"ended":     EndedMessage(long, Decision{Outcome: EndedEarly, Why: "the workload finished"}),
 	}
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {

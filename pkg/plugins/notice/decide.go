@@ -1,6 +1,6 @@
 // Package notice is the controller half of the notice before eviction (the PreemptionNotice
 // feature). The preemptor gives a notice as the victim Workload's PreemptionNotice condition
-// (policy.ReadNotice) and evicts it when the notice is due; this controller keeps the notice's
+// (Read) and evicts it when the notice is due; this controller keeps the notice's
 // copy in the Workload's annotations, tells the victim's Pods the deadline, copies
 // checkpoint-done from the job, wakes the preemptor, and ends the notices that end without an
 // eviction. Everything it does is derived from the Workload's status, so a restarted manager
@@ -21,11 +21,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
-
-// ConditionType is the Workload condition that shows a notice (policy.NoticeCondition).
-const ConditionType = policy.NoticeCondition
 
 // Event reasons. The preemptor records its own events when it gives a notice and when it evicts.
 const (
@@ -83,7 +79,7 @@ func PreemptorOf(wl *kueue.Workload) Preemptor {
 type Decision struct {
 	Action Action
 	// Outcome is the reason of the False condition End writes.
-	Outcome policy.NoticeOutcome
+	Outcome Outcome
 	// Why says in words why the notice ends (End).
 	Why string
 	// Due is true when the preemptor may evict the victim now (Tell); Wait is how long until the
@@ -101,30 +97,30 @@ func Decide(wl *kueue.Workload, n *annotations.Notice, pre Preemptor, now time.T
 		return Decision{Action: Clean}
 	}
 	if workloadfinish.IsFinished(wl) {
-		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload finished"}
+		return Decision{Action: End, Outcome: EndedEarly, Why: "the workload finished"}
 	}
 	if PreemptedFor(wl, n) {
-		outcome, _ := policy.NoticeEvictionOutcome(n, wl)
+		outcome, _ := EvictionOutcome(n, wl)
 		return Decision{Action: Record, Outcome: outcome}
 	}
 	if !workload.HasQuotaReservation(wl) || apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
-		return Decision{Action: End, Outcome: policy.NoticeEndedEarly, Why: "the workload was stopped before the deadline"}
+		return Decision{Action: End, Outcome: EndedEarly, Why: "the workload was stopped before the deadline"}
 	}
 	switch {
 	case !pre.Found:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deleted", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s was deleted", n.PreemptorText())}
 	case pre.UID != n.PreemptorUID:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deleted (one of the same name replaced it)", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s was deleted (one of the same name replaced it)", n.PreemptorText())}
 	case pre.Finished:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s finished", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s finished", n.PreemptorText())}
 	case !pre.Active:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was deactivated", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s was deactivated", n.PreemptorText())}
 	case pre.QuotaReserved:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s was admitted without this eviction", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s was admitted without this eviction", n.PreemptorText())}
 	case pre.ElsewhereInTree:
-		return Decision{Action: End, Outcome: policy.NoticeWithdrawn, Why: fmt.Sprintf("%s moved to a queue outside this cohort tree", n.PreemptorText())}
+		return Decision{Action: End, Outcome: Withdrawn, Why: fmt.Sprintf("%s moved to a queue outside this cohort tree", n.PreemptorText())}
 	}
-	due, _ := policy.NoticeDue(n, wl, now)
+	due, _ := Due(n, wl, now)
 	d := Decision{Action: Tell, Due: due}
 	if !due {
 		d.Wait = n.Deadline.Sub(now)
@@ -142,13 +138,13 @@ func PreemptedFor(wl *kueue.Workload, n *annotations.Notice) bool {
 // Ended reports whether notice n on wl is over: the condition is False since the notice was given.
 // A condition False from an earlier notice is older than n.
 func Ended(wl *kueue.Workload, n *annotations.Notice) bool {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, ConditionType)
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, Condition)
 	return c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.Time.Before(n.Start.Truncate(time.Second))
 }
 
 // EndedMessage is the False condition's message when this controller ends the notice.
 func EndedMessage(n *annotations.Notice, d Decision) string {
-	if d.Outcome == policy.NoticeWithdrawn {
+	if d.Outcome == Withdrawn {
 		return message.Bound(fmt.Sprintf("Notice of preemption for %s withdrawn: %s; the workload keeps running", n.PreemptorText(), d.Why))
 	}
 	return message.Bound(fmt.Sprintf("Notice of preemption for %s ended: %s", n.PreemptorText(), d.Why))
