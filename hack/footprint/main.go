@@ -33,7 +33,7 @@ var homes = []struct {
 	{"expectedruntime", []string{"pkg/plugins/expectedruntime/"}},
 	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
 	{"toleration", []string{"pkg/plugins/toleration/"}},
-	{"notice", []string{"pkg/plugins/notice/", "pkg/scheduler/preemption/notice.go", "cmd/kubectl-timeshare/app/notice.go"}},
+	{"notice", []string{"pkg/plugins/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
 	{"budget", []string{"pkg/plugins/budget/"}},
 }
 

@@ -36,6 +36,8 @@ type Config struct {
 	// TurnTime is a pending workload's turn time in a ClusterQueue that takes turns; nil: its
 	// queue-order timestamp.
 	TurnTime func(*kueue.Workload) time.Time
+	// Notice is how long a victim keeps running before its eviction, by reason; nil: the units
+	// of Wake say (policy.Table.EvictionDelay), from Sources.
 	Notice   func(reason string) time.Duration
 	Handover time.Duration
 	// DrainOf is how long a workload's quota stays held after an eviction for one of this
@@ -67,6 +69,9 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 	units := slices.DeleteFunc(slices.Clone(c.Wake.Units), func(u policy.Unit) bool {
 		return c.Wake.Enabled != nil && !c.Wake.Enabled(u.Feature)
 	})
+	if q.Notice == nil {
+		q.Notice = units.EvictionDelay(c.Sources, cq)
+	}
 	holders := make([]Holder, 0, len(cq.Workloads))
 	for _, info := range cq.Workloads {
 		h := Holder{Name: klog.KObj(info.Obj).String(), Usage: map[resources.FlavorResource]int64{}}

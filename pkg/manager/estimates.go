@@ -249,15 +249,15 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
 	settings := e.m.settings.Settings(cq)
 	defaults, _ := e.m.settings.MinRuntimeDefaults()
+	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
 	c := estimate.Config{
 		Log: e.log, Policy: p.Policy(), Settings: settings,
 		Protection: policy.ResolvePreempt(policy.PathOf(cq, cohorttree.Parents(cqs), e.m.settings), defaults),
 		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: e.m.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
-		Sources:    append(policy.Sources{e.m.settings}, e.m.sources...),
+		Sources:    sources,
 		Ordering:   ordering,
 		Clock:      policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
 		TurnTime:   func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
-		Notice:     p.NoticeOf(cqs),
 		Handover:   estimateHandover,
 		DrainOf:    scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
 	}

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 )
 
 // loadRecorder is a cluster source that records the calls it gets.
@@ -72,6 +76,48 @@ func TestClusterSources(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantLog, log); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEvictionDelay: the table delays an eviction by the longest delay of its units that delay
+// evictions, and not at all when none does.
+func TestEvictionDelay(t *testing.T) {
+	delay := func(byReason map[string]time.Duration) func(Sources, *schdcache.ClusterQueueSnapshot) func(string) time.Duration {
+		return func(Sources, *schdcache.ClusterQueueSnapshot) func(string) time.Duration {
+			if byReason == nil {
+				return nil
+			}
+			return func(reason string) time.Duration { return byReason[reason] }
+		}
+	}
+	cases := map[string]struct {
+		table Table
+		want  map[string]time.Duration // nil: no delay function at all
+	}{
+		"no unit delays":  {table: Table{{Feature: "A"}}},
+		"one has nothing": {table: Table{{Feature: "A", Delays: delay(nil)}}},
+		"one unit": {table: Table{{Feature: "A", Delays: delay(map[string]time.Duration{"x": time.Minute})}},
+			want: map[string]time.Duration{"x": time.Minute, "y": 0}},
+		"the longest of two": {
+			table: Table{{Feature: "A", Delays: delay(map[string]time.Duration{"x": time.Minute, "y": time.Hour})},
+				{Feature: "B", Delays: delay(map[string]time.Duration{"x": 2 * time.Minute})}},
+			want: map[string]time.Duration{"x": 2 * time.Minute, "y": time.Hour},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := tc.table.EvictionDelay(nil, nil)
+			if (d == nil) != (tc.want == nil) {
+				t.Fatalf("delay function given = %t, want %t", d != nil, tc.want != nil)
+			}
+			got := map[string]time.Duration{}
+			for reason := range tc.want {
+				got[reason] = d(reason)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); tc.want != nil && diff != "" {
+				t.Errorf("delays (-want +got):\n%s", diff)
 			}
 		})
 	}

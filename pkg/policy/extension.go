@@ -5,11 +5,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
+
+// Target is a victim the preemptor chose, with its reason and ClusterQueue (upstream's type).
+type Target = upstream.Target
 
 // Plugin is a feature's part in the preemptor, beyond its unit's rules. It implements only the
 // extension points where it acts (below, and the preemptor's own for the features that still
@@ -34,6 +40,21 @@ type Handle interface {
 	Log() logr.Logger
 	// Client is the preemptor's client, for what a plugin writes.
 	Client() client.Client
+	// Recorder is the preemptor's event recorder.
+	Recorder() events.EventRecorder
+	// QueueLabels are ClusterQueue cq's custom metric label values (Kueue's
+	// metrics.customLabels), for a plugin's per-ClusterQueue metrics.
+	QueueLabels(cq kueue.ClusterQueueReference) []string
+	// Marked lists the workloads that may carry a unit's mark (Unit.Marks), or false while the
+	// preemptor's index has not synced (or it has none) and every workload must be read; Mark
+	// lists one the plugin is about to mark, before the mark can be read back.
+	Marked() ([]workload.Reference, bool)
+	Mark(key workload.Reference, mark string)
+	// Evict evicts targets, preempted for one of this project's reasons (or for upstream's, to
+	// end a notice in the same write), a few at a time, as the preemptor does; it returns how
+	// many are being evicted, how many evictions failed, and one error.
+	Evict(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+		snap *schdcache.ClusterQueueSnapshot) (preempted, failed int, err error)
 }
 
 // Victim is one workload a preemption went through for, with its reason.
@@ -53,8 +74,15 @@ type Search struct {
 	VetoEnds map[string]time.Time
 }
 
-// The extension points a plugin of a feature package implements.
+// The extension points a plugin of a feature package implements, in the order a preemption meets
+// them.
 type (
+	// Waiter is what a preemptor may wait on instead of a search: WaitTargets are the victims
+	// due now, held whether wl waits on some at all; ExplainWait says what wl waits on, or "".
+	Waiter interface {
+		WaitTargets(ctx context.Context, h Handle, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
+		ExplainWait(h Handle, wl *workload.Info, snapshot *schdcache.Snapshot) string
+	}
 	// SearchObserver sees the outcome of each search.
 	SearchObserver interface {
 		AfterSearch(h Handle, s Search)
@@ -68,6 +96,17 @@ type (
 	// has no interest in.
 	JudgeObserver interface {
 		Judged(h Handle, c *Candidate, d Decision)
+	}
+	// FirstIssuer takes a preemption's targets before they are evicted: one that issues them
+	// itself says so (issued), with what the issue returns.
+	FirstIssuer interface {
+		IssueFirst(ctx context.Context, h Handle, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+			snap *schdcache.ClusterQueueSnapshot) (issued bool, preempted, failed int, err error)
+	}
+	// EvictionFollower follows the eviction of any victim of ours, whatever its reason, once it
+	// went through. Evictions run in parallel: it may be called concurrently.
+	EvictionFollower interface {
+		AfterEviction(ctx context.Context, h Handle, victim *kueue.Workload, cq kueue.ClusterQueueReference)
 	}
 	// OwnEvictionFollower follows the eviction of a victim preempted for one of this project's
 	// reasons, once it went through. Evictions run in parallel: it may be called concurrently.

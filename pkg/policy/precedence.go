@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
@@ -110,6 +111,10 @@ type Unit struct {
 	// Warns is how it warns a running workload before evicting it, as the workload's job reads
 	// the warning (the simulator's jobs react to it); nil when it gives no warning.
 	Warns *Warns
+	// Delays is how long a victim of ClusterQueue cq, chosen for reason, keeps running before
+	// its eviction (its warning), by the settings of src: for the admission estimate's walk. nil
+	// when it delays no eviction.
+	Delays func(src Sources, cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration
 }
 
 // Warns is how a unit warns a running workload before its eviction. A job that can save its
@@ -143,6 +148,34 @@ type Warning struct {
 // Ending is how an eviction ended a warning: its outcome's name, and its words in a timeline.
 type Ending struct {
 	Outcome, Words string
+}
+
+// EvictionDelay is how long a victim of cq chosen for reason keeps running before its eviction,
+// by the units of t that delay evictions (Unit.Delays, the longest when several do); nil when
+// none does.
+func (t Table) EvictionDelay(src Sources, cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration {
+	var delays []func(string) time.Duration
+	for _, u := range t {
+		if u.Delays == nil {
+			continue
+		}
+		if d := u.Delays(src, cq); d != nil {
+			delays = append(delays, d)
+		}
+	}
+	switch len(delays) {
+	case 0:
+		return nil
+	case 1:
+		return delays[0]
+	}
+	return func(reason string) time.Duration {
+		var longest time.Duration
+		for _, d := range delays {
+			longest = max(longest, d(reason))
+		}
+		return longest
+	}
 }
 
 // Warner is the unit of t that gives warnings of event kind event (see Warns); nil if none.

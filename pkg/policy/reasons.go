@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 )
@@ -57,4 +58,13 @@ func ReasonLabel(reason string) string {
 		return reason
 	}
 	return OtherLabel
+}
+
+// HumanReason words a preemption reason: ours as their words say, upstream's from its
+// HumanReadablePreemptionReasons.
+func HumanReason(reason string) string {
+	if w, ok := OwnReasonWordsOf(reason); ok {
+		return w.Eviction
+	}
+	return upstream.HumanReadablePreemptionReasons[reason]
 }

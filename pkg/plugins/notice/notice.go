@@ -152,9 +152,11 @@ func Extended(path []Node, reason string) (on bool, source policy.Source) {
 // Feature is notice before eviction.
 const Feature policy.Feature = "PreemptionNotice"
 
-// Unit is the preemption notice's unit (plugins.Units).
+// Unit is the preemption notice's unit (plugins.Units). A preemptor given the notice settings (a
+// Source) turns it on.
 func Unit() policy.Unit {
 	return policy.Unit{Feature: Feature, Option: Option, Changes: noticeChanges, Read: readNotice,
+		Takes: func(src any) bool { _, ok := src.(Source); return ok }, Delays: periodOf,
 		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
 			if rule != Rule {
 				return "", time.Time{}, false

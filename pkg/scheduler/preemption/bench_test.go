@@ -99,7 +99,7 @@ func allPolicies() []Option {
 		}),
 		WithSources(fakeTolerations{&toleration.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithSources(expectedruntime.DefaultCooldown(10 * time.Minute)),
-		WithPreemptionNotice(noNoticeSettings{}),
+		WithSources(noNoticeSettings{}),
 		WithWorkloadIndex(syncedEmptyIndex()),
 	}
 }

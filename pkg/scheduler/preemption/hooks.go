@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -15,43 +16,24 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// Plugin is one feature's part in the preemptor. It implements only the extension points where it
-// acts: policy's (policy.JudgeObserver, policy.SearchObserver, policy.OwnEvictionFollower,
-// policy.IssueFollower), which a feature package can implement, and those below, for the features that still live in this package. The preemptor
-// calls each point but the source option (which turns the feature on) only while the plugin's
-// feature is on (Preemptor.on), so that no plugin checks its own gate. Plugins lists them.
+// Plugin is one feature's part in the preemptor. It implements only the extension points of
+// pkg/policy where it acts (policy.Waiter, policy.JudgeObserver, policy.SearchObserver,
+// policy.FirstIssuer, policy.EvictionFollower, policy.OwnEvictionFollower, policy.IssueFollower,
+// in the order a preemption meets them) and, for the features whose settings the preemptor
+// resolves itself, sourceTaker. The preemptor calls each point but the source option (which turns
+// the feature on) only while the plugin's feature is on (Preemptor.on), so that no plugin checks
+// its own gate. Plugins lists them.
 type Plugin = policy.Plugin
 
-// The preemptor's own extension points, in the order a preemption meets them; each decision of a
-// search (policy.JudgeObserver) and its outcome (policy.SearchObserver) come after the waiter, an
-// eviction for one of our reasons after the first issuer (policy.OwnEvictionFollower), a
-// preemption that went through after the followers of evictions (policy.IssueFollower).
-type (
-	// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok
-	// false when src is not its source.
-	sourceTaker interface {
-		optionFor(src any) (opt Option, ok bool)
-	}
-	// waiter is what a preemptor may wait on instead of a search: targets are the victims due
-	// now, held whether wl waits on some at all; explainWait says what wl waits on, or "".
-	waiter interface {
-		waitTargets(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
-		explainWait(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string
-	}
-	// firstIssuer takes a preemption's targets before they are evicted: one that issues them
-	// itself says so (issued) with what issueTargets returns.
-	firstIssuer interface {
-		issueFirst(p *Preemptor, ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
-			snap *schdcache.ClusterQueueSnapshot) (issued bool, preempted, failed int, err error)
-	}
-	// evictionFollower follows the eviction of any victim of ours, whatever its reason.
-	evictionFollower interface {
-		afterEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference)
-	}
-)
+// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok false
+// when src is not its source.
+type sourceTaker interface {
+	optionFor(src any) (opt Option, ok bool)
+}
 
 // sourceOption is the option with builds from src, ok false when src is not a T (sourceTaker).
 func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
@@ -65,7 +47,7 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
 // order (plugins.Units); the features with no part here (toleration) act through their unit only.
 func Plugins() []Plugin {
-	return []Plugin{timeBasedPlugin{}, expectedruntime.Plugin{}, minRuntimePlugin{}, noticePlugin{}, budget.Plugin{}}
+	return []Plugin{timeBasedPlugin{}, expectedruntime.Plugin{}, minRuntimePlugin{}, notice.Plugin{}, budget.Plugin{}}
 }
 
 // handle is what the preemptor lends a plugin at policy's extension points, at now.
@@ -88,6 +70,25 @@ func (h handle) Role() string { return roletracker.GetRole(h.p.tracker) }
 func (h handle) Log() logr.Logger { return h.log }
 
 func (h handle) Client() client.Client { return h.p.client }
+
+func (h handle) Recorder() events.EventRecorder { return h.p.recorder }
+
+func (h handle) QueueLabels(cq kueue.ClusterQueueReference) []string {
+	return h.p.customLabels.CQGet(cq)
+}
+
+func (h handle) Marked() ([]workload.Reference, bool) { return h.p.index.listed() }
+
+func (h handle) Mark(key workload.Reference, mark string) {
+	if h.p.index != nil {
+		h.p.index.add(key, mark)
+	}
+}
+
+func (h handle) Evict(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+	snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
+	return h.p.issueOwn(ctx, cache, preemptor, targets, snap)
+}
 
 // victimsOf are targets as policy's extension points see them.
 func victimsOf(targets []*Target) []policy.Victim {

@@ -11,6 +11,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -40,7 +41,7 @@ func TestPluginsOnChecksTheGate(t *testing.T) {
 		"feature on":                     {features: budget, gate: true, plugins: Plugins(), want: 1},
 		"feature on, gate off":           {features: budget, plugins: Plugins()},
 		"feature not turned on":          {gate: true, plugins: Plugins()},
-		"feature on, its plugin removed": {features: budget, gate: true, plugins: []Plugin{noticePlugin{}}},
+		"feature on, its plugin removed": {features: budget, gate: true, plugins: []Plugin{notice.Plugin{}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/controller/constants"
-	upstream "sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
@@ -64,8 +63,9 @@ const EventPreemptionRefused = "PreemptionRefused"
 
 // issueTargets writes the evictions and notices of one preemption.
 func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	for first := range pluginsOn[firstIssuer](p) {
-		if issued, preempted, failed, err := first.issueFirst(p, ctx, cache, preemptor, targets, snap); issued {
+	h := handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}
+	for first := range pluginsOn[policy.FirstIssuer](p) {
+		if issued, preempted, failed, err := first.IssueFirst(ctx, h, cache, preemptor, targets, snap); issued {
 			return preempted, failed, err
 		}
 	}
@@ -159,8 +159,8 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 		p.observed(log, key, victim.UID)
 		return err
 	}
-	for f := range pluginsOn[evictionFollower](p) {
-		f.afterEviction(p, ctx, victim, t.WorkloadInfo.ClusterQueue)
+	for f := range pluginsOn[policy.EvictionFollower](p) {
+		f.AfterEviction(ctx, handle{p, p.clock.Now(), log}, victim, t.WorkloadInfo.ClusterQueue)
 	}
 
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)
@@ -187,21 +187,12 @@ func (p *Preemptor) observed(log logr.Logger, key types.NamespacedName, uid type
 	}
 }
 
-// evictionMessage words a preemption as upstream does (humanReason).
+// evictionMessage words a preemption as upstream does (policy.HumanReason).
 func evictionMessage(preemptor *kueue.Workload, reason, preemptorPath, victimPath string) string {
 	const unknown = "UNKNOWN"
 	return fmt.Sprintf("Preempted to accommodate a workload (UID: %s, JobUID: %s) due to %s; preemptor path: %s; preemptee path: %s",
 		cmp.Or(string(preemptor.UID), unknown), cmp.Or(preemptor.Labels[constants.JobUIDLabel], unknown),
-		humanReason(reason), cmp.Or(preemptorPath, unknown), cmp.Or(victimPath, unknown))
-}
-
-// humanReason words a preemption reason: ours as their units say, upstream's from its
-// HumanReadablePreemptionReasons.
-func humanReason(reason string) string {
-	if w, ok := policy.OwnReasonWordsOf(reason); ok {
-		return w.Eviction
-	}
-	return upstream.HumanReadablePreemptionReasons[reason]
+		policy.HumanReason(reason), cmp.Or(preemptorPath, unknown), cmp.Or(victimPath, unknown))
 }
 
 // cohortPath is "/root/.../parent/cq": a ClusterQueue and the cohorts above it, root first.

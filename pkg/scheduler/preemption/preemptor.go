@@ -392,8 +392,8 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		log.V(3).Info("No preemption until kueue-timeshare settings are read", "clusterQueue", wl.ClusterQueue, "unread", unread)
 		return nil
 	}
-	for w := range pluginsOn[waiter](p) {
-		if targets, held := w.waitTargets(p, ctx, &wl, snapshot); held {
+	for w := range pluginsOn[policy.Waiter](p) {
+		if targets, held := w.WaitTargets(ctx, handle{p, p.clock.Now(), log}, &wl, snapshot); held {
 			return targets
 		}
 	}

@@ -254,7 +254,7 @@ func TestTolerationTargets(t *testing.T) {
 	}
 }
 
-// noNoticeSettings is a NoticeSource where no queue sets a notice: only notices already given
+// noNoticeSettings is a notice.Source where no queue sets a notice: only notices already given
 // matter to these tests.
 // giveNotice puts n on wl as the preemptor does: the annotations and the record in its status.
 func giveNotice(wl *kueue.Workload, n annotations.Notice) {
@@ -319,7 +319,7 @@ func TestNoticeForAnotherPreemptorTargets(t *testing.T) {
 					fs = &configapi.FairSharing{}
 				}
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
-					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}))
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSources(noNoticeSettings{}))
 				info := sc.PendingInfo()
 				snap := snapshotOf(t, ctx, &sc)
 				var got []string

@@ -366,8 +366,8 @@ func (p *Preemptor) explainWait(ctx context.Context, wl *workload.Info, snapshot
 		return fmt.Sprintf("kueue-timeshare has not read %s's settings yet", unread)
 	}
 	var notes []string
-	for w := range pluginsOn[waiter](p) {
-		if note := w.explainWait(p, wl, snapshot); note != "" {
+	for w := range pluginsOn[policy.Waiter](p) {
+		if note := w.ExplainWait(handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}, wl, snapshot); note != "" {
 			return note
 		}
 	}

@@ -3,21 +3,19 @@ package preemption
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
-	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -107,20 +105,21 @@ func TestNoticeIndex(t *testing.T) {
 }
 
 // With an index in use the preemptor finds its victims under notice through it; without one, or
-// before it has synced, by reading every workload.
+// before it has synced, by reading every workload: the notice's plugin reads the index through the
+// preemptor's handle.
 func TestNoticedForThroughTheIndex(t *testing.T) {
 	cases := map[string]struct {
 		index func() *WorkloadIndex
-		want  []string
+		want  bool
 	}{
-		"no index":         {index: func() *WorkloadIndex { return nil }, want: []string{"borrower"}},
-		"index not synced": {index: NewWorkloadIndex, want: []string{"borrower"}},
+		"no index":         {index: func() *WorkloadIndex { return nil }, want: true},
+		"index not synced": {index: NewWorkloadIndex, want: true},
 		"index listing it": {index: func() *WorkloadIndex {
 			x := NewWorkloadIndex()
 			x.add("ns/borrower", "n")
 			x.SetSynced(func() bool { return true })
 			return x
-		}, want: []string{"borrower"}},
+		}, want: true},
 		"index listing another": {
 			// A synced index is trusted: what it does not list is not looked at.
 			index: func() *WorkloadIndex {
@@ -138,52 +137,31 @@ func TestNoticedForThroughTheIndex(t *testing.T) {
 			giveNotice(sc.Admitted[0], annotations.Notice{Start: sc.Now, Deadline: sc.Now.Add(time.Minute), Reason: kueue.InCohortReclamationReason,
 				Preemptor: "ns/pending", PreemptorUID: "uid-pending"})
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
-				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithPreemptionNotice(noNoticeSettings{}), WithWorkloadIndex(tc.index()))
-			var got []string
-			for _, n := range p.noticedFor(sc.PendingInfo(), snapshotOf(t, ctx, &sc)) {
-				got = append(got, n.info.Obj.Name)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("noticed for the pending workload (-want +got):\n%s", diff)
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSources(noNoticeSettings{}), WithWorkloadIndex(tc.index()))
+			note := notice.Plugin{}.ExplainWait(handle{p, sc.Now, logr.Discard()}, sc.PendingInfo(), snapshotOf(t, ctx, &sc))
+			if got := strings.Contains(note, "(ns/borrower)"); got != tc.want {
+				t.Errorf("waits on the borrower = %t, want %t (note %q)", got, tc.want, note)
 			}
 		})
 	}
 }
 
-func TestWriteNoticeListsTheVictim(t *testing.T) {
-	ctx := context.Background()
-	victim := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "uid-victim"}}
-	cl := utiltesting.NewClientBuilder().WithObjects(victim.DeepCopy()).WithStatusSubresource(&kueue.Workload{}).Build()
-	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, victim); err != nil {
-		t.Fatal(err)
-	}
+// Mark lists a workload in the preemptor's index before its mark can be read back.
+func TestHandleMarksInTheIndex(t *testing.T) {
 	x := NewWorkloadIndex()
 	x.SetSynced(func() bool { return true })
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	p := New(cl, workload.Ordering{}, nil, nil, false, clocktesting.NewFakeClock(now), nil, preemptexpectations.New(), nil,
-		WithPreemptionNotice(noNoticeSettings{}), WithWorkloadIndex(x))
-	n := annotations.Notice{Start: now, Deadline: now.Add(time.Minute), Reason: kueue.InClusterQueueReason, Preemptor: "ns/p", PreemptorUID: "uid-p"}
-	if err := p.writeNotice(ctx, victim, n); err != nil {
-		t.Fatal(err)
+	p := New(nil, workload.Ordering{}, nil, nil, false, clocktesting.NewFakeClock(time.Now()), nil, preemptexpectations.New(), nil, WithWorkloadIndex(x))
+	h := handle{p: p}
+	h.Mark("ns/victim", "record")
+	got, indexed := h.Marked()
+	if !indexed {
+		t.Fatal("a synced index is not in use")
 	}
-	got, _ := x.listed()
 	if diff := cmp.Diff([]workload.Reference{"ns/victim"}, got); diff != "" {
 		t.Errorf("listed (-want +got):\n%s", diff)
 	}
-	// The record and the annotations agree: every reader honours the notice as given.
-	var written kueue.Workload
-	if err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: "victim"}, &written); err != nil {
-		t.Fatal(err)
-	}
-	read, err := notice.Read(&written)
-	if err != nil {
-		t.Fatalf("notice.Read of the notice written: %v", err)
-	}
-	if diff := cmp.Diff(&n, read); diff != "" {
-		t.Errorf("notice read back (-want +got):\n%s", diff)
-	}
-	// A second write from the same, now stale, snapshot is refused: no second notice.
-	if err := p.writeNotice(ctx, victim, n); !apierrors.IsConflict(err) {
-		t.Errorf("writeNotice from a stale snapshot: %v, want a conflict", err)
+	// Without an index, nothing is listed and every workload is read.
+	if _, indexed := (handle{p: New(nil, workload.Ordering{}, nil, nil, false, clocktesting.NewFakeClock(time.Now()), nil, preemptexpectations.New(), nil)}).Marked(); indexed {
+		t.Error("a preemptor without an index says it has one")
 	}
 }

@@ -23,7 +23,6 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -133,7 +132,7 @@ func giveNotice(ctx context.Context, victim *batchv1.Job, preemptor *kueue.Workl
 	n := annotations.Notice{Start: now, Deadline: now.Add(period), Reason: "InClusterQueueTimeBased",
 		Preemptor: preemptor.Namespace + "/" + preemptor.Name, PreemptorUID: preemptor.UID}
 	// As the preemptor gives it: the record in the status first, then the annotations.
-	gomega.Expect(preemption.ApplyNoticeCondition(ctx, env.Client, wl, notice.ConditionOf(&n, wl.Generation))).To(gomega.Succeed())
+	gomega.Expect(notice.ApplyCondition(ctx, env.Client, wl, notice.ConditionOf(&n, wl.Generation))).To(gomega.Succeed())
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": n.Annotations()}})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(env.Client.Patch(ctx, wl, client.RawPatch(types.MergePatchType, body))).To(gomega.Succeed())

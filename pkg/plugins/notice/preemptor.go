@@ -1,4 +1,4 @@
-package preemption
+package notice
 
 import (
 	"context"
@@ -22,103 +22,84 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // Event reasons of a notice given by the preemptor.
 const (
-	// EventNoticeGiven is on the victim Workload and its job.
-	EventNoticeGiven = "PreemptionNotice"
-	// EventNoticeGivenFor is on the preemptor.
-	EventNoticeGivenFor = "PreemptionNoticeGiven"
+	// EventGiven is on the victim Workload and its job.
+	EventGiven = "PreemptionNotice"
+	// EventGivenFor is on the preemptor.
+	EventGivenFor = "PreemptionNoticeGiven"
 )
 
-// NoticeSource supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
-// manager's default of it: for the notice's unit, the notice settings and default period.
-type NoticeSource interface {
+// Source supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
+// manager's default of it: for the notice's unit, the notice settings and default period. A
+// preemptor given one turns the notice on.
+type Source interface {
 	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
 }
 
-// noticePlugin is the notice's part in the preemptor: a preemptor waits on victims under notice
+// Plugin is the notice's part in the preemptor: a preemptor waits on victims under notice
 // instead of searching again, gives notices instead of evicting, and ends a victim's notice with
 // its eviction, whatever the eviction's reason.
-type noticePlugin struct{}
+type Plugin struct{}
 
-func (noticePlugin) Feature() policy.Feature { return notice.Feature }
+// Feature is the plugin's gate.
+func (Plugin) Feature() policy.Feature { return Feature }
 
-func (noticePlugin) optionFor(src any) (Option, bool) { return sourceOption(src, WithPreemptionNotice) }
-
-func (noticePlugin) waitTargets(p *Preemptor, ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*Target, bool) {
-	return p.waitForNotices(ctx, wl, snapshot)
+// WaitTargets: see policy.Waiter and noticeTargets.
+func (Plugin) WaitTargets(ctx context.Context, h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*policy.Target, bool) {
+	return waitForNotices(ctx, h, wl, snapshot)
 }
 
-func (noticePlugin) explainWait(p *Preemptor, wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	return p.explainNotice(wl, snapshot)
+// ExplainWait: see explainNotice.
+func (Plugin) ExplainWait(h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	return explainNotice(h, wl, snapshot)
 }
 
-func (noticePlugin) issueFirst(p *Preemptor, ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+// IssueFirst: see issueNotices.
+func (Plugin) IssueFirst(ctx context.Context, h policy.Handle, cache *schdcache.Cache, preemptor *workload.Info, targets []*policy.Target,
 	snap *schdcache.ClusterQueueSnapshot) (bool, int, int, error) {
-	return p.issueNotices(ctx, cache, preemptor, targets, snap)
+	return issueNotices(ctx, h, cache, preemptor, targets, snap)
 }
 
-func (noticePlugin) afterEviction(p *Preemptor, ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
-	p.endNotice(ctx, victim, cq)
+// AfterEviction: see endNotice.
+func (Plugin) AfterEviction(ctx context.Context, h policy.Handle, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
+	endNotice(ctx, h, victim, cq)
 }
 
-// WithPreemptionNotice gives victims whose settings ask for it a notice before their eviction,
-// while the PreemptionNotice gate is on (see notice.Option).
-func WithPreemptionNotice(src NoticeSource) Option {
-	return func(c *config) {
-		c.sources = append(c.sources, src)
-		c.features = append(c.features, notice.Feature)
-	}
+// notices is the source of the notice settings among src, or nil.
+func notices(src policy.Sources) Source {
+	s, _ := policy.SourceOf[Source](src)
+	return s
 }
 
-// notices is the source of the notice settings; nil while the feature is off.
-func (p *Preemptor) notices() NoticeSource {
-	if !p.on(notice.Feature) {
+// periodOf is the notice period cq's workloads get before an eviction, by reason, as the
+// preemptor resolves it from the settings of src (Unit.Delays); nil while the feature's gate is
+// off or src holds no notice settings.
+func periodOf(src policy.Sources, cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration {
+	ns := notices(src)
+	if ns == nil || !policy.GateOn(Feature) {
 		return nil
 	}
-	for _, s := range p.sources {
-		if src, ok := s.(NoticeSource); ok {
-			return src
-		}
-	}
-	return nil
-}
-
-func (p *Preemptor) noticeOn() bool {
-	return p.notices() != nil
-}
-
-// NoticeOf is the notice period cq's workloads get before an eviction, by reason, as noticeFor
-// resolves it; nil while the feature is off.
-func (p *Preemptor) NoticeOf(cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration {
-	if !p.noticeOn() {
-		return nil
-	}
-	path, def := notice.Path(p.notices().SettingsPath(notice.Feature, cq.Name, cohorttree.Parents(cq)))
+	path, def := Path(ns.SettingsPath(Feature, cq.Name, cohorttree.Parents(cq)))
 	return func(reason string) time.Duration {
-		d, _ := notice.Resolve(path, reason, def)
+		d, _ := Resolve(path, reason, def)
 		return d
 	}
 }
 
 // waitForNotices is what a preemptor whose victims are under notice does instead of a search
 // (see noticeTargets).
-func (p *Preemptor) waitForNotices(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*Target, bool) {
-	if !p.noticeOn() {
-		return nil, false
-	}
-	targets, held := p.noticeTargets(wl, snapshot)
+func waitForNotices(ctx context.Context, h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*policy.Target, bool) {
+	targets, held := noticeTargets(h, wl, snapshot)
 	if held {
 		ctrllog.FromContext(ctx).V(3).Info("Victims under preemption notice", "due", len(targets) > 0)
 	}
@@ -128,16 +109,16 @@ func (p *Preemptor) waitForNotices(ctx context.Context, wl *workload.Info, snaps
 // issueNotices takes a preemption's targets first: those whose notice is due are evicted here
 // whatever their reason, so that the eviction's own write also ends the notice; new targets may
 // get a notice instead of their eviction.
-func (p *Preemptor) issueNotices(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target,
+func issueNotices(ctx context.Context, h policy.Handle, cache *schdcache.Cache, preemptor *workload.Info, targets []*policy.Target,
 	snap *schdcache.ClusterQueueSnapshot) (bool, int, int, error) {
-	if !p.noticeOn() {
+	if notices(h.Sources()) == nil {
 		return false, 0, 0, nil
 	}
 	if hasNotice(targets, preemptor) {
-		preempted, failed, err := p.issueOwn(ctx, cache, preemptor, targets, snap)
+		preempted, failed, err := h.Evict(ctx, cache, preemptor, targets, snap)
 		return true, preempted, failed, err
 	}
-	given, pending, failed, err := p.giveNotices(ctx, preemptor, targets)
+	given, pending, failed, err := giveNotices(ctx, h, preemptor, targets)
 	return given, pending, failed, err
 }
 
@@ -151,9 +132,9 @@ type noticed struct {
 // noticedFor lists the workloads of wl's cohort tree under notice for wl, oldest deadline first.
 // With an index it looks up only the workloads listed there; without one, or before it has
 // synced, it reads every admitted workload of the tree.
-func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
+func noticedFor(h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) []noticed {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	keys, indexed := p.index.listed()
+	keys, indexed := h.Marked()
 	if cq == nil || (indexed && len(keys) == 0) {
 		return nil
 	}
@@ -163,10 +144,10 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 	}
 	var out []noticed
 	consider := func(q *schdcache.ClusterQueueSnapshot, info *workload.Info) {
-		if !apimeta.IsStatusConditionTrue(info.Obj.Status.Conditions, notice.Condition) {
+		if !apimeta.IsStatusConditionTrue(info.Obj.Status.Conditions, Condition) {
 			return
 		}
-		n, err := notice.Read(info.Obj)
+		n, err := Read(info.Obj)
 		if err != nil || n == nil || n.PreemptorUID != wl.Obj.UID || workloadevict.IsEvicted(info.Obj) {
 			return
 		}
@@ -200,37 +181,34 @@ func (p *Preemptor) noticedFor(wl *workload.Info, snapshot *schdcache.Snapshot) 
 // looks for no other victims, and takes its noticed ones once every one of their notices is due
 // (they leave together, so that the room they free is whole when it frees). held reports
 // whether it has victims under notice at all.
-func (p *Preemptor) noticeTargets(wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool) {
-	ns := p.noticedFor(wl, snapshot)
+func noticeTargets(h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*policy.Target, held bool) {
+	ns := noticedFor(h, wl, snapshot)
 	if len(ns) == 0 {
 		return nil, false
 	}
-	now := p.clock.Now()
+	now := h.Now()
 	for _, n := range ns {
-		if due, _ := notice.Due(n.notice, n.info.Obj, now); !due {
+		if due, _ := Due(n.notice, n.info.Obj, now); !due {
 			return nil, true
 		}
 	}
 	for _, n := range ns {
-		targets = append(targets, &Target{WorkloadInfo: n.info, Reason: n.notice.Reason, WorkloadCq: n.cq})
+		targets = append(targets, &policy.Target{WorkloadInfo: n.info, Reason: n.notice.Reason, WorkloadCq: n.cq})
 	}
 	return targets, true
 }
 
 // hasNotice reports whether some target is under notice for preemptor.
-func hasNotice(targets []*Target, preemptor *workload.Info) bool {
-	return slices.ContainsFunc(targets, func(t *Target) bool {
-		n, err := notice.Read(t.WorkloadInfo.Obj)
+func hasNotice(targets []*policy.Target, preemptor *workload.Info) bool {
+	return slices.ContainsFunc(targets, func(t *policy.Target) bool {
+		n, err := Read(t.WorkloadInfo.Obj)
 		return err == nil && n != nil && n.PreemptorUID == preemptor.Obj.UID
 	})
 }
 
 // explainNotice says that wl waits for its victims' notices, and until when, or "".
-func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapshot) string {
-	if !p.noticeOn() {
-		return ""
-	}
-	ns := p.noticedFor(wl, snapshot)
+func explainNotice(h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) string {
+	ns := noticedFor(h, wl, snapshot)
 	if len(ns) == 0 {
 		return ""
 	}
@@ -244,9 +222,9 @@ func (p *Preemptor) explainNotice(wl *workload.Info, snapshot *schdcache.Snapsho
 }
 
 // noticeFor resolves the notice a target gets from its own ClusterQueue's settings up.
-func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
-	path, def := notice.Path(p.notices().SettingsPath(notice.Feature, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
-	d, src := notice.Resolve(path, t.Reason, def)
+func noticeFor(settings Source, t *policy.Target) (time.Duration, string) {
+	path, def := Path(settings.SettingsPath(Feature, t.WorkloadInfo.ClusterQueue, cohorttree.Parents(t.WorkloadCq)))
+	d, src := Resolve(path, t.Reason, def)
 	return d, src.String()
 }
 
@@ -254,11 +232,11 @@ func (p *Preemptor) noticeFor(t *Target) (time.Duration, string) {
 // them gets, when some gets one; it returns false when none does and they are to be evicted now.
 // A target whose notice write conflicts (the snapshot is older than the object: a notice may
 // already be on its way) counts as pending, not as failed; the next cycle sees which it is.
-func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, targets []*Target) (given bool, pending, failed int, err error) {
+func giveNotices(ctx context.Context, h policy.Handle, preemptor *workload.Info, targets []*policy.Target) (given bool, pending, failed int, err error) {
 	// A target already evicted (its Pods may still be terminating) is on its way out: it gets no
 	// notice and counts as pending, as its eviction does.
 	var leaving int
-	targets = slices.DeleteFunc(slices.Clone(targets), func(t *Target) bool {
+	targets = slices.DeleteFunc(slices.Clone(targets), func(t *policy.Target) bool {
 		if workloadevict.IsEvicted(t.WorkloadInfo.Obj) {
 			leaving++
 			return true
@@ -270,8 +248,9 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 	}
 	var longest time.Duration
 	var source string
+	settings := notices(h.Sources())
 	for _, t := range targets {
-		if d, src := p.noticeFor(t); d > longest {
+		if d, src := noticeFor(settings, t); d > longest {
 			longest, source = d, src
 		}
 	}
@@ -279,7 +258,7 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 		return false, 0, 0, nil
 	}
 	pending = leaving
-	now := p.clock.Now()
+	now := h.Now()
 	// A deadline is written to the second; round it up, so that no notice is shorter than set.
 	deadline := now.Add(longest)
 	if s := deadline.Truncate(time.Second); !s.Equal(deadline) {
@@ -292,7 +271,7 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 		if preemptor.Obj.Namespace == t.WorkloadInfo.Obj.Namespace {
 			n.Preemptor = klog.KObj(preemptor.Obj).String()
 		}
-		if e := p.writeNotice(ctx, t.WorkloadInfo.Obj, n); e != nil {
+		if e := writeNotice(ctx, h, t.WorkloadInfo.Obj, n); e != nil {
 			if apierrors.IsConflict(e) {
 				pending++
 				continue
@@ -308,34 +287,32 @@ func (p *Preemptor) giveNotices(ctx context.Context, preemptor *workload.Info, t
 		log.V(2).Info("Preemption notice given", "targetWorkload", klog.KObj(victim), "preemptingWorkload", klog.KObj(preemptor.Obj),
 			"reason", t.Reason, "deadline", deadline, "setting", source)
 		msg := fmt.Sprintf("To be evicted at %s (%s) to make room for %s due to %s; set the annotation %s=true on its job or Workload once its work is saved to be evicted sooner",
-			deadline.UTC().Format(time.RFC3339), source, n.PreemptorText(), humanReason(t.Reason), annotations.CheckpointDone)
-		p.recorder.Eventf(victim, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
+			deadline.UTC().Format(time.RFC3339), source, n.PreemptorText(), policy.HumanReason(t.Reason), annotations.CheckpointDone)
+		h.Recorder().Eventf(victim, nil, corev1.EventTypeNormal, EventGiven, "Preempt", msg)
 		if owner := ownerRef(victim); owner != nil {
-			p.recorder.Eventf(owner, nil, corev1.EventTypeNormal, EventNoticeGiven, "Preempt", msg)
+			h.Recorder().Eventf(owner, nil, corev1.EventTypeNormal, EventGiven, "Preempt", msg)
 		}
-		p.recorder.Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, EventNoticeGivenFor, "Preempt", "%s",
+		h.Recorder().Eventf(preemptor.Obj, nil, corev1.EventTypeNormal, EventGivenFor, "Preempt", "%s",
 			message.ForNamespace(fmt.Sprintf("Gave workload %s in ClusterQueue %s notice of preemption until %s", klog.KObj(victim), t.WorkloadInfo.ClusterQueue, deadline.UTC().Format(time.RFC3339)), preemptor.Obj.Namespace))
 	}
 	return true, pending, failed, err
 }
 
 // writeNotice gives the victim notice n: the True PreemptionNotice condition in its status, the
-// notice itself (notice.Read), written only if the victim is unchanged since the snapshot so
+// notice itself (Read), written only if the victim is unchanged since the snapshot so
 // that a cycle working on a stale snapshot cannot give a second notice; then its copy in the
 // annotations, which the notice controller writes too if this write is lost.
-func (p *Preemptor) writeNotice(ctx context.Context, victim *kueue.Workload, n annotations.Notice) error {
+func writeNotice(ctx context.Context, h policy.Handle, victim *kueue.Workload, n annotations.Notice) error {
 	n.Start = n.Start.UTC().Truncate(time.Second)
-	record := notice.ConditionOf(&n, victim.Generation)
+	record := ConditionOf(&n, victim.Generation)
 	// Listed before it can be read back, so that no snapshot shows a notice the index misses.
-	if p.index != nil {
-		p.index.add(workload.Key(victim), record.Message)
-	}
-	if err := applyNoticeCondition(ctx, p.client, victim, victim.ResourceVersion, record); err != nil {
+	h.Mark(workload.Key(victim), record.Message)
+	if err := applyCondition(ctx, h.Client(), victim, victim.ResourceVersion, record); err != nil {
 		return err
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": n.Annotations()}})
 	if err == nil {
-		err = p.client.Patch(ctx, victim.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+		err = h.Client().Patch(ctx, victim.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 	}
 	if err != nil {
 		ctrllog.FromContext(ctx).V(2).Info("Could not copy a notice to its victim's annotations; the notice controller will", "workload", klog.KObj(victim), "error", err.Error())
@@ -362,31 +339,31 @@ func ownerRef(wl *kueue.Workload) *metav1.PartialObjectMetadata {
 // the outcome, and the count. Upstream's eviction write carries only Kueue's own conditions, so
 // this is a write of its own; a failed one is left to the notice controller, which ends the
 // notices of evicted workloads.
-func (p *Preemptor) endNotice(ctx context.Context, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
-	if !p.noticeOn() {
+func endNotice(ctx context.Context, h policy.Handle, victim *kueue.Workload, cq kueue.ClusterQueueReference) {
+	if notices(h.Sources()) == nil {
 		return
 	}
-	n, err := notice.Read(victim)
+	n, err := Read(victim)
 	if err != nil || n == nil {
 		return
 	}
-	now := p.clock.Now()
-	outcome, msg := notice.EvictionOutcome(n, victim)
-	cond := metav1.Condition{Type: notice.Condition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
+	now := h.Now()
+	outcome, msg := EvictionOutcome(n, victim)
+	cond := metav1.Condition{Type: Condition, Status: metav1.ConditionFalse, Reason: string(outcome), Message: msg,
 		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: victim.Generation}
-	if err := ApplyNoticeCondition(ctx, p.client, victim, cond); err != nil {
+	if err := ApplyCondition(ctx, h.Client(), victim, cond); err != nil {
 		ctrllog.FromContext(ctx).V(2).Info("Could not record the end of a preemption notice", "workload", klog.KObj(victim), "error", err.Error())
 	}
-	notice.ReportEnded(p.customLabels.CQGet(cq), cq, n.Reason, string(outcome), roletracker.GetRole(p.tracker), true, now.Sub(n.Start))
+	ReportEnded(h.QueueLabels(cq), cq, n.Reason, string(outcome), h.Role(), true, now.Sub(n.Start))
 }
 
-// ApplyNoticeCondition writes only the PreemptionNotice condition of wl, by server-side apply.
-func ApplyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, cond metav1.Condition) error {
-	return applyNoticeCondition(ctx, c, wl, "", cond)
+// ApplyCondition writes only the PreemptionNotice condition of wl, by server-side apply.
+func ApplyCondition(ctx context.Context, c client.Client, wl *kueue.Workload, cond metav1.Condition) error {
+	return applyCondition(ctx, c, wl, "", cond)
 }
 
-// applyNoticeCondition is ApplyNoticeCondition, only if wl is still at resourceVersion when set.
-func applyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Workload, resourceVersion string, cond metav1.Condition) error {
+// applyCondition is ApplyCondition, only if wl is still at resourceVersion when set.
+func applyCondition(ctx context.Context, c client.Client, wl *kueue.Workload, resourceVersion string, cond metav1.Condition) error {
 	u := &unstructured.Unstructured{}
 	u.SetResourceVersion(resourceVersion)
 	u.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Workload"))
@@ -400,5 +377,5 @@ func applyNoticeCondition(ctx context.Context, c client.Client, wl *kueue.Worklo
 	if err := unstructured.SetNestedSlice(u.Object, []any{raw}, "status", "conditions"); err != nil {
 		return err
 	}
-	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(notice.FieldOwner), client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
+	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership) //nolint:staticcheck // as upstream's patching does
 }
