@@ -15,7 +15,6 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/firstready"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/requeue"
@@ -100,14 +99,12 @@ func (m *Manager) setupTimeshare() error {
 	if err := policy.SetupSources(m, m.sources); err != nil {
 		return fmt.Errorf("setting up the controllers of the units' sources: %w", err)
 	}
-	if err := expectedruntime.Setup(m); err != nil {
-		return fmt.Errorf("setting up the expected-runtime annotation controller: %w", err)
-	}
 	if err := requeue.Setup(m, m.opts.Clock); err != nil {
 		return fmt.Errorf("setting up the requeue controller: %w", err)
 	}
-	if err := notice.Setup(m, m.opts.Clock, wake, m.customLabels, m.roleTracker); err != nil {
-		return fmt.Errorf("setting up the preemption notice controller: %w", err)
+	env := policy.Env{Clock: m.opts.Clock, Wake: wake, CustomLabels: m.customLabels, RoleTracker: m.roleTracker}
+	if err := plugins.Units().SetupControllers(m, env); err != nil {
+		return err
 	}
 	if policy.RuntimeClock(m.timeshareCfg.RuntimeClock) == policy.RuntimeClockPodsReady {
 		if err := firstready.Setup(m); err != nil {

@@ -2,9 +2,15 @@ package policy
 
 import (
 	"context"
+	"fmt"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
+	"sigs.k8s.io/kueue/pkg/util/roletracker"
 )
 
 // ClusterSource is a unit's source of facts that reads the cluster's objects itself
@@ -49,6 +55,30 @@ func SetupSources(mgr ctrl.Manager, src Sources) error {
 			if err := cs.Setup(mgr); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// Env is what the manager gives the units' controllers (Unit.Setup).
+type Env struct {
+	Clock clock.Clock
+	// Wake re-evaluates a ClusterQueue's pending workloads.
+	Wake func(context.Context, kueue.ClusterQueueReference)
+	// CustomLabels are the manager's ClusterQueue custom metric labels; RoleTracker its replica
+	// role.
+	CustomLabels *kueuemetrics.CustomLabels
+	RoleTracker  *roletracker.RoleTracker
+}
+
+// SetupControllers adds the controllers of t's units to mgr (Unit.Setup), in the table's order.
+func (t Table) SetupControllers(mgr ctrl.Manager, env Env) error {
+	for _, u := range t {
+		if u.Setup == nil {
+			continue
+		}
+		if err := u.Setup(mgr, env); err != nil {
+			return fmt.Errorf("setting up the controllers of %s: %w", u.Feature, err)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,6 +119,40 @@ func TestEvictionDelay(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); tc.want != nil && diff != "" {
 				t.Errorf("delays (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSetupControllers: the table sets up its units' controllers in its order, and a failure
+// stops it with the feature's name.
+func TestSetupControllers(t *testing.T) {
+	cases := map[string]struct {
+		failing string
+		want    []Feature
+		wantErr string
+	}{
+		"all set up":               {want: []Feature{"A", "B"}},
+		"a failure names its unit": {failing: "A", want: []Feature{"A"}, wantErr: "setting up the controllers of A: no access"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []Feature
+			setup := func(f Feature) func(ctrl.Manager, Env) error {
+				return func(ctrl.Manager, Env) error {
+					got = append(got, f)
+					if f == Feature(tc.failing) {
+						return errors.New("no access")
+					}
+					return nil
+				}
+			}
+			err := Table{{Feature: "A", Setup: setup("A")}, {Feature: "N"}, {Feature: "B", Setup: setup("B")}}.SetupControllers(nil, Env{})
+			if gotErr := fmt.Sprint(err); (err != nil || tc.wantErr != "") && gotErr != tc.wantErr {
+				t.Errorf("error = %v, want %q", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("set up (-want +got):\n%s", diff)
 			}
 		})
 	}

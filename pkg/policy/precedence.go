@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -49,6 +50,8 @@ type Unit struct {
 	// NewSource builds its source of facts when it reads them from the cluster's objects itself
 	// (see ClusterSource and Table.NewSources); nil when it has none.
 	NewSource func(live client.Reader) ClusterSource
+	// Setup adds its controllers to the manager (Table.SetupControllers); nil when it has none.
+	Setup func(mgr ctrl.Manager, env Env) error
 	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
 	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
 	// the unit's. nil when the preemptor explains the unit's protection itself.

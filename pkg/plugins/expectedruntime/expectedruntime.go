@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -26,6 +28,7 @@ const Feature policy.Feature = "ExpectedRuntimeRequeue"
 func Unit() policy.Unit {
 	return policy.Unit{
 		Feature: Feature, Option: Option, Changes: changes, Read: read, Takes: takes,
+		Setup: func(mgr ctrl.Manager, _ policy.Env) error { return Setup(mgr) },
 		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
 		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
 		Promises:   &policy.Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -157,6 +158,9 @@ const Feature policy.Feature = "PreemptionNotice"
 func Unit() policy.Unit {
 	return policy.Unit{Feature: Feature, Option: Option, Changes: noticeChanges, Read: readNotice,
 		Takes: func(src any) bool { _, ok := src.(Source); return ok }, Delays: periodOf,
+		Setup: func(mgr ctrl.Manager, env policy.Env) error {
+			return Setup(mgr, env.Clock, env.Wake, env.CustomLabels, env.RoleTracker)
+		},
 		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
 			if rule != Rule {
 				return "", time.Time{}, false
