@@ -52,6 +52,9 @@ type Unit struct {
 	NewSource func(live client.Reader) ClusterSource
 	// Setup adds its controllers to the manager (Table.SetupControllers); nil when it has none.
 	Setup func(mgr ctrl.Manager, env Env) error
+	// Plugin is its part in the preemptor beyond its rules (see Plugin); nil when it has none,
+	// or when the preemptor holds it (the features whose settings its search resolves).
+	Plugin Plugin
 	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
 	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
 	// the unit's. nil when the preemptor explains the unit's protection itself.

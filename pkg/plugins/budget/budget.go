@@ -176,6 +176,7 @@ func Unit() policy.Unit {
 	return policy.Unit{Feature: Feature, Option: Option, Changes: changes, Read: read,
 		MayChange: func(policy.WakeSettings) bool { return true },
 		Takes:     func(src any) bool { _, ok := src.(Source); return ok },
+		Plugin:    Plugin{},
 		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
 			if rule != RuleSpent {
 				return "", time.Time{}, false

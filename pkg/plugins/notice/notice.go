@@ -161,6 +161,7 @@ func Unit() policy.Unit {
 		Setup: func(mgr ctrl.Manager, env policy.Env) error {
 			return Setup(mgr, env.Clock, env.Wake, env.CustomLabels, env.RoleTracker)
 		},
+		Plugin: Plugin{},
 		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
 			if rule != Rule {
 				return "", time.Time{}, false

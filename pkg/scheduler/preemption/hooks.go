@@ -14,9 +14,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -46,8 +43,23 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
 // order (plugins.Units); the features with no part here (toleration) act through their unit only.
-func Plugins() []Plugin {
-	return []Plugin{timeBasedPlugin{}, expectedruntime.Plugin{}, minRuntimePlugin{}, notice.Plugin{}, budget.Plugin{}}
+func Plugins() []Plugin { return pluginsOf(allUnits) }
+
+// pluginsOf are the plugins of table t's features, in its order: a unit's own (Unit.Plugin), or
+// the preemptor's for the features whose settings its search resolves itself.
+func pluginsOf(t policy.Table) []Plugin {
+	var out []Plugin
+	for _, u := range t {
+		switch {
+		case u.Plugin != nil:
+			out = append(out, u.Plugin)
+		case u.Feature == policy.FeatureTimeBased:
+			out = append(out, timeBasedPlugin{})
+		case u.Feature == policy.FeatureMinRuntime:
+			out = append(out, minRuntimePlugin{})
+		}
+	}
+	return out
 }
 
 // handle is what the preemptor lends a plugin at policy's extension points, at now.

@@ -114,7 +114,7 @@ type config struct {
 	sources       policy.Sources
 	index         *WorkloadIndex
 	runtimeClock  policy.RuntimeClock
-	// given are the sources given to WithSources; plugins the preemptor's (Plugins unless
+	// given are the sources given to WithSources; plugins the preemptor's (those of units unless
 	// pluginsSet).
 	given      []any
 	plugins    []Plugin
@@ -167,23 +167,20 @@ func WithSources(src ...any) Option {
 }
 
 // WithUnits replaces the victim policy's table (plugins.Units by default): a feature whose unit is
-// left out cannot be turned on.
+// left out cannot be turned on, and has no plugin unless WithPlugins gives one.
 func WithUnits(t policy.Table) Option {
 	return func(c *config) { c.units = slices.Clone(t); c.unitsSet = true }
 }
 
-// WithPlugins replaces the preemptor's plugins (Plugins by default): a feature whose plugin is
-// left out keeps only its unit's rules.
+// WithPlugins replaces the preemptor's plugins (by default those of the table's units): a
+// feature whose plugin is left out keeps only its unit's rules.
 func WithPlugins(plugins ...Plugin) Option {
 	return func(c *config) { c.plugins = slices.Clone(plugins); c.pluginsSet = true }
 }
 
 // WithoutFeature builds the preemptor without feature f: neither its unit nor its plugin.
 func WithoutFeature(f policy.Feature) Option {
-	return func(c *config) {
-		WithUnits(allUnits.Without(f))(c)
-		WithPlugins(slices.DeleteFunc(Plugins(), func(p Plugin) bool { return p.Feature() == f })...)(c)
-	}
+	return WithUnits(allUnits.Without(f))
 }
 
 // takeSources turns on the features that the sources given to WithSources feed.
@@ -263,11 +260,11 @@ func New(
 	for _, o := range opts {
 		o(&c)
 	}
-	if !c.pluginsSet {
-		c.plugins = Plugins()
-	}
 	if !c.unitsSet {
 		c.units = allUnits
+	}
+	if !c.pluginsSet {
+		c.plugins = pluginsOf(c.units)
 	}
 	c.takeSources()
 	// A feature left out of the table stays off, whatever option turned it on.
