@@ -17,8 +17,8 @@ import (
 // registry lists every feature of the victim policy, in precedence order: when several apply to
 // one candidate, the one listed first decides. Upstream's rows (Never, Any, LowerPriority,
 // NewerEqualPriority) come before every feature's, PriorityNotLower after them; a protection
-// vetoes any eligible row. docs/configuration.md shows this table. Each feature's part in the
-// preemptor is in preemption.Plugins.
+// vetoes any eligible row. docs/configuration.md shows this table. A unit names its part in the
+// preemptor (Unit.Plugin), its source and its controllers.
 func registry() policy.Table {
 	return policy.Table{
 		// Refuses a same-priority candidate when another pending workload has the turn, before
