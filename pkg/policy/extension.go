@@ -17,10 +17,9 @@ import (
 // Target is a victim the preemptor chose, with its reason and ClusterQueue (upstream's type).
 type Target = upstream.Target
 
-// Plugin is a feature's part in the preemptor, beyond its unit's rules. It implements only the
-// extension points where it acts (below, and the preemptor's own for the features that still
-// live in package preemption); the preemptor calls a point only while the plugin's feature is on,
-// so that no plugin checks its own gate.
+// Plugin is a feature's part in the preemptor, beyond its unit's rules (Unit.Plugin). It
+// implements only the extension points where it acts (below); the preemptor calls a point only
+// while the plugin's feature is on, so that no plugin checks its own gate.
 type Plugin interface {
 	Feature() Feature
 }
@@ -83,19 +82,15 @@ type (
 		WaitTargets(ctx context.Context, h Handle, wl *workload.Info, snapshot *schdcache.Snapshot) (targets []*Target, held bool)
 		ExplainWait(h Handle, wl *workload.Info, snapshot *schdcache.Snapshot) string
 	}
-	// SearchObserver sees the outcome of each search.
-	SearchObserver interface {
-		AfterSearch(h Handle, s Search)
-	}
-	// IssueFollower follows a preemption whose evictions (or notices) all went through.
-	IssueFollower interface {
-		AfterIssue(h Handle, preemptor *workload.Info, victims []Victim)
-	}
 	// JudgeObserver sees the policy's decision on each candidate a search judges (one holding
 	// contested quota), as it is made: it must be cheap, and allocate nothing for candidates it
 	// has no interest in.
 	JudgeObserver interface {
 		Judged(h Handle, c *Candidate, d Decision)
+	}
+	// SearchObserver sees the outcome of each search.
+	SearchObserver interface {
+		AfterSearch(h Handle, s Search)
 	}
 	// FirstIssuer takes a preemption's targets before they are evicted: one that issues them
 	// itself says so (issued), with what the issue returns.
@@ -112,5 +107,9 @@ type (
 	// reasons, once it went through. Evictions run in parallel: it may be called concurrently.
 	OwnEvictionFollower interface {
 		AfterOwnEviction(ctx context.Context, h Handle, victim *kueue.Workload, reason string)
+	}
+	// IssueFollower follows a preemption whose evictions (or notices) all went through.
+	IssueFollower interface {
+		AfterIssue(h Handle, preemptor *workload.Info, victims []Victim)
 	}
 )
