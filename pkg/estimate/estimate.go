@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -453,7 +454,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	}
 	// Under notice, its room is promised to the notice's preemptor: it leaves at the deadline.
 	if n := notice.Of(&h.cand); n != nil {
-		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == policy.TimeBasedReason, own: policy.IsOwnReason(n.Reason), h: h}, true
+		return release{at: maxTime(from, n.Deadline), requeue: true, turn: n.Reason == tsapi.TimeBasedReason, own: policy.IsOwnReason(n.Reason), h: h}, true
 	}
 	instants := append(w.instants[:0], from)
 	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
@@ -476,7 +477,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 			}
 			// Preempted before its promised end, it waits again; at that end it is done (an
 			// expected runtime is nominated just as it ends).
-			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == policy.TimeBasedReason, own: policy.IsOwnReason(d.Reason), h: h}, true
+			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == tsapi.TimeBasedReason, own: policy.IsOwnReason(d.Reason), h: h}, true
 		}
 	}
 	if !h.ends.IsZero() {
@@ -894,7 +895,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		}
 		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
 		if d := w.q.Policy.Decide(&in); d.Eligible {
-			taken[i].turn, taken[i].own = d.Reason == policy.TimeBasedReason, policy.IsOwnReason(d.Reason)
+			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
 		}
 	}
 	at, last, evicted := w.t, "", w.t

@@ -15,6 +15,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -149,7 +150,7 @@ func noticeSettings(store *queuesettings.Store, cq kueue.ClusterQueueReference, 
 		}
 		return out
 	}
-	period, src := notice.Resolve(path, policy.TimeBasedReason, def)
+	period, src := notice.Resolve(path, tsapi.TimeBasedReason, def)
 	ps := SettingReport{Name: "noticePeriod", Value: period.String(), Source: src.Where()}
 	if src.Default() {
 		ps.Source = "manager default"
