@@ -78,7 +78,10 @@ type Preemptor struct {
 	sources  policy.Sources
 	// plugins are the features' parts in the preemptor (hooks.go); units the policy's table.
 	plugins []Plugin
-	units   policy.Table
+	// judges are the plugins that see each decision of a search (policy.JudgeObserver), at most
+	// 64, whether their feature is on or not.
+	judges []judge
+	units  policy.Table
 	// index, when set, lists the workloads that a unit may have marked.
 	index *WorkloadIndex
 	// runtimeClock says from which condition min-runtimes and expected runtimes count.
@@ -282,7 +285,7 @@ func New(
 	if settings == nil {
 		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
 	}
-	return &Preemptor{
+	p := &Preemptor{
 		clock:             clk,
 		workloadOrdering:  ordering,
 		enableFairSharing: fairsharing.Enabled(fs),
@@ -309,6 +312,12 @@ func New(
 		decisions:         tsmetrics.NewDecisions(),
 		refusals:          newRefusals(),
 	}
+	for _, pl := range p.plugins {
+		if o, ok := pl.(policy.JudgeObserver); ok && len(p.judges) < 64 {
+			p.judges = append(p.judges, judge{feature: pl.Feature(), JudgeObserver: o})
+		}
+	}
+	return p
 }
 
 // search is the victim policy's side of one preemption problem (upstream's preemptionCtx, which
@@ -329,10 +338,11 @@ type search struct {
 	preemptorPath policy.Path
 	// protected counts candidates skipped because of a protection.
 	protected protectedTally
-	// judges are the plugins that see each decision (policy.JudgeObserver) and the handle
-	// they get, set up at the search's first decision.
-	judges      []policy.JudgeObserver
-	judgesSet   bool
+	// judgesOn has bit i set when the preemptor's judges[i] is on, and judgesRead says it was
+	// read, at the search's first decision: no allocation per search.
+	judgesOn   uint64
+	judgesRead bool
+	// judgeHandle is what the judges get, kept here so that lending it allocates nothing.
 	judgeHandle handle
 	// scratch holds the workload being judged, so that refused ones cost no allocation.
 	scratch candidate

@@ -170,12 +170,28 @@ func (s *search) workloadFits(allowBorrowing bool) bool {
 
 // judged shows the policy's decision d on c to the plugins that observe decisions.
 func (s *search) judged(c *policy.Candidate, d policy.Decision) {
-	if !s.judgesSet {
-		s.judgesSet = true
-		s.judges = slices.Collect(pluginsOn[policy.JudgeObserver](s.p))
-		s.judgeHandle = handle{s.p, s.now, s.log}
+	p := s.p
+	if !s.judgesRead {
+		s.judgesRead = true
+		s.judgeHandle = handle{p, s.now, s.log}
+		for i, o := range p.judges {
+			if p.on(o.feature) {
+				s.judgesOn |= 1 << i
+			}
+		}
 	}
-	for _, o := range s.judges {
-		o.Judged(s.judgeHandle, c, d)
+	if s.judgesOn == 0 {
+		return
 	}
+	for i, o := range p.judges {
+		if s.judgesOn&(1<<i) != 0 {
+			o.Judged(&s.judgeHandle, c, d)
+		}
+	}
+}
+
+// judge is a plugin that sees each decision of a search, with its feature.
+type judge struct {
+	feature policy.Feature
+	policy.JudgeObserver
 }
