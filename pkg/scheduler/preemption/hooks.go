@@ -23,7 +23,7 @@ import (
 // in the order a preemption meets them) and, for the features whose settings the preemptor
 // resolves itself, sourceTaker. The preemptor calls each point but the source option (which turns
 // the feature on) only while the plugin's feature is on (Preemptor.on), so that no plugin checks
-// its own gate. Plugins lists them.
+// its own gate. A unit names its plugin (Unit.Plugin); pluginsOf lists a table's.
 type Plugin = policy.Plugin
 
 // sourceTaker turns one of the sources given to WithSources into the plugin's option, ok false
