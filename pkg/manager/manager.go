@@ -790,9 +790,9 @@ func (m *Manager) watchJobs(ctx context.Context, sched *scheduler.Scheduler) err
 }
 
 // afterSettingsLoaded starts s only once every ClusterQueue's and Cohort's settings and the units'
-// cluster sources (the priority classes' tolerations) are loaded, retrying while the API server cannot be read, and the
-// scheduler's cache counts every workload holding quota (waitForQuotaLoaded, at most loadBound).
-// It keeps s's leader election needs.
+// cluster sources (the priority classes' tolerations) are loaded, retrying while the API server
+// cannot be read, and the scheduler's cache counts every workload holding quota
+// (waitForQuotaLoaded, at most loadBound). It keeps s's leader election needs.
 func (m *Manager) afterSettingsLoaded(s manager.Runnable) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}

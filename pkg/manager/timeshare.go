@@ -47,8 +47,8 @@ func (p timesharePreemptor) Hooks() scheduler.Hooks {
 }
 
 // PreemptorFactory builds our preemptor with the per-ClusterQueue settings of store, the units'
-// cluster sources (policy.Table.NewSources), the pending workloads of queues (to decide whose turn it is) and
-// the default expected-runtime cooldown, plus extra options. The manager passes it to
+// cluster sources (policy.Table.NewSources), the pending workloads of queues (to decide whose turn
+// it is) and the default expected-runtime cooldown, plus extra options. The manager passes it to
 // scheduler.WithPreemptor; the simulator does the same, so both choose victims with the same code.
 func PreemptorFactory(store *queuesettings.Store, sources policy.Sources, queues *qcache.Manager, requeueDelay time.Duration, extra ...preemption.Option) scheduler.PreemptorFactory {
 	return func(c scheduler.PreemptorConfig) scheduler.Preemptor {
