@@ -111,14 +111,15 @@ func waitForNotices(ctx context.Context, h policy.Handle, wl *workload.Info, sna
 // get a notice instead of their eviction.
 func issueNotices(ctx context.Context, h policy.Handle, cache *schdcache.Cache, preemptor *workload.Info, targets []*policy.Target,
 	snap *schdcache.ClusterQueueSnapshot) (bool, int, int, error) {
-	if notices(h.Sources()) == nil {
+	settings := notices(h.Sources())
+	if settings == nil {
 		return false, 0, 0, nil
 	}
 	if hasNotice(targets, preemptor) {
 		preempted, failed, err := h.Evict(ctx, cache, preemptor, targets, snap)
 		return true, preempted, failed, err
 	}
-	given, pending, failed, err := giveNotices(ctx, h, preemptor, targets)
+	given, pending, failed, err := giveNotices(ctx, h, settings, preemptor, targets)
 	return given, pending, failed, err
 }
 
@@ -232,7 +233,7 @@ func noticeFor(settings Source, t *policy.Target) (time.Duration, string) {
 // them gets, when some gets one; it returns false when none does and they are to be evicted now.
 // A target whose notice write conflicts (the snapshot is older than the object: a notice may
 // already be on its way) counts as pending, not as failed; the next cycle sees which it is.
-func giveNotices(ctx context.Context, h policy.Handle, preemptor *workload.Info, targets []*policy.Target) (given bool, pending, failed int, err error) {
+func giveNotices(ctx context.Context, h policy.Handle, settings Source, preemptor *workload.Info, targets []*policy.Target) (given bool, pending, failed int, err error) {
 	// A target already evicted (its Pods may still be terminating) is on its way out: it gets no
 	// notice and counts as pending, as its eviction does.
 	var leaving int
@@ -248,7 +249,6 @@ func giveNotices(ctx context.Context, h policy.Handle, preemptor *workload.Info,
 	}
 	var longest time.Duration
 	var source string
-	settings := notices(h.Sources())
 	for _, t := range targets {
 		if d, src := noticeFor(settings, t); d > longest {
 			longest, source = d, src

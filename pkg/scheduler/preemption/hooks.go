@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -67,6 +68,11 @@ type handle struct {
 	p   *Preemptor
 	now time.Time
 	log logr.Logger
+}
+
+// handleAt is the handle lent at the preemptor's clock, with ctx's logger.
+func (p *Preemptor) handleAt(ctx context.Context) handle {
+	return handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}
 }
 
 func (h handle) Sources() policy.Sources { return h.p.sources }

@@ -45,7 +45,7 @@ func (p *Preemptor) issue(ctx context.Context, cache *schdcache.Cache, preemptor
 		if err == nil {
 			p.refusals.succeeded(preemptor.Obj.UID)
 			for f := range pluginsOn[policy.IssueFollower](p) {
-				f.AfterIssue(handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}, preemptor, victimsOf(targets))
+				f.AfterIssue(p.handleAt(ctx), preemptor, victimsOf(targets))
 			}
 		}
 		return preempted, failed, err
@@ -63,7 +63,7 @@ const EventPreemptionRefused = "PreemptionRefused"
 
 // issueTargets writes the evictions and notices of one preemption.
 func (p *Preemptor) issueTargets(ctx context.Context, cache *schdcache.Cache, preemptor *workload.Info, targets []*Target, snap *schdcache.ClusterQueueSnapshot) (int, int, error) {
-	h := handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}
+	h := p.handleAt(ctx)
 	for first := range pluginsOn[policy.FirstIssuer](p) {
 		if issued, preempted, failed, err := first.IssueFirst(ctx, h, cache, preemptor, targets, snap); issued {
 			return preempted, failed, err
@@ -102,7 +102,7 @@ func (p *Preemptor) issueOwn(ctx context.Context, cache *schdcache.Cache, preemp
 		t := targets[i]
 		err := p.evict(ctx, cache, preemptor, t, snap)
 		if err == nil && policy.IsOwnReason(t.Reason) {
-			h := handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}
+			h := p.handleAt(ctx)
 			for f := range pluginsOn[policy.OwnEvictionFollower](p) {
 				f.AfterOwnEviction(ctx, h, t.WorkloadInfo.Obj, t.Reason)
 			}
@@ -160,7 +160,7 @@ func (p *Preemptor) evict(ctx context.Context, cache *schdcache.Cache, preemptor
 		return err
 	}
 	for f := range pluginsOn[policy.EvictionFollower](p) {
-		f.AfterEviction(ctx, handle{p, p.clock.Now(), log}, victim, t.WorkloadInfo.ClusterQueue)
+		f.AfterEviction(ctx, p.handleAt(ctx), victim, t.WorkloadInfo.ClusterQueue)
 	}
 
 	by, victimPri := priorities(log, preemptor.Obj), priorities(log, victim)

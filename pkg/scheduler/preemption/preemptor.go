@@ -400,7 +400,7 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 		return nil
 	}
 	for w := range pluginsOn[policy.Waiter](p) {
-		if targets, held := w.WaitTargets(ctx, handle{p, p.clock.Now(), log}, &wl, snapshot); held {
+		if targets, held := w.WaitTargets(ctx, p.handleAt(ctx), &wl, snapshot); held {
 			return targets
 		}
 	}

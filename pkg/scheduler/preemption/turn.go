@@ -367,7 +367,7 @@ func (p *Preemptor) explainWait(ctx context.Context, wl *workload.Info, snapshot
 	}
 	var notes []string
 	for w := range pluginsOn[policy.Waiter](p) {
-		if note := w.ExplainWait(handle{p, p.clock.Now(), ctrllog.FromContext(ctx)}, wl, snapshot); note != "" {
+		if note := w.ExplainWait(p.handleAt(ctx), wl, snapshot); note != "" {
 			return note
 		}
 	}
