@@ -31,7 +31,7 @@ var homes = []struct {
 }{
 	{"timebased", []string{"pkg/policy/timebased.go", "pkg/scheduler/preemption/turn.go", "pkg/scheduler/preemption/turnholder.go"}},
 	{"expectedruntime", []string{"pkg/plugins/expectedruntime/"}},
-	{"minruntime", []string{"pkg/policy/minruntime.go", "pkg/scheduler/preemption/protections.go", "pkg/firstready/"}},
+	{"minruntime", []string{"pkg/plugins/minruntime/", "cmd/kubectl-timeshare/app/minruntime.go"}},
 	{"toleration", []string{"pkg/plugins/toleration/"}},
 	{"notice", []string{"pkg/plugins/notice/", "cmd/kubectl-timeshare/app/notice.go"}},
 	{"budget", []string{"pkg/plugins/budget/"}},

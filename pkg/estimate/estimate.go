@@ -71,8 +71,9 @@ type Queue struct {
 	// Within is spec.preemption.withinClusterQueue.
 	Within   kueue.PreemptionPolicy
 	Settings policy.QueueSettings
-	// Protection is the resolved preemptMinRuntime of the ClusterQueue's workloads.
-	Protection policy.Protection
+	// Resolved is what the units resolve about the ClusterQueue's workloads against a preemptor
+	// of the queue itself (policy.Unit.Resolve: its preemptMinRuntime).
+	Resolved policy.QueueFacts
 	// Wake lists the instants at which a decision may change (policy.Changes).
 	Wake policy.WakeSettings
 	// Notice is the notice period a victim gets before an eviction for reason; nil: none.
@@ -464,7 +465,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	}
 	slices.SortFunc(instants, time.Time.Compare)
 	w.instants = instants
-	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection}
+	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved}
 	for _, at := range instants {
 		if !h.ends.IsZero() && at.After(h.ends) {
 			break
@@ -820,7 +821,7 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 		return out
 	}
 	p := w.asPreemptor(wt)
-	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved, Now: w.t}
 	for _, r := range bp.newer {
 		if !r.h.cand.QueuedAt.After(p.QueuedAt) {
 			break
@@ -893,7 +894,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
 			continue
 		}
-		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Protection: w.q.Protection, Now: w.t}
+		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved, Now: w.t}
 		if d := w.q.Policy.Decide(&in); d.Eligible {
 			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -68,15 +69,15 @@ func (qc queueCase) build() *Queue {
 	}
 	settings := policy.QueueSettings{MinAdmitDuration: qc.window, StrictFIFO: qc.strict}
 	q := &Queue{
-		Name:       "cq",
-		Groups:     []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
-		Capacity:   map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
-		Policy:     policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...)),
-		Within:     within,
-		Settings:   settings,
-		Protection: policy.Protection{MinRuntime: qc.preemptMin},
-		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: []time.Duration{qc.preemptMin}, Units: plugins.Units()},
-		Handover:   qc.handover,
+		Name:     "cq",
+		Groups:   []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
+		Capacity: map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
+		Policy:   policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...)),
+		Within:   within,
+		Settings: settings,
+		Resolved: *minruntime.Resolved(minruntime.Protection{MinRuntime: qc.preemptMin}),
+		Wake:     policy.WakeSettings{Queue: settings, Lengths: []time.Duration{qc.preemptMin}, Units: plugins.Units()},
+		Handover: qc.handover,
 	}
 	if qc.second > 0 {
 		q.Groups[0].Flavors = append(q.Groups[0].Flavors, "g")

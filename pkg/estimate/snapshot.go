@@ -25,9 +25,10 @@ type Config struct {
 	Policy *policy.Policy
 	// Settings are the ClusterQueue's (minAdmitDuration, StrictFIFO).
 	Settings policy.QueueSettings
-	// Protection is the resolved preemptMinRuntime of the ClusterQueue's workloads.
-	Protection policy.Protection
-	// Wake says which units are on and every min-runtime configured (policy.Changes).
+	// Resolved is what the units resolve about the ClusterQueue's workloads against a preemptor
+	// of the queue itself (policy.Unit.Resolve: its preemptMinRuntime).
+	Resolved policy.QueueFacts
+	// Wake says which units are on and the lengths of protections configured (policy.Changes).
 	Wake policy.WakeSettings
 	// Sources are the manager's sources of the units' facts.
 	Sources  policy.Sources
@@ -53,7 +54,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 	}
 	q := &Queue{
 		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
-		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Protection: c.Protection,
+		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Resolved: c.Resolved,
 		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover,
 	}
 	for _, rg := range cq.ResourceGroups {

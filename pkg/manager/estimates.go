@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
@@ -248,18 +247,17 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 	}
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
 	settings := e.m.settings.Settings(cq)
-	defaults, _ := e.m.settings.MinRuntimeDefaults()
 	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
 	c := estimate.Config{
 		Log: e.log, Policy: p.Policy(), Settings: settings,
-		Protection: policy.ResolvePreempt(policy.PathOf(cq, cohorttree.Parents(cqs), e.m.settings), defaults),
-		Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: e.m.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
-		Sources:    sources,
-		Ordering:   ordering,
-		Clock:      policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
-		TurnTime:   func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
-		Handover:   estimateHandover,
-		DrainOf:    scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
+		Resolved: p.QueueFacts(e.log, cqs),
+		Wake:     policy.WakeSettings{Queue: settings, Lengths: e.m.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+		Sources:  sources,
+		Ordering: ordering,
+		Clock:    policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
+		TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
+		Handover: estimateHandover,
+		DrainOf:  scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
 	}
 	q, holders, waiting := estimate.FromSnapshot(cqs, infos, c)
 	out := map[string]estimate.Estimate{}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -72,9 +73,9 @@ func FuzzVictimPolicy(f *testing.F) {
 		in := &policy.Input{
 			Preemptor: &policy.Pending{ClusterQueue: "cq", Priority: preemptorPrio % 1000, QueuedAt: t0},
 			Candidate: c, Scope: scope, Policy: fuzzPolicies[int(policyIdx)%len(fuzzPolicies)],
-			Settings:   policy.QueueSettings{MinAdmitDuration: time.Duration(abs(minAdmit)%100000) * time.Second},
-			Protection: policy.Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: policy.Source{Note: "test"}},
-			Now:        t0,
+			Settings: policy.QueueSettings{MinAdmitDuration: time.Duration(abs(minAdmit)%100000) * time.Second},
+			Queue:    minruntime.Resolved(minruntime.Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: policy.Source{Note: "test"}}),
+			Now:      t0,
 		}
 		d := p.Decide(in)
 		if again := p.Decide(in); again != d {
@@ -86,7 +87,7 @@ func FuzzVictimPolicy(f *testing.F) {
 		if d.Rule == "" {
 			t.Fatalf("decision without a rule: %+v", d)
 		}
-		if d.Eligible && policy.Protected(c, in.Protection, in.Now) {
+		if d.Eligible && minruntime.Protected(c, minruntime.Of(in), in.Now) {
 			t.Fatalf("a candidate inside its min-runtime was made eligible by %s", d.Rule)
 		}
 		if d.Eligible && toleration.Tolerated(c, in.Preemptor.Priority, in.Now) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -46,10 +47,10 @@ func TestPrecedence(t *testing.T) {
 			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"minAdmitDuration and min-runtime: min-runtime protects": {
-			features: []policy.Feature{policy.FeatureTimeBased, policy.FeatureMinRuntime},
+			features: []policy.Feature{policy.FeatureTimeBased, minruntime.Feature},
 			facts:    facts{window: true, minRuntime: true},
-			want:     policy.Decision{Rule: policy.RuleMinRuntime},
-			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+			want:     policy.Decision{Rule: minruntime.Rule},
+			winner:   minruntime.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
 		},
 		"minAdmitDuration and toleration: toleration protects": {
 			features: []policy.Feature{policy.FeatureTimeBased, toleration.Feature},
@@ -58,10 +59,10 @@ func TestPrecedence(t *testing.T) {
 			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
 		},
 		"expected runtime and min-runtime: min-runtime protects": {
-			features: []policy.Feature{expectedruntime.Feature, policy.FeatureMinRuntime},
+			features: []policy.Feature{expectedruntime.Feature, minruntime.Feature},
 			facts:    facts{expected: true, minRuntime: true},
-			want:     policy.Decision{Rule: policy.RuleMinRuntime},
-			winner:   policy.FeatureMinRuntime, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
+			want:     policy.Decision{Rule: minruntime.Rule},
+			winner:   minruntime.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"expected runtime and toleration: toleration protects": {
 			features: []policy.Feature{expectedruntime.Feature, toleration.Feature},
@@ -70,10 +71,10 @@ func TestPrecedence(t *testing.T) {
 			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
-			features: []policy.Feature{policy.FeatureMinRuntime, toleration.Feature, policy.FeatureTimeBased},
+			features: []policy.Feature{minruntime.Feature, toleration.Feature, policy.FeatureTimeBased},
 			facts:    facts{window: true, minRuntime: true, toleration: true},
-			want:     policy.Decision{Rule: policy.RuleMinRuntime},
-			winner:   policy.FeatureMinRuntime, without: policy.Decision{Rule: toleration.RuleTolerates},
+			want:     policy.Decision{Rule: minruntime.Rule},
+			winner:   minruntime.Feature, without: policy.Decision{Rule: toleration.RuleTolerates},
 		},
 	}
 	for name, tc := range cases {
@@ -95,7 +96,7 @@ func TestPrecedence(t *testing.T) {
 				wl.Annotations[annotations.ExpectedRuntime] = "1h"
 			}
 			if tc.facts.minRuntime {
-				in.Protection = policy.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}}
+				in.Queue = minruntime.Resolved(minruntime.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}})
 			}
 			if tc.facts.toleration {
 				wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Name: "sticky"}

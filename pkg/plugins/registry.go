@@ -9,6 +9,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -27,7 +28,7 @@ func registry() policy.Table {
 		// Makes a candidate past its expected runtime eligible.
 		expectedruntime.Unit(),
 		// Vetoes an eligible candidate inside its min-runtime.
-		policy.MinRuntimeUnit(),
+		minruntime.Unit(),
 		// Vetoes an eligible candidate whose priority class tolerates the preemptor.
 		toleration.Unit(),
 		// Vetoes a candidate whose room is promised to another preemptor by a notice.

@@ -15,6 +15,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -63,7 +64,7 @@ func TestFeatureRemoval(t *testing.T) {
 		return func(f *fixture) { f.src = append(f.src, budgetSource{b}) }
 	}
 	minRuntime := func(d time.Duration) tweak {
-		return func(f *fixture) { f.in.Protection = policy.Protection{MinRuntime: d} }
+		return func(f *fixture) { f.in.Queue = minruntime.Resolved(minruntime.Protection{MinRuntime: d}) }
 	}
 	cases := map[string]struct {
 		tweaks []tweak
@@ -93,7 +94,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"lower priority inside its min-runtime": {
 			tweaks:  []tweak{minRuntime(time.Hour)},
-			applies: []policy.Feature{policy.FeatureMinRuntime},
+			applies: []policy.Feature{minruntime.Feature},
 		},
 		"lower priority past its min-runtime": {
 			tweaks: []tweak{minRuntime(time.Minute)},
@@ -137,13 +138,13 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past its expected runtime inside its min-runtime": {
 			tweaks:  []tweak{samePriority, expects, minRuntime(time.Hour)},
-			applies: []policy.Feature{expectedruntime.Feature, policy.FeatureMinRuntime},
-			without: map[policy.Feature]string{policy.FeatureMinRuntime: expectedruntime.Rule},
+			applies: []policy.Feature{expectedruntime.Feature, minruntime.Feature},
+			without: map[policy.Feature]string{minruntime.Feature: expectedruntime.Rule},
 		},
 		"inside its min-runtime and under notice": {
 			tweaks:  []tweak{byOther, minRuntime(time.Hour)},
-			applies: []policy.Feature{policy.FeatureMinRuntime, notice.Feature},
-			without: map[policy.Feature]string{policy.FeatureMinRuntime: notice.Rule, notice.Feature: policy.RuleMinRuntime},
+			applies: []policy.Feature{minruntime.Feature, notice.Feature},
+			without: map[policy.Feature]string{minruntime.Feature: notice.Rule, notice.Feature: minruntime.Rule},
 		},
 		"lower priority, its budget spent": {
 			tweaks:  []tweak{withBudget(spent)},
@@ -158,8 +159,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"inside its min-runtime, its budget spent": {
 			tweaks:  []tweak{withBudget(spent), minRuntime(time.Hour)},
-			applies: []policy.Feature{policy.FeatureMinRuntime, budget.Feature},
-			without: map[policy.Feature]string{policy.FeatureMinRuntime: budget.RuleSpent, budget.Feature: policy.RuleMinRuntime},
+			applies: []policy.Feature{minruntime.Feature, budget.Feature},
+			without: map[policy.Feature]string{minruntime.Feature: budget.RuleSpent, budget.Feature: minruntime.Rule},
 		},
 	}
 	full := Units()
@@ -216,7 +217,7 @@ func TestFeatureRemoval(t *testing.T) {
 
 					// Its timing is gone, the others' stay.
 					in := input(tc.tweaks)
-					ws := policy.WakeSettings{Queue: in.Settings, MinRuntimes: []time.Duration{in.Protection.MinRuntime}, Units: full}
+					ws := policy.WakeSettings{Queue: in.Settings, Lengths: []time.Duration{minruntime.Of(in).MinRuntime}, Units: full}
 					wsWithout, wsOnly := ws, ws
 					wsWithout.Units, wsOnly.Units = table, policy.Table{removed}
 					wantChanges := policy.Changes(in.Candidate, ws)

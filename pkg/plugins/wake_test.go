@@ -14,6 +14,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -37,9 +38,9 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 		end := wc.s.Queue.TurnEnds(c)
 		out = append(out, !end.IsZero() && t.After(end))
 	}
-	if wc.on(policy.FeatureMinRuntime) {
-		for _, d := range wc.s.MinRuntimes {
-			out = append(out, policy.Protected(c, policy.Protection{MinRuntime: d}, t))
+	if wc.on(minruntime.Feature) {
+		for _, d := range wc.s.Lengths {
+			out = append(out, minruntime.Protected(c, minruntime.Protection{MinRuntime: d}, t))
 		}
 	}
 	if tol := toleration.Of(c); wc.on(toleration.Feature) && tol != nil {
@@ -59,7 +60,7 @@ func (wc *wakeCase) breakpoints() []time.Time {
 	c := &wc.c
 	bases := []time.Time{c.QuotaReservedAt, c.AdmittedAt, c.RunningSince}
 	durs := []time.Duration{0, wc.s.Queue.MinAdmitDuration}
-	durs = append(durs, wc.s.MinRuntimes...)
+	durs = append(durs, wc.s.Lengths...)
 	if tol := toleration.Of(c); tol != nil {
 		durs = append(durs, tol.Duration)
 	}
@@ -168,7 +169,7 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 	}
 	for range r.Intn(4) {
 		if d := dur(); d > 0 {
-			wc.s.MinRuntimes = append(wc.s.MinRuntimes, d)
+			wc.s.Lengths = append(wc.s.Lengths, d)
 		}
 	}
 	off := map[policy.Feature]bool{}

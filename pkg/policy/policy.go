@@ -112,6 +112,36 @@ func (f Fact[T]) Set(c *Candidate, v *T) {
 	c.facts[f.slot] = v
 }
 
+// QueueFacts are what the units resolved about one ClusterQueue's candidates against one
+// preemptor (Unit.Resolve), one slot each: a search resolves them once per ClusterQueue it judges.
+type QueueFacts struct{ slots [factSlots]any }
+
+// QueueFact is one unit's slot of QueueFacts; only that unit's file holds it.
+type QueueFact[T any] struct{ slot int }
+
+var nextQueueFactSlot int
+
+// NewQueueFact gives a unit its slot; called once per unit, from a package variable of its own.
+func NewQueueFact[T any]() QueueFact[T] {
+	if nextQueueFactSlot == factSlots {
+		panic("policy: more units with queue facts than factSlots")
+	}
+	nextQueueFactSlot++
+	return QueueFact[T]{slot: nextQueueFactSlot - 1}
+}
+
+// Of is the unit's fact in in.Queue; nil when it resolved none.
+func (f QueueFact[T]) Of(in *Input) *T {
+	if in.Queue == nil {
+		return nil
+	}
+	v, _ := in.Queue.slots[f.slot].(*T)
+	return v
+}
+
+// Set sets the unit's fact in q.
+func (f QueueFact[T]) Set(q *QueueFacts, v *T) { q.slots[f.slot] = v }
+
 // Input is one question to the policy: may Candidate be preempted for Preemptor under Policy?
 type Input struct {
 	Preemptor *Pending
@@ -120,9 +150,10 @@ type Input struct {
 	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
 	Policy   kueue.PreemptionPolicy
 	Settings QueueSettings
-	// Protection is the candidate's resolved min-runtime against this preemptor.
-	Protection Protection
-	Now        time.Time
+	// Queue is what the units resolved about the candidate's ClusterQueue against this preemptor
+	// (Unit.Resolve); nil: nothing.
+	Queue *QueueFacts
+	Now   time.Time
 	// eligibleReason is the reason of the rule that found the candidate eligible, for the
 	// protections that spare some reasons.
 	eligibleReason string

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -55,13 +56,20 @@ type Unit struct {
 	// Plugin is its part in the preemptor beyond its rules (see Plugin); nil when it has none,
 	// or when the preemptor holds it (the features whose settings its search resolves).
 	Plugin Plugin
-	// Vetoed says, for a candidate refused by rule, what protects it (for the wait's
-	// explanation) and until when (zero: for as long as it runs); ok false when rule is not
-	// the unit's. nil when the preemptor explains the unit's protection itself.
-	Vetoed func(rule string, c *Candidate) (why string, until time.Time, ok bool)
+	// Resolve sets in q what its rules read about the candidates of j.Victims against j's
+	// preemptor (QueueFact), once per search and ClusterQueue judged; nil when nothing.
+	Resolve func(j Judging, q *QueueFacts)
+	// Vetoed says, for a candidate refused by rule (in, the question the policy was asked),
+	// what protects it (for the wait's explanation) and until when (zero: for as long as it
+	// runs); ok false when rule is not the unit's. nil when it vetoes nothing.
+	Vetoed func(rule string, in *Input) (why string, until time.Time, ok bool)
 	// Promised: a candidate it vetoes has its room promised to another preemptor, so a preemptor
 	// it holds back need not keep the quota it waits for.
 	Promised bool
+	// Counted: the candidates it vetoes are counted on kueue_preemption_protected_candidates_total,
+	// by kind (preempt: in the preemptor's ClusterQueue; reclaim: elsewhere), once per preemptor
+	// and end of protection.
+	Counted bool
 	// Marks is the mark it writes on a Workload for a preemptor to find it by (the preemptor's
 	// workload index), ok false when wl carries none; nil when it writes none.
 	Marks func(wl *kueue.Workload) (mark string, ok bool)
@@ -98,6 +106,10 @@ type Unit struct {
 	Promises *Promise
 	// Metrics are the metrics it owns, registered with the manager's.
 	Metrics []prometheus.Collector
+	// Lengths are the lengths of the protections settings s set (read off a queue by
+	// QueueSettings, or the manager's default by DefaultSettings), each the end of some
+	// protection (WakeSettings.Lengths); nil when its settings set none.
+	Lengths func(s any) []time.Duration
 	// QueueSettings reads the settings it takes from ext, the extension fields of a ClusterQueue
 	// or Cohort (*ClusterQueueExtension or *CohortExtension of apis/kueue/v1beta2), as a
 	// comparable value whose zero is "none set"; a ClusterQueue's are resolved up its cohort tree
@@ -326,6 +338,31 @@ type Reading struct {
 	Sources Sources
 	// OtherQueue: the workload is read as a candidate for a preemptor of another ClusterQueue.
 	OtherQueue bool
+}
+
+// Judging is what a unit's Resolve is given: the ClusterQueue whose workloads a search judges
+// (Victims), and the preemptor's.
+type Judging struct {
+	// Sources are the manager's sources of facts; the unit takes its own from them.
+	Sources Sources
+	Log     logr.Logger
+	Scope   Scope
+	// Preemptor and Victims are the ClusterQueues, the same one under SameClusterQueue.
+	Preemptor, Victims *schdcache.ClusterQueueSnapshot
+}
+
+// Resolve sets in q what the units of t resolve about j.Victims (see Unit.Resolve).
+func (t Table) Resolve(j Judging, q *QueueFacts) {
+	for _, u := range t {
+		if u.Resolve != nil {
+			u.Resolve(j, q)
+		}
+	}
+}
+
+// Resolves reports whether some unit of t resolves facts about the queues it judges.
+func (t Table) Resolves() bool {
+	return slices.ContainsFunc(t, func(u Unit) bool { return u.Resolve != nil })
 }
 
 // Survey is what a unit's Protects is given besides the candidate.

@@ -7,7 +7,7 @@ import (
 // testUnits are the units of this package in the registry's order (plugins.Units; the whole table,
 // with the features of their own packages, is tested in package plugins).
 func testUnits() Table {
-	return Table{TimeBasedUnit(), MinRuntimeUnit()}
+	return Table{TimeBasedUnit()}
 }
 
 // mustUnit is feature f's unit.

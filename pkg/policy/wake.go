@@ -19,9 +19,10 @@ const WakePrecision = time.Millisecond
 type WakeSettings struct {
 	// Queue are the settings of the candidate's ClusterQueue.
 	Queue QueueSettings
-	// MinRuntimes are every min-runtime configured anywhere: which one protects a candidate
-	// depends on the preemptor, so the end of each is a change (a spare wake-up costs one retry).
-	MinRuntimes []time.Duration
+	// Lengths are every length of a protection the queues' settings and the manager's defaults
+	// set (Unit.Lengths): which one protects a candidate depends on the preemptor, so the end of
+	// each is a change (a spare wake-up costs one retry).
+	Lengths []time.Duration
 	// Enabled says which features are on (their feature gates); nil: all of them.
 	Enabled func(Feature) bool
 	// Units are the features (plugins.Units); nil: none.
@@ -71,7 +72,7 @@ func (c Change) Wake() time.Time {
 // unit says when its own decision changes (its row of the precedence table); this only collects
 // them. They may be in the past, in no particular order.
 func Changes(c *Candidate, s WakeSettings) []Change {
-	out := make([]Change, 0, len(s.MinRuntimes)+3)
+	out := make([]Change, 0, len(s.Lengths)+3)
 	add := func(ch Change) {
 		if !ch.At.IsZero() {
 			out = append(out, ch)

@@ -22,21 +22,10 @@ func TestChangesEdges(t *testing.T) {
 			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}},
 			want: []Change{{At: t0.Add(time.Minute), After: true}},
 		},
-		"a min-runtime ends at its last instant, counted from admission": {
-			c: running, s: WakeSettings{MinRuntimes: []time.Duration{time.Minute, time.Hour}},
-			want: []Change{{At: t0.Add(time.Second + time.Minute)}, {At: t0.Add(time.Second + time.Hour)}},
-		},
-		"an evicted workload has no protection to end": {
+		"an evicted workload's window still ends": {
 			c:    Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0, Evicted: true},
-			s:    WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Queue: QueueSettings{MinAdmitDuration: time.Minute}},
+			s:    WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}},
 			want: []Change{{At: t0.Add(time.Minute), After: true}},
-		},
-		"not started by the runtime clock: no min-runtime end known": {
-			c: Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0, NotStarted: true},
-			s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}},
-		},
-		"min-runtime off": {
-			c: running, s: WakeSettings{MinRuntimes: []time.Duration{time.Minute}, Enabled: func(f Feature) bool { return f != FeatureMinRuntime }},
 		},
 		"time-based preemption off": {
 			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},

@@ -20,7 +20,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
 
@@ -74,7 +73,7 @@ func atRestWaker(t *testing.T, clk clock.WithTicker, sweeps *atomic.Int64) *Wake
 			}
 			return c.List(ctx, list, opts...)
 		}}).Build()
-	return &Waker{Clock: clk, Client: cl, Store: NewStore(policy.Defaults{}, policy.ResolveLCA), Log: logr.Discard(),
+	return &Waker{Clock: clk, Client: cl, Store: NewStore(), Log: logr.Discard(),
 		Lead: RequeueBatchPeriod() - LeadMargin}
 }
 

@@ -14,7 +14,6 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // TestBudgetsOf: a victim needs a token from every budget on its path, each counting the
@@ -106,7 +105,7 @@ func TestBudgetsOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			s := NewStore()
 			s.Configure(&tsconfig.Configuration{PreemptionBudget: tc.def})
 			for _, u := range tc.cqs {
 				_ = s.SetClusterQueue(u)
@@ -149,7 +148,7 @@ func TestRecordPreemption(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			s := NewStore()
 			s.Configure(&tsconfig.Configuration{PreemptionBudget: &tsapi.PreemptionBudget{MaxPreemptions: 1, Period: metav1.Duration{Duration: time.Hour},
 				PerWorkload: &tsapi.WorkloadBudget{MaxPreemptions: 5, Period: metav1.Duration{Duration: time.Hour}}}})
 			for _, r := range tc.records {
@@ -173,7 +172,7 @@ func BenchmarkRecordPreemption(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for range b.N {
-				s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+				s := NewStore()
 				org := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 					"preemption": map[string]any{"preemptionBudget": map[string]any{"maxPreemptions": int64(1000), "period": "24h", "burst": int64(100000)}}}}}
 				org.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("Cohort"))

@@ -83,7 +83,7 @@ func (r *CohortReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
-	log.V(3).Info("Cohort settings", "cohort", req.Name, "preemptMinRuntime", in.min.Preempt, "reclaimMinRuntime", in.min.Reclaim)
+	log.V(3).Info("Cohort settings", "cohort", req.Name, "unitSettings", in.units)
 	return ctrl.Result{}, nil
 }
 

@@ -72,7 +72,7 @@ func FuzzWakeTimes(f *testing.F) {
 		if len(errs) == 0 {
 			classes = classTolerations{Toleration: tol, Source: "fuzz"}
 		}
-		ws := policy.WakeSettings{MinRuntimes: []time.Duration{time.Duration(minRuntime)}}
+		ws := policy.WakeSettings{Lengths: []time.Duration{time.Duration(minRuntime)}}
 
 		// Every change's wake-up is at or after its boundary: the precision added never wraps.
 		c := policy.CandidateOf(wl, "")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -112,9 +113,9 @@ func TestWakerGauges(t *testing.T) {
 		&kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "team"}, Spec: kueue.CohortSpec{ParentName: "org"}},
 		&kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
 	).Build()
-	store := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	store := NewStore()
 	store.set("cq", policy.QueueSettings{MinAdmitDuration: 5 * time.Minute})
-	store.setCohort("org", inherited{min: policy.MinRuntimes{Preempt: policy.Set(7 * time.Minute)}})
+	store.setCohort("org", inherited{units: minRuntimesIn(minruntime.Settings{Preempt: policy.Set(7 * time.Minute)})})
 	w := &Waker{Client: cl, Store: store, Log: logr.Discard()}
 	// A series left by an earlier sweep is deleted when it no longer applies.
 	for name, tc := range cases {

@@ -12,8 +12,6 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // A ClusterQueue becomes known when its object is read, with or without settings, and the queue is
@@ -25,7 +23,7 @@ func TestKnownClusterQueues(t *testing.T) {
 	}
 	plain := testingwrappers.MakeClusterQueue("plain").Obj()
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(plain).Build()
-	store := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	store := NewStore()
 	var woken []kueue.ClusterQueueReference
 	r := &Reconciler{client: cl, store: store, onChange: func(_ context.Context, cq kueue.ClusterQueueReference) { woken = append(woken, cq) }}
 	reconcile := func(name string) {
@@ -54,7 +52,7 @@ func TestKnownClusterQueues(t *testing.T) {
 		t.Error("still known after deletion")
 	}
 
-	other := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	other := NewStore()
 	if err := other.Load(context.Background(), fake.NewClientBuilder().WithScheme(scheme).WithObjects(plain.DeepCopy()).Build()); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +71,7 @@ func TestKnownCohorts(t *testing.T) {
 	}
 	team := testingwrappers.MakeCohort("team").Obj()
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(team).Build()
-	store := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	store := NewStore()
 	if !store.CohortKnown("team") {
 		t.Error("unknown without a way to learn that the object exists")
 	}
@@ -115,7 +113,7 @@ func TestKnownCohorts(t *testing.T) {
 		t.Error("a re-created Cohort is known before it is read again")
 	}
 
-	other := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	other := NewStore()
 	other.SetCohortExists(CohortInCache(cl))
 	if err := other.Load(context.Background(), cl); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -38,14 +39,14 @@ func TestSetClusterQueue(t *testing.T) {
 	cases := map[string]struct {
 		obj     *unstructured.Unstructured
 		want    policy.QueueSettings
-		wantMin policy.MinRuntimes
+		wantMin minruntime.Settings
 		wantErr string
 	}{
 		"stores the window and min-runtimes": {
 			obj: cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority",
 				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "4h"}, "reclaimMinRuntime": "10m"}),
 			want:    policy.QueueSettings{MinAdmitDuration: 4 * time.Hour},
-			wantMin: policy.MinRuntimes{Reclaim: policy.Set(10 * time.Minute)},
+			wantMin: minruntime.Settings{Reclaim: policy.Set(10 * time.Minute)},
 		},
 		"ignores invalid settings, as the controller does, and says why": {
 			obj:     cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "30s"}}),
@@ -54,7 +55,7 @@ func TestSetClusterQueue(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			s := NewStore()
 			// Earlier settings are replaced, also by invalid ones.
 			s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
 			err := s.SetClusterQueue(tc.obj)
@@ -64,7 +65,7 @@ func TestSetClusterQueue(t *testing.T) {
 			if diff := cmp.Diff(tc.want, s.Settings("cq")); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantMin, s.ClusterQueueMinRuntimes("cq")); diff != "" {
+			if diff := cmp.Diff(tc.wantMin, minRuntimesOf(s, "ClusterQueue", "cq")); diff != "" {
 				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
 		})
@@ -80,12 +81,12 @@ func TestSetCohort(t *testing.T) {
 	}
 	cases := map[string]struct {
 		obj     *unstructured.Unstructured
-		want    policy.MinRuntimes
+		want    minruntime.Settings
 		wantErr string
 	}{
 		"stores the min-runtimes": {
 			obj:  cohort(map[string]any{"preemptMinRuntime": "5m"}),
-			want: policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute)},
+			want: minruntime.Settings{Preempt: policy.Set(5 * time.Minute)},
 		},
 		"ignores a negative one and says why": {
 			obj:     cohort(map[string]any{"preemptMinRuntime": "-5m"}),
@@ -94,12 +95,12 @@ func TestSetCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			s := NewStore()
 			err := s.SetCohort(tc.obj)
 			if got := errString(err); got != tc.wantErr {
 				t.Errorf("error %q, want %q", got, tc.wantErr)
 			}
-			if diff := cmp.Diff(tc.want, s.CohortMinRuntimes("org")); diff != "" {
+			if diff := cmp.Diff(tc.want, minRuntimesOf(s, "Cohort", "org")); diff != "" {
 				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
 		})
@@ -219,9 +220,9 @@ func TestWakerSweep(t *testing.T) {
 			// Only the sweep may retry it from here on.
 			requeuer.ProcessRequeues(ctx)
 
-			store := NewStore(policy.Defaults{}, policy.ResolveLCA)
+			store := NewStore()
 			if tc.protection {
-				store.setClusterQueueMinRuntimes("cq", policy.MinRuntimes{Preempt: policy.Set(time.Minute)}, nil)
+				store.setClusterQueueUnits("cq", minRuntimesIn(minruntime.Settings{Preempt: policy.Set(time.Minute)}))
 			} else {
 				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
 			}

@@ -37,21 +37,17 @@ import (
 // ignored because they break a validation rule (possible when written while the webhook was down).
 const ReasonInvalidSettings = "InvalidTimeshareSettings"
 
-// Store holds the last valid settings of every ClusterQueue and Cohort, and the manager-level
-// min-runtime defaults.
+// Store holds the last valid settings of every ClusterQueue and Cohort, and the defaults the
+// manager's configuration sets for them.
 type Store struct {
 	mu       sync.RWMutex
 	settings map[kueue.ClusterQueueReference]policy.QueueSettings
-	cqMin    map[kueue.ClusterQueueReference]policy.MinRuntimes
-	cohorts  map[kueue.CohortReference]policy.MinRuntimes
 	// known are the ClusterQueues whose objects the store has read, with settings or without.
 	known sets.Set[kueue.ClusterQueueReference]
 	// cohortsRead are the Cohorts whose objects the store has read; cohortExists, when set,
 	// reports whether a Cohort object exists in the cache that feeds Kueue's own.
 	cohortsRead  sets.Set[kueue.CohortReference]
 	cohortExists func(kueue.CohortReference) bool
-	defaults     policy.Defaults
-	method       policy.ResolveMethod
 	// ledger: the preemption budgets, their tree and the preemptions they paid for.
 	ledger budget.Ledger
 	// unitSettings are what the units read off each queue of the tree (policy.Unit.QueueSettings),
@@ -67,16 +63,12 @@ type unitKey struct {
 	name    string
 }
 
-// NewStore returns a store without settings, with the manager's min-runtime defaults.
-func NewStore(defaults policy.Defaults, method policy.ResolveMethod) *Store {
+// NewStore returns a store without settings or defaults (see Configure).
+func NewStore() *Store {
 	return &Store{
 		settings:    map[kueue.ClusterQueueReference]policy.QueueSettings{},
-		cqMin:       map[kueue.ClusterQueueReference]policy.MinRuntimes{},
-		cohorts:     map[kueue.CohortReference]policy.MinRuntimes{},
 		known:       sets.New[kueue.ClusterQueueReference](),
 		cohortsRead: sets.New[kueue.CohortReference](),
-		defaults:    defaults,
-		method:      method,
 
 		unitSettings: map[unitKey]any{},
 		unitDefaults: map[policy.Feature]any{},
@@ -113,16 +105,13 @@ func (s *Store) SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, p
 
 // inherited are the settings a Cohort passes down its cohort tree.
 type inherited struct {
-	min policy.MinRuntimes
 	// units are what the units read off it, by feature; a unit that read nothing is absent.
 	units map[policy.Feature]any
 }
 
 // inheritedOf reads them off a ClusterQueue's or Cohort's extension fields.
-func inheritedOf(ext interface {
-	MinRuntimes() tsapi.MinRuntimeSettings
-}) inherited {
-	return inherited{min: policy.MinRuntimesOf(ext.MinRuntimes()), units: unitSettingsOf(ext)}
+func inheritedOf(ext any) inherited {
+	return inherited{units: unitSettingsOf(ext)}
 }
 
 // unitSettingsOf is what the units read off ext (policy.Unit.QueueSettings), by feature, without
@@ -161,63 +150,40 @@ func (s *Store) SetCohortExists(exists func(kueue.CohortReference) bool) {
 	s.cohortExists = exists
 }
 
-// ClusterQueueMinRuntimes returns the min-runtimes set on cq; unset fields inherit.
-func (s *Store) ClusterQueueMinRuntimes(cq kueue.ClusterQueueReference) policy.MinRuntimes {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.cqMin[cq]
-}
-
-// CohortMinRuntimes returns the min-runtimes set on a Cohort; unset fields inherit.
-func (s *Store) CohortMinRuntimes(c kueue.CohortReference) policy.MinRuntimes {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.cohorts[c]
-}
-
-// MinRuntimeDefaults returns the manager configuration's defaults and reclaim resolve method.
-func (s *Store) MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod) {
-	return s.defaults, s.method
-}
-
-// MinRuntimeValues lists every distinct positive min-runtime in use, defaults included: the
-// lengths after which some protection may end.
-func (s *Store) MinRuntimeValues() []time.Duration {
+// Lengths lists every distinct positive length of a protection that the queues' settings and the
+// manager's defaults set (policy.Unit.Lengths): the lengths after which some protection may end.
+func (s *Store) Lengths() []time.Duration {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seen := sets.New[time.Duration]()
-	add := func(m policy.MinRuntimes) {
-		for _, st := range []policy.Setting{m.Preempt, m.Reclaim} {
-			if st.Set && st.Value > 0 {
-				seen.Insert(st.Value)
+	for _, u := range plugins.Units() {
+		if u.Lengths == nil {
+			continue
+		}
+		for k, v := range s.unitSettings {
+			if k.feature == u.Feature {
+				seen.Insert(u.Lengths(v)...)
 			}
 		}
+		if d, ok := s.unitDefaults[u.Feature]; ok {
+			seen.Insert(u.Lengths(d)...)
+		}
 	}
-	for _, m := range s.cqMin {
-		add(m)
-	}
-	for _, m := range s.cohorts {
-		add(m)
-	}
-	add(policy.MinRuntimes{Preempt: policy.Set(s.defaults.Preempt), Reclaim: policy.Set(s.defaults.Reclaim)})
 	return sets.List(seen)
 }
 
-// setClusterQueueMinRuntimes stores cq's min-runtimes and what the units read off it, and reports
-// whether they changed.
-func (s *Store) setClusterQueueMinRuntimes(cq kueue.ClusterQueueReference, m policy.MinRuntimes, units map[policy.Feature]any) bool {
+// setClusterQueueUnits stores what the units read off cq and reports whether it changed.
+func (s *Store) setClusterQueueUnits(cq kueue.ClusterQueueReference, units map[policy.Feature]any) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := setOrDelete(s.cqMin, cq, m)
-	return s.setUnitSettings("ClusterQueue", string(cq), units) || changed
+	return s.setUnitSettings("ClusterQueue", string(cq), units)
 }
 
 // setCohort stores a Cohort's settings and reports whether they changed.
 func (s *Store) setCohort(c kueue.CohortReference, in inherited) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	changed := setOrDelete(s.cohorts, c, in.min)
-	return s.setUnitSettings("Cohort", string(c), in.units) || changed
+	return s.setUnitSettings("Cohort", string(c), in.units)
 }
 
 func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
@@ -344,37 +310,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.store.set(name, policy.QueueSettings{})
-			r.store.setClusterQueueMinRuntimes(name, policy.MinRuntimes{}, nil)
+			r.store.setClusterQueueUnits(name, nil)
 			r.store.ledger.SetClusterQueue(name, nil)
 			r.store.setKnown(name, false)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	qs, mr, units, problem := parse(u)
+	qs, units, problem := parse(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
 	changed := r.store.set(name, qs)
-	changed = r.store.setClusterQueueMinRuntimes(name, mr, units) || changed
+	changed = r.store.setClusterQueueUnits(name, units) || changed
 	changed = r.store.ledger.SetClusterQueue(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
 	changed = r.store.setKnown(name, true) || changed
 	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
-	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration,
-		"preemptMinRuntime", mr.Preempt, "reclaimMinRuntime", mr.Reclaim)
+	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration, "unitSettings", units)
 	return ctrl.Result{}, nil
 }
 
 // parse returns the settings, with what the units read off the ClusterQueue, or zero settings and
 // what is wrong with them.
-func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntimes, map[policy.Feature]any, string) {
-	fail := func(problem string) (policy.QueueSettings, policy.MinRuntimes, map[policy.Feature]any, string) {
-		return policy.QueueSettings{}, policy.MinRuntimes{}, nil, problem
+func parse(u *unstructured.Unstructured) (policy.QueueSettings, map[policy.Feature]any, string) {
+	fail := func(problem string) (policy.QueueSettings, map[policy.Feature]any, string) {
+		return policy.QueueSettings{}, nil, problem
 	}
 	raw, err := rawSpec(u)
 	if err != nil {
@@ -392,7 +357,7 @@ func parse(u *unstructured.Unstructured) (policy.QueueSettings, policy.MinRuntim
 		return fail(errs.ToAggregate().Error())
 	}
 	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
-	return qs, policy.MinRuntimesOf(ext.MinRuntimes()), unitSettingsOf(ext), ""
+	return qs, unitSettingsOf(ext), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
@@ -406,9 +371,9 @@ func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
 // the error says what is wrong with them.
 func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	name := kueue.ClusterQueueReference(u.GetName())
-	qs, mr, units, problem := parse(u)
+	qs, units, problem := parse(u)
 	s.set(name, qs)
-	s.setClusterQueueMinRuntimes(name, mr, units)
+	s.setClusterQueueUnits(name, units)
 	s.ledger.SetClusterQueue(name, u)
 	s.setKnown(name, true)
 	if problem != "" {
@@ -440,9 +405,9 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cqs.Items {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
-		qs, mr, units, _ := parse(&cqs.Items[i])
+		qs, units, _ := parse(&cqs.Items[i])
 		s.set(name, qs)
-		s.setClusterQueueMinRuntimes(name, mr, units)
+		s.setClusterQueueUnits(name, units)
 		s.ledger.SetClusterQueue(name, &cqs.Items[i])
 		s.setKnown(name, true)
 	}

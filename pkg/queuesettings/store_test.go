@@ -15,6 +15,7 @@ import (
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -28,17 +29,17 @@ func TestParse(t *testing.T) {
 	cases := map[string]struct {
 		obj         *unstructured.Unstructured
 		want        policy.QueueSettings
-		wantMin     policy.MinRuntimes
+		wantMin     minruntime.Settings
 		wantProblem string
 	}{
 		"min-runtimes, unset and 0s told apart": {
 			obj:     cq(map[string]any{"preemptMinRuntime": "0s", "reclaimMinRuntime": "15m"}),
-			wantMin: policy.MinRuntimes{Preempt: policy.Set(0), Reclaim: policy.Set(15 * time.Minute)},
+			wantMin: minruntime.Settings{Preempt: policy.Set(0), Reclaim: policy.Set(15 * time.Minute)},
 		},
 		"min-runtimes beside a window": {
 			obj:     cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}, "preemptMinRuntime": "3h"}),
 			want:    policy.QueueSettings{MinAdmitDuration: 2 * time.Hour},
-			wantMin: policy.MinRuntimes{Preempt: policy.Set(3 * time.Hour)},
+			wantMin: minruntime.Settings{Preempt: policy.Set(3 * time.Hour)},
 		},
 		"negative min-runtime ignores the whole section": {
 			obj:         cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}, "reclaimMinRuntime": "-1m"}),
@@ -65,7 +66,8 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, gotMin, _, problem := parse(tc.obj)
+			got, units, problem := parse(tc.obj)
+			gotMin := minRuntimesIn0(units)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
@@ -80,7 +82,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestStoreHonoursTheGate(t *testing.T) {
-	s := NewStore(policy.Defaults{}, policy.ResolveLCA)
+	s := NewStore()
 	if !s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
 		t.Error("first set should report a change")
 	}
@@ -114,19 +116,19 @@ func TestParseCohort(t *testing.T) {
 	}
 	cases := map[string]struct {
 		obj         *unstructured.Unstructured
-		want        policy.MinRuntimes
+		want        minruntime.Settings
 		wantProblem string
 	}{
 		"none":   {obj: cohort(map[string]any{"parentName": "root"})},
-		"both":   {obj: cohort(map[string]any{"preemption": map[string]any{"preemptMinRuntime": "5m", "reclaimMinRuntime": "10m"}}), want: policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(10 * time.Minute)}},
-		"zero":   {obj: cohort(map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "0s"}}), want: policy.MinRuntimes{Reclaim: policy.Set(0)}},
+		"both":   {obj: cohort(map[string]any{"preemption": map[string]any{"preemptMinRuntime": "5m", "reclaimMinRuntime": "10m"}}), want: minruntime.Settings{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(10 * time.Minute)}},
+		"zero":   {obj: cohort(map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "0s"}}), want: minruntime.Settings{Reclaim: policy.Set(0)}},
 		"bad":    {obj: cohort(map[string]any{"preemption": map[string]any{"reclaimMinRuntime": "soon"}}), wantProblem: "spec.preemption.reclaimMinRuntime: time: invalid duration \"soon\""},
 		"signed": {obj: cohort(map[string]any{"preemption": map[string]any{"preemptMinRuntime": "-5m"}}), wantProblem: "spec.preemption.preemptMinRuntime: Invalid value: \"-5m0s\": must not be negative"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, problem := parseCohort(tc.obj)
-			if diff := cmp.Diff(tc.want, got.min); diff != "" {
+			if diff := cmp.Diff(tc.want, minRuntimesIn0(got.units)); diff != "" {
 				t.Errorf("min-runtimes (-want +got):\n%s", diff)
 			}
 			if problem != tc.wantProblem {
@@ -136,22 +138,42 @@ func TestParseCohort(t *testing.T) {
 	}
 }
 
-func TestMinRuntimeValues(t *testing.T) {
-	s := NewStore(policy.Defaults{Preempt: 5 * time.Minute}, policy.ResolveLCA)
-	s.setClusterQueueMinRuntimes("a", policy.MinRuntimes{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}, nil)
-	s.setCohort("team", inherited{min: policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}})
-	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.MinRuntimeValues()); diff != "" {
+func TestLengths(t *testing.T) {
+	s := NewStore()
+	s.Configure(&tsconfig.Configuration{DefaultPreemptMinRuntime: &metav1.Duration{Duration: 5 * time.Minute}})
+	s.setClusterQueueUnits("a", minRuntimesIn(minruntime.Settings{Preempt: policy.Set(5 * time.Minute), Reclaim: policy.Set(0)}))
+	s.setCohort("team", inherited{units: minRuntimesIn(minruntime.Settings{Reclaim: policy.Set(time.Hour)})})
+	if diff := cmp.Diff([]time.Duration{5 * time.Minute, time.Hour}, s.Lengths()); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
-	if s.setCohort("team", inherited{min: policy.MinRuntimes{Reclaim: policy.Set(time.Hour)}}) {
+	if s.setCohort("team", inherited{units: minRuntimesIn(minruntime.Settings{Reclaim: policy.Set(time.Hour)})}) {
 		t.Error("setting the same value should not report a change")
 	}
 	if !s.setCohort("team", inherited{}) {
 		t.Error("clearing should report a change")
 	}
-	if _, ok := s.cohorts["team"]; ok {
+	if _, ok := s.unitSettings[unitKey{minruntime.Feature, "Cohort", "team"}]; ok {
 		t.Error("cleared settings should drop the entry")
 	}
+}
+
+// minRuntimesOf is what the min-runtime unit read off one queue of s's tree.
+func minRuntimesOf(s *Store, kind, name string) minruntime.Settings {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, _ := s.unitSettings[unitKey{minruntime.Feature, kind, name}].(minruntime.Settings)
+	return m
+}
+
+// minRuntimesIn are min-runtimes m as the units' settings of one queue.
+func minRuntimesIn(m minruntime.Settings) map[policy.Feature]any {
+	return map[policy.Feature]any{minruntime.Feature: m}
+}
+
+// minRuntimesIn0 are the min-runtimes in units' settings.
+func minRuntimesIn0(units map[policy.Feature]any) minruntime.Settings {
+	m, _ := units[minruntime.Feature].(minruntime.Settings)
+	return m
 }
 
 // The store keeps what a unit reads off each queue of the tree and gives it back along a path,
@@ -196,7 +218,7 @@ func TestSettingsPath(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewStore(policy.Defaults{}, "")
+			s := NewStore()
 			s.Configure(tc.config)
 			// What the queues set before is replaced, not merged.
 			for _, set := range []map[string]any{{"noticePeriod": "1h", "noticeOnPriorityPreemption": true}, tc.cq} {

@@ -21,7 +21,6 @@ import (
 	kueuemetrics "sigs.k8s.io/kueue/pkg/metrics"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 func TestWaitGauges(t *testing.T) {
@@ -219,7 +218,7 @@ func waitWaker(t *testing.T, clk *testingclock.FakeClock, waits *WaitGauges, obj
 		WithIndex(&kueue.Workload{}, HoldingQuotaKey, indexHoldingQuota).
 		WithIndex(&kueue.Workload{}, PendingKey, indexPending).
 		WithObjects(objs...).Build()
-	return &Waker{Clock: clk, Client: cl, Store: NewStore(policy.Defaults{}, policy.ResolveLCA), Waits: waits, Log: logr.Discard()}
+	return &Waker{Clock: clk, Client: cl, Store: NewStore(), Waits: waits, Log: logr.Discard()}
 }
 
 // clearWaitGauges deletes every wait series, so that each case starts from none.

@@ -158,7 +158,7 @@ func (w *Waker) sweep(ctx context.Context) {
 			turns[cq] = qs
 		}
 	}
-	ws := policy.WakeSettings{MinRuntimes: w.Store.MinRuntimeValues(), Enabled: FeatureEnabled, Units: w.Units}
+	ws := policy.WakeSettings{Lengths: w.Store.Lengths(), Enabled: FeatureEnabled, Units: w.Units}
 	if ws.Units == nil {
 		ws.Units = plugins.Units()
 	}

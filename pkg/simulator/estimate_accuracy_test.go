@@ -66,7 +66,14 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 		}
 	}
 	pol := policy.New(policy.Options{}, plugins.With(on...))
-	defaults, _ := w.settings.MinRuntimeDefaults()
+	// The units resolve what they read about a queue as the preemptor does (policy.Unit.Resolve).
+	var units policy.Table
+	for _, u := range plugins.Units() {
+		if queuesettings.FeatureEnabled(u.Feature) {
+			units = append(units, u)
+		}
+	}
+	sources := append(policy.Sources{w.settings}, w.sources...)
 	out := map[string]estimate.Estimate{}
 	for _, name := range names {
 		cq := kueue.ClusterQueueReference(name)
@@ -75,11 +82,13 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 		if settings.TakesTurns() {
 			pending = preemption.TurnOrder(logr.Discard(), pending, workload.Ordering{})
 		}
+		var resolved policy.QueueFacts
+		units.Resolve(policy.Judging{Sources: sources, Log: logr.Discard(), Scope: policy.SameClusterQueue,
+			Preemptor: snap.ClusterQueue(cq), Victims: snap.ClusterQueue(cq)}, &resolved)
 		c := estimate.Config{
-			Log: logr.Discard(), Policy: pol, Settings: settings,
-			Protection: policy.ResolvePreempt(policy.PathOf(cq, nil, w.settings), defaults),
-			Wake:       policy.WakeSettings{Queue: settings, MinRuntimes: w.settings.MinRuntimeValues(), Enabled: queuesettings.FeatureEnabled},
-			Sources:    w.sources,
+			Log: logr.Discard(), Policy: pol, Settings: settings, Resolved: resolved,
+			Wake:    policy.WakeSettings{Queue: settings, Lengths: w.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+			Sources: w.sources,
 			// As the manager gives it: a workload rotated out waits since its eviction.
 			TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) },
 			Handover: handover,

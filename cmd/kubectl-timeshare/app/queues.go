@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -212,17 +211,13 @@ type PendingFunc func(cq string) ([]PendingWorkload, string)
 // only, when set, limits the report to one ClusterQueue; the others are still read, since a
 // reclaim protection depends on who reclaims.
 func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending PendingFunc, now time.Time) *QueuesReport {
-	defaults := policy.Defaults{}
-	method := policy.ResolveLCA
 	clock := policy.RuntimeClockAdmitted
 	rep := &QueuesReport{Manager: "timeshare defaults not known (no --manager-config); runtimeClock assumed Admitted", ClusterQueues: []ClusterQueueReport{}}
 	if m.Known {
-		defaults = policy.DefaultsOf(&m.Config)
-		method = policy.ResolveMethod(m.Config.ReclaimResolveMethod)
 		clock = policy.RuntimeClock(m.Config.RuntimeClock)
-		rep.Manager = fmt.Sprintf("from --manager-config: %s, reclaimResolveMethod %s, runtimeClock %s", defaults, method, clock)
+		rep.Manager = fmt.Sprintf("from --manager-config: %s, runtimeClock %s", minRuntimeDefaults(m), clock)
 	}
-	store := queuesettings.NewStore(defaults, method)
+	store := queuesettings.NewStore()
 	if m.Known {
 		store.Configure(&m.Config)
 	}
@@ -258,7 +253,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 	cqs := slices.Clone(c.ClusterQueues)
 	slices.SortFunc(cqs, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
 	// Every ClusterQueue's path up its tree first: a reclaim is resolved between two of them.
-	paths := map[string]policy.Path{}
+	var paths minRuntimePaths
 	cqProblems := map[string]string{}
 	for i := range cqs {
 		u := &cqs[i]
@@ -275,7 +270,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				cqProblems[name] = fmt.Sprintf("the manager ignores Cohort %s's kueue-timeshare settings: %s", p, msg)
 			}
 		}
-		paths[name] = policy.PathOf(kueue.ClusterQueueReference(name), up, store)
+		paths.add(store, name, up)
 	}
 	for i := range cqs {
 		u := &cqs[i]
@@ -286,7 +281,6 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, Problem: cqProblems[name]}
 		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
 		cqRef := kueue.ClusterQueueReference(name)
-		path := paths[name]
 		window := store.Settings(cqRef).MinAdmitDuration
 		r.Settings = []SettingReport{windowSetting(name, window)}
 		if window > 0 && m.gateOff(string(features.TimeBasedSamePriorityPreemption)) {
@@ -299,18 +293,11 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 				r.Settings = append(r.Settings, SettingReport{Name: f, Source: "ignored: " + gateOffNote(features.MinRuntimeProtection)})
 			}
 		} else {
-			preempt := policy.ResolvePreempt(path, defaults)
-			r.Settings = append(r.Settings, minRuntimeSetting("preemptMinRuntime", preempt, m.Known, nil))
-			protections = append(protections, protection{kind: "preempt", p: preempt})
-			for _, rc := range resolveReclaims(method, name, paths, defaults) {
-				r.Settings = append(r.Settings, minRuntimeSetting("reclaimMinRuntime", rc.p, m.Known, rc.against))
-				protections = append(protections, protection{kind: "reclaim", p: rc.p, against: rc.against})
-			}
+			var rows []SettingReport
+			rows, protections = paths.protections(name, m.Known)
+			r.Settings = append(r.Settings, rows...)
 		}
-		var parents []kueue.CohortReference
-		for _, n := range path[1:] {
-			parents = append(parents, kueue.CohortReference(n.Name))
-		}
+		parents := paths.parents(name)
 		for _, v := range views() {
 			if v.settingRows != nil {
 				r.Settings = append(r.Settings, v.settingRows(store, cqRef, parents, m)...)
@@ -374,57 +361,6 @@ func windowSetting(cq string, window time.Duration) SettingReport {
 	return SettingReport{Name: "minAdmitDuration", Value: window.String(), Source: "ClusterQueue " + cq}
 }
 
-func minRuntimeSetting(name string, p policy.Protection, known bool, against []string) SettingReport {
-	s := SettingReport{Name: name, Value: p.MinRuntime.String(), Source: sourceOf(p, known), Against: against}
-	if p.Source.Default() && !known {
-		s.Value = ""
-	}
-	return s
-}
-
-// protection is a resolved min-runtime of a ClusterQueue's workloads, against whom it applies.
-type protection struct {
-	kind    string
-	p       policy.Protection
-	against []string
-}
-
-// resolveReclaims resolves cq's reclaimMinRuntime against every other ClusterQueue of its cohort
-// tree (with the LCA method the value may depend on the reclaimer), grouping the reclaimers that
-// get the same one. Without any, it is resolved from cq up, as the Queue method does.
-func resolveReclaims(method policy.ResolveMethod, cq string, paths map[string]policy.Path, d policy.Defaults) []protection {
-	victim := paths[cq]
-	root := victim[len(victim)-1]
-	var out []protection
-	for _, other := range slices.Sorted(maps.Keys(paths)) {
-		p := paths[other]
-		if other == cq || len(victim) == 1 || p[len(p)-1] != root {
-			continue
-		}
-		res := policy.ResolveReclaim(method, p, victim, d)
-		if i := slices.IndexFunc(out, func(x protection) bool { return x.p == res }); i >= 0 {
-			out[i].against = append(out[i].against, other)
-		} else {
-			out = append(out, protection{kind: "reclaim", p: res, against: []string{other}})
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, protection{kind: "reclaim", p: policy.ResolveReclaim(policy.ResolveQueue, nil, victim, d)})
-	}
-	return out
-}
-
-// sourceOf says where a resolved value comes from, in the words of its resolution.
-func sourceOf(p policy.Protection, known bool) string {
-	if p.Source.Default() {
-		if !known {
-			return unknownDefault
-		}
-		return "manager default"
-	}
-	return p.Source.Where()
-}
-
 func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
 	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName), Evicting: c.Evicted}
 	if !c.QuotaReservedAt.IsZero() {
@@ -438,17 +374,7 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 		a.Admitted = ptrTime(metav1.NewTime(c.AdmittedAt))
 		a.RunningCounted = string(clock)
 	}
-	for _, x := range protections {
-		p := x.p
-		if p.MinRuntime <= 0 || (p.Source.Default() && !known) {
-			continue
-		}
-		pr := Protection{Kind: x.kind, Active: policy.Protected(c, p, now), Source: p.Source.String(), Against: x.against}
-		if end := policy.ProtectionEnds(c, p); !end.IsZero() {
-			pr.Until = ptrTime(metav1.NewTime(end))
-		}
-		a.Protections = append(a.Protections, pr)
-	}
+	a.Protections = append(a.Protections, protectionRows(c, protections, known, now)...)
 	return a
 }
 

@@ -177,12 +177,12 @@ func Unit() policy.Unit {
 		MayChange: func(policy.WakeSettings) bool { return true },
 		Takes:     func(src any) bool { _, ok := src.(Source); return ok },
 		Plugin:    Plugin{},
-		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
+		Vetoed: func(rule string, in *policy.Input) (string, time.Time, bool) {
 			if rule != RuleSpent {
 				return "", time.Time{}, false
 			}
 			// Vetoed at some instant before the last token returns: the wait lasts until then.
-			k, ok := budgets.Of(c).last()
+			k, ok := budgets.Of(in.Candidate).last()
 			if !ok {
 				return "a preemption budget", time.Time{}, true
 			}

@@ -141,7 +141,7 @@ func TestRule(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
-			why, until, ok := Unit().Vetoed(got.Rule, &c)
+			why, until, ok := Unit().Vetoed(got.Rule, in)
 			if ok != (tc.wantVeto != "") || why != tc.wantVeto {
 				t.Errorf("Vetoed = %q, %v, want %q", why, ok, tc.wantVeto)
 			}

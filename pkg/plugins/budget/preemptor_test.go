@@ -9,6 +9,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy/policytest"
 )
@@ -28,7 +29,7 @@ func TestAfterSearchCountsHeldBackOncePerWait(t *testing.T) {
 		{name: "held back by the budget", s: policy.Search{VetoEnds: spent}, want: 1},
 		{name: "the same wait again", s: policy.Search{VetoEnds: spent}, want: 1},
 		{name: "victims found", s: policy.Search{Victims: 1, VetoEnds: spent}, want: 1},
-		{name: "held back by another rule", s: policy.Search{VetoEnds: map[string]time.Time{policy.RuleMinRuntime: t0}}, want: 1},
+		{name: "held back by another rule", s: policy.Search{VetoEnds: map[string]time.Time{minruntime.Rule: t0}}, want: 1},
 		{name: "a wait for a later token", s: policy.Search{VetoEnds: map[string]time.Time{RuleSpent: t0.Add(2 * time.Hour)}}, want: 2},
 	}
 	h := &policytest.Handle{At: t0}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -111,14 +112,14 @@ func TestNominatedFrom(t *testing.T) {
 }
 
 func TestExpectedRuntimeRule(t *testing.T) {
-	p := policy.New(policy.Options{}, Option(), policy.WithMinRuntimeProtection())
+	p := policy.New(policy.Options{}, Option(), minruntime.Option())
 	past := &annotations.ExpectedRuntimeSettings{Expected: time.Hour}
 	cases := map[string]struct {
 		policy     kueue.PreemptionPolicy
 		scope      policy.Scope
 		priority   int64
 		er         *annotations.ExpectedRuntimeSettings
-		protection policy.Protection
+		protection minruntime.Protection
 		want       policy.Decision
 	}{
 		"same priority, LowerPriority policy: nominated": {
@@ -142,15 +143,15 @@ func TestExpectedRuntimeRule(t *testing.T) {
 			want: policy.Decision{Rule: policy.RuleNotLower, Message: "priority 100 is not lower than the preemptor's 100 and reclaimWithinCohort is LowerPriority"},
 		},
 		"min-runtime still protects a nominated workload": {
-			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: policy.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "q"}},
-			want: policy.Decision{Rule: policy.RuleMinRuntime, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
+			policy: kueue.PreemptionPolicyLowerPriority, priority: 100, er: past, protection: minruntime.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "q"}},
+			want: policy.Decision{Rule: minruntime.Rule, Message: "running for 2h0m0s, less than preemptMinRuntime 3h0m0s from ClusterQueue q"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := withFact(policy.Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-3 * time.Hour), Admitted: true,
 				AdmittedAt: t0.Add(-2 * time.Hour), QuotaReservedAt: t0.Add(-2 * time.Hour)}, tc.er)
-			in := &policy.Input{Preemptor: &policy.Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Protection: tc.protection, Now: t0}
+			in := &policy.Input{Preemptor: &policy.Pending{Priority: 100, QueuedAt: t0}, Candidate: c, Scope: tc.scope, Policy: tc.policy, Queue: minruntime.Resolved(tc.protection), Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -12,6 +12,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -35,7 +36,7 @@ func (Plugin) Judged(h policy.Handle, c *policy.Candidate, d policy.Decision) {
 		return
 	}
 	nominated, skip := Nominate(c, h.Now())
-	if nominated && d.Rule == policy.RuleMinRuntime {
+	if nominated && d.Rule == minruntime.Rule {
 		skip = annotations.SkipMinRuntime
 	}
 	if !nominated && skip == "" {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy/policytest"
 )
@@ -33,7 +34,7 @@ func TestJudgedCountsOncePerOutcome(t *testing.T) {
 	young := running("young", &annotations.ExpectedRuntimeSettings{Expected: 3 * time.Hour})
 	none := running("none", nil)
 	eligible := policy.Decision{Eligible: true, Rule: Rule}
-	vetoed := policy.Decision{Rule: policy.RuleMinRuntime}
+	vetoed := policy.Decision{Rule: minruntime.Rule}
 	steps := []struct {
 		name      string
 		c         *policy.Candidate

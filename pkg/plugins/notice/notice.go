@@ -162,11 +162,11 @@ func Unit() policy.Unit {
 			return Setup(mgr, env.Clock, env.Wake, env.CustomLabels, env.RoleTracker)
 		},
 		Plugin: Plugin{},
-		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
+		Vetoed: func(rule string, in *policy.Input) (string, time.Time, bool) {
 			if rule != Rule {
 				return "", time.Time{}, false
 			}
-			n := fact.Of(c)
+			n := fact.Of(in.Candidate)
 			return "its preemption notice for " + n.PreemptorName(), n.Deadline, true
 		},
 		Promised:        true,

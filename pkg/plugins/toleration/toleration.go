@@ -59,11 +59,11 @@ func Unit() policy.Unit {
 			}
 			return NewStore(ReadMisses(live))
 		},
-		Vetoed: func(rule string, c *policy.Candidate) (string, time.Time, bool) {
+		Vetoed: func(rule string, in *policy.Input) (string, time.Time, bool) {
 			if rule != RuleTolerates {
 				return "", time.Time{}, false
 			}
-			return "the preemption toleration of " + fact.Of(c).Source, Ends(c), true
+			return "the preemption toleration of " + fact.Of(in.Candidate).Source, Ends(in.Candidate), true
 		},
 	}
 }

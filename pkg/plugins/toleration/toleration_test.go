@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -18,7 +19,7 @@ import (
 // 8000, tolerating priorities below 10000 forever (or for 10 minutes).
 func TestPreemptionToleration(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	p := policy.New(policy.Options{}, Option(), policy.WithMinRuntimeProtection())
+	p := policy.New(policy.Options{}, Option(), minruntime.Option())
 	forever := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Forever: true}, Source: "WorkloadPriorityClass low-non-preempted"}
 	tenMin := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 10000, Duration: 10 * time.Minute}, Source: "PriorityClass low-non-preempted-10min"}
 	none := &Toleration{Toleration: annotations.Toleration{MinimumPreemptablePriority: 8001}, Source: "WorkloadPriorityClass low"}
@@ -28,7 +29,7 @@ func TestPreemptionToleration(t *testing.T) {
 		running    time.Duration // since admission; 0: not admitted
 		evicted    bool
 		scope      policy.Scope
-		protection policy.Protection
+		protection minruntime.Protection
 		want       policy.Decision
 	}{
 		"high cannot preempt low-non-preempted, ever": {
@@ -68,12 +69,12 @@ func TestPreemptionToleration(t *testing.T) {
 			want: policy.Decision{Rule: RuleTolerates, Message: "WorkloadPriorityClass low-non-preempted tolerates preemption by priority 9000 (below 10000) for as long as it runs"},
 		},
 		"toleration comes before min-runtime when both hold": {
-			preemptor: 9000, toleration: forever, running: time.Minute, protection: policy.Protection{MinRuntime: time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
+			preemptor: 9000, toleration: forever, running: time.Minute, protection: minruntime.Protection{MinRuntime: time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
 			want: policy.Decision{Rule: RuleTolerates, Message: "WorkloadPriorityClass low-non-preempted tolerates preemption by priority 9000 (below 10000) for as long as it runs"},
 		},
 		"min-runtime still protects once the toleration ended": {
-			preemptor: 9000, toleration: tenMin, running: 20 * time.Minute, protection: policy.Protection{MinRuntime: time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
-			want: policy.Decision{Rule: policy.RuleMinRuntime, Message: "running for 20m0s, less than preemptMinRuntime 1h0m0s from ClusterQueue q"},
+			preemptor: 9000, toleration: tenMin, running: 20 * time.Minute, protection: minruntime.Protection{MinRuntime: time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "1h0m0s", Kind: "ClusterQueue", Name: "q"}},
+			want: policy.Decision{Rule: minruntime.Rule, Message: "running for 20m0s, less than preemptMinRuntime 1h0m0s from ClusterQueue q"},
 		},
 	}
 	for name, tc := range cases {
@@ -84,7 +85,7 @@ func TestPreemptionToleration(t *testing.T) {
 				c.AdmittedAt, c.QuotaReservedAt = t0.Add(-tc.running), t0.Add(-tc.running)
 			}
 			in := &policy.Input{Preemptor: &policy.Pending{Priority: tc.preemptor, QueuedAt: t0}, Candidate: c, Scope: tc.scope,
-				Policy: kueue.PreemptionPolicyLowerPriority, Protection: tc.protection, Now: t0}
+				Policy: kueue.PreemptionPolicyLowerPriority, Queue: minruntime.Resolved(tc.protection), Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -93,9 +94,9 @@ func allPolicies() []Option {
 			return policy.QueueSettings{MinAdmitDuration: time.Minute}
 		}),
 		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return nil }),
-		WithMinRuntimeProtection(fakeMinRuntimes{
-			cohorts:  map[kueue.CohortReference]policy.MinRuntimes{"left": {Reclaim: policy.Set(time.Minute)}},
-			defaults: policy.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
+		WithSources(fakeMinRuntimes{
+			cohorts:  map[kueue.CohortReference]minruntime.Settings{"left": {Reclaim: policy.Set(time.Minute)}},
+			defaults: minruntime.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
 		}),
 		WithSources(fakeTolerations{&toleration.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithSources(expectedruntime.DefaultCooldown(10 * time.Minute)),

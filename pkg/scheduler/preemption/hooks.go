@@ -21,8 +21,8 @@ import (
 // Plugin is one feature's part in the preemptor. It implements only the extension points of
 // pkg/policy where it acts (policy.Waiter, policy.JudgeObserver, policy.SearchObserver,
 // policy.FirstIssuer, policy.EvictionFollower, policy.OwnEvictionFollower, policy.IssueFollower,
-// in the order a preemption meets them) and, for the features whose settings the preemptor
-// resolves itself, sourceTaker. The preemptor calls each point but the source option (which turns
+// in the order a preemption meets them) and, for time-based preemption, whose settings the
+// preemptor takes itself, sourceTaker. The preemptor calls each point but the source option (which turns
 // the feature on) only while the plugin's feature is on (Preemptor.on), so that no plugin checks
 // its own gate. A unit names its plugin (Unit.Plugin); pluginsOf lists a table's.
 type Plugin = policy.Plugin
@@ -43,11 +43,12 @@ func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
 }
 
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
-// order (plugins.Units); the features with no part here (toleration) act through their unit only.
+// order (plugins.Units); the features with no part here (toleration, min-runtime) act through
+// their unit only.
 func Plugins() []Plugin { return pluginsOf(allUnits) }
 
 // pluginsOf are the plugins of table t's features, in its order: a unit's own (Unit.Plugin), or
-// the preemptor's for the features whose settings its search resolves itself.
+// the preemptor's for time-based preemption, whose settings its search takes itself.
 func pluginsOf(t policy.Table) []Plugin {
 	var out []Plugin
 	for _, u := range t {
@@ -56,8 +57,6 @@ func pluginsOf(t policy.Table) []Plugin {
 			out = append(out, u.Plugin)
 		case u.Feature == policy.FeatureTimeBased:
 			out = append(out, timeBasedPlugin{})
-		case u.Feature == policy.FeatureMinRuntime:
-			out = append(out, minRuntimePlugin{})
 		}
 	}
 	return out

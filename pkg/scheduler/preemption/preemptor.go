@@ -70,8 +70,6 @@ type Preemptor struct {
 	// cohortKnown is settingsKnown for the Cohorts above a ClusterQueue, whose min-runtimes it
 	// inherits.
 	cohortKnown func(kueue.CohortReference) bool
-	// minRuntimes, when set, feeds min-runtime protection.
-	minRuntimes MinRuntimeSource
 	// features are the victim policy's features turned on (each still behind its gate), and
 	// sources what their units read facts from.
 	features []policy.Feature
@@ -113,7 +111,6 @@ type config struct {
 	pending       func(kueue.ClusterQueueReference) []*workload.Info
 	settingsKnown func(kueue.ClusterQueueReference) bool
 	cohortKnown   func(kueue.CohortReference) bool
-	minRuntimes   MinRuntimeSource
 	sources       policy.Sources
 	index         *WorkloadIndex
 	runtimeClock  policy.RuntimeClock
@@ -296,7 +293,6 @@ func New(
 		pending:           c.pending,
 		settingsKnown:     c.settingsKnown,
 		cohortKnown:       c.cohortKnown,
-		minRuntimes:       c.minRuntimes,
 		features:          c.features,
 		sources:           c.sources,
 		plugins:           c.plugins,
@@ -333,9 +329,8 @@ type search struct {
 	settings policy.QueueSettings
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
-	// protections are the min-runtimes resolved so far, by victim ClusterQueue.
-	protections   map[kueue.ClusterQueueReference]policy.Protection
-	preemptorPath policy.Path
+	// resolved are the queue facts resolved so far, by victim ClusterQueue.
+	resolved map[kueue.ClusterQueueReference]policy.QueueFacts
 	// protected counts candidates skipped because of a protection.
 	protected protectedTally
 	// judgesOn has bit i set when the preemptor's judges[i] is on, and judgesRead says it was
@@ -423,8 +418,9 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 // nobody tracks that, or the gates that read them are off (then the settings cannot change the
 // outcome, and waiting for them would only delay preemptions that upstream makes at once).
 func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.ClusterQueueReference) string {
-	// A ClusterQueue carries minAdmitDuration and min-runtimes; a Cohort only min-runtimes.
-	protection := p.protectionOn()
+	// A ClusterQueue carries minAdmitDuration and the units' settings; a Cohort only the units'
+	// settings, which matter here to the units that resolve them for a search (min-runtimes).
+	protection := p.unitsOn().Resolves()
 	if !protection && !tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption) {
 		return ""
 	}
@@ -455,8 +451,8 @@ func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Work
 }
 
 // decide asks the victim policy about one candidate and logs refusals at high verbosity.
-func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy, pr policy.Protection) policy.Decision {
-	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Protection: pr, Now: s.now}
+func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy, q *policy.QueueFacts) policy.Decision {
+	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Queue: q, Now: s.now}
 	if logV := s.log.V(6); logV.Enabled() {
 		d := p.policy.Explain(&s.question)
 		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)

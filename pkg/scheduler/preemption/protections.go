@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -19,73 +20,34 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// MinRuntimeSource supplies what min-runtime protection resolves through the cohort tree.
-type MinRuntimeSource = policy.MinRuntimeSource
-
-// minRuntimePlugin is min-runtime protection's part in the preemptor: the protections are
-// resolved up the cohort tree by the search itself (see protectionFor).
-type minRuntimePlugin struct{}
-
-func (minRuntimePlugin) Feature() policy.Feature { return policy.FeatureMinRuntime }
-
-func (minRuntimePlugin) optionFor(src any) (Option, bool) {
-	return sourceOption(src, WithMinRuntimeProtection)
+// queueFacts resolves, once per search and victim queue, what the units that are on resolve
+// about cq's workloads against the search's preemptor (policy.Unit.Resolve).
+func (p *Preemptor) queueFacts(s *search, cq *schdcache.ClusterQueueSnapshot, scope policy.Scope, units policy.Table) policy.QueueFacts {
+	if !units.Resolves() {
+		return policy.QueueFacts{}
+	}
+	if q, ok := s.resolved[cq.Name]; ok {
+		return q
+	}
+	if s.resolved == nil {
+		s.resolved = map[kueue.ClusterQueueReference]policy.QueueFacts{}
+	}
+	var q policy.QueueFacts
+	units.Resolve(policy.Judging{Sources: p.sources, Log: s.log, Scope: scope, Preemptor: s.cq, Victims: cq}, &q)
+	s.resolved[cq.Name] = q
+	return q
 }
 
-// WithMinRuntimeProtection keeps workloads that have run for less than their resolved
-// preemptMinRuntime or reclaimMinRuntime out of the victims, while the MinRuntimeProtection
-// gate is on.
-func WithMinRuntimeProtection(src MinRuntimeSource) Option {
-	return func(c *config) {
-		c.minRuntimes = src
-		c.features = append(c.features, policy.FeatureMinRuntime)
-	}
-}
-
-// protectionOn: the feature is configured and its gate is on.
-func (p *Preemptor) protectionOn() bool {
-	return p.minRuntimes != nil && p.on(policy.FeatureMinRuntime)
-}
-
-// treePath is the path from cq up to its root cohort, with each queue's settings.
-func (p *Preemptor) treePath(cq *schdcache.ClusterQueueSnapshot) policy.Path {
-	return policy.PathOf(cq.Name, cohorttree.Parents(cq), p.minRuntimes)
-}
-
-// protectionFor resolves, once per search and victim queue, the protection of cq's workloads
-// against the search's preemptor.
-func (p *Preemptor) protectionFor(s *search, cq *schdcache.ClusterQueueSnapshot) policy.Protection {
-	if !p.protectionOn() {
-		return policy.Protection{}
-	}
-	if pr, ok := s.protections[cq.Name]; ok {
-		return pr
-	}
-	if s.protections == nil {
-		s.protections = map[kueue.ClusterQueueReference]policy.Protection{}
-	}
-	defaults, method := p.minRuntimes.MinRuntimeDefaults()
-	var pr policy.Protection
-	kind := kindPreempt
-	if cq == s.cq {
-		pr = policy.ResolvePreempt(p.treePath(cq), defaults)
-	} else {
-		kind = kindReclaim
-		if s.preemptorPath == nil {
-			s.preemptorPath = p.treePath(s.cq)
-		}
-		pr = policy.ResolveReclaim(method, s.preemptorPath, p.treePath(cq), defaults)
-	}
-	s.protections[cq.Name] = pr
-	if logV := s.log.V(5); logV.Enabled() {
-		logV.Info("Resolved min-runtime protection", "kind", kind, "victimClusterQueue", cq.Name, "minRuntime", pr.MinRuntime, "source", pr.Source.String())
-	}
-	return pr
+// QueueFacts are what the units that are on resolve about cq's workloads against a preemptor of
+// cq itself, as a search would: for the admission estimate.
+func (p *Preemptor) QueueFacts(log logr.Logger, cq *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+	var q policy.QueueFacts
+	p.unitsOn().Resolve(policy.Judging{Sources: p.sources, Log: log, Scope: policy.SameClusterQueue, Preemptor: cq, Victims: cq}, &q)
+	return q
 }
 
 const (
@@ -146,32 +108,33 @@ func (t *protectedTally) add(s *search, c *policy.Candidate, source, kind string
 	}
 }
 
-// addDecision records a candidate the policy refused with a protection rule.
-func (t *protectedTally) addDecision(s *search, c *policy.Candidate, rule string, pr policy.Protection, kind string) {
-	switch rule {
-	case policy.RuleMinRuntime:
-		t.add(s, c, pr.Source.String(), kind, policy.ProtectionEnds(c, pr))
-	default:
-		// A unit that explains its own protection.
-		for _, u := range s.p.units {
-			if u.Vetoed == nil {
-				continue
-			}
-			if why, until, ok := u.Vetoed(rule, c); ok {
-				kind := kindUnit
-				if u.Promised {
-					kind = kindPromised
-				}
-				t.add(s, c, why, kind, until)
-				if t.unitEnds == nil {
-					t.unitEnds = map[string]time.Time{}
-				}
-				if until.After(t.unitEnds[rule]) {
-					t.unitEnds[rule] = until
-				}
-				return
-			}
+// addDecision records a candidate the policy refused with a protection rule, as the unit whose
+// rule it is explains it; kind is the search's (preempt or reclaim) for a unit counted on the
+// protected-candidates metric.
+func (t *protectedTally) addDecision(s *search, in *policy.Input, rule string, kind string) {
+	for _, u := range s.judging.units {
+		if u.Vetoed == nil {
+			continue
 		}
+		why, until, ok := u.Vetoed(rule, in)
+		if !ok {
+			continue
+		}
+		switch {
+		case u.Counted:
+		case u.Promised:
+			kind = kindPromised
+		default:
+			kind = kindUnit
+		}
+		t.add(s, in.Candidate, why, kind, until)
+		if t.unitEnds == nil {
+			t.unitEnds = map[string]time.Time{}
+		}
+		if until.After(t.unitEnds[rule]) {
+			t.unitEnds[rule] = until
+		}
+		return
 	}
 }
 
@@ -229,7 +192,7 @@ func (p *Preemptor) explainsVetoes() bool {
 // ClusterQueue has for the resources wl requests, and returns the candidates protections skipped.
 func (p *Preemptor) protectionSurvey(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) *protectedTally {
 	cq := snapshot.ClusterQueue(wl.ClusterQueue)
-	if (!p.protectionOn() && !p.explainsVetoes()) || cq == nil {
+	if !p.explainsVetoes() || cq == nil {
 		return &protectedTally{}
 	}
 	requested := sets.New[corev1.ResourceName]()

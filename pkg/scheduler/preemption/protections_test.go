@@ -25,28 +25,43 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
-// fakeMinRuntimes is a MinRuntimeSource from maps.
+// fakeMinRuntimes is a minruntime.Source from maps, as the settings store gives it.
 type fakeMinRuntimes struct {
-	cqs      map[kueue.ClusterQueueReference]policy.MinRuntimes
-	cohorts  map[kueue.CohortReference]policy.MinRuntimes
-	defaults policy.Defaults
-	method   policy.ResolveMethod
+	cqs      map[kueue.ClusterQueueReference]minruntime.Settings
+	cohorts  map[kueue.CohortReference]minruntime.Settings
+	defaults minruntime.Defaults
+	method   minruntime.ResolveMethod
 }
 
-func (f fakeMinRuntimes) ClusterQueueMinRuntimes(cq kueue.ClusterQueueReference) policy.MinRuntimes {
-	return f.cqs[cq]
-}
-func (f fakeMinRuntimes) CohortMinRuntimes(c kueue.CohortReference) policy.MinRuntimes {
-	return f.cohorts[c]
-}
-func (f fakeMinRuntimes) MinRuntimeDefaults() (policy.Defaults, policy.ResolveMethod) {
-	return f.defaults, f.method
+func (f fakeMinRuntimes) SettingsPath(feat policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any) {
+	path := []policy.QueueNode{{Kind: "ClusterQueue", Name: string(cq)}}
+	for _, c := range parents {
+		path = append(path, policy.QueueNode{Kind: "Cohort", Name: string(c)})
+	}
+	if feat != minruntime.Feature {
+		return path, nil
+	}
+	for i := range path {
+		var m minruntime.Settings
+		if i == 0 {
+			m = f.cqs[cq]
+		} else {
+			m = f.cohorts[parents[i-1]]
+		}
+		if m != (minruntime.Settings{}) {
+			path[i].Settings = m
+		}
+	}
+	d := f.defaults
+	d.Method = f.method
+	return path, d
 }
 
 // org <- team-a <- a1 (no quota; its one 2-CPU workload borrows, running for 5m) and org <- b1
@@ -83,8 +98,8 @@ func reclaimScenario(cpus string, own bool) *snapgen.Scenario {
 }
 
 func TestMinRuntimeTargets(t *testing.T) {
-	teamA := func(d time.Duration) map[kueue.CohortReference]policy.MinRuntimes {
-		return map[kueue.CohortReference]policy.MinRuntimes{"team-a": {Reclaim: policy.Set(d)}}
+	teamA := func(d time.Duration) map[kueue.CohortReference]minruntime.Settings {
+		return map[kueue.CohortReference]minruntime.Settings{"team-a": {Reclaim: policy.Set(d)}}
 	}
 	cases := map[string]struct {
 		scenario   *snapgen.Scenario
@@ -110,31 +125,31 @@ func TestMinRuntimeTargets(t *testing.T) {
 			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"reclaim: Queue method starts at a1's 0s": {
-			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute), method: policy.ResolveQueue,
-				cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"a1": {Reclaim: policy.Set(0)}}},
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{cohorts: teamA(10 * time.Minute), method: minruntime.ResolveQueue,
+				cqs: map[kueue.ClusterQueueReference]minruntime.Settings{"a1": {Reclaim: policy.Set(0)}}},
 			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"reclaim: the manager default applies when nothing is set": {
-			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Reclaim: time.Hour}},
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: minruntime.Defaults{Reclaim: time.Hour}},
 			wantOracle: preemptioncommon.NoCandidates, wantBlocked: true,
 			wantExplain: "1 preemption candidate is protected (1 by defaultReclaimMinRuntime 1h0m0s from the manager configuration); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"preempt settings do not protect from reclaim": {
-			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour}},
+			scenario: reclaimScenario("2", false), src: fakeMinRuntimes{defaults: minruntime.Defaults{Preempt: time.Hour}},
 			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 		},
 		"in queue: the protected own workload is passed over for the borrower": {
-			scenario: reclaimScenario("1", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
+			scenario: reclaimScenario("1", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]minruntime.Settings{"b1": {Preempt: policy.Set(time.Hour)}}},
 			want: []string{"borrower: InCohortReclamation"}, wantOracle: preemptioncommon.Reclaim,
 			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue: protected own workload and not enough to reclaim": {
-			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]policy.MinRuntimes{"b1": {Preempt: policy.Set(time.Hour)}}},
+			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{cqs: map[kueue.ClusterQueueReference]minruntime.Settings{"b1": {Preempt: policy.Set(time.Hour)}}},
 			wantOracle:  preemptioncommon.NoCandidates,
 			wantExplain: "1 preemption candidate is protected (1 by preemptMinRuntime 1h0m0s from ClusterQueue b1); the first protection ends at 2026-03-01T10:55:00Z",
 		},
 		"in queue and reclaim both protected": {
-			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{defaults: policy.Defaults{Preempt: time.Hour, Reclaim: 10 * time.Minute}},
+			scenario: reclaimScenario("2", true), src: fakeMinRuntimes{defaults: minruntime.Defaults{Preempt: time.Hour, Reclaim: 10 * time.Minute}},
 			wantOracle: preemptioncommon.NoCandidates, wantBlocked: true,
 			wantExplain: "2 preemption candidates are protected (1 by defaultPreemptMinRuntime 1h0m0s from the manager configuration, " +
 				"1 by defaultReclaimMinRuntime 10m0s from the manager configuration); the first protection ends at 2026-03-01T10:05:00Z",
@@ -154,7 +169,7 @@ func TestMinRuntimeTargets(t *testing.T) {
 					fs = &configapi.FairSharing{}
 				}
 				p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fs, false,
-					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithMinRuntimeProtection(tc.src))
+					clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, WithSources(tc.src))
 				info := sc.PendingInfo()
 				a := cpuPreemptAssignment(info)
 				snap := snapshotOf(t, ctx, &sc)

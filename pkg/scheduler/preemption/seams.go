@@ -23,7 +23,8 @@ type judging struct {
 	skip  bool
 	scope policy.Scope
 	kind  string
-	pr    policy.Protection
+	// queue is what the units resolved about cq (policy.Unit.Resolve).
+	queue policy.QueueFacts
 	units policy.Table
 	// chunk holds the queue's eligible candidates, allocated at the first one with room for
 	// all, so that a queue without candidates costs nothing and pointers into it stay valid.
@@ -41,7 +42,8 @@ func (s *search) Queue(cq *schdcache.ClusterQueueSnapshot) bool {
 	if cq != s.cq {
 		scope, kind = policy.OtherClusterQueue, kindReclaim
 	}
-	s.judging = judging{cq: cq, scope: scope, kind: kind, pr: p.protectionFor(s, cq), units: p.unitsOn()}
+	units := p.unitsOn()
+	s.judging = judging{cq: cq, scope: scope, kind: kind, queue: p.queueFacts(s, cq, scope, units), units: units}
 	return true
 }
 
@@ -73,10 +75,10 @@ func (s *search) eligible(info *workload.Info, pol kueue.PreemptionPolicy) *cand
 	*c = candidate{Candidate: policy.NewCandidate(s.log, info, p.workloadOrdering)}
 	c.CountRuntimeFrom(p.runtimeClock)
 	j.units.ReadFacts(&c.Candidate, info.Obj, p.sources, nil, j.cq != s.cq)
-	d := p.decide(s, &c.Candidate, j.scope, pol, j.pr)
+	d := p.decide(s, &c.Candidate, j.scope, pol, &j.queue)
 	s.judged(&c.Candidate, d)
 	if !d.Eligible {
-		s.protected.addDecision(s, &c.Candidate, d.Rule, j.pr, j.kind)
+		s.protected.addDecision(s, &s.question, d.Rule, j.kind)
 		return nil
 	}
 	c.reason = d.Reason

@@ -90,7 +90,7 @@ func TestSettingsNotReadYet(t *testing.T) {
 					cohortKnown := func(c kueue.CohortReference) bool { return c != tc.unknownCo }
 					p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fairSharingConfig(fairSharing), false,
 						clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
-						WithSettingsKnown(known), WithCohortSettingsKnown(cohortKnown), WithMinRuntimeProtection(fakeMinRuntimes{}))
+						WithSettingsKnown(known), WithCohortSettingsKnown(cohortKnown), WithSources(fakeMinRuntimes{}))
 					info := sc.PendingInfo()
 					snap := snapshotOf(t, ctx, &sc)
 

@@ -1,4 +1,4 @@
-package policy
+package minruntime
 
 import (
 	"testing"
@@ -9,6 +9,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // A workload admitted at t0 whose Pods became ready a minute later, checked at various instants,
@@ -22,7 +24,7 @@ func TestRuntimeClock(t *testing.T) {
 	readyAt := t0.Add(time.Minute)
 	cases := map[string]struct {
 		conds         []metav1.Condition
-		clock         RuntimeClock
+		clock         policy.RuntimeClock
 		now           time.Time
 		wantSince     time.Time
 		wantProtected bool
@@ -30,66 +32,66 @@ func TestRuntimeClock(t *testing.T) {
 	}{
 		"Admitted clock counts from admission": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockAdmitted, now: t0.Add(10*time.Minute + 30*time.Second),
+			clock: policy.RuntimeClockAdmitted, now: t0.Add(10*time.Minute + 30*time.Second),
 			wantSince: t0, wantEnds: t0.Add(10 * time.Minute),
 		},
 		"PodsReady clock counts from readiness: still protected at the same instant": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockPodsReady, now: t0.Add(10*time.Minute + 30*time.Second),
+			clock: policy.RuntimeClockPodsReady, now: t0.Add(10*time.Minute + 30*time.Second),
 			wantSince: readyAt, wantProtected: true, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: ten minutes after readiness the protection is over": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
+			clock: policy.RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
 			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: Pods not ready yet, so it has not started: protected, end unknown, not nominated": {
 			conds: []metav1.Condition{admitted, cond(kueue.WorkloadPodsReady, metav1.ConditionFalse, t0)},
-			clock: RuntimeClockPodsReady, now: t0.Add(time.Hour),
+			clock: policy.RuntimeClockPodsReady, now: t0.Add(time.Hour),
 			wantProtected: true,
 		},
 		"PodsReady clock: readiness left from an earlier admission does not count": {
 			conds: []metav1.Condition{cond(kueue.WorkloadAdmitted, metav1.ConditionTrue, readyAt.Add(time.Second)), cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockPodsReady, now: t0.Add(time.Hour),
+			clock: policy.RuntimeClockPodsReady, now: t0.Add(time.Hour),
 			wantProtected: true,
 		},
 		"PodsReady clock: readiness that flapped counts from the first readiness the manager recorded": {
-			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
+			conds: []metav1.Condition{admitted, cond(policy.FirstReadyCondition, metav1.ConditionTrue, readyAt),
 				cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt.Add(25*time.Minute))},
-			clock: RuntimeClockPodsReady, now: readyAt.Add(30 * time.Minute),
+			clock: policy.RuntimeClockPodsReady, now: readyAt.Add(30 * time.Minute),
 			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: Pods not ready now, but ready since admission: the clock runs on": {
-			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt),
+			conds: []metav1.Condition{admitted, cond(policy.FirstReadyCondition, metav1.ConditionTrue, readyAt),
 				cond(kueue.WorkloadPodsReady, metav1.ConditionFalse, readyAt.Add(5*time.Minute))},
-			clock: RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
+			clock: policy.RuntimeClockPodsReady, now: readyAt.Add(10 * time.Minute),
 			wantSince: readyAt, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"PodsReady clock: a record from an earlier admission does not count": {
-			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, t0.Add(-time.Hour)),
+			conds: []metav1.Condition{admitted, cond(policy.FirstReadyCondition, metav1.ConditionTrue, t0.Add(-time.Hour)),
 				cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockPodsReady, now: t0.Add(10*time.Minute + 30*time.Second),
+			clock: policy.RuntimeClockPodsReady, now: t0.Add(10*time.Minute + 30*time.Second),
 			wantSince: readyAt, wantProtected: true, wantEnds: readyAt.Add(10 * time.Minute),
 		},
 		"Admitted clock: the record is not read": {
-			conds: []metav1.Condition{admitted, cond(FirstReadyCondition, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockAdmitted, now: t0.Add(10 * time.Minute),
+			conds: []metav1.Condition{admitted, cond(policy.FirstReadyCondition, metav1.ConditionTrue, readyAt)},
+			clock: policy.RuntimeClockAdmitted, now: t0.Add(10 * time.Minute),
 			wantSince: t0, wantEnds: t0.Add(10 * time.Minute),
 		},
 		"not admitted: nothing runs, nothing to protect, by either clock": {
 			conds: []metav1.Condition{cond(kueue.WorkloadPodsReady, metav1.ConditionTrue, readyAt)},
-			clock: RuntimeClockPodsReady, now: t0.Add(time.Hour),
+			clock: policy.RuntimeClockPodsReady, now: t0.Add(time.Hour),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			wl := &kueue.Workload{Status: kueue.WorkloadStatus{Conditions: tc.conds}}
-			if got := RunningSince(wl, tc.clock); !got.Equal(tc.wantSince) {
+			if got := policy.RunningSince(wl, tc.clock); !got.Equal(tc.wantSince) {
 				t.Errorf("RunningSince = %v, want %v", got, tc.wantSince)
 			}
-			c := NewCandidate(logr.Discard(), workload.NewInfo(wl), workload.Ordering{})
+			c := policy.NewCandidate(logr.Discard(), workload.NewInfo(wl), workload.Ordering{})
 			c.CountRuntimeFrom(tc.clock)
-			p := Protection{MinRuntime: 10 * time.Minute, Source: Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
+			p := Protection{MinRuntime: 10 * time.Minute, Source: policy.Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 			if got := Protected(&c, p, tc.now); got != tc.wantProtected {
 				t.Errorf("Protected = %v, want %v", got, tc.wantProtected)
 			}
