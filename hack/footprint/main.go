@@ -29,7 +29,7 @@ var homes = []struct {
 	feature string
 	home    []string
 }{
-	{"timebased", []string{"pkg/policy/timebased.go", "pkg/scheduler/preemption/turn.go", "pkg/scheduler/preemption/turnholder.go"}},
+	{"timebased", []string{"pkg/plugins/timebased/", "pkg/scheduler/preemption/turn.go", "pkg/scheduler/preemption/turnholder.go", "cmd/kubectl-timeshare/app/timebased.go"}},
 	{"expectedruntime", []string{"pkg/plugins/expectedruntime/"}},
 	{"minruntime", []string{"pkg/plugins/minruntime/", "cmd/kubectl-timeshare/app/minruntime.go"}},
 	{"toleration", []string{"pkg/plugins/toleration/"}},

@@ -29,6 +29,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -69,8 +70,9 @@ type Queue struct {
 	// Policy decides whether a holder may be preempted at an instant, as the preemptor does.
 	Policy *policy.Policy
 	// Within is spec.preemption.withinClusterQueue.
-	Within   kueue.PreemptionPolicy
-	Settings policy.QueueSettings
+	Within kueue.PreemptionPolicy
+	// StrictFIFO: spec.queueingStrategy is StrictFIFO.
+	StrictFIFO bool
 	// Resolved is what the units resolve about the ClusterQueue's workloads against a preemptor
 	// of the queue itself (policy.Unit.Resolve: its preemptMinRuntime).
 	Resolved policy.QueueFacts
@@ -81,6 +83,9 @@ type Queue struct {
 	// Handover is how long an eviction and the next admission take.
 	Handover time.Duration
 }
+
+// turns are the queue's time-sharing settings, as the preemptor resolved them (Resolved).
+func (q *Queue) turns() timebased.Settings { return timebased.InQueue(&q.Resolved) }
 
 // Holder is a workload holding quota in the ClusterQueue.
 type Holder struct {
@@ -154,7 +159,7 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 	w.left = len(pending)
 	w.run()
 	for i := range w.out {
-		w.out[i].Sentence = sentence(&w.out[i], q.Settings, now)
+		w.out[i].Sentence = sentence(&w.out[i], q.turns(), now)
 	}
 	return w.out
 }
@@ -412,7 +417,7 @@ func (w *walker) waitsAgain(wt *waiting) {
 // canUseTurn reports whether wt could fit were every holder that the rules ever let it preempt
 // gone; under BestEffortFIFO one that could not is passed over for turns (it keeps its place).
 func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
-	if w.q.Settings.StrictFIFO {
+	if w.q.StrictFIFO {
 		return true
 	}
 	free := w.scratch[:0]
@@ -465,7 +470,7 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 	}
 	slices.SortFunc(instants, time.Time.Compare)
 	w.instants = instants
-	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved}
+	in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Queue: &w.q.Resolved}
 	for _, at := range instants {
 		if !h.ends.IsZero() && at.After(h.ends) {
 			break
@@ -517,9 +522,9 @@ func (w *walker) enqueue(wt *waiting) {
 }
 
 // turnPlaceOf is where wt stands in the turn order: the preemptor's own comparison
-// (policy.TurnPlace) of its turn time (preemption.TurnTime, through Config.TurnTime).
-func turnPlaceOf(wt *waiting) policy.TurnPlace {
-	return policy.TurnPlace{At: wt.pend.QueuedAt, Left: wt.rotated, UID: types.UID(uidOf(wt.pend))}
+// (timebased.TurnPlace) of its turn time (the preemptor's, through Config.TurnTime).
+func turnPlaceOf(wt *waiting) timebased.TurnPlace {
+	return timebased.TurnPlace{At: wt.pend.QueuedAt, Left: wt.rotated, UID: types.UID(uidOf(wt.pend))}
 }
 
 func uidOf(p *policy.Pending) string {
@@ -715,7 +720,7 @@ func (w *walker) step() bool {
 		held := w.turnNow(l)
 		// Unless the one whose turn it is takes it now, the queue admits what fits in its own
 		// order (by queue time, not turn time: a workload rotated out keeps its place there).
-		if held == nil && !w.q.Settings.StrictFIFO {
+		if held == nil && !w.q.StrictFIFO {
 			if wt := w.oldestFitting(l); wt != nil {
 				use, _ := w.fit(w.free, wt)
 				w.admit(wt, use, w.fitsNow())
@@ -740,7 +745,7 @@ func (w *walker) step() bool {
 			}
 			// Nothing changed for it since it last did not fit.
 			if wt.checked == [3]int{w.freed, bp.grown, own} {
-				if w.q.Settings.StrictFIFO {
+				if w.q.StrictFIFO {
 					return false
 				}
 				continue
@@ -767,7 +772,7 @@ func (w *walker) step() bool {
 				return true
 			}
 			wt.checked = [3]int{w.freed, bp.grown, own}
-			if w.q.Settings.StrictFIFO {
+			if w.q.StrictFIFO {
 				return false
 			}
 		}
@@ -821,7 +826,7 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 		return out
 	}
 	p := w.asPreemptor(wt)
-	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved, Now: w.t}
+	in := policy.Input{Preemptor: p, Scope: policy.SameClusterQueue, Policy: w.q.Within, Queue: &w.q.Resolved, Now: w.t}
 	for _, r := range bp.newer {
 		if !r.h.cand.QueuedAt.After(p.QueuedAt) {
 			break
@@ -864,7 +869,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		}
 	}
 	// In the order the preemptor removes them (the policy's key table).
-	order := &policy.OrderContext{ClusterQueue: w.q.Name, Settings: w.q.Settings, Now: w.t}
+	order := &policy.OrderContext{ClusterQueue: w.q.Name, Queue: &w.q.Resolved, Now: w.t}
 	slices.SortStableFunc(candidates, func(a, b release) int { return w.q.Policy.Compare(order, &a.h.cand, &b.h.cand) })
 	w.candidates = candidates
 	for _, r := range candidates {
@@ -894,7 +899,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
 			continue
 		}
-		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Settings: w.q.Settings, Queue: &w.q.Resolved, Now: w.t}
+		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Queue: &w.q.Resolved, Now: w.t}
 		if d := w.q.Policy.Decide(&in); d.Eligible {
 			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
 		}
@@ -918,7 +923,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		if r.requeue {
 			// In a ClusterQueue that takes turns, one that leaves the quota for any reason waits
 			// from then (preemption.turnTime).
-			back := r.turn || w.q.Settings.TakesTurns()
+			back := r.turn || w.q.turns().TakesTurns()
 			cand := r.h.cand
 			if r.own {
 				// Our eviction ends the turn a charge shortened (policy.TurnChargeSpent).
@@ -987,7 +992,7 @@ func (w *walker) nextRelease() (time.Time, bool) {
 			if bp.newerHeap.Len() > 0 && (!found || bp.newerHeap[0].at.Before(next)) {
 				next, found = bp.newerHeap[0].at, true
 			}
-			if w.q.Settings.StrictFIFO {
+			if w.q.StrictFIFO {
 				return next, found
 			}
 			break // the others of this priority wait on the same holders
@@ -1037,7 +1042,7 @@ func (w *walker) pendingOf(h *hold, at time.Time, back bool) *policy.Pending {
 // every workload behind it.
 func (w *walker) blocked(head *waiting, reason string) {
 	w.unknown(head, reason)
-	if w.q.Settings.StrictFIFO {
+	if w.q.StrictFIFO {
 		w.giveUp(fmt.Sprintf("behind %s in turn order (%s)", head.name, reason))
 	}
 }
@@ -1057,7 +1062,7 @@ func (w *walker) heldBy(bp *byPriority) string {
 }
 
 // sentence is e in words.
-func sentence(e *Estimate, s policy.QueueSettings, now time.Time) string {
+func sentence(e *Estimate, s timebased.Settings, now time.Time) string {
 	var b []byte
 	if e.Unknown {
 		b = fmt.Appendf(b, "unknown (%s)", e.Reason)
@@ -1145,7 +1150,7 @@ type pooledIn struct {
 // rotated out behind it are held back (VetoAdmission); nil when it must wait, so they may use
 // the quota meanwhile.
 func (w *walker) turnNow(l *line) *waiting {
-	if !w.q.Settings.TakesTurns() {
+	if !w.q.turns().TakesTurns() {
 		return nil
 	}
 	for i := l.first; i < len(l.items); i++ {

@@ -16,6 +16,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -67,16 +68,19 @@ func (qc queueCase) build() *Queue {
 	if within == "" {
 		within = kueue.PreemptionPolicyLowerOrNewerEqualPriority
 	}
-	settings := policy.QueueSettings{MinAdmitDuration: qc.window, StrictFIFO: qc.strict}
+	settings := timebased.Settings{MinAdmitDuration: qc.window, StrictFIFO: qc.strict}
+	resolved := timebased.Resolved(settings)
+	minruntime.Into(resolved, minruntime.Protection{MinRuntime: qc.preemptMin})
 	q := &Queue{
-		Name:     "cq",
-		Groups:   []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
-		Capacity: map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
-		Policy:   policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...)),
-		Within:   within,
-		Settings: settings,
-		Resolved: *minruntime.Resolved(minruntime.Protection{MinRuntime: qc.preemptMin}),
-		Wake:     policy.WakeSettings{Queue: settings, Lengths: []time.Duration{qc.preemptMin}, Units: plugins.Units()},
+		Name:       "cq",
+		Groups:     []Group{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, Flavors: []kueue.ResourceFlavorReference{"f"}}},
+		Capacity:   map[resources.FlavorResource]int64{{Flavor: "f", Resource: corev1.ResourceCPU}: qc.capacity},
+		Policy:     policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...)),
+		Within:     within,
+		StrictFIFO: qc.strict,
+		Resolved:   *resolved,
+		Wake: policy.WakeSettings{Queue: map[policy.Feature]any{timebased.Feature: settings}, Lengths: []time.Duration{qc.preemptMin},
+			Units: plugins.Units()},
 		Handover: qc.handover,
 	}
 	if qc.second > 0 {
@@ -444,12 +448,12 @@ func TestCompute(t *testing.T) {
 func TestSentence(t *testing.T) {
 	cases := map[string]struct {
 		e        Estimate
-		settings policy.QueueSettings
+		settings timebased.Settings
 		want     string
 	}{
 		"turns": {
 			e:        Estimate{Position: 3, When: time.Date(2026, 11, 28, 14, 5, 0, 0, time.UTC)},
-			settings: policy.QueueSettings{MinAdmitDuration: time.Hour},
+			settings: timebased.Settings{MinAdmitDuration: time.Hour},
 			want:     "expected around 14:05, 3rd in turn order; turns are 1h",
 		},
 		"no turns, next day": {
@@ -458,7 +462,7 @@ func TestSentence(t *testing.T) {
 		},
 		"unknown": {
 			e:        Estimate{Position: 21, Unknown: true, Reason: "held by ns/h, which declares no runtime and has no window"},
-			settings: policy.QueueSettings{MinAdmitDuration: 90 * time.Minute},
+			settings: timebased.Settings{MinAdmitDuration: 90 * time.Minute},
 			want:     "unknown (held by ns/h, which declares no runtime and has no window), 21st in turn order; turns are 1h30m",
 		},
 	}

@@ -23,8 +23,8 @@ import (
 type Config struct {
 	Log    logr.Logger
 	Policy *policy.Policy
-	// Settings are the ClusterQueue's (minAdmitDuration, StrictFIFO).
-	Settings policy.QueueSettings
+	// StrictFIFO: the ClusterQueue's spec.queueingStrategy is StrictFIFO.
+	StrictFIFO bool
 	// Resolved is what the units resolve about the ClusterQueue's workloads against a preemptor
 	// of the queue itself (policy.Unit.Resolve: its preemptMinRuntime).
 	Resolved policy.QueueFacts
@@ -34,8 +34,8 @@ type Config struct {
 	Sources  policy.Sources
 	Ordering workload.Ordering
 	Clock    policy.RuntimeClock
-	// TurnTime is a pending workload's turn time in a ClusterQueue that takes turns; nil: its
-	// queue-order timestamp.
+	// TurnTime is a pending workload's turn time, nil where the ClusterQueue takes no turns (the
+	// queue-order timestamp then).
 	TurnTime func(*kueue.Workload) time.Time
 	// Notice is how long a victim keeps running before its eviction, by reason; nil: the units
 	// of Wake say (policy.Table.EvictionDelay), from Sources.
@@ -54,7 +54,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 	}
 	q := &Queue{
 		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
-		Within: cq.Preemption.WithinClusterQueue, Settings: c.Settings, Resolved: c.Resolved,
+		Within: cq.Preemption.WithinClusterQueue, StrictFIFO: c.StrictFIFO, Resolved: c.Resolved,
 		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover,
 	}
 	for _, rg := range cq.ResourceGroups {
@@ -102,7 +102,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 			}
 		}
 		wt.Pending = policy.NewPending(c.Log, info, c.Ordering)
-		if c.Settings.TakesTurns() && c.TurnTime != nil {
+		if c.TurnTime != nil {
 			wt.Pending.QueuedAt = c.TurnTime(info.Obj)
 		}
 		wt.Candidate = policy.NewCandidate(c.Log, info, c.Ordering)

@@ -21,7 +21,6 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 )
 
@@ -246,16 +245,15 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 		return nil
 	}
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
-	settings := e.m.settings.Settings(cq)
 	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
 	c := estimate.Config{
-		Log: e.log, Policy: p.Policy(), Settings: settings,
+		Log: e.log, Policy: p.Policy(), StrictFIFO: e.m.settings.StrictFIFO(cq),
 		Resolved: p.QueueFacts(e.log, cqs),
-		Wake:     policy.WakeSettings{Queue: settings, Lengths: e.m.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+		Wake:     policy.WakeSettings{Queue: e.m.settings.UnitSettingsOf(cq), Lengths: e.m.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
 		Sources:  sources,
 		Ordering: ordering,
 		Clock:    policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
-		TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, ordering) },
+		TurnTime: p.WaitingSince(cq, ordering),
 		Handover: estimateHandover,
 		DrainOf:  scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
 	}

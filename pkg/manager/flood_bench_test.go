@@ -25,6 +25,7 @@ import (
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
@@ -124,7 +125,7 @@ func newFloodWorld(b *testing.B, flood, admissions int) *floodWorld {
 	}
 	rotated := testingwrappers.MakeWorkload("rotated", "team-a").UID("rotated").Queue("lq").Priority(10).
 		Request(corev1.ResourceCPU, "2").Creation(now.Add(-3 * time.Hour)).
-		Condition(metav1.Condition{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: policy.TimeBasedReason,
+		Condition(metav1.Condition{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue, Reason: timebased.Reason,
 			LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Minute))}).Obj()
 	pending := []*kueue.Workload{rotated}
 	for i := range flood {
@@ -212,16 +213,16 @@ func (w *floodWorld) run(b *testing.B, impl string, batch time.Duration) (wall, 
 			}
 		})
 	}
-	settings := func(cq kueue.ClusterQueueReference) policy.QueueSettings {
+	settings := func(cq kueue.ClusterQueueReference) timebased.Settings {
 		if cq == "team-a" {
-			return policy.QueueSettings{MinAdmitDuration: time.Hour}
+			return timebased.Settings{MinAdmitDuration: time.Hour}
 		}
-		return policy.QueueSettings{}
+		return timebased.Settings{}
 	}
 	factory := func(c scheduler.PreemptorConfig) scheduler.Preemptor {
 		return timesharePreemptor{preemption.New(c.Client, c.Ordering, c.Recorder, c.FairSharing, c.AdmissionFairSharing,
 			c.Clock, c.RoleTracker, c.Expectations, c.CustomLabels,
-			preemption.WithPendingWorkloads(w.queues.PendingWorkloadsInfo), preemption.WithQueueSettings(settings))}
+			preemption.WithPendingWorkloads(w.queues.PendingWorkloadsInfo), preemption.WithSources(floodSettings(settings)))}
 	}
 	opts := []scheduler.Option{scheduler.WithPreemptionExpectations(w.store)}
 	if impl == "ours" {
@@ -264,3 +265,16 @@ func must(b *testing.B, err error) {
 		b.Fatal(err)
 	}
 }
+
+// floodSettings are the ClusterQueues' time-sharing settings by a function, as the settings store
+// gives them (a timebased.Source).
+type floodSettings func(kueue.ClusterQueueReference) timebased.Settings
+
+func (f floodSettings) QueueSettingsOf(feat policy.Feature, cq kueue.ClusterQueueReference) any {
+	if s := f(cq); feat == timebased.Feature && s.MinAdmitDuration > 0 {
+		return s
+	}
+	return nil
+}
+
+func (f floodSettings) StrictFIFO(cq kueue.ClusterQueueReference) bool { return f(cq).StrictFIFO }

@@ -85,6 +85,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
+
 	// Stamps upstream's version variables, read by kueue_build_info, with this build's.
 	_ "github.com/kueue-timeshare/kueue-timeshare/pkg/version"
 	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
@@ -298,16 +299,20 @@ func (m *Manager) runVisibilityServer(ctx context.Context) error {
 	return tsvisibility.Run(ctx, m.turnOrdered(), m.kubeConfig, o)
 }
 
-// turnOrdered is the pending workloads in the order our scheduler takes them (turn order in
-// ClusterQueues with a minAdmitDuration), as the visibility API shows them.
-func (m *Manager) turnOrdered() tsvisibility.TurnOrdered {
-	return tsvisibility.TurnOrdered{
-		Queues:   m.Queues,
-		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)},
-		TakesTurns: func(cq kueue.ClusterQueueReference) bool {
-			return !m.opts.UpstreamScheduler && m.settings.Settings(cq).TakesTurns()
+// turnOrdered is the pending workloads in the order our scheduler takes them (its preemptor's
+// pending order: turn order in ClusterQueues with a minAdmitDuration), as the visibility API
+// shows them; upstream's scheduler takes them in the queue's order.
+func (m *Manager) turnOrdered() tsvisibility.Ordered {
+	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&m.cfg)}
+	log := m.log.WithName("visibility")
+	return tsvisibility.Ordered{
+		Queues: m.Queues,
+		Order: func(cq kueue.ClusterQueueReference, pending []*workload.Info) []*workload.Info {
+			if p := m.preemptor.Load(); p != nil {
+				return p.PendingOrder(log, cq, pending, ordering)
+			}
+			return pending
 		},
-		Log: m.log.WithName("visibility"),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -73,10 +74,10 @@ func FuzzVictimPolicy(f *testing.F) {
 		in := &policy.Input{
 			Preemptor: &policy.Pending{ClusterQueue: "cq", Priority: preemptorPrio % 1000, QueuedAt: t0},
 			Candidate: c, Scope: scope, Policy: fuzzPolicies[int(policyIdx)%len(fuzzPolicies)],
-			Settings: policy.QueueSettings{MinAdmitDuration: time.Duration(abs(minAdmit)%100000) * time.Second},
-			Queue:    minruntime.Resolved(minruntime.Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: policy.Source{Note: "test"}}),
-			Now:      t0,
+			Queue: timebased.Resolved(timebased.Settings{MinAdmitDuration: time.Duration(abs(minAdmit)%100000) * time.Second}),
+			Now:   t0,
 		}
+		minruntime.Into(in.Queue, minruntime.Protection{MinRuntime: time.Duration(abs(minRuntime)%100000) * time.Second, Source: policy.Source{Note: "test"}})
 		d := p.Decide(in)
 		if again := p.Decide(in); again != d {
 			t.Fatalf("not deterministic: %+v then %+v", d, again)

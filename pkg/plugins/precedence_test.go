@@ -13,6 +13,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -35,28 +36,28 @@ func TestPrecedence(t *testing.T) {
 		without policy.Decision
 	}{
 		"minAdmitDuration and expected runtime: the time-based rule decides": {
-			features: []policy.Feature{policy.FeatureTimeBased, expectedruntime.Feature},
+			features: []policy.Feature{timebased.Feature, expectedruntime.Feature},
 			facts:    facts{window: true, expected: true},
-			want:     policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
-			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
+			want:     policy.Decision{Eligible: true, Rule: timebased.RuleExpired, Reason: timebased.Reason},
+			winner:   timebased.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"another workload has the turn: it refuses before expected runtime could allow": {
-			features: []policy.Feature{policy.FeatureTimeBased, expectedruntime.Feature},
+			features: []policy.Feature{timebased.Feature, expectedruntime.Feature},
 			facts:    facts{window: true, expected: true, notYourTurn: true},
-			want:     policy.Decision{Rule: policy.RuleNotYourTurn},
-			winner:   policy.FeatureTimeBased, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
+			want:     policy.Decision{Rule: timebased.RuleNotYourTurn},
+			winner:   timebased.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"minAdmitDuration and min-runtime: min-runtime protects": {
-			features: []policy.Feature{policy.FeatureTimeBased, minruntime.Feature},
+			features: []policy.Feature{timebased.Feature, minruntime.Feature},
 			facts:    facts{window: true, minRuntime: true},
 			want:     policy.Decision{Rule: minruntime.Rule},
-			winner:   minruntime.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+			winner:   minruntime.Feature, without: policy.Decision{Eligible: true, Rule: timebased.RuleExpired, Reason: timebased.Reason},
 		},
 		"minAdmitDuration and toleration: toleration protects": {
-			features: []policy.Feature{policy.FeatureTimeBased, toleration.Feature},
+			features: []policy.Feature{timebased.Feature, toleration.Feature},
 			facts:    facts{window: true, toleration: true},
 			want:     policy.Decision{Rule: toleration.RuleTolerates},
-			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason},
+			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: timebased.RuleExpired, Reason: timebased.Reason},
 		},
 		"expected runtime and min-runtime: min-runtime protects": {
 			features: []policy.Feature{expectedruntime.Feature, minruntime.Feature},
@@ -71,7 +72,7 @@ func TestPrecedence(t *testing.T) {
 			winner:   toleration.Feature, without: policy.Decision{Eligible: true, Rule: expectedruntime.Rule, Reason: expectedruntime.Reason},
 		},
 		"min-runtime and toleration on an eligible candidate: min-runtime names the protection": {
-			features: []policy.Feature{minruntime.Feature, toleration.Feature, policy.FeatureTimeBased},
+			features: []policy.Feature{minruntime.Feature, toleration.Feature, timebased.Feature},
 			facts:    facts{window: true, minRuntime: true, toleration: true},
 			want:     policy.Decision{Rule: minruntime.Rule},
 			winner:   minruntime.Feature, without: policy.Decision{Rule: toleration.RuleTolerates},
@@ -87,8 +88,9 @@ func TestPrecedence(t *testing.T) {
 			c := &policy.Candidate{Info: &workload.Info{ClusterQueue: "cq"}, Priority: 100, QueuedAt: t0.Add(-3 * time.Hour),
 				QuotaReservedAt: running, Admitted: true, AdmittedAt: running}
 			in := &policy.Input{Preemptor: pre, Candidate: c, Scope: policy.SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Now: t0}
+			in.Queue = &policy.QueueFacts{}
 			if tc.facts.window {
-				in.Settings.MinAdmitDuration = time.Hour
+				timebased.Into(in.Queue, timebased.Settings{MinAdmitDuration: time.Hour})
 			}
 			wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
 			var src policy.Sources
@@ -96,7 +98,7 @@ func TestPrecedence(t *testing.T) {
 				wl.Annotations[annotations.ExpectedRuntime] = "1h"
 			}
 			if tc.facts.minRuntime {
-				in.Queue = minruntime.Resolved(minruntime.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}})
+				minruntime.Into(in.Queue, minruntime.Protection{MinRuntime: 3 * time.Hour, Source: policy.Source{Field: "preemptMinRuntime", Value: "3h0m0s", Kind: "ClusterQueue", Name: "cq"}})
 			}
 			if tc.facts.toleration {
 				wl.Spec.PriorityClassRef = &kueue.PriorityClassRef{Name: "sticky"}

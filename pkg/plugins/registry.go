@@ -11,6 +11,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -24,7 +25,7 @@ func registry() policy.Table {
 	return policy.Table{
 		// Refuses a same-priority candidate when another pending workload has the turn, before
 		// expected-runtime could make it eligible; else makes it eligible past minAdmitDuration.
-		policy.TimeBasedUnit(),
+		timebased.Unit(),
 		// Makes a candidate past its expected runtime eligible.
 		expectedruntime.Unit(),
 		// Vetoes an eligible candidate inside its min-runtime.

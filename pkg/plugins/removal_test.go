@@ -17,6 +17,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -64,7 +65,7 @@ func TestFeatureRemoval(t *testing.T) {
 		return func(f *fixture) { f.src = append(f.src, budgetSource{b}) }
 	}
 	minRuntime := func(d time.Duration) tweak {
-		return func(f *fixture) { f.in.Queue = minruntime.Resolved(minruntime.Protection{MinRuntime: d}) }
+		return func(f *fixture) { minruntime.Into(f.in.Queue, minruntime.Protection{MinRuntime: d}) }
 	}
 	cases := map[string]struct {
 		tweaks []tweak
@@ -79,11 +80,11 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"same priority past minAdmitDuration": {
 			tweaks:  []tweak{samePriority, window},
-			applies: []policy.Feature{policy.FeatureTimeBased},
+			applies: []policy.Feature{timebased.Feature},
 		},
 		"same priority past minAdmitDuration, another workload has the turn": {
 			tweaks:  []tweak{samePriority, window, func(f *fixture) { f.in.Preemptor.WaitingLonger = "ns/first" }},
-			applies: []policy.Feature{policy.FeatureTimeBased},
+			applies: []policy.Feature{timebased.Feature},
 		},
 		"same priority past its expected runtime": {
 			tweaks:  []tweak{samePriority, expects},
@@ -118,8 +119,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past minAdmitDuration and under notice": {
 			tweaks:  []tweak{samePriority, window, byOther},
-			applies: []policy.Feature{policy.FeatureTimeBased, notice.Feature},
-			without: map[policy.Feature]string{notice.Feature: policy.RuleTimeExpired},
+			applies: []policy.Feature{timebased.Feature, notice.Feature},
+			without: map[policy.Feature]string{notice.Feature: timebased.RuleExpired},
 		},
 		"past its expected runtime and under notice": {
 			tweaks:  []tweak{samePriority, expects, byOther},
@@ -133,8 +134,8 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past minAdmitDuration and tolerating": {
 			tweaks:  []tweak{samePriority, window, tolerating},
-			applies: []policy.Feature{policy.FeatureTimeBased, toleration.Feature},
-			without: map[policy.Feature]string{toleration.Feature: policy.RuleTimeExpired},
+			applies: []policy.Feature{timebased.Feature, toleration.Feature},
+			without: map[policy.Feature]string{toleration.Feature: timebased.RuleExpired},
 		},
 		"past its expected runtime inside its min-runtime": {
 			tweaks:  []tweak{samePriority, expects, minRuntime(time.Hour)},
@@ -155,7 +156,7 @@ func TestFeatureRemoval(t *testing.T) {
 		},
 		"past minAdmitDuration, its budget spent: a turn does not wait": {
 			tweaks:  []tweak{samePriority, window, withBudget(spent)},
-			applies: []policy.Feature{policy.FeatureTimeBased},
+			applies: []policy.Feature{timebased.Feature},
 		},
 		"inside its min-runtime, its budget spent": {
 			tweaks:  []tweak{withBudget(spent), minRuntime(time.Hour)},
@@ -172,7 +173,7 @@ func TestFeatureRemoval(t *testing.T) {
 			QuotaReservedAt: t0.Add(-2 * time.Minute), Admitted: true, AdmittedAt: t0.Add(-2 * time.Minute)}
 		f := &fixture{
 			in: &policy.Input{Preemptor: &policy.Pending{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: "preemptor"}}, ClusterQueue: "cq",
-				Priority: 5, QueuedAt: t0}, Candidate: &c, Scope: policy.SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Now: t0},
+				Priority: 5, QueuedAt: t0}, Candidate: &c, Scope: policy.SameClusterQueue, Policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, Queue: &policy.QueueFacts{}, Now: t0},
 			wl: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}},
 		}
 		for _, tw := range tweaks {
@@ -217,7 +218,7 @@ func TestFeatureRemoval(t *testing.T) {
 
 					// Its timing is gone, the others' stay.
 					in := input(tc.tweaks)
-					ws := policy.WakeSettings{Queue: in.Settings, Lengths: []time.Duration{minruntime.Of(in).MinRuntime}, Units: full}
+					ws := policy.WakeSettings{Queue: map[policy.Feature]any{timebased.Feature: timebased.Of(in)}, Lengths: []time.Duration{minruntime.Of(in).MinRuntime}, Units: full}
 					wsWithout, wsOnly := ws, ws
 					wsWithout.Units, wsOnly.Units = table, policy.Table{removed}
 					wantChanges := policy.Changes(in.Candidate, ws)
@@ -309,7 +310,9 @@ func reflectNil(v any) bool {
 
 func samePriority(f *fixture) { f.in.Candidate.Priority = f.in.Preemptor.Priority }
 
-func window(f *fixture) { f.in.Settings = policy.QueueSettings{MinAdmitDuration: time.Minute} }
+func window(f *fixture) {
+	timebased.Into(f.in.Queue, timebased.Settings{MinAdmitDuration: time.Minute})
+}
 
 func otherQueue(f *fixture) {
 	f.in.Scope = policy.OtherClusterQueue

@@ -15,6 +15,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -28,14 +29,20 @@ type wakeCase struct {
 
 func (wc *wakeCase) on(f policy.Feature) bool { return wc.s.Enabled == nil || wc.s.Enabled(f) }
 
+// window is the case's ClusterQueue's time-sharing settings.
+func (wc *wakeCase) window() timebased.Settings {
+	s, _ := wc.s.Queue[timebased.Feature].(timebased.Settings)
+	return s
+}
+
 // decisions are every feature's decision about the case's candidate at t, in a fixed order: the
 // oracle the wake-up times are checked against.
 func (wc *wakeCase) decisions(t time.Time) []bool {
 	c := &wc.c
 	var out []bool
-	if wc.on(policy.FeatureTimeBased) {
+	if wc.on(timebased.Feature) {
 		// Past minAdmitDuration: strictly after the turn's end.
-		end := wc.s.Queue.TurnEnds(c)
+		end := wc.window().TurnEnds(c)
 		out = append(out, !end.IsZero() && t.After(end))
 	}
 	if wc.on(minruntime.Feature) {
@@ -59,7 +66,7 @@ func (wc *wakeCase) decisions(t time.Time) []bool {
 func (wc *wakeCase) breakpoints() []time.Time {
 	c := &wc.c
 	bases := []time.Time{c.QuotaReservedAt, c.AdmittedAt, c.RunningSince}
-	durs := []time.Duration{0, wc.s.Queue.MinAdmitDuration}
+	durs := []time.Duration{0, wc.window().MinAdmitDuration}
 	durs = append(durs, wc.s.Lengths...)
 	if tol := toleration.Of(c); tol != nil {
 		durs = append(durs, tol.Duration)
@@ -165,7 +172,7 @@ func randomWakeCase(r *rand.Rand) wakeCase {
 	}
 	wc := wakeCase{c: policy.CandidateOf(stored, clock)}
 	if r.Intn(4) != 0 {
-		wc.s.Queue.MinAdmitDuration = dur()
+		wc.s.Queue = map[policy.Feature]any{timebased.Feature: timebased.Settings{MinAdmitDuration: dur()}}
 	}
 	for range r.Intn(4) {
 		if d := dur(); d > 0 {

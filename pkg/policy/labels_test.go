@@ -16,7 +16,7 @@ func TestReasonLabel(t *testing.T) {
 		kueue.InCohortReclamationReason:           "InCohortReclamation",
 		kueue.InCohortFairSharingReason:           "InCohortFairSharing",
 		kueue.InCohortReclaimWhileBorrowingReason: "InCohortReclaimWhileBorrowing",
-		TimeBasedReason:                           "InClusterQueueTimeBased",
+		tsapi.TimeBasedReason:                     "InClusterQueueTimeBased",
 		tsapi.ExpectedRuntimeReason:               "InClusterQueueExpectedRuntime",
 		"":                                        OtherLabel,
 		"Forged":                                  OtherLabel,

@@ -13,8 +13,9 @@ import (
 type OrderContext struct {
 	// ClusterQueue is the preemptor's ClusterQueue.
 	ClusterQueue kueue.ClusterQueueReference
-	Settings     QueueSettings
-	Now          time.Time
+	// Queue is what the units resolved about the preemptor's ClusterQueue (Unit.Resolve).
+	Queue *QueueFacts
+	Now   time.Time
 }
 
 // OrderKey is one row of the ordering table. Compare returns a negative number when a should be

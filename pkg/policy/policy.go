@@ -50,7 +50,7 @@ type Pending struct {
 	// QueuedAt is the queue-order timestamp (creation time, or a later one after some evictions).
 	QueuedAt time.Time
 	// WaitingLonger names a same-priority workload of the ClusterQueue whose turn comes before the
-	// preemptor's (see WithTimeBasedPreemption); empty when the preemptor has the turn.
+	// preemptor's (time-based preemption's turns); empty when the preemptor has the turn.
 	WaitingLonger string
 }
 
@@ -131,11 +131,14 @@ func NewQueueFact[T any]() QueueFact[T] {
 }
 
 // Of is the unit's fact in in.Queue; nil when it resolved none.
-func (f QueueFact[T]) Of(in *Input) *T {
-	if in.Queue == nil {
+func (f QueueFact[T]) Of(in *Input) *T { return f.In(in.Queue) }
+
+// In is the unit's fact in q; nil when it resolved none (or q is nil).
+func (f QueueFact[T]) In(q *QueueFacts) *T {
+	if q == nil {
 		return nil
 	}
-	v, _ := in.Queue.slots[f.slot].(*T)
+	v, _ := q.slots[f.slot].(*T)
 	return v
 }
 
@@ -148,8 +151,7 @@ type Input struct {
 	Candidate *Candidate
 	Scope     Scope
 	// Policy is the preemptor's ClusterQueue policy for the candidate's scope.
-	Policy   kueue.PreemptionPolicy
-	Settings QueueSettings
+	Policy kueue.PreemptionPolicy
 	// Queue is what the units resolved about the candidate's ClusterQueue against this preemptor
 	// (Unit.Resolve); nil: nothing.
 	Queue *QueueFacts

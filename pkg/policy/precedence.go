@@ -38,8 +38,8 @@ type Unit struct {
 	Read func(c *Candidate, wl *kueue.Workload, r Reading)
 	// Changes gives when its decisions about a running candidate change (see Changes).
 	Changes func(*Candidate, WakeSettings, func(Change))
-	// MayChange reports whether it may change a decision about some running workload when no
-	// ClusterQueue sets a minAdmitDuration; nil: it may.
+	// MayChange reports whether, with the settings and lengths s says are configured, it may
+	// change a decision about some running workload; nil: it may.
 	MayChange func(WakeSettings) bool
 	// Protects names the settings under which c, running in a ClusterQueue, is protected at
 	// s.Now from some preemptor (the ProtectedWorkloads gauge's setting label); nil when it

@@ -17,8 +17,10 @@ const WakePrecision = time.Millisecond
 // WakeSettings are what the features read, besides a running candidate, to say when their
 // decisions about it can change.
 type WakeSettings struct {
-	// Queue are the settings of the candidate's ClusterQueue.
-	Queue QueueSettings
+	// Queue is what the units read off the candidate's ClusterQueue (Unit.QueueSettings), by
+	// feature; Configured reports whether some ClusterQueue sets a unit's settings (nil: none).
+	Queue      map[Feature]any
+	Configured func(Feature) bool
 	// Lengths are every length of a protection the queues' settings and the manager's defaults
 	// set (Unit.Lengths): which one protects a candidate depends on the preemptor, so the end of
 	// each is a change (a spare wake-up costs one retry).
@@ -33,8 +35,8 @@ func (s WakeSettings) on(f Feature) bool {
 	return s.Enabled == nil || s.Enabled(f)
 }
 
-// MayChange reports whether, with no minAdmitDuration anywhere, a feature that is on may still
-// change a decision about some running workload.
+// MayChange reports whether a feature that is on may change a decision about some running
+// workload.
 func (s WakeSettings) MayChange() bool {
 	for _, u := range s.Units {
 		if s.on(u.Feature) && (u.MayChange == nil || u.MayChange(s)) {

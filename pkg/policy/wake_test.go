@@ -1,47 +1,11 @@
 package policy
 
 import (
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
-
-// TestChangesEdges pins each feature's interval edge.
-func TestChangesEdges(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	running := Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0.Add(time.Second)}
-	cases := map[string]struct {
-		c    Candidate
-		s    WakeSettings
-		want []Change
-	}{
-		"minAdmitDuration counts once strictly passed": {
-			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}},
-			want: []Change{{At: t0.Add(time.Minute), After: true}},
-		},
-		"an evicted workload's window still ends": {
-			c:    Candidate{QuotaReservedAt: t0, Admitted: true, AdmittedAt: t0, Evicted: true},
-			s:    WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}},
-			want: []Change{{At: t0.Add(time.Minute), After: true}},
-		},
-		"time-based preemption off": {
-			c: running, s: WakeSettings{Queue: QueueSettings{MinAdmitDuration: time.Minute}, Enabled: func(f Feature) bool { return f != FeatureTimeBased }},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			tc.s.Units = testUnits()
-			got := Changes(&tc.c, tc.s)
-			slices.SortFunc(got, func(a, b Change) int { return a.At.Compare(b.At) })
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(time.Time.Equal), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("Changes (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 func TestWakesAdd(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -11,6 +11,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
@@ -77,7 +78,7 @@ func FuzzWakeTimes(f *testing.F) {
 		// Every change's wake-up is at or after its boundary: the precision added never wraps.
 		c := policy.CandidateOf(wl, "")
 		ws.ReadFacts(&c, wl, policy.Sources{classes})
-		ws.Queue.MinAdmitDuration = time.Duration(window)
+		ws.Queue = map[policy.Feature]any{timebased.Feature: timebased.Settings{MinAdmitDuration: time.Duration(window)}}
 		for _, ch := range policy.Changes(&c, ws) {
 			if ch.Wake().Before(ch.At) {
 				t.Fatalf("change %+v wakes at %s, before its boundary", ch, ch.Wake())

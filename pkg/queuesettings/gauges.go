@@ -12,6 +12,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -29,10 +30,15 @@ type gauges struct {
 }
 
 // setGauges computes the gauges at now from holding (unfinished workloads holding quota, by
-// ClusterQueue) and turns (the settings of the ClusterQueues that take turns).
-func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, turns map[kueue.ClusterQueueReference]policy.QueueSettings, now time.Time) {
+// ClusterQueue).
+func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueReference][]*kueue.Workload, now time.Time) {
 	g := gauges{holders: map[gaugeKey]float64{}, nextTurn: map[gaugeKey]float64{}, protected: map[gaugeKey]float64{}, counted: map[policy.Feature]map[gaugeKey]float64{}}
-	for cq, qs := range turns {
+	// The turn gauges, of the ClusterQueues that take turns.
+	for _, cq := range w.Store.QueuesSetting(timebased.Feature) {
+		qs := timebased.SettingsOf(w.Store, cq)
+		if !qs.TakesTurns() {
+			continue
+		}
 		var n int
 		next := time.Duration(-1)
 		for _, wl := range holding[cq] {

@@ -114,14 +114,13 @@ func TestWakerGauges(t *testing.T) {
 		&kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
 	).Build()
 	store := NewStore()
-	store.set("cq", policy.QueueSettings{MinAdmitDuration: 5 * time.Minute})
+	setWindow(store, "cq", 5*time.Minute)
 	store.setCohort("org", inherited{units: minRuntimesIn(minruntime.Settings{Preempt: policy.Set(7 * time.Minute)})})
 	w := &Waker{Client: cl, Store: store, Log: logr.Discard()}
 	// A series left by an earlier sweep is deleted when it no longer applies.
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w.setGauges(context.Background(), map[kueue.ClusterQueueReference][]*kueue.Workload{"cq": tc.holding},
-				map[kueue.ClusterQueueReference]policy.QueueSettings{"cq": {MinAdmitDuration: 5 * time.Minute}}, t0.Add(tc.at))
+			w.setGauges(context.Background(), map[kueue.ClusterQueueReference][]*kueue.Workload{"cq": tc.holding}, t0.Add(tc.at))
 			for what, c := range map[string]struct {
 				vec  *prometheus.GaugeVec
 				want map[string]float64

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -38,14 +39,14 @@ func TestSetClusterQueue(t *testing.T) {
 	}
 	cases := map[string]struct {
 		obj     *unstructured.Unstructured
-		want    policy.QueueSettings
+		want    timebased.Settings
 		wantMin minruntime.Settings
 		wantErr string
 	}{
 		"stores the window and min-runtimes": {
 			obj: cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority",
 				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "4h"}, "reclaimMinRuntime": "10m"}),
-			want:    policy.QueueSettings{MinAdmitDuration: 4 * time.Hour},
+			want:    timebased.Settings{MinAdmitDuration: 4 * time.Hour},
 			wantMin: minruntime.Settings{Reclaim: policy.Set(10 * time.Minute)},
 		},
 		"ignores invalid settings, as the controller does, and says why": {
@@ -57,12 +58,12 @@ func TestSetClusterQueue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := NewStore()
 			// Earlier settings are replaced, also by invalid ones.
-			s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+			setWindow(s, "cq", time.Minute)
 			err := s.SetClusterQueue(tc.obj)
 			if got := errString(err); got != tc.wantErr {
 				t.Errorf("error %q, want %q", got, tc.wantErr)
 			}
-			if diff := cmp.Diff(tc.want, s.Settings("cq")); diff != "" {
+			if diff := cmp.Diff(tc.want, timebased.SettingsOf(s, "cq")); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantMin, minRuntimesOf(s, "ClusterQueue", "cq")); diff != "" {
@@ -224,7 +225,7 @@ func TestWakerSweep(t *testing.T) {
 			if tc.protection {
 				store.setClusterQueueUnits("cq", minRuntimesIn(minruntime.Settings{Preempt: policy.Set(time.Minute)}))
 			} else {
-				store.set("cq", policy.QueueSettings{MinAdmitDuration: time.Minute})
+				setWindow(store, "cq", time.Minute)
 			}
 			w := &Waker{Clock: clk, Client: cl, Queues: queues, Store: store, Log: logr.Discard(), Lead: tc.lead}
 			if tc.exactAdmission != 0 {

@@ -26,7 +26,6 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
@@ -40,8 +39,9 @@ const ReasonInvalidSettings = "InvalidTimeshareSettings"
 // Store holds the last valid settings of every ClusterQueue and Cohort, and the defaults the
 // manager's configuration sets for them.
 type Store struct {
-	mu       sync.RWMutex
-	settings map[kueue.ClusterQueueReference]policy.QueueSettings
+	mu sync.RWMutex
+	// strictFIFO are the ClusterQueues whose spec.queueingStrategy is StrictFIFO.
+	strictFIFO sets.Set[kueue.ClusterQueueReference]
 	// known are the ClusterQueues whose objects the store has read, with settings or without.
 	known sets.Set[kueue.ClusterQueueReference]
 	// cohortsRead are the Cohorts whose objects the store has read; cohortExists, when set,
@@ -66,7 +66,7 @@ type unitKey struct {
 // NewStore returns a store without settings or defaults (see Configure).
 func NewStore() *Store {
 	return &Store{
-		settings:    map[kueue.ClusterQueueReference]policy.QueueSettings{},
+		strictFIFO:  sets.New[kueue.ClusterQueueReference](),
 		known:       sets.New[kueue.ClusterQueueReference](),
 		cohortsRead: sets.New[kueue.CohortReference](),
 
@@ -197,16 +197,70 @@ func setOrDelete[K comparable, V comparable](m map[K]V, k K, v V) bool {
 	return old != v
 }
 
-// Settings returns the settings of cq; the zero value (upstream behaviour) when it has none or
-// the feature gates turn them off.
-func (s *Store) Settings(cq kueue.ClusterQueueReference) policy.QueueSettings {
+// QueueSettingsOf is what feature f's unit read off cq (policy.Unit.QueueSettings); nil when it
+// read nothing, or f's gate is off (the settings then change nothing).
+func (s *Store) QueueSettingsOf(f policy.Feature, cq kueue.ClusterQueueReference) any {
+	if !policy.GateOn(f) {
+		return nil
+	}
 	s.mu.RLock()
-	out := s.settings[cq]
-	s.mu.RUnlock()
-	if !features.Enabled(features.TimeBasedSamePriorityPreemption) {
-		out.MinAdmitDuration = 0
+	defer s.mu.RUnlock()
+	return s.unitSettings[unitKey{f, "ClusterQueue", string(cq)}]
+}
+
+// UnitSettingsOf is what the units whose gate is on read off cq, by feature (see QueueSettingsOf).
+func (s *Store) UnitSettingsOf(cq kueue.ClusterQueueReference) map[policy.Feature]any {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out map[policy.Feature]any
+	for k, v := range s.unitSettings {
+		if k.kind == "ClusterQueue" && k.name == string(cq) && policy.GateOn(k.feature) {
+			if out == nil {
+				out = map[policy.Feature]any{}
+			}
+			out[k.feature] = v
+		}
 	}
 	return out
+}
+
+// Configured reports whether some ClusterQueue or Cohort sets feature f's settings, with f's gate
+// on.
+func (s *Store) Configured(f policy.Feature) bool {
+	if !policy.GateOn(f) {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for k := range s.unitSettings {
+		if k.feature == f {
+			return true
+		}
+	}
+	return false
+}
+
+// QueuesSetting are the ClusterQueues that set feature f's settings, with f's gate on.
+func (s *Store) QueuesSetting(f policy.Feature) []kueue.ClusterQueueReference {
+	if !policy.GateOn(f) {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []kueue.ClusterQueueReference
+	for k := range s.unitSettings {
+		if k.feature == f && k.kind == "ClusterQueue" {
+			out = append(out, kueue.ClusterQueueReference(k.name))
+		}
+	}
+	return out
+}
+
+// StrictFIFO reports whether cq's spec.queueingStrategy is StrictFIFO.
+func (s *Store) StrictFIFO(cq kueue.ClusterQueueReference) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.strictFIFO.Has(cq)
 }
 
 // Known reports whether the store has read cq's object. Kueue's cache learns of a new ClusterQueue
@@ -254,25 +308,19 @@ func (s *Store) setKnown(cq kueue.ClusterQueueReference, exists bool) bool {
 	return exists && !was
 }
 
-// set stores the settings and reports whether they changed.
-func (s *Store) set(cq kueue.ClusterQueueReference, qs policy.QueueSettings) bool {
+// setStrictFIFO records cq's queueing strategy and reports whether it changed.
+func (s *Store) setStrictFIFO(cq kueue.ClusterQueueReference, strict bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return setOrDelete(s.settings, cq, qs)
-}
-
-// snapshot copies the settings, gated like Settings.
-func (s *Store) snapshot() map[kueue.ClusterQueueReference]policy.QueueSettings {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[kueue.ClusterQueueReference]policy.QueueSettings, len(s.settings))
-	for cq := range s.settings {
-		out[cq] = s.settings[cq]
+	if s.strictFIFO.Has(cq) == strict {
+		return false
 	}
-	if !features.Enabled(features.TimeBasedSamePriorityPreemption) {
-		clear(out)
+	if strict {
+		s.strictFIFO.Insert(cq)
+	} else {
+		s.strictFIFO.Delete(cq)
 	}
-	return out
+	return true
 }
 
 // Reconciler feeds the store from ClusterQueues read as unstructured objects.
@@ -309,7 +357,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	u := newClusterQueue()
 	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.store.set(name, policy.QueueSettings{})
+			r.store.setStrictFIFO(name, false)
 			r.store.setClusterQueueUnits(name, nil)
 			r.store.ledger.SetClusterQueue(name, nil)
 			r.store.setKnown(name, false)
@@ -317,13 +365,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	qs, units, problem := parse(u)
+	strict, units, problem := parse(u)
 	if problem != "" {
 		log.Info("Ignoring invalid kueue-timeshare settings", "clusterQueue", req.Name, "problem", message.Bound(problem))
 		r.recorder.Eventf(u, nil, corev1.EventTypeWarning, ReasonInvalidSettings, "Validate",
 			"%s", message.Bound("kueue-timeshare settings ignored: "+problem))
 	}
-	changed := r.store.set(name, qs)
+	changed := r.store.setStrictFIFO(name, strict)
 	changed = r.store.setClusterQueueUnits(name, units) || changed
 	changed = r.store.ledger.SetClusterQueue(name, u) || changed
 	// A ClusterQueue just read may have pending workloads that were refused preemption meanwhile.
@@ -331,15 +379,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if changed && r.onChange != nil {
 		r.onChange(ctx, name)
 	}
-	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "minAdmitDuration", qs.MinAdmitDuration, "unitSettings", units)
+	log.V(3).Info("ClusterQueue settings", "clusterQueue", req.Name, "strictFIFO", strict, "unitSettings", units)
 	return ctrl.Result{}, nil
 }
 
-// parse returns the settings, with what the units read off the ClusterQueue, or zero settings and
-// what is wrong with them.
-func parse(u *unstructured.Unstructured) (policy.QueueSettings, map[policy.Feature]any, string) {
-	fail := func(problem string) (policy.QueueSettings, map[policy.Feature]any, string) {
-		return policy.QueueSettings{}, nil, problem
+// parse returns whether the ClusterQueue's queueing strategy is StrictFIFO and what the units read
+// off it, or no settings and what is wrong with them.
+func parse(u *unstructured.Unstructured) (bool, map[policy.Feature]any, string) {
+	fail := func(problem string) (bool, map[policy.Feature]any, string) {
+		return false, nil, problem
 	}
 	raw, err := rawSpec(u)
 	if err != nil {
@@ -356,8 +404,7 @@ func parse(u *unstructured.Unstructured) (policy.QueueSettings, map[policy.Featu
 	if errs := tsapi.ValidateClusterQueueExtension(ext, cq.Spec.Preemption); len(errs) > 0 {
 		return fail(errs.ToAggregate().Error())
 	}
-	qs := policy.QueueSettings{MinAdmitDuration: ext.MinAdmitDuration(), StrictFIFO: cq.Spec.QueueingStrategy == kueue.StrictFIFO}
-	return qs, unitSettingsOf(ext), ""
+	return cq.Spec.QueueingStrategy == kueue.StrictFIFO, unitSettingsOf(ext), ""
 }
 
 func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
@@ -371,8 +418,8 @@ func rawSpec(u *unstructured.Unstructured) (json.RawMessage, error) {
 // the error says what is wrong with them.
 func (s *Store) SetClusterQueue(u *unstructured.Unstructured) error {
 	name := kueue.ClusterQueueReference(u.GetName())
-	qs, units, problem := parse(u)
-	s.set(name, qs)
+	strict, units, problem := parse(u)
+	s.setStrictFIFO(name, strict)
 	s.setClusterQueueUnits(name, units)
 	s.ledger.SetClusterQueue(name, u)
 	s.setKnown(name, true)
@@ -405,8 +452,8 @@ func (s *Store) Load(ctx context.Context, c client.Reader) error {
 	}
 	for i := range cqs.Items {
 		name := kueue.ClusterQueueReference(cqs.Items[i].GetName())
-		qs, units, _ := parse(&cqs.Items[i])
-		s.set(name, qs)
+		strict, units, _ := parse(&cqs.Items[i])
+		s.setStrictFIFO(name, strict)
 		s.setClusterQueueUnits(name, units)
 		s.ledger.SetClusterQueue(name, &cqs.Items[i])
 		s.setKnown(name, true)

@@ -17,6 +17,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -28,7 +29,7 @@ func TestParse(t *testing.T) {
 	}
 	cases := map[string]struct {
 		obj         *unstructured.Unstructured
-		want        policy.QueueSettings
+		want        timebased.Settings
 		wantMin     minruntime.Settings
 		wantProblem string
 	}{
@@ -38,7 +39,7 @@ func TestParse(t *testing.T) {
 		},
 		"min-runtimes beside a window": {
 			obj:     cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}, "preemptMinRuntime": "3h"}),
-			want:    policy.QueueSettings{MinAdmitDuration: 2 * time.Hour},
+			want:    timebased.Settings{MinAdmitDuration: 2 * time.Hour},
 			wantMin: minruntime.Settings{Preempt: policy.Set(3 * time.Hour)},
 		},
 		"negative min-runtime ignores the whole section": {
@@ -49,7 +50,7 @@ func TestParse(t *testing.T) {
 		"no spec":     {obj: newClusterQueue()},
 		"window": {
 			obj:  cq(map[string]any{"withinClusterQueue": "LowerOrNewerEqualPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}}),
-			want: policy.QueueSettings{MinAdmitDuration: 2 * time.Hour},
+			want: timebased.Settings{MinAdmitDuration: 2 * time.Hour},
 		},
 		"incompatible policy is ignored": {
 			obj:         cq(map[string]any{"withinClusterQueue": "LowerPriority", "withinClusterQueueConfig": map[string]any{"minAdmitDuration": "2h"}}),
@@ -66,7 +67,9 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, units, problem := parse(tc.obj)
+			strict, units, problem := parse(tc.obj)
+			got, _ := units[timebased.Feature].(timebased.Settings)
+			got.StrictFIFO = strict
 			gotMin := minRuntimesIn0(units)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("settings (-want +got):\n%s", diff)
@@ -83,29 +86,43 @@ func TestParse(t *testing.T) {
 
 func TestStoreHonoursTheGate(t *testing.T) {
 	s := NewStore()
-	if !s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
+	if !setWindow(s, "cq", time.Hour) {
 		t.Error("first set should report a change")
 	}
-	if s.set("cq", policy.QueueSettings{MinAdmitDuration: time.Hour}) {
+	if setWindow(s, "cq", time.Hour) {
 		t.Error("setting the same value should not report a change")
 	}
-	if got := s.Settings("cq").MinAdmitDuration; got != time.Hour {
+	if got := timebased.SettingsOf(s, "cq").MinAdmitDuration; got != time.Hour {
 		t.Errorf("gate on: %s, want 1h", got)
 	}
-	if got := s.Settings("other").MinAdmitDuration; got != 0 {
+	if got := timebased.SettingsOf(s, "other").MinAdmitDuration; got != 0 {
 		t.Errorf("unknown queue: %s, want 0", got)
 	}
+	if !s.Configured(timebased.Feature) || len(s.QueuesSetting(timebased.Feature)) != 1 || len(s.UnitSettingsOf("cq")) != 1 {
+		t.Errorf("gate on: configured %v, queues %v, settings %v; want the one window", s.Configured(timebased.Feature),
+			s.QueuesSetting(timebased.Feature), s.UnitSettingsOf("cq"))
+	}
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.TimeBasedSamePriorityPreemption, false)
-	if got := s.Settings("cq").MinAdmitDuration; got != 0 {
+	if got := timebased.SettingsOf(s, "cq").MinAdmitDuration; got != 0 {
 		t.Errorf("gate off: %s, want 0 (field ignored)", got)
 	}
-	if got := s.snapshot(); len(got) != 0 {
-		t.Errorf("gate off: snapshot %v, want empty", got)
+	if s.Configured(timebased.Feature) || len(s.QueuesSetting(timebased.Feature)) != 0 || len(s.UnitSettingsOf("cq")) != 0 {
+		t.Errorf("gate off: configured %v, queues %v, settings %v; want none", s.Configured(timebased.Feature),
+			s.QueuesSetting(timebased.Feature), s.UnitSettingsOf("cq"))
 	}
-	s.set("cq", policy.QueueSettings{})
-	if _, ok := s.settings["cq"]; ok {
+	setWindow(s, "cq", 0)
+	if _, ok := s.unitSettings[unitKey{timebased.Feature, "ClusterQueue", "cq"}]; ok {
 		t.Error("zero settings should drop the entry")
 	}
+}
+
+// setWindow sets cq's minAdmitDuration as the controller would, and reports whether it changed.
+func setWindow(s *Store, cq kueue.ClusterQueueReference, d time.Duration) bool {
+	var read map[policy.Feature]any
+	if d > 0 {
+		read = map[policy.Feature]any{timebased.Feature: timebased.Settings{MinAdmitDuration: d}}
+	}
+	return s.setClusterQueueUnits(cq, read)
 }
 
 func TestParseCohort(t *testing.T) {

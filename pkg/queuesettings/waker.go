@@ -152,18 +152,12 @@ func (w *Waker) sweep(ctx context.Context) {
 	if w.Waits != nil {
 		w.setWaitGauges(ctx, now)
 	}
-	turns := map[kueue.ClusterQueueReference]policy.QueueSettings{}
-	for cq, qs := range w.Store.snapshot() {
-		if qs.TakesTurns() {
-			turns[cq] = qs
-		}
-	}
-	ws := policy.WakeSettings{Lengths: w.Store.Lengths(), Enabled: FeatureEnabled, Units: w.Units}
+	ws := policy.WakeSettings{Lengths: w.Store.Lengths(), Configured: w.Store.Configured, Enabled: FeatureEnabled, Units: w.Units}
 	if ws.Units == nil {
 		ws.Units = plugins.Units()
 	}
-	if len(turns) == 0 && !ws.MayChange() {
-		w.setGauges(ctx, nil, nil, now)
+	if !ws.MayChange() {
+		w.setGauges(ctx, nil, now)
 		return
 	}
 	var list kueue.WorkloadList
@@ -175,13 +169,20 @@ func (w *Waker) sweep(ctx context.Context) {
 		return
 	}
 	holding := map[kueue.ClusterQueueReference][]*kueue.Workload{}
+	// What the units read off each ClusterQueue, read once per sweep.
+	queues := map[kueue.ClusterQueueReference]map[policy.Feature]any{}
 	sources := w.sources()
 	woken := sets.New[kueue.ClusterQueueReference]()
 	for i := range list.Items {
 		wl := &list.Items[i]
 		cq := wl.Status.Admission.ClusterQueue
 		holding[cq] = append(holding[cq], wl)
-		wakes := w.wakes(wl, turns[cq], ws, sources, since, now)
+		qs, ok := queues[cq]
+		if !ok {
+			qs = w.Store.UnitSettingsOf(cq)
+			queues[cq] = qs
+		}
+		wakes := w.wakes(wl, qs, ws, sources, since, now)
 		if next := wakes.Next.At; !next.IsZero() && (w.next.IsZero() || next.Before(w.next)) {
 			w.next = next
 		}
@@ -192,12 +193,12 @@ func (w *Waker) sweep(ctx context.Context) {
 			Wake(ctx, w.Client, w.Queues, cq, w.Log)
 		}
 	}
-	w.setGauges(ctx, holding, turns, now)
+	w.setGauges(ctx, holding, now)
 }
 
 // wakes sorts the changes of decisions about wl, and the early wake-ups Lead before them, against
 // (since, now].
-func (w *Waker) wakes(wl *kueue.Workload, qs policy.QueueSettings, ws policy.WakeSettings, sources policy.Sources, since, now time.Time) policy.Wakes {
+func (w *Waker) wakes(wl *kueue.Workload, qs map[policy.Feature]any, ws policy.WakeSettings, sources policy.Sources, since, now time.Time) policy.Wakes {
 	c := policy.CandidateOf(wl, w.RuntimeClock)
 	if w.Candidate != nil {
 		c = w.Candidate(wl)

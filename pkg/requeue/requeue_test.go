@@ -22,7 +22,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -55,8 +55,8 @@ func TestReconcile(t *testing.T) {
 		wantEvents   []utiltesting.EventRecord
 	}{
 		"time-sharing victim: requeued under the same reason": {
-			wl:           evicted(policy.TimeBasedReason).Obj(),
-			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: policy.TimeBasedReason, Message: "Requeued after time-sharing preemption"},
+			wl:           evicted(timebased.Reason).Obj(),
+			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: timebased.Reason, Message: "Requeued after time-sharing preemption"},
 			wantEvents: []utiltesting.EventRecord{{Key: types.NamespacedName{Namespace: "ns", Name: "wl"}, EventType: corev1.EventTypeNormal,
 				Reason: ReasonRequeued, Message: "Requeued after time-sharing preemption"}},
 		},
@@ -88,27 +88,27 @@ func TestReconcile(t *testing.T) {
 			wl: evicted(kueue.WorkloadEvictedByPreemption).Obj(),
 		},
 		"our reason, still holding quota: not yet": {
-			wl: evicted(policy.TimeBasedReason).Condition(quotaReserved(metav1.ConditionTrue)).Obj(),
+			wl: evicted(timebased.Reason).Condition(quotaReserved(metav1.ConditionTrue)).Obj(),
 		},
 		"our reason, deactivated since: left alone": {
-			wl: evicted(policy.TimeBasedReason).Active(false).Obj(),
+			wl: evicted(timebased.Reason).Active(false).Obj(),
 		},
 		"our reason, finished since: left alone": {
-			wl: evicted(policy.TimeBasedReason).FinishedAt(t0).Obj(),
+			wl: evicted(timebased.Reason).FinishedAt(t0).Obj(),
 		},
 		"our reason, already requeued: nothing to do": {
-			wl: evicted(policy.TimeBasedReason).Condition(requeued(metav1.ConditionTrue, policy.TimeBasedReason)).Obj(),
+			wl: evicted(timebased.Reason).Condition(requeued(metav1.ConditionTrue, timebased.Reason)).Obj(),
 		},
 		"no Requeued condition: nothing to do": {
 			wl: utiltestingapi.MakeWorkload("wl", "ns").Obj(),
 		},
 		"owned by a single Pod: ends with its Pod, as upstream's preemptions do": {
-			wl: evicted(policy.TimeBasedReason).OwnerReference(podGVK, "pod", "pod-uid").Obj(),
+			wl: evicted(timebased.Reason).OwnerReference(podGVK, "pod", "pod-uid").Obj(),
 		},
 		"owned by a single Pod, SkipReassignmentForPodOwnedWorkloads off: requeued": {
-			wl:           evicted(policy.TimeBasedReason).OwnerReference(podGVK, "pod", "pod-uid").Obj(),
+			wl:           evicted(timebased.Reason).OwnerReference(podGVK, "pod", "pod-uid").Obj(),
 			podOwnedSkip: new(false),
-			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: policy.TimeBasedReason, Message: "Requeued after time-sharing preemption"},
+			wantRequeued: &metav1.Condition{Type: kueue.WorkloadRequeued, Status: metav1.ConditionTrue, Reason: timebased.Reason, Message: "Requeued after time-sharing preemption"},
 			wantEvents: []utiltesting.EventRecord{{Key: types.NamespacedName{Namespace: "ns", Name: "wl"}, EventType: corev1.EventTypeNormal,
 				Reason: ReasonRequeued, Message: "Requeued after time-sharing preemption"}},
 		},
@@ -161,7 +161,7 @@ func TestReconcile(t *testing.T) {
 // comes to the controller as an update of its own.
 func TestReconcileDoesNotOverwriteNewerVersion(t *testing.T) {
 	ctx, _ := utiltesting.ContextWithLog(t)
-	wl := evicted(policy.TimeBasedReason).Obj()
+	wl := evicted(timebased.Reason).Obj()
 	var raced bool
 	cl := newClient(wl, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

@@ -29,6 +29,7 @@ import (
 
 	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -340,7 +341,7 @@ func TestDrainRecordGracePeriodSaturates(t *testing.T) {
 			info := workload.NewInfo(wl)
 			info.ClusterQueue = "cq"
 			d.record(ctx, workload.NewInfo(&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "preemptor"}}),
-				[]*preemption.Target{{WorkloadInfo: info, Reason: policy.TimeBasedReason}})
+				[]*preemption.Target{{WorkloadInfo: info, Reason: timebased.Reason}})
 			h := d.holds[types.NamespacedName{Namespace: "ns", Name: "victim"}]
 			if h == nil {
 				t.Fatal("no hold recorded")
@@ -372,12 +373,12 @@ func TestDrainRecordSpendsTheTurnCharge(t *testing.T) {
 		wantReason string
 	}{
 		"rotated out after its charged turn: spent": {
-			reason: policy.TimeBasedReason, conds: []metav1.Condition{owed}, wantStatus: metav1.ConditionFalse, wantReason: policy.TurnChargeSpent,
+			reason: timebased.Reason, conds: []metav1.Condition{owed}, wantStatus: metav1.ConditionFalse, wantReason: policy.TurnChargeSpent,
 		},
 		"preempted by upstream's rules: still owed": {
 			reason: kueue.InClusterQueueReason, conds: []metav1.Condition{owed}, wantStatus: metav1.ConditionTrue, wantReason: policy.TurnChargeOwed,
 		},
-		"nothing owed: nothing written": {reason: policy.TimeBasedReason},
+		"nothing owed: nothing written": {reason: timebased.Reason},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

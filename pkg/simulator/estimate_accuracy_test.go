@@ -15,6 +15,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
@@ -77,21 +78,20 @@ func estimatesOf(w *world, sc *Scenario, names []string, handover time.Duration)
 	out := map[string]estimate.Estimate{}
 	for _, name := range names {
 		cq := kueue.ClusterQueueReference(name)
-		settings := w.settings.Settings(cq)
 		pending := w.queues.PendingWorkloadsInfo(cq)
-		if settings.TakesTurns() {
-			pending = preemption.TurnOrder(logr.Discard(), pending, workload.Ordering{})
-		}
 		var resolved policy.QueueFacts
 		units.Resolve(policy.Judging{Sources: sources, Log: logr.Discard(), Scope: policy.SameClusterQueue,
 			Preemptor: snap.ClusterQueue(cq), Victims: snap.ClusterQueue(cq)}, &resolved)
 		c := estimate.Config{
-			Log: logr.Discard(), Policy: pol, Settings: settings, Resolved: resolved,
-			Wake:    policy.WakeSettings{Queue: settings, Lengths: w.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
-			Sources: w.sources,
-			// As the manager gives it: a workload rotated out waits since its eviction.
-			TurnTime: func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) },
+			Log: logr.Discard(), Policy: pol, StrictFIFO: w.settings.StrictFIFO(cq), Resolved: resolved,
+			Wake:     policy.WakeSettings{Queue: w.settings.UnitSettingsOf(cq), Lengths: w.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+			Sources:  w.sources,
 			Handover: handover,
+		}
+		if timebased.InQueue(&resolved).TakesTurns() {
+			pending = preemption.TurnOrder(logr.Discard(), pending, workload.Ordering{})
+			// As the manager gives it: a workload rotated out waits since its eviction.
+			c.TurnTime = func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) }
 		}
 		q, holders, waiting := estimate.FromSnapshot(snap.ClusterQueue(cq), pending, c)
 		for _, e := range estimate.Compute(q, holders, waiting, w.clock.Now()) {

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 var (
@@ -278,7 +278,7 @@ func (c *checker) observe(now time.Duration, w *world) {
 			continue
 		}
 		p := &pend{j: j, wl: wl, turn: wl.CreationTimestamp.Time}
-		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == policy.TimeBasedReason {
+		if cond := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == timebased.Reason {
 			p.turn = cond.LastTransitionTime.Time
 			p.rotated = true
 		}
@@ -595,7 +595,7 @@ func (c *checker) verify(res *Result) {
 			c.checkPreemption(e, lastAdmitted, turnTime)
 			// As the scheduler reads it: the last preemption, if it was for time-sharing.
 			turnTime[e.Workload] = c.specs[e.Workload].Arrival
-			if e.Reason == policy.TimeBasedReason {
+			if e.Reason == timebased.Reason {
 				turnTime[e.Workload] = e.At
 			}
 		}
@@ -629,7 +629,7 @@ func (c *checker) checkPreemption(e Event, lastAdmitted, turnTime map[string]tim
 		}
 	}
 	w := c.window(vcq)
-	if e.Reason == policy.TimeBasedReason && held <= w {
+	if e.Reason == timebased.Reason && held <= w {
 		c.failf("short turn: %s preempted for time-sharing by %s at +%s after %s, not longer than minAdmitDuration %s", e.Workload, e.By, FormatOffset(e.At), held, w)
 	}
 	if vcq.Name == bcq.Name && w > 0 && victim.Priority == by.Priority && held <= w && e.Reason == kueue.InClusterQueueReason {

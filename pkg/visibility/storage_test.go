@@ -22,7 +22,8 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -131,18 +132,23 @@ func TestPendingWorkloads(t *testing.T) {
 	}
 }
 
-func TestTurnOrdered(t *testing.T) {
+func TestOrdered(t *testing.T) {
 	// rotated was created first but preempted for time-sharing after waiting was created.
 	rotated := info("rotated", "ns", "a", 0)
 	rotated.Obj.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(epoch.Add(time.Hour))}}
+		Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(epoch.Add(time.Hour))}}
 	waiting := info("waiting", "ns", "a", time.Minute)
 	queues := fakeQueues{
 		pending: map[kueue.ClusterQueueReference][]*workload.Info{"turns": {rotated, waiting}, "plain": {rotated, waiting}},
 		lqs:     map[utilqueue.LocalQueueReference]kueue.ClusterQueueReference{"ns/a": "turns"},
 	}
-	src := TurnOrdered{Queues: queues, TakesTurns: func(cq kueue.ClusterQueueReference) bool { return cq == "turns" },
-		Ordering: workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, Log: logr.Discard()}
+	// The scheduler's order, as the manager gives it: turn order where the ClusterQueue takes turns.
+	src := Ordered{Queues: queues, Order: func(cq kueue.ClusterQueueReference, pending []*workload.Info) []*workload.Info {
+		if cq != "turns" {
+			return pending
+		}
+		return preemption.TurnOrder(logr.Discard(), pending, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp})
+	}}
 	cases := map[kueue.ClusterQueueReference][]string{
 		"turns":   {"waiting", "rotated"},
 		"plain":   {"rotated", "waiting"},

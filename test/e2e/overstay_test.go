@@ -13,6 +13,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -44,7 +45,7 @@ var _ = ginkgo.Describe("a grace period longer than the handover bound, with Pod
 		gomega.Expect(user.c.Create(ctx, polite)).To(gomega.Succeed())
 
 		ginkgo.By("rotating the sticky Job out at its window's end; its Pod keeps running its 40 s")
-		h := expectHandover(ctx, sticky, polite, first.Add(window), policy.TimeBasedReason)
+		h := expectHandover(ctx, sticky, polite, first.Add(window), timebased.Reason)
 		gomega.Expect(h.nextRunning.Sub(h.evicted)).To(gomega.BeNumerically("<", time.Duration(grace)*time.Second-5*time.Second),
 			"the next Job ran before the sticky Job's grace period was over")
 		gomega.Expect(h.victimGone.Sub(h.nextRunning)).To(gomega.BeNumerically(">", 0), "both Jobs' Pods ran at once: the admin's bound, not the tenant's grace period")

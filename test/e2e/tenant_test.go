@@ -26,7 +26,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 // Kueue's roles for people, as the chart installs them (installChartRBAC renders the release
@@ -174,7 +174,7 @@ var _ = ginkgo.Describe("tenants against the preemption notice, with Pods", func
 		var wl *kueue.Workload
 		gomega.Eventually(func(g gomega.Gomega) { wl = workload(g, ctx, victim) }, time.Minute, interval).Should(gomega.Succeed())
 		forged := annotations.Notice{Start: time.Now(), Deadline: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
-			Reason: policy.TimeBasedReason, Preemptor: ns + "/" + pending.Name, PreemptorUID: pending.UID}
+			Reason: timebased.Reason, Preemptor: ns + "/" + pending.Name, PreemptorUID: pending.UID}
 		values := map[string]any{}
 		for k, v := range forged.Annotations() {
 			values[k] = v

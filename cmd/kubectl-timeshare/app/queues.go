@@ -281,7 +281,7 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 		r := ClusterQueueReport{Name: name, Admitted: []AdmittedWorkload{}, Pending: []PendingWorkload{}, Problem: cqProblems[name]}
 		r.Cohort, _, _ = unstructured.NestedString(u.Object, "spec", "cohortName")
 		cqRef := kueue.ClusterQueueReference(name)
-		window := store.Settings(cqRef).MinAdmitDuration
+		window := windowOf(store, cqRef)
 		r.Settings = []SettingReport{windowSetting(name, window)}
 		if window > 0 && m.gateOff(string(features.TimeBasedSamePriorityPreemption)) {
 			r.Settings[0] = SettingReport{Name: "minAdmitDuration", Source: fmt.Sprintf("ClusterQueue %s sets %s, ignored: %s", name, window, gateOffNote(features.TimeBasedSamePriorityPreemption))}
@@ -354,22 +354,12 @@ func gateOffNote(gate featuregate.Feature) string {
 	return fmt.Sprintf("feature gate %s is off in --manager-config", gate)
 }
 
-func windowSetting(cq string, window time.Duration) SettingReport {
-	if window == 0 {
-		return SettingReport{Name: "minAdmitDuration", Source: "not set on ClusterQueue " + cq + ": no turns (upstream's same-priority rules)"}
-	}
-	return SettingReport{Name: "minAdmitDuration", Value: window.String(), Source: "ClusterQueue " + cq}
-}
-
 func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clock policy.RuntimeClock, protections []protection, known bool, now time.Time) AdmittedWorkload {
 	a := AdmittedWorkload{Namespace: wl.Namespace, Name: wl.Name, Priority: priorityOf(wl), LocalQueue: string(wl.Spec.QueueName), Evicting: c.Evicted}
 	if !c.QuotaReservedAt.IsZero() {
 		a.QuotaReserved = ptrTime(metav1.NewTime(c.QuotaReservedAt))
-		if window > 0 {
-			a.TurnEnds = ptrTime(metav1.NewTime(policy.QueueSettings{MinAdmitDuration: window}.TurnEnds(c)))
-			a.TurnSetting = "minAdmitDuration " + window.String()
-		}
 	}
+	turnEnds(&a, c, window)
 	if c.Admitted {
 		a.Admitted = ptrTime(metav1.NewTime(c.AdmittedAt))
 		a.RunningCounted = string(clock)

@@ -13,6 +13,7 @@ import (
 
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -108,7 +109,7 @@ func TestRule(t *testing.T) {
 		},
 		"a turn neither waits": {
 			buckets: []Bucket{team}, turn: true,
-			want: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason,
+			want: policy.Decision{Eligible: true, Rule: timebased.RuleExpired, Reason: timebased.Reason,
 				Message: "same priority 5 and holding quota for 1h0m0s, longer than minAdmitDuration 1m0s"},
 		},
 		"a reclaim by another ClusterQueue neither waits": {
@@ -120,7 +121,7 @@ func TestRule(t *testing.T) {
 			want: policy.Decision{Eligible: true, Rule: policy.RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 5"},
 		},
 	}
-	p := policy.New(policy.Options{}, policy.TimeBasedUnit().Option(), Option())
+	p := policy.New(policy.Options{}, timebased.Unit().Option(), Option())
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := policy.Candidate{Info: &workload.Info{ClusterQueue: "team-a"}, Priority: 1, QueuedAt: t0.Add(-2 * time.Hour),
@@ -135,7 +136,7 @@ func TestRule(t *testing.T) {
 			}
 			if tc.turn {
 				c.Priority = 5
-				in.Settings = policy.QueueSettings{MinAdmitDuration: time.Minute}
+				in.Queue = timebased.Resolved(timebased.Settings{MinAdmitDuration: time.Minute})
 			}
 			got := p.Explain(in)
 			if diff := cmp.Diff(tc.want, got); diff != "" {

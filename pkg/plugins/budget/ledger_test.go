@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -29,9 +30,9 @@ func TestPreemptionOf(t *testing.T) {
 		"preempted":       {wl: cond(metav1.ConditionTrue, kueue.InClusterQueueReason, msg), want: &preemption{uid: "v", path: path, at: t0}},
 		"readmitted since: the admission's time": {wl: cond(metav1.ConditionFalse, "QuotaReserved", "Previously: "+msg),
 			want: &preemption{uid: "v", path: path, at: t0}},
-		"a turn": {wl: cond(metav1.ConditionTrue, policy.TimeBasedReason, msg)},
+		"a turn": {wl: cond(metav1.ConditionTrue, timebased.Reason, msg)},
 		"a turn, readmitted since": {wl: cond(metav1.ConditionFalse, "QuotaReserved",
-			"Previously: Preempted to accommodate a workload due to "+policy.OwnReasonWords()[policy.TimeBasedReason].Eviction+"; preemptee path: /a")},
+			"Previously: Preempted to accommodate a workload due to "+policy.OwnReasonWords()[timebased.Reason].Eviction+"; preemptee path: /a")},
 		"no path": {wl: cond(metav1.ConditionTrue, kueue.InClusterQueueReason, "Preempted")},
 		"a reclaim by another ClusterQueue": {wl: cond(metav1.ConditionTrue, kueue.InCohortReclamationReason,
 			"Preempted to accommodate a workload (UID: p, JobUID: UNKNOWN) due to reclamation within the cohort; preemptor path: /org/team/b; preemptee path: /org/team/a")},

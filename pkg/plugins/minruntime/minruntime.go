@@ -218,12 +218,15 @@ func resolve(j policy.Judging, q *policy.QueueFacts) {
 }
 
 // Resolved are queue facts holding p, as a search would have resolved them: for readers that
-// resolve a protection themselves, and for tests.
+// resolve it themselves, and for tests.
 func Resolved(p Protection) *policy.QueueFacts {
 	var q policy.QueueFacts
-	resolved.Set(&q, &p)
+	Into(&q, p)
 	return &q
 }
+
+// Into sets p in q, as a search resolves it.
+func Into(q *policy.QueueFacts, p Protection) { resolved.Set(q, &p) }
 
 // Of is the protection in's candidate has; none when nothing was resolved.
 func Of(in *policy.Input) Protection {

@@ -10,6 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -129,7 +130,7 @@ func TestResolvePreempt(t *testing.T) {
 // A protection vetoes only what the table allows, and only while the candidate runs for less than
 // its minimum.
 func TestMinRuntimeProtection(t *testing.T) {
-	p := policy.New(policy.Options{}, Option(), policy.WithTimeBasedPreemption())
+	p := policy.New(policy.Options{}, Option(), timebased.Option())
 	preemptor := &policy.Pending{Priority: 100, QueuedAt: t0}
 	tenMin := Protection{MinRuntime: 10 * time.Minute, Source: policy.Source{Field: "preemptMinRuntime", Value: "10m0s", Kind: "ClusterQueue", Name: "q"}}
 	cases := map[string]struct {
@@ -139,7 +140,7 @@ func TestMinRuntimeProtection(t *testing.T) {
 		protection Protection
 		scope      policy.Scope
 		policy     kueue.PreemptionPolicy
-		settings   policy.QueueSettings
+		settings   timebased.Settings
 		want       policy.Decision
 	}{
 		"lower priority inside its min-runtime is protected": {
@@ -177,13 +178,13 @@ func TestMinRuntimeProtection(t *testing.T) {
 		},
 		"same priority past minAdmitDuration but inside preemptMinRuntime stays protected": {
 			priority: 100, admittedAt: t0.Add(-5 * time.Minute), protection: tenMin,
-			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: policy.QueueSettings{MinAdmitDuration: time.Minute},
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: timebased.Settings{MinAdmitDuration: time.Minute},
 			want: policy.Decision{Rule: Rule, Message: "running for 5m0s, less than preemptMinRuntime 10m0s from ClusterQueue q"},
 		},
 		"same priority past both is preempted for time-sharing": {
 			priority: 100, admittedAt: t0.Add(-11 * time.Minute), protection: tenMin,
-			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: policy.QueueSettings{MinAdmitDuration: time.Minute},
-			want: policy.Decision{Eligible: true, Rule: policy.RuleTimeExpired, Reason: policy.TimeBasedReason,
+			policy: kueue.PreemptionPolicyLowerOrNewerEqualPriority, settings: timebased.Settings{MinAdmitDuration: time.Minute},
+			want: policy.Decision{Eligible: true, Rule: timebased.RuleExpired, Reason: timebased.Reason,
 				Message: "same priority 100 and holding quota for 11m0s, longer than minAdmitDuration 1m0s"},
 		},
 	}
@@ -191,7 +192,9 @@ func TestMinRuntimeProtection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := &policy.Candidate{Info: &workload.Info{}, Priority: tc.priority, QueuedAt: t0.Add(-time.Hour),
 				QuotaReservedAt: tc.admittedAt, AdmittedAt: tc.admittedAt, Evicted: tc.evicted}
-			in := &policy.Input{Preemptor: preemptor, Candidate: c, Scope: tc.scope, Policy: tc.policy, Settings: tc.settings, Queue: Resolved(tc.protection), Now: t0}
+			q := timebased.Resolved(tc.settings)
+			Into(q, tc.protection)
+			in := &policy.Input{Preemptor: preemptor, Candidate: c, Scope: tc.scope, Policy: tc.policy, Queue: q, Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {
 				t.Errorf("Explain (-want +got):\n%s", diff)
 			}

@@ -12,12 +12,12 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 func TestDecide(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "pre-uid"}
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: timebased.Reason, Preemptor: "ns/pre", PreemptorUID: "pre-uid"}
 	waiting := Preemptor{Found: true, UID: "pre-uid", Active: true}
 	cond := func(typ string, status metav1.ConditionStatus, reason string, at time.Time) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
@@ -94,7 +94,7 @@ func TestDecide(t *testing.T) {
 		},
 		"preempted for this notice, the preemptor's condition not seen yet: record its outcome, not counted": {
 			wl: victim(admitted, cond(kueue.WorkloadEvicted, metav1.ConditionTrue, "Preempted", n.Deadline),
-				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, policy.TimeBasedReason, n.Deadline)),
+				cond(kueue.WorkloadPreempted, metav1.ConditionTrue, timebased.Reason, n.Deadline)),
 			notice: n, pre: waiting, now: n.Deadline,
 			want: Decision{Action: Record, Outcome: EvictedAtDeadline},
 		},

@@ -11,6 +11,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -26,10 +27,10 @@ func TestNoticeOutcomeLabel(t *testing.T) {
 	for outcome, want := range cases {
 		t.Run(outcome, func(t *testing.T) {
 			noticeMetrics(func(names ...string) []string { return names })
-			ReportEnded(nil, "cq", policy.TimeBasedReason, outcome, "standalone", false, 0)
+			ReportEnded(nil, "cq", timebased.Reason, outcome, "standalone", false, 0)
 			got := map[string]float64{}
 			for _, o := range []string{string(EvictedAtDeadline), string(EndedEarly), string(Withdrawn), policy.OtherLabel} {
-				if v := testutil.ToFloat64(noticesEnded.WithLabelValues("cq", policy.TimeBasedReason, o, "standalone")); v > 0 {
+				if v := testutil.ToFloat64(noticesEnded.WithLabelValues("cq", timebased.Reason, o, "standalone")); v > 0 {
 					got[o] = v
 				}
 			}
@@ -45,12 +46,12 @@ func TestNoticeOutcomeLabel(t *testing.T) {
 func TestForgedNoticeReasonsAddOneSeriesAtMost(t *testing.T) {
 	noticeMetrics(func(names ...string) []string { return names })
 	const cq = "cq-forged"
-	ReportEnded(nil, cq, policy.TimeBasedReason, string(EvictedAtDeadline), "standalone", true, time.Minute)
+	ReportEnded(nil, cq, timebased.Reason, string(EvictedAtDeadline), "standalone", true, time.Minute)
 	ReportEnded(nil, cq, kueue.InClusterQueueReason, string(Withdrawn), "standalone", false, 0)
 	notices, delays := testutil.CollectAndCount(noticesEnded), testutil.CollectAndCount(noticeToEviction)
 	for i := range 100 {
 		ReportEnded(nil, cq, fmt.Sprintf("Forged%d", i), string(EvictedAtDeadline), "standalone", true, time.Minute)
-		ReportEnded(nil, cq, policy.TimeBasedReason, fmt.Sprintf("Forged%d", i), "standalone", false, 0)
+		ReportEnded(nil, cq, timebased.Reason, fmt.Sprintf("Forged%d", i), "standalone", false, 0)
 	}
 	if got := testutil.CollectAndCount(noticesEnded); got > notices+2 {
 		t.Errorf("kueue_preemption_notices_total has %d series after 100 forged reasons and outcomes, want at most %d", got, notices+2)
@@ -67,7 +68,7 @@ func TestForgedNoticeReasonsAddOneSeriesAtMost(t *testing.T) {
 func TestNoticeToEvictionNeverNegative(t *testing.T) {
 	noticeToEviction.Reset()
 	const cq = "cq-future-start"
-	ReportEnded(nil, cq, policy.TimeBasedReason, string(EvictedAtDeadline), "standalone", true, -time.Hour)
+	ReportEnded(nil, cq, timebased.Reason, string(EvictedAtDeadline), "standalone", true, -time.Hour)
 	const want = `
 # HELP kueue_preemption_notice_to_eviction_seconds Time from a preemption notice to the eviction that ended it, by the victim's ClusterQueue.
 # TYPE kueue_preemption_notice_to_eviction_seconds histogram

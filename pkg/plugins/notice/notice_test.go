@@ -17,6 +17,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -36,7 +37,7 @@ func TestResolveNotice(t *testing.T) {
 		want   want
 	}{
 		"a turn gets the default when no queue sets a period": {
-			reason: policy.TimeBasedReason, def: 2 * time.Minute,
+			reason: timebased.Reason, def: 2 * time.Minute,
 			want: want{2 * time.Minute, "defaultNoticePeriod 2m0s from the manager configuration"},
 		},
 		"the ClusterQueue's period comes before its Cohort's": {
@@ -46,12 +47,12 @@ func TestResolveNotice(t *testing.T) {
 		},
 		"an unset period is inherited from the Cohort": {
 			path:   []Node{cq(Settings{}), cohort(Settings{Period: policy.Set(10 * time.Minute)})},
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			want:   want{10 * time.Minute, "noticePeriod 10m0s from Cohort org"},
 		},
 		"0s on the ClusterQueue stops the inheritance": {
 			path:   []Node{cq(Settings{Period: policy.Set(0)}), cohort(Settings{Period: policy.Set(10 * time.Minute)})},
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			want:   want{0, "noticePeriod 0s from ClusterQueue team-a"},
 		},
 		"priority preemption gets no notice unless extended": {
@@ -106,7 +107,7 @@ func TestNoticeExtended(t *testing.T) {
 		reason string
 		want   want
 	}{
-		"a turn always": {reason: policy.TimeBasedReason, want: want{true, "a turn always gets the notice"}},
+		"a turn always": {reason: timebased.Reason, want: want{true, "a turn always gets the notice"}},
 		"an expected-runtime turn always": {
 			path: []Node{cq(Settings{OnPriorityPreemption: off})}, reason: tsapi.ExpectedRuntimeReason,
 			want: want{true, "a turn always gets the notice"},
@@ -173,7 +174,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 		return &policy.Pending{Obj: &kueue.Workload{ObjectMeta: metav1.ObjectMeta{UID: k8stypes.UID("preemptor-" + uid)}}, Priority: 100}
 	}
 	eligible := policy.Decision{Eligible: true, Rule: policy.RuleLowerPriority, Message: "priority 1 is lower than the preemptor's 100"}
-	given := &annotations.Notice{Deadline: now.Add(time.Minute), Preemptor: "ns/a", PreemptorUID: "preemptor-a", Reason: policy.TimeBasedReason}
+	given := &annotations.Notice{Deadline: now.Add(time.Minute), Preemptor: "ns/a", PreemptorUID: "preemptor-a", Reason: timebased.Reason}
 	cases := map[string]struct {
 		notice    *annotations.Notice
 		evicted   bool
@@ -203,7 +204,7 @@ func TestUnderNoticeForAnotherPreemptor(t *testing.T) {
 
 func TestReadNotice(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
+	given := annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: timebased.Reason, Preemptor: "team-a/next", PreemptorUID: "next-uid"}
 	change := func(f func(*annotations.Notice)) annotations.Notice {
 		n := given
 		f(&n)
@@ -277,7 +278,7 @@ func TestReadNotice(t *testing.T) {
 
 func TestNoticeCopied(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "a/b", PreemptorUID: "u"}
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: timebased.Reason, Preemptor: "a/b", PreemptorUID: "u"}
 	moved := *n
 	moved.Deadline = moved.Deadline.Add(time.Hour)
 	cases := map[string]struct {
@@ -302,7 +303,7 @@ func TestNoticeCopied(t *testing.T) {
 
 func TestNoticeInForceMessage(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: policy.TimeBasedReason, Preemptor: "ns/pre", PreemptorUID: "u"}
+	n := &annotations.Notice{Start: start, Deadline: start.Add(5 * time.Minute), Reason: timebased.Reason, Preemptor: "ns/pre", PreemptorUID: "u"}
 	want := "To be evicted at 2026-03-01T10:05:00Z to make room for workload ns/pre (uid u) due to InClusterQueueTimeBased; set the annotation " +
 		"kueue-timeshare.io/checkpoint-done=true on its job or Workload once its work is saved to be evicted sooner"
 	if got := InForceMessage(n); got != want {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -90,8 +91,8 @@ func BenchmarkGetTargets(b *testing.B) {
 // through the index the manager keeps.
 func allPolicies() []Option {
 	return []Option{
-		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-			return policy.QueueSettings{MinAdmitDuration: time.Minute}
+		queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+			return timebased.Settings{MinAdmitDuration: time.Minute}
 		}),
 		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return nil }),
 		WithSources(fakeMinRuntimes{

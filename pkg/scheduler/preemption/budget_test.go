@@ -18,7 +18,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/features"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 // fakeLedger is a budget source that remembers what the preemptor pays into it.
@@ -51,7 +51,7 @@ func TestIssuePaysBudgets(t *testing.T) {
 			ledger := &fakeLedger{}
 			p := New(w.client, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, w.recorder, nil, false,
 				clocktesting.NewFakeClock(w.sc.Now), nil, w.store, nil, WithSources(ledger))
-			targets := w.targets(t, map[string]string{"ran-30m0s": kueue.InClusterQueueReason, "ran-2h30m0s": policy.TimeBasedReason})
+			targets := w.targets(t, map[string]string{"ran-30m0s": kueue.InClusterQueueReason, "ran-2h30m0s": timebased.Reason})
 			preemptor := workload.NewInfo(w.sc.Pending)
 			preemptor.ClusterQueue = w.cq.Name
 			if tc.otherQueue {

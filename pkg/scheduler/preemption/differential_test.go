@@ -27,7 +27,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -108,8 +108,8 @@ func TestDifferentialWithoutEachFeature(t *testing.T) {
 // noSettings is every ClusterQueue's settings source with nothing set.
 type noSettings struct{}
 
-func (noSettings) Settings(kueue.ClusterQueueReference) policy.QueueSettings {
-	return policy.QueueSettings{}
+func (noSettings) Settings(kueue.ClusterQueueReference) timebased.Settings {
+	return timebased.Settings{}
 }
 
 func runBoth(t *testing.T, sc *snapgen.Scenario, opts ...Option) (outcome, outcome) {
@@ -135,7 +135,7 @@ func runBoth(t *testing.T, sc *snapgen.Scenario, opts ...Option) (outcome, outco
 
 	// Our time-based rule is wired in, as in the manager, but no ClusterQueue sets a window.
 	if len(opts) == 0 {
-		opts = []Option{WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} })}
+		opts = []Option{queueSettings(func(kueue.ClusterQueueReference) timebased.Settings { return timebased.Settings{} })}
 	}
 	ourP := New(nil, ordering, nil, fs, false, clk, nil, preemptexpectations.New(), nil, opts...)
 	ourOut := decide(t, ctx, cache, sc, fs != nil,

@@ -21,42 +21,21 @@ import (
 // Plugin is one feature's part in the preemptor. It implements only the extension points of
 // pkg/policy where it acts (policy.Waiter, policy.JudgeObserver, policy.SearchObserver,
 // policy.FirstIssuer, policy.EvictionFollower, policy.OwnEvictionFollower, policy.IssueFollower,
-// in the order a preemption meets them) and, for time-based preemption, whose settings the
-// preemptor takes itself, sourceTaker. The preemptor calls each point but the source option (which turns
-// the feature on) only while the plugin's feature is on (Preemptor.on), so that no plugin checks
-// its own gate. A unit names its plugin (Unit.Plugin); pluginsOf lists a table's.
+// in the order a preemption meets them). The preemptor calls each point only while the plugin's
+// feature is on (Preemptor.on), so that no plugin checks its own gate. A unit names its plugin (Unit.Plugin); pluginsOf lists a table's.
 type Plugin = policy.Plugin
-
-// sourceTaker turns one of the sources given to WithSources into the plugin's option, ok false
-// when src is not its source.
-type sourceTaker interface {
-	optionFor(src any) (opt Option, ok bool)
-}
-
-// sourceOption is the option with builds from src, ok false when src is not a T (sourceTaker).
-func sourceOption[T any](src any, with func(T) Option) (Option, bool) {
-	s, ok := src.(T)
-	if !ok {
-		return nil, false
-	}
-	return with(s), true
-}
 
 // Plugins are the preemptor's parts of the victim policy's features, in the precedence table's
 // order (plugins.Units); the features with no part here (toleration, min-runtime) act through
-// their unit only.
+// their unit only, and time-based preemption's turns are the search's own (turn.go).
 func Plugins() []Plugin { return pluginsOf(allUnits) }
 
-// pluginsOf are the plugins of table t's features, in its order: a unit's own (Unit.Plugin), or
-// the preemptor's for time-based preemption, whose settings its search takes itself.
+// pluginsOf are the plugins of table t's features (Unit.Plugin), in its order.
 func pluginsOf(t policy.Table) []Plugin {
 	var out []Plugin
 	for _, u := range t {
-		switch {
-		case u.Plugin != nil:
+		if u.Plugin != nil {
 			out = append(out, u.Plugin)
-		case u.Feature == policy.FeatureTimeBased:
-			out = append(out, timeBasedPlugin{})
 		}
 	}
 	return out

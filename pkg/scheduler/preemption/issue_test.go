@@ -35,6 +35,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -166,12 +167,12 @@ func TestIssueSplit(t *testing.T) {
 		wantExpecting []string
 	}{
 		"time-sharing: evicted by us with our reason": {
-			targets:    map[string]string{old: policy.TimeBasedReason},
+			targets:    map[string]string{old: timebased.Reason},
 			wantCounts: [2]int{1, 0},
-			want:       map[string]victim{old: {evicted: policy.TimeBasedReason, preempted: policy.TimeBasedReason, message: timeBasedMessage}},
-			wantEvents: evictionEvents(old, "uid-2", policy.TimeBasedReason, policy.TimeBasedReason, timeBasedMessage),
+			want:       map[string]victim{old: {evicted: timebased.Reason, preempted: timebased.Reason, message: timeBasedMessage}},
+			wantEvents: evictionEvents(old, "uid-2", timebased.Reason, timebased.Reason, timeBasedMessage),
 			wantMetrics: map[string][2]float64{
-				policy.TimeBasedReason: {1, 1}, kueue.WorkloadEvictedByPreemption: {0, 0},
+				timebased.Reason: {1, 1}, kueue.WorkloadEvictedByPreemption: {0, 0},
 			},
 			wantExpecting: []string{old},
 		},
@@ -181,43 +182,43 @@ func TestIssueSplit(t *testing.T) {
 			want:       map[string]victim{young: {evicted: kueue.WorkloadEvictedByPreemption, preempted: kueue.InClusterQueueReason, message: upstreamMessage}},
 			wantEvents: evictionEvents(young, "uid-0", kueue.InClusterQueueReason, kueue.WorkloadEvictedByPreemption, upstreamMessage),
 			wantMetrics: map[string][2]float64{
-				kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1}, policy.TimeBasedReason: {0, 0},
+				kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1}, timebased.Reason: {0, 0},
 			},
 			wantExpecting: []string{young},
 		},
 		"mixed: each target its own way; only the expected-runtime victim gets a cooldown": {
-			targets:    map[string]string{old: policy.TimeBasedReason, middle: tsapi.ExpectedRuntimeReason, young: kueue.InClusterQueueReason},
+			targets:    map[string]string{old: timebased.Reason, middle: tsapi.ExpectedRuntimeReason, young: kueue.InClusterQueueReason},
 			wantCounts: [2]int{3, 0},
 			want: map[string]victim{
-				old:    {evicted: policy.TimeBasedReason, preempted: policy.TimeBasedReason, message: timeBasedMessage},
+				old:    {evicted: timebased.Reason, preempted: timebased.Reason, message: timeBasedMessage},
 				middle: {evicted: tsapi.ExpectedRuntimeReason, preempted: tsapi.ExpectedRuntimeReason, message: expectedRuntimeMessage, cooldown: true},
 				young:  {evicted: kueue.WorkloadEvictedByPreemption, preempted: kueue.InClusterQueueReason, message: upstreamMessage},
 			},
 			wantEvents: slices.Concat(
-				evictionEvents(old, "uid-2", policy.TimeBasedReason, policy.TimeBasedReason, timeBasedMessage),
+				evictionEvents(old, "uid-2", timebased.Reason, timebased.Reason, timeBasedMessage),
 				evictionEvents(middle, "uid-1", tsapi.ExpectedRuntimeReason, tsapi.ExpectedRuntimeReason, expectedRuntimeMessage),
 				evictionEvents(young, "uid-0", kueue.InClusterQueueReason, kueue.WorkloadEvictedByPreemption, upstreamMessage)),
 			wantMetrics: map[string][2]float64{
-				policy.TimeBasedReason: {1, 1}, tsapi.ExpectedRuntimeReason: {1, 1}, kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1},
+				timebased.Reason: {1, 1}, tsapi.ExpectedRuntimeReason: {1, 1}, kueue.InClusterQueueReason: {1, 0}, kueue.WorkloadEvictedByPreemption: {0, 1},
 			},
 			wantExpecting: []string{old, middle, young},
 		},
 		"already evicted: counted, not written again": {
 			prepare: func(sc *snapgen.Scenario) {
 				apimeta.SetStatusCondition(&sc.Admitted[2].Status.Conditions, metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue,
-					Reason: policy.TimeBasedReason, Message: "earlier", LastTransitionTime: metav1.NewTime(sc.Now.Add(-time.Second))})
+					Reason: timebased.Reason, Message: "earlier", LastTransitionTime: metav1.NewTime(sc.Now.Add(-time.Second))})
 			},
-			targets:     map[string]string{old: policy.TimeBasedReason},
+			targets:     map[string]string{old: timebased.Reason},
 			wantCounts:  [2]int{1, 0},
-			want:        map[string]victim{old: {evicted: policy.TimeBasedReason, message: "earlier"}},
-			wantMetrics: map[string][2]float64{policy.TimeBasedReason: {0, 0}},
+			want:        map[string]victim{old: {evicted: timebased.Reason, message: "earlier"}},
+			wantMetrics: map[string][2]float64{timebased.Reason: {0, 0}},
 		},
 		"eviction issued and not yet observed: counted, not written again": {
 			expect:        []string{old},
-			targets:       map[string]string{old: policy.TimeBasedReason},
+			targets:       map[string]string{old: timebased.Reason},
 			wantCounts:    [2]int{1, 0},
 			want:          map[string]victim{old: {}},
-			wantMetrics:   map[string][2]float64{policy.TimeBasedReason: {0, 0}},
+			wantMetrics:   map[string][2]float64{timebased.Reason: {0, 0}},
 			wantExpecting: []string{old},
 		},
 		"write fails: counted as failed, expectation cleared, no event, no cooldown": {
@@ -230,7 +231,7 @@ func TestIssueSplit(t *testing.T) {
 		},
 		"a failure of ours does not stop upstream's targets": {
 			failPatchOf: old,
-			targets:     map[string]string{old: policy.TimeBasedReason, young: kueue.InClusterQueueReason},
+			targets:     map[string]string{old: timebased.Reason, young: kueue.InClusterQueueReason},
 			wantCounts:  [2]int{1, 1},
 			wantErr:     true,
 			want: map[string]victim{

@@ -58,8 +58,6 @@ type Preemptor struct {
 	// enabledAfs: admission fair sharing is on (its LocalQueue usage orders candidates).
 	enabledAfs bool
 	policy     *policy.Policy
-	// settings returns a ClusterQueue's kueue-timeshare settings; none means upstream behaviour.
-	settings func(kueue.ClusterQueueReference) policy.QueueSettings
 	// pending lists a ClusterQueue's pending workloads, to decide whose turn it is.
 	pending func(kueue.ClusterQueueReference) []*workload.Info
 	// pendingCycle keeps what pending returned during the current scheduling cycle.
@@ -107,7 +105,6 @@ type config struct {
 	// table (plugins.Precedence) whatever the order of the options; policyOpts come after them.
 	features      []policy.Feature
 	policyOpts    []policy.Option
-	settings      func(kueue.ClusterQueueReference) policy.QueueSettings
 	pending       func(kueue.ClusterQueueReference) []*workload.Info
 	settingsKnown func(kueue.ClusterQueueReference) bool
 	cohortKnown   func(kueue.CohortReference) bool
@@ -131,7 +128,7 @@ func WithRuntimeClock(clock policy.RuntimeClock) Option {
 }
 
 // WithPendingWorkloads gives the preemptor each ClusterQueue's pending workloads, so that time-based
-// preemption takes turns (see policy.WithTimeBasedPreemption). Without it every pending workload
+// preemption takes turns. Without it every pending workload
 // may take a turn.
 func WithPendingWorkloads(pending func(kueue.ClusterQueueReference) []*workload.Info) Option {
 	return func(c *config) { c.pending = pending }
@@ -159,9 +156,8 @@ func WithPolicy(opts ...policy.Option) Option {
 var allUnits = plugins.Units()
 
 // WithSources turns on every feature of the victim policy that one of src feeds (its unit's
-// Takes, or its plugin's source option), each still behind its gate: the one registration of the
-// features, by their sources. The sources are read once all options are applied, so that
-// WithPlugins may come after.
+// Takes), each still behind its gate: the one registration of the features, by their sources.
+// The sources are read once all options are applied, so that WithUnits may come after.
 func WithSources(src ...any) Option {
 	return func(c *config) { c.given = append(c.given, src...) }
 }
@@ -186,44 +182,17 @@ func WithoutFeature(f policy.Feature) Option {
 // takeSources turns on the features that the sources given to WithSources feed.
 func (c *config) takeSources() {
 	for _, s := range c.given {
+		taken := false
 		for _, u := range c.units {
 			if u.Takes != nil && u.Takes(s) {
 				c.features = append(c.features, u.Feature)
-				c.sources = append(c.sources, s)
+				taken = true
 			}
 		}
-		for _, pl := range c.plugins {
-			if t, ok := pl.(sourceTaker); ok {
-				if o, ok := t.optionFor(s); ok {
-					o(c)
-				}
-			}
+		if taken {
+			c.sources = append(c.sources, s)
 		}
 	}
-}
-
-// QueueSettingsSource gives each ClusterQueue's time-sharing settings.
-type QueueSettingsSource interface {
-	Settings(kueue.ClusterQueueReference) policy.QueueSettings
-}
-
-// WithQueueSettings turns on the per-ClusterQueue features (time-based same-priority preemption),
-// with settings looked up by ClusterQueue at every search.
-func WithQueueSettings(settings func(kueue.ClusterQueueReference) policy.QueueSettings) Option {
-	return func(c *config) {
-		c.settings = settings
-		c.features = append(c.features, policy.FeatureTimeBased)
-	}
-}
-
-// timeBasedPlugin is time-based preemption's part in the preemptor: it takes the ClusterQueues'
-// settings; the turns themselves are the search's (turn.go).
-type timeBasedPlugin struct{}
-
-func (timeBasedPlugin) Feature() policy.Feature { return policy.FeatureTimeBased }
-
-func (timeBasedPlugin) optionFor(src any) (Option, bool) {
-	return sourceOption(src, func(s QueueSettingsSource) Option { return WithQueueSettings(s.Settings) })
 }
 
 // on reports whether feature f is turned on and its gate is on.
@@ -278,10 +247,6 @@ func New(
 	if len(c.features) > 0 {
 		policyOpts = append([]policy.Option{c.units.With(c.features...)}, policyOpts...)
 	}
-	settings := c.settings
-	if settings == nil {
-		settings = func(kueue.ClusterQueueReference) policy.QueueSettings { return policy.QueueSettings{} }
-	}
 	p := &Preemptor{
 		clock:             clk,
 		workloadOrdering:  ordering,
@@ -289,7 +254,6 @@ func New(
 		fsStrategies:      parseStrategies(fs),
 		enabledAfs:        admissionFairSharing,
 		policy:            policy.New(po, policyOpts...),
-		settings:          settings,
 		pending:           c.pending,
 		settingsKnown:     c.settingsKnown,
 		cohortKnown:       c.cohortKnown,
@@ -325,8 +289,8 @@ type search struct {
 	preemptor *policy.Pending
 	info      *workload.Info
 	cq        *schdcache.ClusterQueueSnapshot
-	// settings are the preemptor ClusterQueue's kueue-timeshare settings.
-	settings policy.QueueSettings
+	// own is what the units resolved about the preemptor's ClusterQueue, for the ordering.
+	own policy.QueueFacts
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
 	// resolved are the queue facts resolved so far, by victim ClusterQueue.
@@ -380,7 +344,6 @@ func (p *Preemptor) newSearchFor(ctx context.Context, wl *workload.Info, snapsho
 		preemptor: policy.NewPending(log, wl, p.workloadOrdering),
 		info:      wl,
 		cq:        cq,
-		settings:  p.settings(wl.ClusterQueue),
 	}
 	s.search = s
 	p.applyTurns(s, turns)
@@ -452,7 +415,7 @@ func (p *Preemptor) SatisfyPreemptionExpectation(log logr.Logger, wl *kueue.Work
 
 // decide asks the victim policy about one candidate and logs refusals at high verbosity.
 func (p *Preemptor) decide(s *search, c *policy.Candidate, scope policy.Scope, pol kueue.PreemptionPolicy, q *policy.QueueFacts) policy.Decision {
-	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Settings: s.settings, Queue: q, Now: s.now}
+	s.question = policy.Input{Preemptor: s.preemptor, Candidate: c, Scope: scope, Policy: pol, Queue: q, Now: s.now}
 	if logV := s.log.V(6); logV.Enabled() {
 		d := p.policy.Explain(&s.question)
 		logV.Info("Victim policy decision", "candidate", klog.KObj(c.Info.Obj), "eligible", d.Eligible, "rule", d.Rule, "message", d.Message)

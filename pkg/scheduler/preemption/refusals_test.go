@@ -22,7 +22,7 @@ import (
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 )
 
 // TestRefusedPreemptionBacksOff: an eviction the API server refuses is not written again at every
@@ -52,7 +52,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 		wantWarnings int
 	}{
 		"server error, our reason: retried after 1 s, 2 s, 4 s, never between": {
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			answer: apierrors.NewInternalError(context.DeadlineExceeded),
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: time.Second},
@@ -72,7 +72,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 			},
 		},
 		"throttled: the backoff is capped at five seconds, so that it goes through soon after the server recovers": {
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			answer: apierrors.NewTooManyRequests("slow down", 1),
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: time.Second},
@@ -83,7 +83,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 			},
 		},
 		"forbidden (a policy or an admission webhook said no): the backoff is capped at five minutes": {
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			answer: apierrors.NewForbidden(gr, victim, errors.New("denied by a policy")),
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: time.Second},
@@ -99,7 +99,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 			},
 		},
 		"invalid: said once, not written again until the victim changes": {
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			answer: invalid,
 			attempts: []attempt{
 				{at: 0, writes: 1, retryIn: 5 * time.Minute},
@@ -111,7 +111,7 @@ func TestRefusedPreemptionBacksOff(t *testing.T) {
 			wantWarnings: 2,
 		},
 		"victim gone: not a refusal, tried again at once": {
-			reason: policy.TimeBasedReason,
+			reason: timebased.Reason,
 			answer: apierrors.NewNotFound(gr, victim),
 			attempts: []attempt{
 				{at: 0, writes: 1},
@@ -188,7 +188,7 @@ func TestRefusalForgottenAfterSuccess(t *testing.T) {
 	p := New(w.client, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, w.recorder, nil, false,
 		clk, nil, preemptexpectations.New(), nil)
 	pre := workload.NewInfo(w.sc.Pending)
-	targets := w.targets(t, map[string]string{"ran-2h30m0s": policy.TimeBasedReason})
+	targets := w.targets(t, map[string]string{"ran-2h30m0s": timebased.Reason})
 	p.refusals.refused(pre.Obj.UID, targets, apierrors.NewInternalError(context.DeadlineExceeded), clk.Now())
 	clk.Step(time.Second)
 	if _, _, err := p.IssuePreemptions(ctx, w.cache, pre, targets, w.cq); err != nil {

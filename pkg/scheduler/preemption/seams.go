@@ -92,7 +92,8 @@ func (s *search) eligible(info *workload.Info, pol kueue.PreemptionPolicy) *cand
 // Compare orders candidates by the victim policy; see classical.Judge.
 func (s *search) Compare(a, b *policy.Candidate) int {
 	if s.order == nil {
-		s.order = &policy.OrderContext{ClusterQueue: s.cq.Name, Settings: s.settings, Now: s.now}
+		s.own = s.p.queueFacts(s, s.cq, policy.SameClusterQueue, s.p.unitsOn())
+		s.order = &policy.OrderContext{ClusterQueue: s.cq.Name, Queue: &s.own, Now: s.now}
 	}
 	return s.p.policy.Compare(s.order, a, b)
 }

@@ -23,6 +23,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -58,7 +59,7 @@ func TestTimeBasedTargets(t *testing.T) {
 	older := utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
 	rotatedOut := utiltestingapi.MakeWorkload("rotated-out", "ns").UID("uid-rotated").Priority(10).Creation(snapgen.Epoch).Obj()
 	rotatedOut.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(2 * time.Hour))}}
+		Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(2 * time.Hour))}}
 	lowerWaiting := utiltestingapi.MakeWorkload("lower", "ns").UID("uid-lower").Priority(1).Creation(snapgen.Epoch).Obj()
 
 	// The pending workload is older than the running ones but was rotated out after they started
@@ -66,7 +67,7 @@ func TestTimeBasedTargets(t *testing.T) {
 	rotatedBack := timeSharingScenario("1")
 	rotatedBack.Pending.CreationTimestamp = metav1.NewTime(snapgen.Epoch.Add(-time.Hour))
 	rotatedBack.Pending.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
+		Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
 	olderNotRotated := timeSharingScenario("1")
 	olderNotRotated.Pending.CreationTimestamp = metav1.NewTime(snapgen.Epoch.Add(-time.Hour))
 
@@ -192,8 +193,8 @@ func TestExplainWait(t *testing.T) {
 // timeSharingOptions configure the window of every ClusterQueue and its pending workloads.
 func timeSharingOptions(window time.Duration, pending []*kueue.Workload) []Option {
 	return []Option{
-		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-			return policy.QueueSettings{MinAdmitDuration: window}
+		queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+			return timebased.Settings{MinAdmitDuration: window}
 		}),
 		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
 			var out []*workload.Info
@@ -223,7 +224,7 @@ func TestSubstituteHead(t *testing.T) {
 		wl := utiltestingapi.MakeWorkload(name, "ns").UID(uid).Priority(10).Creation(created).Obj()
 		if !preemptedAt.IsZero() {
 			wl.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-				Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(preemptedAt)}}
+				Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(preemptedAt)}}
 		}
 		return wl
 	}
@@ -284,8 +285,8 @@ func TestPendingReadOncePerCycle(t *testing.T) {
 	reads := 0
 	p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 		clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
-		WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-			return policy.QueueSettings{MinAdmitDuration: time.Hour}
+		queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+			return timebased.Settings{MinAdmitDuration: time.Hour}
 		}),
 		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
 			reads++
@@ -330,3 +331,20 @@ func TestPendingReadOncePerCycle(t *testing.T) {
 		t.Errorf("per cycle (-want +got):\n%s", diff)
 	}
 }
+
+// queueSettings gives every ClusterQueue's time-sharing settings by f, as the settings store does
+// (a timebased.Source), which turns time-based preemption on.
+func queueSettings(f func(kueue.ClusterQueueReference) timebased.Settings) Option {
+	return WithSources(fakeSettings(f))
+}
+
+type fakeSettings func(kueue.ClusterQueueReference) timebased.Settings
+
+func (f fakeSettings) QueueSettingsOf(feat policy.Feature, cq kueue.ClusterQueueReference) any {
+	if s := f(cq); feat == timebased.Feature && s.MinAdmitDuration > 0 {
+		return timebased.Settings{MinAdmitDuration: s.MinAdmitDuration}
+	}
+	return nil
+}
+
+func (f fakeSettings) StrictFIFO(cq kueue.ClusterQueueReference) bool { return f(cq).StrictFIFO }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/util/priority"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -41,14 +42,14 @@ func TurnTime(wl *kueue.Workload, ordering workload.Ordering) time.Time {
 	return turnTime(wl, ordering)
 }
 
-// compareTurns orders two same-priority pending workloads by turn (policy.TurnPlace).
+// compareTurns orders two same-priority pending workloads by turn (timebased.TurnPlace).
 func compareTurns(a, b *kueue.Workload, ordering workload.Ordering) int {
 	return turnOf(a, ordering).Compare(turnOf(b, ordering))
 }
 
 // turnOf is what compareTurns reads of a workload, read once.
-func turnOf(wl *kueue.Workload, ordering workload.Ordering) policy.TurnPlace {
-	return policy.TurnPlace{At: turnTime(wl, ordering), Left: leftQuota(wl) != nil, UID: wl.UID}
+func turnOf(wl *kueue.Workload, ordering workload.Ordering) timebased.TurnPlace {
+	return timebased.TurnPlace{At: turnTime(wl, ordering), Left: leftQuota(wl) != nil, UID: wl.UID}
 }
 
 // leftQuota returns the condition saying that a pending workload left the quota and has not had
@@ -65,7 +66,7 @@ func leftQuota(wl *kueue.Workload) *metav1.Condition {
 // timeBasedPreemption returns the Preempted condition of a workload rotated out for time-sharing.
 func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != policy.TimeBasedReason {
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != timebased.Reason {
 		return nil
 	}
 	return c
@@ -77,7 +78,7 @@ func timeBasedPreemption(wl *kueue.Workload) *metav1.Condition {
 // compares queue times), and, with turns, it may take a time-based turn only if nobody waited
 // longer.
 func (p *Preemptor) applyTurns(s *search, turns bool) {
-	if !s.settings.TakesTurns() {
+	if !p.settings(s.info.ClusterQueue).TakesTurns() {
 		return
 	}
 	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.workloadOrdering)
@@ -86,12 +87,22 @@ func (p *Preemptor) applyTurns(s *search, turns bool) {
 	}
 }
 
+// settings are cq's time-sharing settings, from time-based preemption's source; none while the
+// feature is off.
+func (p *Preemptor) settings(cq kueue.ClusterQueueReference) timebased.Settings {
+	if !p.on(timebased.Feature) {
+		return timebased.Settings{}
+	}
+	src, ok := policy.SourceOf[timebased.Source](p.sources)
+	if !ok {
+		return timebased.Settings{}
+	}
+	return timebased.SettingsOf(src, cq)
+}
+
 // waitingLonger returns a same-priority pending workload of the preemptor's queue whose turn comes
 // before the preemptor's and that can use it, or "" when the preemptor has the turn.
 func (p *Preemptor) waitingLonger(s *search) string {
-	if !s.settings.TakesTurns() {
-		return ""
-	}
 	if first := p.firstTurn(s.log, s.snapshot, s.info, s.preemptor.Priority, p.canHoldTurn(s.ctx, s.snapshot, s.info)); first != nil {
 		return klog.KObj(first.Obj).String()
 	}
@@ -129,7 +140,7 @@ type lineKey struct {
 // turnEntry is a pending workload in a turn line, with its place read once.
 type turnEntry struct {
 	info  *workload.Info
-	place policy.TurnPlace
+	place timebased.TurnPlace
 }
 
 type largeList struct {
@@ -447,6 +458,24 @@ func (p *Preemptor) VetoAdmission(ctx context.Context, wl *workload.Info, snapsh
 		return heldAfterEviction
 	}
 	return heldForTurn
+}
+
+// WaitingSince gives when each pending workload of cq started waiting for a turn (TurnTime); nil
+// where cq takes no turns, whose workloads wait from their queue-order time.
+func (p *Preemptor) WaitingSince(cq kueue.ClusterQueueReference, ordering workload.Ordering) func(*kueue.Workload) time.Time {
+	if !p.settings(cq).TakesTurns() {
+		return nil
+	}
+	return func(wl *kueue.Workload) time.Time { return TurnTime(wl, ordering) }
+}
+
+// PendingOrder is cq's pending workloads in the order the scheduler takes them: turn order where
+// cq takes turns, else as given (the queue's own order).
+func (p *Preemptor) PendingOrder(log logr.Logger, cq kueue.ClusterQueueReference, pending []*workload.Info, ordering workload.Ordering) []*workload.Info {
+	if pending == nil || !p.settings(cq).TakesTurns() {
+		return pending
+	}
+	return TurnOrder(log, pending, ordering)
 }
 
 // TurnOrder returns a ClusterQueue's pending workloads, given in the queue's own order, in the

@@ -20,7 +20,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -68,8 +68,8 @@ func TestTurnGoesToWhoCanUseIt(t *testing.T) {
 			sc := timeSharingScenario("1")
 			snap := snapshotOf(t, ctx, sc)
 			opts := timeSharingOptions(time.Hour, []*kueue.Workload{tc.older})
-			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
+			opts[0] = queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+				return timebased.Settings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
 			})
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
@@ -94,7 +94,7 @@ func TestSubstituteHeadOnlyForWhoCanGoNow(t *testing.T) {
 	head := utiltestingapi.MakeWorkload("head", "ns").UID("uid-head").Priority(10).
 		Request(corev1.ResourceCPU, "1").Creation(snapgen.Epoch).Obj()
 	head.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-		Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
+		Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(3 * time.Hour))}}
 	waiting := func(cpus string) *kueue.Workload {
 		return utiltestingapi.MakeWorkload("older", "ns").UID("uid-older").Priority(10).
 			Request(corev1.ResourceCPU, cpus).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
@@ -115,8 +115,8 @@ func TestSubstituteHeadOnlyForWhoCanGoNow(t *testing.T) {
 			sc := timeSharingScenario("1")
 			snap := snapshotOf(t, ctx, sc)
 			opts := timeSharingOptions(time.Hour, []*kueue.Workload{tc.older})
-			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
+			opts[0] = queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+				return timebased.Settings{MinAdmitDuration: time.Hour, StrictFIFO: tc.strict}
 			})
 			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
 				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
@@ -195,8 +195,8 @@ func TestLargeTurnLinesAreReadLessOften(t *testing.T) {
 			}
 			clk := clocktesting.NewFakeClock(sc.Now)
 			opts := timeSharingOptions(time.Hour, nil)
-			opts[0] = WithQueueSettings(func(kueue.ClusterQueueReference) policy.QueueSettings {
-				return policy.QueueSettings{MinAdmitDuration: time.Hour, StrictFIFO: true}
+			opts[0] = queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
+				return timebased.Settings{MinAdmitDuration: time.Hour, StrictFIFO: true}
 			})
 			opts[1] = WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info {
 				var out []*workload.Info

@@ -14,7 +14,7 @@ import (
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -26,7 +26,7 @@ func TestTurnOrder(t *testing.T) {
 			Creation(snapgen.Epoch.Add(created)).Obj()
 		if rotated != 0 {
 			w.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadPreempted, Status: metav1.ConditionTrue,
-				Reason: policy.TimeBasedReason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(rotated))}}
+				Reason: timebased.Reason, LastTransitionTime: metav1.NewTime(snapgen.Epoch.Add(rotated))}}
 		}
 		return w
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
@@ -41,7 +41,7 @@ var _ = ginkgo.Describe("Tenants with Kueue's batch-admin, batch-user and Kubern
 		_, pre := pending(ctx, ns, "preemptor")
 		var wl *kueue.Workload
 		gomega.Eventually(func(g gomega.Gomega) { wl = util.WorkloadOf(g, ctx, env.Client, victim) }, timeout, interval).Should(gomega.Succeed())
-		forged := annotations.Notice{Start: clk.Now(), Deadline: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Reason: policy.TimeBasedReason,
+		forged := annotations.Notice{Start: clk.Now(), Deadline: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Reason: timebased.Reason,
 			Preemptor: ns + "/" + pre.Name, PreemptorUID: pre.UID}
 		values := map[string]any{}
 		for k, v := range forged.Annotations() {

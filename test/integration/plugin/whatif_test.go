@@ -17,7 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-timeshare/kueue-timeshare/cmd/kubectl-timeshare/app"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/simulator"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
@@ -77,7 +77,7 @@ var _ = ginkgo.Describe("kubectl timeshare what-if on a ClusterQueue taking turn
 			g.Expect(second.Name).NotTo(gomega.Equal(first.Name))
 			var wl kueue.Workload
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(first), &wl)).To(gomega.Succeed())
-			g.Expect(condition(g, &wl, kueue.WorkloadPreempted).Reason).To(gomega.Equal(policy.TimeBasedReason))
+			g.Expect(condition(g, &wl, kueue.WorkloadPreempted).Reason).To(gomega.Equal(timebased.Reason))
 			g.Expect(condition(g, &wl, kueue.WorkloadRequeued).Status).To(gomega.BeEquivalentTo("True"))
 		}, timeout, interval).Should(gomega.Succeed())
 	})
