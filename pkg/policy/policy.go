@@ -89,12 +89,15 @@ type Fact[T any] struct{ slot int }
 var nextFactSlot int
 
 // NewFact gives a unit its slot; called once per unit, from a package variable of its own.
-func NewFact[T any]() Fact[T] {
-	if nextFactSlot == factSlots {
-		panic("policy: more units with facts than factSlots")
+func NewFact[T any]() Fact[T] { return Fact[T]{slot: newSlot(&nextFactSlot, "facts")} }
+
+// newSlot takes the next of factSlots slots counted by next, for units' what.
+func newSlot(next *int, what string) int {
+	if *next == factSlots {
+		panic("policy: more units with " + what + " than factSlots")
 	}
-	nextFactSlot++
-	return Fact[T]{slot: nextFactSlot - 1}
+	*next++
+	return *next - 1
 }
 
 // Of is the unit's fact on c; nil when the unit read none.
@@ -123,11 +126,7 @@ var nextQueueFactSlot int
 
 // NewQueueFact gives a unit its slot; called once per unit, from a package variable of its own.
 func NewQueueFact[T any]() QueueFact[T] {
-	if nextQueueFactSlot == factSlots {
-		panic("policy: more units with queue facts than factSlots")
-	}
-	nextQueueFactSlot++
-	return QueueFact[T]{slot: nextQueueFactSlot - 1}
+	return QueueFact[T]{slot: newSlot(&nextQueueFactSlot, "queue facts")}
 }
 
 // Of is the unit's fact in in.Queue; nil when it resolved none.

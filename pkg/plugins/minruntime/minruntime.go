@@ -51,16 +51,18 @@ func settingsOf(ext any) any {
 	return SettingsOf(e.MinRuntimes())
 }
 
-// Node is one queue on the path from a ClusterQueue to the root of its cohort tree.
-type Node struct {
-	// Kind is "ClusterQueue" or "Cohort"; Name is unique within a kind.
-	Kind     string
-	Name     string
-	Settings Settings
-}
+// Node is one queue on the path from a ClusterQueue to the root of its cohort tree, with the
+// Settings this unit read off it (nil: none).
+type Node = policy.QueueNode
 
 // Path lists the queues from a ClusterQueue (first) up to the root cohort (last).
 type Path []Node
+
+// settingsAt are the min-runtimes n sets.
+func settingsAt(n Node) Settings {
+	s, _ := n.Settings.(Settings)
+	return s
+}
 
 // Source supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
 // manager's default of it: for this unit, the min-runtimes and the Defaults. A preemptor given
@@ -72,13 +74,8 @@ type Source interface {
 // PathOf is the min-runtimes on path, read by this unit, and the manager's defaults def, as
 // Source.SettingsPath gives them.
 func PathOf(path []policy.QueueNode, def any) (Path, Defaults) {
-	out := make(Path, len(path))
-	for i, n := range path {
-		s, _ := n.Settings.(Settings)
-		out[i] = Node{Kind: n.Kind, Name: n.Name, Settings: s}
-	}
 	d, _ := def.(Defaults)
-	return out, d
+	return Path(path), d
 }
 
 // pathFrom is cq's path in src.
@@ -164,7 +161,7 @@ func lowestCommonAncestor(preemptor, victim Path) int {
 
 func walkUp(path Path, from int, field string, get func(Settings) policy.Setting, defaultField string, def time.Duration) Protection {
 	for _, n := range path[min(from, len(path)):] {
-		if s := get(n.Settings); s.Set {
+		if s := get(settingsAt(n)); s.Set {
 			return Protection{MinRuntime: s.Value, Source: policy.QueueSource(field, s.Value, n.Kind, n.Name)}
 		}
 	}

@@ -198,8 +198,12 @@ func SettingsOf(src Source, cq kueue.ClusterQueueReference) Settings {
 // resolved are the settings of the preemptor's ClusterQueue, which the rules and the key read.
 var resolved = policy.NewQueueFact[Settings]()
 
-// resolve resolves them for a search (Unit.Resolve).
+// resolve resolves them for a search (Unit.Resolve): only for the preemptor's own ClusterQueue,
+// whose candidates alone the rules and the key read them for.
 func resolve(j policy.Judging, q *policy.QueueFacts) {
+	if j.Scope != policy.SameClusterQueue {
+		return
+	}
 	if src, ok := policy.SourceOf[Source](j.Sources); ok {
 		s := SettingsOf(src, j.Preemptor.Name)
 		resolved.Set(q, &s)

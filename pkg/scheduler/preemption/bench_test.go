@@ -91,19 +91,49 @@ func BenchmarkGetTargets(b *testing.B) {
 // through the index the manager keeps.
 func allPolicies() []Option {
 	return []Option{
-		queueSettings(func(kueue.ClusterQueueReference) timebased.Settings {
-			return timebased.Settings{MinAdmitDuration: time.Minute}
-		}),
-		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return nil }),
-		WithSources(fakeMinRuntimes{
-			cohorts:  map[kueue.CohortReference]minruntime.Settings{"left": {Reclaim: policy.Set(time.Minute)}},
+		WithSources(benchSettings{
+			window:   timebased.Settings{MinAdmitDuration: time.Minute},
+			left:     minruntime.Settings{Reclaim: policy.Set(time.Minute)},
 			defaults: minruntime.Defaults{Preempt: time.Minute, Reclaim: time.Minute},
 		}),
+		WithPendingWorkloads(func(kueue.ClusterQueueReference) []*workload.Info { return nil }),
 		WithSources(fakeTolerations{&toleration.Toleration{Source: "WorkloadPriorityClass sticky"}}),
 		WithSources(expectedruntime.DefaultCooldown(10 * time.Minute)),
 		WithSources(noNoticeSettings{}),
 		WithWorkloadIndex(syncedEmptyIndex()),
 	}
+}
+
+// benchSettings are the queues' settings as the settings store gives them, and costs them (one
+// path per SettingsPath, values boxed once): a window on every ClusterQueue, a reclaimMinRuntime on
+// Cohort left, min-runtime defaults; no other unit's settings.
+type benchSettings struct {
+	window, left, defaults any
+}
+
+func (b benchSettings) QueueSettingsOf(f policy.Feature, _ kueue.ClusterQueueReference) any {
+	if f == timebased.Feature {
+		return b.window
+	}
+	return nil
+}
+
+func (benchSettings) StrictFIFO(kueue.ClusterQueueReference) bool { return false }
+
+func (b benchSettings) SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any) {
+	if f != minruntime.Feature {
+		return nil, nil
+	}
+	path := make([]policy.QueueNode, 1, len(parents)+1)
+	path[0] = policy.QueueNode{Kind: "ClusterQueue", Name: string(cq)}
+	for _, c := range parents {
+		n := policy.QueueNode{Kind: "Cohort", Name: string(c)}
+		if c == "left" {
+			n.Settings = b.left
+		}
+		path = append(path, n)
+	}
+	return path, b.defaults
 }
 
 // syncedEmptyIndex is the manager's notice index when no notice is in force.

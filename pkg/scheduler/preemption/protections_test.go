@@ -41,12 +41,15 @@ type fakeMinRuntimes struct {
 }
 
 func (f fakeMinRuntimes) SettingsPath(feat policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any) {
-	path := []policy.QueueNode{{Kind: "ClusterQueue", Name: string(cq)}}
+	if feat != minruntime.Feature {
+		// No other unit's settings: as noNoticeSettings for the notice.
+		return nil, nil
+	}
+	// One allocation per path, as the settings store makes.
+	path := make([]policy.QueueNode, 1, len(parents)+1)
+	path[0] = policy.QueueNode{Kind: "ClusterQueue", Name: string(cq)}
 	for _, c := range parents {
 		path = append(path, policy.QueueNode{Kind: "Cohort", Name: string(c)})
-	}
-	if feat != minruntime.Feature {
-		return path, nil
 	}
 	for i := range path {
 		var m minruntime.Settings
