@@ -59,6 +59,9 @@ type Unit struct {
 	// Resolve sets in q what its rules read about the candidates of j.Victims against j's
 	// preemptor (QueueFact), once per search and ClusterQueue judged; nil when nothing.
 	Resolve func(j Judging, q *QueueFacts)
+	// Inherited: what it resolves comes down the cohort tree, so a search waits until the
+	// Cohorts above a ClusterQueue are read (a Cohort just created may reach the scheduler first).
+	Inherited bool
 	// Vetoed says, for a candidate refused by rule (in, the question the policy was asked),
 	// what protects it (for the wait's explanation) and until when (zero: for as long as it
 	// runs); ok false when rule is not the unit's. nil when it vetoes nothing.
@@ -363,6 +366,11 @@ func (t Table) Resolve(j Judging, q *QueueFacts) {
 // Resolves reports whether some unit of t resolves facts about the queues it judges.
 func (t Table) Resolves() bool {
 	return slices.ContainsFunc(t, func(u Unit) bool { return u.Resolve != nil })
+}
+
+// Inherits reports whether some unit of t resolves what Cohorts set (Unit.Inherited).
+func (t Table) Inherits() bool {
+	return slices.ContainsFunc(t, func(u Unit) bool { return u.Inherited })
 }
 
 // Survey is what a unit's Protects is given besides the candidate.

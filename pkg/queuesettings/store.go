@@ -213,13 +213,15 @@ func (s *Store) UnitSettingsOf(cq kueue.ClusterQueueReference) map[policy.Featur
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out map[policy.Feature]any
-	for k, v := range s.unitSettings {
-		if k.kind == "ClusterQueue" && k.name == string(cq) && policy.GateOn(k.feature) {
-			if out == nil {
-				out = map[policy.Feature]any{}
-			}
-			out[k.feature] = v
+	for _, u := range plugins.Units() {
+		v, ok := s.unitSettings[unitKey{u.Feature, "ClusterQueue", string(cq)}]
+		if !ok || !policy.GateOn(u.Feature) {
+			continue
 		}
+		if out == nil {
+			out = map[policy.Feature]any{}
+		}
+		out[u.Feature] = v
 	}
 	return out
 }

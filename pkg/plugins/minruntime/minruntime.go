@@ -177,6 +177,7 @@ func Unit() policy.Unit {
 		Protects:  protects,
 		Takes:     func(src any) bool { _, ok := src.(Source); return ok },
 		Resolve:   resolve,
+		Inherited: true,
 		Vetoed:    vetoed,
 		Counted:   true,
 		Lengths:   lengths,

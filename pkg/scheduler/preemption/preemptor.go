@@ -381,9 +381,10 @@ func (p *Preemptor) GetTargets(ctx context.Context, wl workload.Info, assignment
 // nobody tracks that, or the gates that read them are off (then the settings cannot change the
 // outcome, and waiting for them would only delay preemptions that upstream makes at once).
 func (p *Preemptor) unread(cq *schdcache.ClusterQueueSnapshot, name kueue.ClusterQueueReference) string {
-	// A ClusterQueue carries minAdmitDuration and the units' settings; a Cohort only the units'
-	// settings, which matter here to the units that resolve them for a search (min-runtimes).
-	protection := p.unitsOn().Resolves()
+	// A ClusterQueue carries minAdmitDuration and the units' settings; a Cohort only the settings
+	// that come down the tree, which matter here to the units that resolve them for a search
+	// (min-runtimes).
+	protection := p.unitsOn().Inherits()
 	if !protection && !tsfeatures.Enabled(tsfeatures.TimeBasedSamePriorityPreemption) {
 		return ""
 	}

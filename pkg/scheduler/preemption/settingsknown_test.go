@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	tsfeatures "github.com/kueue-timeshare/kueue-timeshare/pkg/features"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -90,7 +91,9 @@ func TestSettingsNotReadYet(t *testing.T) {
 					cohortKnown := func(c kueue.CohortReference) bool { return c != tc.unknownCo }
 					p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, fairSharingConfig(fairSharing), false,
 						clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil,
-						WithSettingsKnown(known), WithCohortSettingsKnown(cohortKnown), WithSources(fakeMinRuntimes{}))
+						WithSettingsKnown(known), WithCohortSettingsKnown(cohortKnown), WithSources(fakeMinRuntimes{}),
+						// Time-based preemption is on as in the manager, with no window set.
+						queueSettings(func(kueue.ClusterQueueReference) timebased.Settings { return timebased.Settings{} }))
 					info := sc.PendingInfo()
 					snap := snapshotOf(t, ctx, &sc)
 
