@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,8 +27,11 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/budget"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/expectedruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/toleration"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
 
@@ -105,12 +109,21 @@ func TestDifferentialWithoutEachFeature(t *testing.T) {
 	}
 }
 
-// noSettings is every ClusterQueue's settings source with nothing set.
+// noSettings is the settings store, and the store of priority classes' tolerations, with nothing
+// set: every feature is on, as in the manager, and none is configured.
 type noSettings struct{}
 
-func (noSettings) Settings(kueue.ClusterQueueReference) timebased.Settings {
-	return timebased.Settings{}
+func (noSettings) QueueSettingsOf(policy.Feature, kueue.ClusterQueueReference) any { return nil }
+
+func (noSettings) StrictFIFO(kueue.ClusterQueueReference) bool { return false }
+
+func (noSettings) SettingsPath(policy.Feature, kueue.ClusterQueueReference, []kueue.CohortReference) ([]policy.QueueNode, any) {
+	return nil, nil
 }
+
+func (noSettings) BudgetsOf(*kueue.Workload) *budget.Budgets { return nil }
+
+func (noSettings) For(*kueue.PriorityClassRef) *toleration.Toleration { return nil }
 
 func runBoth(t *testing.T, sc *snapgen.Scenario, opts ...Option) (outcome, outcome) {
 	t.Helper()
@@ -227,4 +240,22 @@ func contestAll(info *workload.Info, cq *schdcache.ClusterQueueSnapshot, seed ui
 		ps.Flavors[r] = &flavorassigner.FlavorAssignment{Name: flavor, Mode: flavorassigner.Preempt}
 	})
 	return flavorassigner.Assignment{PodSets: []flavorassigner.PodSetAssignment{ps}}
+}
+
+// The differential runs above build the preemptor as the manager does: the sources turn every
+// feature on, and WithoutFeature takes one out.
+func TestNoSettingsTurnsEveryFeatureOn(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	all := plugins.Precedence()
+	for _, removed := range append([]policy.Feature{""}, all...) {
+		opts := []Option{WithSources(noSettings{}, expectedruntime.DefaultCooldown(time.Minute))}
+		if removed != "" {
+			opts = append(opts, WithoutFeature(removed))
+		}
+		p := New(nil, workload.Ordering{}, nil, nil, false, clk, nil, preemptexpectations.New(), nil, opts...)
+		want := slices.DeleteFunc(slices.Clone(all), func(f policy.Feature) bool { return f == removed })
+		if diff := cmp.Diff(want, p.features, cmpopts.SortSlices(func(a, b policy.Feature) bool { return a < b })); diff != "" {
+			t.Errorf("without %q: features on (-want +got):\n%s", removed, diff)
+		}
+	}
 }
