@@ -168,11 +168,12 @@ feature-footprint: ## Count, per feature, the files outside its home that name i
 	$(GO) run ./hack/footprint $(FOOTPRINT_ARGS)
 
 .PHONY: verify
-verify: ## Fail on unformatted files or go vet findings.
+verify: ## Fail on unformatted files, go vet findings, or a feature reaching more than two files outside its package.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))"; \
 	  if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd hack/ociimage && $(GO) vet ./...
+	$(GO) run ./hack/footprint -max 2
 
 ##@ Benchmarks
 
