@@ -59,7 +59,7 @@ var (
 	vectorsMu sync.Mutex
 	// custom is the custom label names the per-ClusterQueue vectors were built with.
 	custom []string
-	// unitVectors are the units' per-ClusterQueue metrics (policy.Unit.QueueMetrics), and
+	// unitVectors are the features' per-ClusterQueue metrics (queueMetricsOwner), and
 	// unitGauges the gauges their counts feed, by feature; built from the registry on first use
 	// (unitsLocked), never at package initialization: nil until then.
 	unitVectors []prometheus.Collector
@@ -162,10 +162,11 @@ func unitsLocked() {
 	unitGauges = map[policy.Feature]*prometheus.GaugeVec{}
 	labels := func(base ...string) []string { return append(base, custom...) }
 	for _, u := range plugins.Units() {
-		if u.QueueMetrics == nil {
+		q, ok := u.Plugin.(queueMetricsOwner)
+		if !ok {
 			continue
 		}
-		all, counts := u.QueueMetrics(labels)
+		all, counts := q.QueueMetrics(labels)
 		unitVectors = append(unitVectors, all...)
 		if counts != nil {
 			unitGauges[u.Feature] = counts
@@ -212,16 +213,32 @@ func ClusterQueueLabels(cl *kueuemetrics.CustomLabels, cq kueue.ClusterQueueRefe
 	return append(names, cl.CQGet(cq)...)
 }
 
-// unitCollectors are the metrics the policy's units own (policy.Unit.Metrics).
+// A feature's plugin (policy.Unit.Plugin) implements these where it owns metrics.
+type (
+	// metricsOwner owns metrics, registered with the manager's.
+	metricsOwner interface {
+		Metrics() []prometheus.Collector
+	}
+	// queueMetricsOwner builds per-ClusterQueue metrics, whose label names labels gives (its own,
+	// then the manager's ClusterQueue custom labels), and returns them all, with the gauge its
+	// counts feed (nil: none); they are rebuilt when the custom labels change.
+	queueMetricsOwner interface {
+		QueueMetrics(labels func(names ...string) []string) (all []prometheus.Collector, counts *prometheus.GaugeVec)
+	}
+)
+
+// unitCollectors are the metrics the features' plugins own (metricsOwner).
 func unitCollectors() []prometheus.Collector {
 	var out []prometheus.Collector
 	for _, u := range plugins.Units() {
-		out = append(out, u.Metrics...)
+		if m, ok := u.Plugin.(metricsOwner); ok {
+			out = append(out, m.Metrics()...)
+		}
 	}
 	return out
 }
 
-// UnitGauge is the per-ClusterQueue gauge of feature f's unit's counts (policy.Unit.Counts),
+// UnitGauge is the per-ClusterQueue gauge of feature f's counts (queueMetricsOwner's counts),
 // labelled by ClusterQueue and the unit's label; nil when it has none.
 func UnitGauge(f policy.Feature) *prometheus.GaugeVec {
 	vectorsMu.Lock()

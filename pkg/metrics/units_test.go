@@ -10,6 +10,7 @@ import (
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/notice"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // The units' per-ClusterQueue metrics are served with ours, and a unit that counts workloads has
@@ -27,13 +28,14 @@ func TestUnitQueueMetrics(t *testing.T) {
 		return out
 	}
 	for _, u := range plugins.Units() {
-		if u.QueueMetrics == nil {
+		q, ok := u.Plugin.(queueMetricsOwner)
+		if !ok {
 			if UnitGauge(u.Feature) != nil {
 				t.Errorf("%s has a gauge but no per-ClusterQueue metrics", u.Feature)
 			}
 			continue
 		}
-		all, counts := u.QueueMetrics(func(names ...string) []string { return names })
+		all, counts := q.QueueMetrics(func(names ...string) []string { return names })
 		for _, n := range names(all) {
 			if !slices.Contains(names(served), n) {
 				t.Errorf("%s's metric %s is not served", u.Feature, n)
@@ -43,7 +45,9 @@ func TestUnitQueueMetrics(t *testing.T) {
 		if (counts == nil) != (gauge == nil) {
 			t.Errorf("%s: UnitGauge is %v, want a gauge: %v", u.Feature, gauge, counts != nil)
 		}
-		if u.Counts != nil && gauge == nil {
+		if _, counts := u.Plugin.(interface {
+			Count(c *policy.Candidate) (string, bool)
+		}); counts && gauge == nil {
 			t.Errorf("%s counts workloads but has no gauge", u.Feature)
 		}
 	}

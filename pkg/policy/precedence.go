@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
@@ -101,14 +100,8 @@ type Unit struct {
 	// workload's annotations ann: the annotations to drop, and a note for the user ("": none).
 	// nil when it carries them all.
 	NotCarried func(ann map[string]string) (note string, drop []string)
-	// Counts is the label under which a per-ClusterQueue gauge of the unit counts c, a workload
-	// holding quota (metrics.UnitGauge); ok false when it does not count c. nil when it has no
-	// gauge.
-	Counts func(c *Candidate) (label string, ok bool)
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
-	// Metrics are the metrics it owns, registered with the manager's.
-	Metrics []prometheus.Collector
 	// Lengths are the lengths of the protections settings s set (read off a queue by
 	// QueueSettings, or the manager's default by DefaultSettings), each the end of some
 	// protection (WakeSettings.Lengths); nil when its settings set none.
@@ -121,11 +114,6 @@ type Unit struct {
 	// DefaultSettings is what the manager's configuration c sets for the queues that set nothing;
 	// nil when it sets nothing.
 	DefaultSettings func(c *tsconfig.Configuration) any
-	// QueueMetrics builds its per-ClusterQueue metrics, whose label names labels gives (its
-	// own, then the manager's ClusterQueue custom labels), and returns them all, with the gauge
-	// Counts feeds (nil: none). The manager rebuilds them when its custom labels change. nil when
-	// it has none.
-	QueueMetrics func(labels func(names ...string) []string) (all []prometheus.Collector, counts *prometheus.GaugeVec)
 	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
 	// when it has none.
 	Column *Column

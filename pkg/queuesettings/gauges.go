@@ -23,6 +23,13 @@ type gaugeKey struct{ cq, setting string }
 // gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads, and
 // the units' counts) from the workloads holding quota, and deletes the series of the previous
 // sweep that are gone.
+// queueCounter is a feature's plugin (policy.Unit.Plugin) with a per-ClusterQueue gauge
+// (metrics.UnitGauge): Count is the label under which it counts c, a workload holding quota; ok
+// false when it does not count c.
+type queueCounter interface {
+	Count(c *policy.Candidate) (label string, ok bool)
+}
+
 type gauges struct {
 	holders, nextTurn, protected map[gaugeKey]float64
 	// counted are the units' counts (policy.Unit.Counts), by feature.
@@ -78,10 +85,11 @@ func (w *Waker) setGauges(ctx context.Context, holding map[kueue.ClusterQueueRef
 			c := policy.CandidateOf(wl, w.RuntimeClock)
 			facts.ReadFacts(&c, wl, sources)
 			for _, u := range units {
-				if u.Counts == nil || !FeatureEnabled(u.Feature) {
+				counter, ok := u.Plugin.(queueCounter)
+				if !ok || !FeatureEnabled(u.Feature) {
 					continue
 				}
-				if label, ok := u.Counts(&c); ok {
+				if label, ok := counter.Count(&c); ok {
 					if g.counted[u.Feature] == nil {
 						g.counted[u.Feature] = map[gaugeKey]float64{}
 					}

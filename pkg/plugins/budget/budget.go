@@ -195,7 +195,6 @@ func Unit() policy.Unit {
 			}
 			return nil
 		},
-		Metrics: []prometheus.Collector{heldBack},
 	}
 }
 

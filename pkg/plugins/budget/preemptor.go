@@ -6,6 +6,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -21,6 +23,9 @@ type Plugin struct{}
 
 // Feature is the budget's gate.
 func (Plugin) Feature() policy.Feature { return Feature }
+
+// Metrics are the plugin's metrics, registered with the manager's (pkg/metrics reads them).
+func (Plugin) Metrics() []prometheus.Collector { return []prometheus.Collector{heldBack} }
 
 // AfterIssue enters the victims of a preemption that went through in the ledger. Only what a
 // budget may hold back pays: turns do not, so that rotation never waits on a budget, nor do

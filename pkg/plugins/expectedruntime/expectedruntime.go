@@ -33,7 +33,6 @@ func Unit() policy.Unit {
 		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
 		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
 		Promises:   &policy.Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
-		Metrics:    []prometheus.Collector{nominations, nominationsSkipped},
 		Column:     &policy.Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: cell},
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -26,6 +28,11 @@ type Plugin struct{}
 
 // Feature is the plugin's gate.
 func (Plugin) Feature() policy.Feature { return Feature }
+
+// Metrics are the plugin's metrics, registered with the manager's (pkg/metrics reads them).
+func (Plugin) Metrics() []prometheus.Collector {
+	return []prometheus.Collector{nominations, nominationsSkipped}
+}
 
 // Judged counts what a search made of a candidate that opted in: nominated, or skipped and why
 // (a nominated candidate that min-runtime vetoed is a skip). Each is counted once per workload,

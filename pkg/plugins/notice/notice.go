@@ -173,16 +173,8 @@ func Unit() policy.Unit {
 		Marks:           noticeMark,
 		RefusedWhileOff: noticeRefused,
 		Status:          noticeStatus,
-		// The notices in force, by preemption reason.
-		Counts: func(c *policy.Candidate) (string, bool) {
-			if n := fact.Of(c); n != nil && !c.Evicted {
-				return n.Reason, true
-			}
-			return "", false
-		},
-		NotCarried:    noticeNotCarried,
-		QueueMetrics:  noticeMetrics,
-		QueueSettings: noticeSettingsOf,
+		NotCarried:      noticeNotCarried,
+		QueueSettings:   noticeSettingsOf,
 		DefaultSettings: func(c *tsconfig.Configuration) any {
 			if d := c.DefaultNoticePeriod; d != nil {
 				return d.Duration

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/kueue/pkg/workload"
 	workloadevict "sigs.k8s.io/kueue/pkg/workload/evict"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
@@ -53,6 +55,21 @@ type Plugin struct{}
 
 // Feature is the plugin's gate.
 func (Plugin) Feature() policy.Feature { return Feature }
+
+// QueueMetrics builds the notice's per-ClusterQueue metrics (pkg/metrics reads them), whose label
+// names labels gives, and returns them all with the gauge Count feeds.
+func (Plugin) QueueMetrics(labels func(names ...string) []string) ([]prometheus.Collector, *prometheus.GaugeVec) {
+	return noticeMetrics(labels)
+}
+
+// Count is the label under which the notices-in-force gauge counts c, a workload holding quota:
+// its notice's preemption reason; ok false when it is under no notice.
+func (Plugin) Count(c *policy.Candidate) (string, bool) {
+	if n := fact.Of(c); n != nil && !c.Evicted {
+		return n.Reason, true
+	}
+	return "", false
+}
 
 // WaitTargets: see policy.Waiter and noticeTargets.
 func (Plugin) WaitTargets(ctx context.Context, h policy.Handle, wl *workload.Info, snapshot *schdcache.Snapshot) ([]*policy.Target, bool) {
