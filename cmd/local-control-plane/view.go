@@ -209,10 +209,11 @@ func describe(wl *kueue.Workload, now time.Time) row {
 			r.detail = "for " + now.Sub(c.LastTransitionTime.Time).Truncate(time.Second).String()
 		}
 		for _, u := range plugins.Units() {
-			if u.Status == nil {
+			s, ok := u.Plugin.(statusShower)
+			if !ok {
 				continue
 			}
-			if detail, key := u.Status(wl, now); detail != "" {
+			if detail, key := s.Status(wl, now); detail != "" {
 				r.detail += "; " + detail
 				r.units += key
 			}
@@ -345,4 +346,10 @@ func estimateNote(eta, sentence string) string {
 		return sentence
 	}
 	return "expected at " + eta
+}
+
+// statusShower is a feature's plugin (policy.Unit.Plugin) that says something of a running
+// workload in the view: the detail, and the part of it worth redrawing the view for ("": nothing).
+type statusShower interface {
+	Status(wl *kueue.Workload, now time.Time) (detail, key string)
 }

@@ -75,9 +75,6 @@ type Unit struct {
 	// Marks is the mark it writes on a Workload for a preemptor to find it by (the preemptor's
 	// workload index), ok false when wl carries none; nil when it writes none.
 	Marks func(wl *kueue.Workload) (mark string, ok bool)
-	// Shields are the protections it gives c whatever its ClusterQueue's settings (the kubectl
-	// plugin's rows); nil when it gives none.
-	Shields func(c *Candidate, now time.Time) []Shield
 	// RefusedWhileOff is what the webhooks refuse in the spec of a ClusterQueue or Cohort while
 	// its gate is off, so that no setting of it is silently ignored; old is the stored spec on an
 	// update (nil otherwise), whose settings are kept. nil when it has no queue settings to refuse.
@@ -92,14 +89,6 @@ type Unit struct {
 	// make it act, so that a simulation's comparison adds a run with its gate off to show what
 	// it changes; nil when it is never compared so.
 	Compared func(c *tsconfig.Configuration, specs []json.RawMessage) bool
-	// Status is what it says of a running workload in a one-line view, and the part of it
-	// that, when it changes, is worth redrawing the view for; "" when nothing. nil when it
-	// never says anything.
-	Status func(wl *kueue.Workload, now time.Time) (detail, key string)
-	// NotCarried is what a simulation from a snapshot of the cluster does not carry of a
-	// workload's annotations ann: the annotations to drop, and a note for the user ("": none).
-	// nil when it carries them all.
-	NotCarried func(ann map[string]string) (note string, drop []string)
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
 	// Lengths are the lengths of the protections settings s set (read off a queue by
@@ -114,9 +103,6 @@ type Unit struct {
 	// DefaultSettings is what the manager's configuration c sets for the queues that set nothing;
 	// nil when it sets nothing.
 	DefaultSettings func(c *tsconfig.Configuration) any
-	// Column is its column in the kubectl plugin's wide table of workloads holding quota; nil
-	// when it has none.
-	Column *Column
 	// Warns is how it warns a running workload before evicting it, as the workload's job reads
 	// the warning (the simulator's jobs react to it); nil when it gives no warning.
 	Warns *Warns
@@ -263,17 +249,6 @@ type Shield struct {
 	Forever bool
 	// Source says what set it, for a person.
 	Source string
-}
-
-// Shields are the protections the units of t that are on give c at now (see Unit.Shields).
-func (t Table) Shields(c *Candidate, now time.Time, on func(Feature) bool) []Shield {
-	var out []Shield
-	for _, u := range t {
-		if u.Shields != nil && (on == nil || on(u.Feature)) {
-			out = append(out, u.Shields(c, now)...)
-		}
-	}
-	return out
 }
 
 // RefusedWhileOff is what the units of t whose gate is off (on false) refuse in spec (see

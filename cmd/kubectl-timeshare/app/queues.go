@@ -314,14 +314,14 @@ func BuildQueuesReport(c Cluster, only string, m ManagerSettings, pending Pendin
 			cand := policy.CandidateOf(wl, clock)
 			a := admitted(wl, &cand, window, clock, protections, m.Known, now)
 			units.ReadFacts(&cand, wl, sources, on, false)
-			for _, sh := range units.Shields(&cand, now, on) {
+			for _, sh := range shieldsOf(&cand, now, on) {
 				pr := Protection{Kind: sh.Kind, Active: sh.Active, Forever: sh.Forever, Source: sh.Source}
 				if !sh.Until.IsZero() && !sh.Forever {
 					pr.Until = ptrTime(metav1.NewTime(sh.Until))
 				}
 				a.Protections = append(a.Protections, pr)
 			}
-			a.Features = cells(units, &cand, on)
+			a.Features = cells(&cand, on)
 			a.Details = details(wl, func(v view) detail { return v.holdingDetail })
 			r.Admitted = append(r.Admitted, a)
 		}
@@ -368,18 +368,18 @@ func admitted(wl *kueue.Workload, c *policy.Candidate, window time.Duration, clo
 	return a
 }
 
-// cells are the columns of the units of t that are on for c.
-func cells(t policy.Table, c *policy.Candidate, on func(policy.Feature) bool) map[string]FeatureCell {
+// cells are the columns of the features that are on for c.
+func cells(c *policy.Candidate, on func(policy.Feature) bool) map[string]FeatureCell {
 	var out map[string]FeatureCell
-	for _, u := range t {
-		if u.Column == nil || !on(u.Feature) {
+	for _, col := range featureColumns() {
+		if !on(col.feature) {
 			continue
 		}
-		if v, at := u.Column.Cell(c); v != "" {
+		if v, at := col.Cell(c); v != "" {
 			if out == nil {
 				out = map[string]FeatureCell{}
 			}
-			out[string(u.Feature)] = FeatureCell{Value: v, From: ptrTime(metav1.NewTime(at))}
+			out[string(col.feature)] = FeatureCell{Value: v, From: ptrTime(metav1.NewTime(at))}
 		}
 	}
 	return out

@@ -10,9 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // holdingColumn is a column of the table of workloads holding quota.
@@ -27,12 +24,7 @@ func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 6, 
 // RenderQueues writes r as tables: per ClusterQueue its settings, holders and pending workloads.
 func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error {
 	fmt.Fprintf(w, "Manager settings: %s\n", r.Manager)
-	var columns policy.Table
-	for _, u := range plugins.Units() {
-		if u.Column != nil {
-			columns = append(columns, u)
-		}
-	}
+	columns := featureColumns()
 	if len(r.ClusterQueues) == 0 {
 		fmt.Fprintln(w, "No ClusterQueues.")
 	}
@@ -67,8 +59,8 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 			}
 			if wide {
 				header += "\tLOCAL QUEUE\tADMITTED\tRUNNING COUNTED FROM"
-				for _, u := range columns {
-					header += "\t" + u.Column.Header
+				for _, c := range columns {
+					header += "\t" + c.Header
 				}
 				header += "\tSTATE"
 			}
@@ -85,10 +77,10 @@ func RenderQueues(w io.Writer, r *QueuesReport, wide bool, now time.Time) error 
 						state = "being evicted"
 					}
 					fmt.Fprintf(t, "\t%s\t%s\t%s", orNone(a.LocalQueue), when(a.Admitted, now), orNone(a.RunningCounted))
-					for _, u := range columns {
+					for _, c := range columns {
 						cell := "<none>"
-						if f, ok := a.Features[string(u.Feature)]; ok {
-							cell = when(f.From, now) + " (" + u.Column.Label + " " + f.Value + ")"
+						if f, ok := a.Features[string(c.feature)]; ok {
+							cell = when(f.From, now) + " (" + c.Label + " " + f.Value + ")"
 						}
 						fmt.Fprintf(t, "\t%s", cell)
 					}

@@ -277,10 +277,11 @@ func snapshotWorkload(wl *kueue.Workload, start time.Time, runtime time.Duration
 		Snapshot:    &simulator.WorkloadSnapshot{Created: simulator.Duration{Duration: offset(wl.CreationTimestamp.Time, start)}},
 	}
 	for _, u := range plugins.Units() {
-		if u.NotCarried == nil {
+		nc, ok := u.Plugin.(notCarrier)
+		if !ok {
 			continue
 		}
-		note, drop := u.NotCarried(w.Annotations)
+		note, drop := nc.NotCarried(w.Annotations)
 		if note != "" {
 			notes = append(notes, fmt.Sprintf("workload %s %s", key, note))
 		}
@@ -426,4 +427,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// notCarrier is a feature's plugin (policy.Unit.Plugin) that keeps some of a workload's
+// annotations out of a simulation from a snapshot: the annotations to drop, and a note for the
+// user ("": none).
+type notCarrier interface {
+	NotCarried(ann map[string]string) (note string, drop []string)
 }

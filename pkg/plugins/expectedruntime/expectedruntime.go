@@ -28,12 +28,9 @@ const Feature policy.Feature = "ExpectedRuntimeRequeue"
 func Unit() policy.Unit {
 	return policy.Unit{
 		Feature: Feature, Option: Option, Changes: changes, Read: read, Takes: takes,
-		Setup:  func(mgr ctrl.Manager, _ policy.Env) error { return Setup(mgr) },
-		Plugin: Plugin{},
-		// The cooldown is the manager's own record (annotations.ManagerOwned): the simulation writes its own.
-		NotCarried: func(map[string]string) (string, []string) { return "", []string{annotations.RequeueNotBefore} },
-		Promises:   &policy.Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
-		Column:     &policy.Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: cell},
+		Setup:    func(mgr ctrl.Manager, _ policy.Env) error { return Setup(mgr) },
+		Plugin:   Plugin{},
+		Promises: &policy.Promise{Annotation: annotations.ExpectedRuntime, Runtime: promisedRuntime},
 	}
 }
 

@@ -34,6 +34,18 @@ func (Plugin) Metrics() []prometheus.Collector {
 	return []prometheus.Collector{nominations, nominationsSkipped}
 }
 
+// NotCarried is what a simulation from a snapshot does not carry of a workload's annotations (the
+// kubectl plugin's what-if): the cooldown is the manager's own record (annotations.ManagerOwned),
+// and the simulation writes its own.
+func (Plugin) NotCarried(map[string]string) (string, []string) {
+	return "", []string{annotations.RequeueNotBefore}
+}
+
+// Column is its column in the kubectl plugin's wide table of workloads holding quota.
+func (Plugin) Column() *policy.Column {
+	return &policy.Column{Header: "EXPECTED RUNTIME ENDS", Label: "expected-runtime", Cell: cell}
+}
+
 // Judged counts what a search made of a candidate that opted in: nominated, or skipped and why
 // (a nominated candidate that min-runtime vetoed is a skip). Each is counted once per workload,
 // admission and outcome, however many searches repeat it.

@@ -172,8 +172,6 @@ func Unit() policy.Unit {
 		Promised:        true,
 		Marks:           noticeMark,
 		RefusedWhileOff: noticeRefused,
-		Status:          noticeStatus,
-		NotCarried:      noticeNotCarried,
 		QueueSettings:   noticeSettingsOf,
 		DefaultSettings: func(c *tsconfig.Configuration) any {
 			if d := c.DefaultNoticePeriod; d != nil {

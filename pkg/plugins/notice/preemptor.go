@@ -56,6 +56,18 @@ type Plugin struct{}
 // Feature is the plugin's gate.
 func (Plugin) Feature() policy.Feature { return Feature }
 
+// Status is what the local control plane's view says of a running workload under notice, and the
+// part worth redrawing the view for.
+func (Plugin) Status(wl *kueue.Workload, now time.Time) (detail, key string) {
+	return noticeStatus(wl, now)
+}
+
+// NotCarried is what a simulation from a snapshot (the kubectl plugin's what-if) does not carry
+// of a workload's notice annotations, and a note saying so.
+func (Plugin) NotCarried(ann map[string]string) (note string, drop []string) {
+	return noticeNotCarried(ann)
+}
+
 // QueueMetrics builds the notice's per-ClusterQueue metrics (pkg/metrics reads them), whose label
 // names labels gives, and returns them all with the gauge Count feeds.
 func (Plugin) QueueMetrics(labels func(names ...string) []string) ([]prometheus.Collector, *prometheus.GaugeVec) {

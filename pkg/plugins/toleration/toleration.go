@@ -49,8 +49,8 @@ func Unit() policy.Unit {
 			}
 			return nil
 		},
-		Shields: shields,
-		Takes:   func(src any) bool { _, ok := src.(Source); return ok },
+		Plugin: Plugin{},
+		Takes:  func(src any) bool { _, ok := src.(Source); return ok },
 		// Misses are read from the cache: a workload may name a class its controller has not
 		// reconciled yet.
 		NewSource: func(live client.Reader) policy.ClusterSource {
@@ -67,6 +67,16 @@ func Unit() policy.Unit {
 		},
 	}
 }
+
+// Plugin is preemption toleration's plugin: it acts in the preemptor through its rule only, and
+// shows a workload's toleration in the kubectl plugin (Shields).
+type Plugin struct{}
+
+// Feature is the plugin's gate.
+func (Plugin) Feature() policy.Feature { return Feature }
+
+// Shields are the protections the toleration gives c at now, as the kubectl plugin shows them.
+func (Plugin) Shields(c *policy.Candidate, now time.Time) []policy.Shield { return shields(c, now) }
 
 // shields is c's toleration, if it has one, against the lowest preemptor there is.
 func shields(c *policy.Candidate, now time.Time) []policy.Shield {
