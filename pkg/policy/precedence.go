@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -82,13 +81,6 @@ type Unit struct {
 	// RefusedConfig is what the manager refuses in its configuration while the unit's gate is
 	// off; nil when it has no configuration to refuse.
 	RefusedConfig func(c *tsconfig.Configuration) field.ErrorList
-	// Clears are the annotations its controller removes from a Workload once it is evicted, so
-	// that none applies to its next admission; nil when none.
-	Clears []string
-	// Compared reports whether configuration c and the specs of the ClusterQueues and Cohorts
-	// make it act, so that a simulation's comparison adds a run with its gate off to show what
-	// it changes; nil when it is never compared so.
-	Compared func(c *tsconfig.Configuration, specs []json.RawMessage) bool
 	// Promises is what a workload promises through it; nil when nothing.
 	Promises *Promise
 	// Lengths are the lengths of the protections settings s set (read off a queue by
@@ -103,46 +95,10 @@ type Unit struct {
 	// DefaultSettings is what the manager's configuration c sets for the queues that set nothing;
 	// nil when it sets nothing.
 	DefaultSettings func(c *tsconfig.Configuration) any
-	// Warns is how it warns a running workload before evicting it, as the workload's job reads
-	// the warning (the simulator's jobs react to it); nil when it gives no warning.
-	Warns *Warns
 	// Delays is how long a victim of ClusterQueue cq, chosen for reason, keeps running before
 	// its eviction (its warning), by the settings of src: for the admission estimate's walk. nil
 	// when it delays no eviction.
 	Delays func(src Sources, cq *schdcache.ClusterQueueSnapshot) func(reason string) time.Duration
-}
-
-// Warns is how a unit warns a running workload before its eviction. A job that can save its
-// work starts saving it when warned and, once saved, writes Answer on its Workload to be evicted
-// sooner.
-type Warns struct {
-	// Given is the warning newly written on wl since its version old (nil: none); nil when wl
-	// carries none that old did not. An error: what wl carries is not a warning the manager gave.
-	Given func(old, wl *kueue.Workload) (*Warning, error)
-	// Answer is the annotation a warned job sets to "true" once its work is saved.
-	Answer string
-	// Event names the event of a warning given; Says tells it in a timeline, given the offset of
-	// its deadline, the preemptor ("": unknown) and the preemption reason.
-	Event string
-	Says  func(until, by, reason string) string
-	// Counter names the warnings' counts in a report (given, ended early: answered before the
-	// eviction); Title heads them.
-	Counter, Title string
-	// Early and Late are how an eviction ends a warning: after the job's answer, or without one.
-	Early, Late Ending
-}
-
-// Warning is one warning given to a running workload.
-type Warning struct {
-	// Until is when it is evicted at the latest, for preemptor By and Reason.
-	Until  time.Time
-	By     types.UID
-	Reason string
-}
-
-// Ending is how an eviction ended a warning: its outcome's name, and its words in a timeline.
-type Ending struct {
-	Outcome, Words string
 }
 
 // EvictionDelay is how long a victim of cq chosen for reason keeps running before its eviction,
@@ -171,16 +127,6 @@ func (t Table) EvictionDelay(src Sources, cq *schdcache.ClusterQueueSnapshot) fu
 		}
 		return longest
 	}
-}
-
-// Warner is the unit of t that gives warnings of event kind event (see Warns); nil if none.
-func (t Table) Warner(event string) *Warns {
-	for _, u := range t {
-		if u.Warns != nil && u.Warns.Event == event {
-			return u.Warns
-		}
-	}
-	return nil
 }
 
 // QueueNode is one queue on the path from a ClusterQueue to the root of its cohort tree, with
@@ -224,32 +170,8 @@ func (t Table) Promisers() []string {
 	return out
 }
 
-// Column is a unit's column in the kubectl plugin's table of workloads holding quota.
-type Column struct {
-	// Header is the column's title.
-	Header string
-	// Label names the value in a cell, after the instant.
-	Label string
-	// Cell is c's value (empty: none) and the instant it leads to (zero: none).
-	Cell func(c *Candidate) (value string, from time.Time)
-}
-
 // ReasonWords say in words what a preemption reason means.
 type ReasonWords = tsapi.ReasonWords
-
-// Shield is a protection a unit gives a running candidate, as the kubectl plugin shows it.
-type Shield struct {
-	// Kind names the protection ("toleration").
-	Kind string
-	// Active: it protects the candidate at now, from some preemptor.
-	Active bool
-	// Until is when it ends; zero when it lasts as long as the candidate runs (Forever) or is
-	// not known yet.
-	Until   time.Time
-	Forever bool
-	// Source says what set it, for a person.
-	Source string
-}
 
 // RefusedWhileOff is what the units of t whose gate is off (on false) refuse in spec (see
 // Unit.RefusedWhileOff).

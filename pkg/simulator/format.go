@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
@@ -82,10 +81,10 @@ func WriteTable(out io.Writer, runs ...*Result) error {
 	fmt.Fprintf(out, "\nWork lost at eviction (%s x time): %s\n", first.LostWork.Resource, perRun(runs, func(r *Result) string {
 		return fmt.Sprintf("%s %s (%s of run time)", resourceHours(r.LostWork.ResourceHours), r.LostWork.Unit, FormatOffset(r.LostWork.Lost))
 	}))
-	for _, u := range plugins.Units() {
-		if u.Warns != nil && slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[u.Warns.Counter]["given"] > 0 }) {
-			fmt.Fprintf(out, "%s: %s\n", u.Warns.Title, perRun(runs, func(r *Result) string {
-				return fmt.Sprintf("%d given, %d ended early", r.Counts[u.Warns.Counter]["given"], r.Counts[u.Warns.Counter]["endedEarly"])
+	for _, w := range warnings() {
+		if slices.ContainsFunc(runs, func(r *Result) bool { return r.Counts[w.Counter]["given"] > 0 }) {
+			fmt.Fprintf(out, "%s: %s\n", w.Title, perRun(runs, func(r *Result) string {
+				return fmt.Sprintf("%d given, %d ended early", r.Counts[w.Counter]["given"], r.Counts[w.Counter]["endedEarly"])
 			}))
 		}
 	}
@@ -178,7 +177,7 @@ func WriteTimeline(out io.Writer, r *Result) error {
 		case EventReactivated:
 			what = fmt.Sprintf("%s is reactivated by its owner", e.Workload)
 		default:
-			if u := plugins.Units().Warner(string(e.Kind)); u != nil {
+			if u := warningOf(string(e.Kind)); u != nil {
 				what = e.Workload + " " + u.Says(FormatOffset(e.Until), e.By, e.Reason)
 			}
 		}
@@ -193,8 +192,8 @@ func WriteTimeline(out io.Writer, r *Result) error {
 
 // outcomeWords tell how an eviction ended a warning (policy.Ending), after a comma; "" for none.
 func outcomeWords(outcome string) string {
-	for _, u := range plugins.Units() {
-		if w := u.Warns; w != nil && outcome != "" {
+	for _, w := range warnings() {
+		if outcome != "" {
 			for _, e := range []policy.Ending{w.Early, w.Late} {
 				if e.Outcome == outcome {
 					return ", " + e.Words

@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/timeutil"
 )
@@ -65,10 +64,8 @@ type Counts map[string]map[string]int
 // newCounts has a zero count of every unit's warnings.
 func newCounts() Counts {
 	c := Counts{}
-	for _, u := range plugins.Units() {
-		if u.Warns != nil {
-			c[u.Warns.Counter] = map[string]int{"given": 0, "endedEarly": 0}
-		}
+	for _, w := range warnings() {
+		c[w.Counter] = map[string]int{"given": 0, "endedEarly": 0}
 	}
 	return c
 }

@@ -46,7 +46,7 @@ const (
 )
 
 // ModeWithout is kueue-timeshare as configured but with f's gate off: --compare adds it when the
-// scenario makes f act (policy.Unit.Compared), to show what f changes.
+// scenario makes f act (its plugin's Compared), to show what f changes.
 func ModeWithout(f policy.Feature) Mode { return Mode(modeWithout + string(f)) }
 
 // without is the feature a ModeWithout turns off.
@@ -296,7 +296,7 @@ func (s *Scenario) Comparisons() []Mode {
 	}
 	var modes []Mode
 	for _, u := range plugins.Units() {
-		if u.Compared != nil && s.gateOn(string(u.Feature)) && u.Compared(s.timeshareConfig(), specs) {
+		if c, ok := u.Plugin.(comparer); ok && s.gateOn(string(u.Feature)) && c.Compared(s.timeshareConfig(), specs) {
 			modes = append(modes, ModeWithout(u.Feature))
 		}
 	}

@@ -235,11 +235,9 @@ func (v *parser) workloads() {
 			v.errorf(key(child(p, "annotations"), name), "%s", er.Problem)
 		}
 		// A unit's state that its controller clears at an eviction is the manager's to write.
-		for _, u := range plugins.Units() {
-			for _, a := range u.Clears {
-				if _, ok := w.Annotations[a]; ok && slices.Contains(annotations.ManagerOwned(), a) {
-					v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
-				}
+		for _, a := range cleared() {
+			if _, ok := w.Annotations[a]; ok && slices.Contains(annotations.ManagerOwned(), a) {
+				v.errorf(key(child(p, "annotations"), a), "written by the manager, not by a scenario")
 			}
 		}
 	}

@@ -523,19 +523,16 @@ func (w *world) observeWarning(j *job, old, wl *kueue.Workload) {
 	if conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
-	for _, u := range plugins.Units() {
-		if u.Warns == nil {
-			continue
-		}
-		given, err := u.Warns.Given(old, wl)
+	for _, u := range warnings() {
+		given, err := u.Given(old, wl)
 		if err != nil {
 			w.note("workload %s: %v", wl.Name, err)
 		}
 		if given == nil {
 			continue
 		}
-		j.warned(u.Warns, w.now(), given.Until.Sub(w.start))
-		w.record(Event{Kind: EventKind(u.Warns.Event), Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: given.Reason,
+		j.warned(u, w.now(), given.Until.Sub(w.start))
+		w.record(Event{Kind: EventKind(u.Event), Workload: j.spec.Name, ClusterQueue: j.spec.ClusterQueue, Reason: given.Reason,
 			By: w.byUID[given.By], Until: given.Until.Sub(w.start)})
 	}
 }
@@ -569,16 +566,14 @@ func (w *world) saveCheckpoints(order []*job) error {
 }
 
 // clearEvicted removes from an evicted Workload the annotations the units' controllers remove
-// once the eviction is written (policy.Unit.Clears), so that none applies to its next admission.
+// once the eviction is written (clearer), so that none applies to its next admission.
 func (w *world) clearEvicted(wl *kueue.Workload) {
 	if !conditionTrue(wl, kueue.WorkloadEvicted) {
 		return
 	}
 	patched := wl.DeepCopy()
-	for _, u := range plugins.Units() {
-		for _, a := range u.Clears {
-			delete(patched.Annotations, a)
-		}
+	for _, a := range cleared() {
+		delete(patched.Annotations, a)
 	}
 	if len(patched.Annotations) == len(wl.Annotations) {
 		return

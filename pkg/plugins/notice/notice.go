@@ -179,19 +179,6 @@ func Unit() policy.Unit {
 			}
 			return nil
 		},
-		Compared: noticeCompared,
-		Clears:   noticeAnnotations,
-		Warns: &policy.Warns{Given: noticeGiven, Answer: annotations.CheckpointDone, Event: "noticed",
-			Says: func(until, by, reason string) string {
-				if by != "" {
-					return fmt.Sprintf("is given notice until +%s for %s (%s)", until, by, reason)
-				}
-				return fmt.Sprintf("is given notice until +%s (%s)", until, reason)
-			},
-			Counter: "notices", Title: "Preemption notices (ended early: the checkpoint was done before the deadline)",
-			Early: policy.Ending{Outcome: string(EndedEarly), Words: "its checkpoint done before the deadline"},
-			Late:  policy.Ending{Outcome: string(EvictedAtDeadline), Words: "at its notice's deadline"},
-		},
 		RefusedConfig: func(c *tsconfig.Configuration) field.ErrorList {
 			if d := c.DefaultNoticePeriod; d != nil && d.Duration > 0 {
 				return field.ErrorList{field.Forbidden(field.NewPath(tsconfig.SectionKey, "defaultNoticePeriod"), features.NoticeGateOff)}

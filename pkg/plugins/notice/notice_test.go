@@ -363,8 +363,8 @@ func TestNoticeWarns(t *testing.T) {
 		"already seen":                 {old: noticed, wl: noticed},
 		"annotations without a record": {old: &kueue.Workload{}, wl: forged, wantErr: true},
 	}
-	warns := policy.Table{Unit()}.Warner("noticed")
-	if warns == nil || warns.Answer != annotations.CheckpointDone {
+	warns := Plugin{}.Warns()
+	if warns.Event != "noticed" || warns.Answer != annotations.CheckpointDone {
 		t.Fatalf("the notice unit warns with event noticed, answered by %s; got %+v", annotations.CheckpointDone, warns)
 	}
 	for name, tc := range cases {

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	tsconfig "github.com/kueue-timeshare/kueue-timeshare/apis/config/v1alpha1"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/message"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -67,6 +68,32 @@ func (Plugin) Status(wl *kueue.Workload, now time.Time) (detail, key string) {
 func (Plugin) NotCarried(ann map[string]string) (note string, drop []string) {
 	return noticeNotCarried(ann)
 }
+
+// Warns is how the notice warns a running workload before its eviction, as its job reads the
+// warning: the simulator's jobs react to it.
+func (Plugin) Warns() *policy.Warns {
+	return &policy.Warns{Given: noticeGiven, Answer: annotations.CheckpointDone, Event: "noticed",
+		Says: func(until, by, reason string) string {
+			if by != "" {
+				return fmt.Sprintf("is given notice until +%s for %s (%s)", until, by, reason)
+			}
+			return fmt.Sprintf("is given notice until +%s (%s)", until, reason)
+		},
+		Counter: "notices", Title: "Preemption notices (ended early: the checkpoint was done before the deadline)",
+		Early: policy.Ending{Outcome: string(EndedEarly), Words: "its checkpoint done before the deadline"},
+		Late:  policy.Ending{Outcome: string(EvictedAtDeadline), Words: "at its notice's deadline"},
+	}
+}
+
+// Compared reports whether configuration c and the specs of the ClusterQueues and Cohorts give
+// notices, so that a simulation's comparison adds a run with the notice's gate off.
+func (Plugin) Compared(c *tsconfig.Configuration, specs []json.RawMessage) bool {
+	return noticeCompared(c, specs)
+}
+
+// Clears are the annotations the notice's controller removes from a Workload once it is evicted,
+// which the simulator removes in its place.
+func (Plugin) Clears() []string { return noticeAnnotations }
 
 // QueueMetrics builds the notice's per-ClusterQueue metrics (pkg/metrics reads them), whose label
 // names labels gives, and returns them all with the gauge Count feeds.
