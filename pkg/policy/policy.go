@@ -3,9 +3,10 @@
 //
 // The decisions are pure: inputs are plain facts read off workloads once, outputs carry the
 // name of the rule that made them and a sentence a person can read. Each feature is one Unit
-// (precedence.go), which also owns its metrics; the registry (package plugins) lists them, and
-// this package names none of the features that live in packages of their own. Features plug in
-// by adding a unit, never by editing the preemptor.
+// (precedence.go); the registry (package plugins) lists them, and this package names none of
+// them. Features plug in by adding a unit, never by editing the preemptor; what a reader shows
+// of a feature (metrics, kubectl columns, the simulator's warnings) it asks of the feature's
+// plugin through an interface of its own.
 package policy
 
 import (

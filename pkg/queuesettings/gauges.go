@@ -32,7 +32,7 @@ type queueCounter interface {
 
 type gauges struct {
 	holders, nextTurn, protected map[gaugeKey]float64
-	// counted are the units' counts (policy.Unit.Counts), by feature.
+	// counted are the features' counts (queueCounter), by feature.
 	counted map[policy.Feature]map[gaugeKey]float64
 }
 

@@ -337,7 +337,7 @@ var (
 	noticeToEviction *prometheus.HistogramVec
 )
 
-// noticeMetrics builds the notice's metrics (Unit.QueueMetrics); its gauge counts the notices in
+// noticeMetrics builds the notice's metrics (Plugin.QueueMetrics); its gauge counts the notices in
 // force, which the counter only sees once they end.
 func noticeMetrics(labels func(names ...string) []string) ([]prometheus.Collector, *prometheus.GaugeVec) {
 	ended := prometheus.NewCounterVec(prometheus.CounterOpts{
