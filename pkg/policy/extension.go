@@ -19,7 +19,8 @@ type Target = upstream.Target
 
 // Plugin is a feature's part in the preemptor, beyond its unit's rules (Unit.Plugin). It
 // implements only the extension points where it acts (below); the preemptor calls a point only
-// while the plugin's feature is on, so that no plugin checks its own gate.
+// while the plugin's feature is on, so that no plugin checks its own gate. The readers that show
+// or play a feature declare the interfaces they ask of its plugin next to themselves.
 type Plugin interface {
 	Feature() Feature
 }

@@ -51,8 +51,9 @@ type Unit struct {
 	NewSource func(live client.Reader) ClusterSource
 	// Setup adds its controllers to the manager (Table.SetupControllers); nil when it has none.
 	Setup func(mgr ctrl.Manager, env Env) error
-	// Plugin is its part in the preemptor beyond its rules (see Plugin); nil when it has none,
-	// or when the preemptor holds it (the features whose settings its search resolves).
+	// Plugin is its part in the preemptor beyond its rules (see Plugin), and what the readers
+	// that show or play it (the kubectl plugin, the metrics, the simulator) ask of it through
+	// interfaces of their own; nil when it has neither (time-based's turns are the search's own).
 	Plugin Plugin
 	// Resolve sets in q what its rules read about the candidates of j.Victims against j's
 	// preemptor (QueueFact), once per search and ClusterQueue judged; nil when nothing.
