@@ -20,9 +20,6 @@ import (
 // workloads' setting or a unit's label.
 type gaugeKey struct{ cq, setting string }
 
-// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads, and
-// the units' counts) from the workloads holding quota, and deletes the series of the previous
-// sweep that are gone.
 // queueCounter is a feature's plugin (policy.Unit.Plugin) with a per-ClusterQueue gauge
 // (metrics.UnitGauge): Count is the label under which it counts c, a workload holding quota; ok
 // false when it does not count c.
@@ -30,6 +27,9 @@ type queueCounter interface {
 	Count(c *policy.Candidate) (label string, ok bool)
 }
 
+// gauges sets the state gauges (turn holders, seconds to the next turn, protected workloads, and
+// the units' counts) from the workloads holding quota, and deletes the series of the previous
+// sweep that are gone.
 type gauges struct {
 	holders, nextTurn, protected map[gaugeKey]float64
 	// counted are the features' counts (queueCounter), by feature.
