@@ -56,8 +56,8 @@ const (
 // first; the rest keep upstream's order (most recently reserved first).
 //
 // Turns: only the same-priority pending workload that has waited longest for a turn may take one
-// this way (the preemptor's Pending.WaitingLonger is empty); the others are refused, so that a workload just
-// preempted for time-sharing does not take the quota straight back.
+// this way (the preemptor's Pending.WaitingLonger is empty); the others are refused, so that a
+// workload just preempted for time-sharing does not take the quota straight back.
 func Option() policy.Option {
 	notYourTurn := policy.Rule{
 		Name: RuleNotYourTurn, Eligible: false,
