@@ -437,7 +437,7 @@ func (w *walker) forPriority(p *policy.Pending) *byPriority {
 	if last, ok := w.last[p.Priority]; ok {
 		rep.QueuedAt = last
 	}
-	rep.WaitingLonger = ""
+	timebased.SetWaitingLonger(&rep, "")
 	older := rep
 	older.QueuedAt = time.Time{}
 	bp := &byPriority{rep: &rep, older: &older, pooled: make([]int64, len(w.free)), turned: make([]int64, len(w.free)), stuck: make([]int64, len(w.free))}
@@ -812,7 +812,7 @@ func (w *walker) pool(bp *byPriority) {
 // asPreemptor is wt as the policy sees it when it may take a holder queued after it.
 func (w *walker) asPreemptor(wt *waiting) *policy.Pending {
 	w.preemptor = *wt.pend
-	w.preemptor.WaitingLonger = ""
+	timebased.SetWaitingLonger(&w.preemptor, "")
 	return &w.preemptor
 }
 

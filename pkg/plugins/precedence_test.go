@@ -82,7 +82,7 @@ func TestPrecedence(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pre := &policy.Pending{ClusterQueue: "cq", Priority: 100, QueuedAt: t0.Add(-time.Minute)}
 			if tc.facts.notYourTurn {
-				pre.WaitingLonger = "ns/other"
+				timebased.SetWaitingLonger(pre, "ns/other")
 			}
 			running := t0.Add(-2 * time.Hour)
 			c := &policy.Candidate{Info: &workload.Info{ClusterQueue: "cq"}, Priority: 100, QueuedAt: t0.Add(-3 * time.Hour),

@@ -83,7 +83,7 @@ func TestFeatureRemoval(t *testing.T) {
 			applies: []policy.Feature{timebased.Feature},
 		},
 		"same priority past minAdmitDuration, another workload has the turn": {
-			tweaks:  []tweak{samePriority, window, func(f *fixture) { f.in.Preemptor.WaitingLonger = "ns/first" }},
+			tweaks:  []tweak{samePriority, window, func(f *fixture) { timebased.SetWaitingLonger(f.in.Preemptor, "ns/first") }},
 			applies: []policy.Feature{timebased.Feature},
 		},
 		"same priority past its expected runtime": {

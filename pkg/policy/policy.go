@@ -50,9 +50,33 @@ type Pending struct {
 	Priority int64
 	// QueuedAt is the queue-order timestamp (creation time, or a later one after some evictions).
 	QueuedAt time.Time
-	// WaitingLonger names a same-priority workload of the ClusterQueue whose turn comes before the
-	// preemptor's (time-based preemption's turns); empty when the preemptor has the turn.
-	WaitingLonger string
+	// facts are what the units say of the preemptor beyond these (see PendingFact), one slot each.
+	facts [factSlots]any
+}
+
+// PendingFact is one unit's slot of facts on a preemptor; only that unit's file holds it.
+type PendingFact[T any] struct{ slot int }
+
+var nextPendingFactSlot int
+
+// NewPendingFact gives a unit its slot; called once per unit, from a package variable of its own.
+func NewPendingFact[T any]() PendingFact[T] {
+	return PendingFact[T]{slot: newSlot(&nextPendingFactSlot, "preemptor facts")}
+}
+
+// Of is the unit's fact on p; nil when none is set.
+func (f PendingFact[T]) Of(p *Pending) *T {
+	v, _ := p.facts[f.slot].(*T)
+	return v
+}
+
+// Set sets the unit's fact on p; nil clears it.
+func (f PendingFact[T]) Set(p *Pending, v *T) {
+	if v == nil {
+		p.facts[f.slot] = nil
+		return
+	}
+	p.facts[f.slot] = v
 }
 
 // Candidate holds the facts the rules read about an admitted workload.

@@ -56,18 +56,18 @@ const (
 // first; the rest keep upstream's order (most recently reserved first).
 //
 // Turns: only the same-priority pending workload that has waited longest for a turn may take one
-// this way (the preemptor's Pending.WaitingLonger is empty); the others are refused, so that a
+// this way (WaitingLonger is empty for it); the others are refused, so that a
 // workload just preempted for time-sharing does not take the quota straight back.
 func Option() policy.Option {
 	notYourTurn := policy.Rule{
 		Name: RuleNotYourTurn, Eligible: false,
 		When: func(in *policy.Input) bool {
-			return in.Preemptor.WaitingLonger != "" && in.Scope == policy.SameClusterQueue &&
+			return WaitingLonger(in.Preemptor) != "" && in.Scope == policy.SameClusterQueue &&
 				in.Policy == kueue.PreemptionPolicyLowerOrNewerEqualPriority &&
 				in.Candidate.Priority == in.Preemptor.Priority && pastMinAdmitDuration(in.Candidate, Of(in), in.Now)
 		},
 		Why: func(in *policy.Input) string {
-			return fmt.Sprintf("past minAdmitDuration %s, but %s has waited longer for a turn", Of(in).MinAdmitDuration, in.Preemptor.WaitingLonger)
+			return fmt.Sprintf("past minAdmitDuration %s, but %s has waited longer for a turn", Of(in).MinAdmitDuration, WaitingLonger(in.Preemptor))
 		},
 	}
 	rule := policy.Rule{
@@ -231,3 +231,24 @@ func Resolved(s Settings) *policy.QueueFacts {
 
 // Into sets s in q, as a search resolves it.
 func Into(q *policy.QueueFacts, s Settings) { resolved.Set(q, &s) }
+
+// waitingLonger names a same-priority workload of the preemptor's ClusterQueue whose turn comes
+// before the preemptor's: the preemptor's turns (pkg/scheduler/preemption's turn.go) set it.
+var waitingLonger = policy.NewPendingFact[string]()
+
+// WaitingLonger is the workload whose turn comes before p's; "" when p has the turn.
+func WaitingLonger(p *policy.Pending) string {
+	if name := waitingLonger.Of(p); name != nil {
+		return *name
+	}
+	return ""
+}
+
+// SetWaitingLonger records the workload whose turn comes before p's; "": p has the turn.
+func SetWaitingLonger(p *policy.Pending, name string) {
+	if name == "" {
+		waitingLonger.Set(p, nil)
+		return
+	}
+	waitingLonger.Set(p, &name)
+}

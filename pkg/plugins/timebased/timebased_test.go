@@ -107,7 +107,7 @@ func TestTimeBasedEligibility(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pre := *preemptor
-			pre.WaitingLonger = tc.waitingLonger
+			SetWaitingLonger(&pre, tc.waitingLonger)
 			in := &policy.Input{Preemptor: &pre, Candidate: &policy.Candidate{Priority: tc.priority, QueuedAt: tc.queuedAt, QuotaReservedAt: tc.reserved, TurnCharge: tc.charge},
 				Scope: tc.scope, Policy: tc.policy, Queue: Resolved(tc.settings), Now: t0}
 			if diff := cmp.Diff(tc.want, p.Explain(in)); diff != "" {

@@ -83,7 +83,7 @@ func (p *Preemptor) applyTurns(s *search, turns bool) {
 	}
 	s.preemptor.QueuedAt = turnTime(s.info.Obj, p.workloadOrdering)
 	if turns {
-		s.preemptor.WaitingLonger = p.waitingLonger(s)
+		timebased.SetWaitingLonger(s.preemptor, p.waitingLonger(s))
 	}
 }
 
@@ -405,7 +405,7 @@ func (p *Preemptor) explainTurn(ctx context.Context, wl *workload.Info, snapshot
 	s := p.newSearch(ctx, wl, snapshot, nil, workload.Usage{})
 	// Naming the next in turn would change every pending workload's message, and so cost a
 	// status write for each, at every handover; the turn order is in the visibility API.
-	if s.preemptor.WaitingLonger != "" {
+	if timebased.WaitingLonger(s.preemptor) != "" {
 		return waitingForTurn
 	}
 	var first time.Time
