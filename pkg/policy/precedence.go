@@ -130,6 +130,12 @@ func (t Table) EvictionDelay(src Sources, cq *schdcache.ClusterQueueSnapshot) fu
 	}
 }
 
+// PathSource supplies what a unit read off a ClusterQueue and the Cohorts above it (parents,
+// nearest first), with the manager's default of it (nil: none): the settings store.
+type PathSource interface {
+	SettingsPath(f Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]QueueNode, any)
+}
+
 // QueueNode is one queue on the path from a ClusterQueue to the root of its cohort tree, with
 // what a unit read off it (Unit.QueueSettings; nil: nothing set).
 type QueueNode struct {
@@ -236,8 +242,10 @@ type Judging struct {
 	Sources Sources
 	Log     logr.Logger
 	Scope   Scope
-	// Preemptor and Victims are the ClusterQueues, the same one under SameClusterQueue.
+	// Preemptor and Victims are the ClusterQueues, the same one under SameClusterQueue;
+	// PreemptorParents are the Cohorts above the preemptor's, nearest first, read once per search.
 	Preemptor, Victims *schdcache.ClusterQueueSnapshot
+	PreemptorParents   []kueue.CohortReference
 }
 
 // Resolve sets in q what the units of t resolve about j.Victims (see Unit.Resolve).

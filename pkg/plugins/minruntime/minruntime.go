@@ -6,6 +6,7 @@ package minruntime
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -67,9 +68,7 @@ func settingsAt(n Node) Settings {
 // Source supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
 // manager's default of it: for this unit, the min-runtimes and the Defaults. A preemptor given
 // one turns min-runtime protection on.
-type Source interface {
-	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
-}
+type Source = policy.PathSource
 
 // PathOf is the min-runtimes on path, read by this unit, and the manager's defaults def, as
 // Source.SettingsPath gives them.
@@ -137,26 +136,21 @@ func ResolvePreempt(victim Path, d Defaults) Protection {
 // shields a subtree from its siblings; with ResolveQueue (or no common ancestor) it starts at the
 // victim's ClusterQueue.
 func ResolveReclaim(method ResolveMethod, preemptor, victim Path, d Defaults) Protection {
+	return resolveReclaim(method, func(n Node) bool {
+		return slices.ContainsFunc(preemptor, func(p Node) bool { return p.Kind == n.Kind && p.Name == n.Name })
+	}, victim, d)
+}
+
+// resolveReclaim is ResolveReclaim with the preemptor's path given by onPreemptorPath, which
+// reports whether a queue is on it.
+func resolveReclaim(method ResolveMethod, onPreemptorPath func(Node) bool, victim Path, d Defaults) Protection {
 	start := 0
 	if method != ResolveQueue {
-		if i := lowestCommonAncestor(preemptor, victim); i > 0 {
+		if i := slices.IndexFunc(victim, onPreemptorPath); i > 0 {
 			start = i - 1
 		}
 	}
 	return walkUp(victim, start, "reclaimMinRuntime", func(m Settings) policy.Setting { return m.Reclaim }, "defaultReclaimMinRuntime", d.Reclaim)
-}
-
-// lowestCommonAncestor returns the index in victim of the first queue that is also on the
-// preemptor's path, or -1.
-func lowestCommonAncestor(preemptor, victim Path) int {
-	for i, v := range victim {
-		for _, p := range preemptor {
-			if p.Kind == v.Kind && p.Name == v.Name {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 func walkUp(path Path, from int, field string, get func(Settings) policy.Setting, defaultField string, def time.Duration) Protection {
@@ -206,8 +200,13 @@ func resolve(j policy.Judging, q *policy.QueueFacts) {
 		pr = ResolvePreempt(victim, d)
 	} else {
 		kind = "reclaim"
-		preemptor, _ := pathFrom(src, j.Preemptor.Name, cohorttree.Parents(j.Preemptor))
-		pr = ResolveReclaim(d.Method, preemptor, victim, d)
+		// Only the preemptor path's names matter: where it meets the victim's.
+		pr = resolveReclaim(d.Method, func(n Node) bool {
+			if n.Kind == "ClusterQueue" {
+				return n.Name == string(j.Preemptor.Name)
+			}
+			return slices.Contains(j.PreemptorParents, kueue.CohortReference(n.Name))
+		}, victim, d)
 	}
 	resolved.Set(q, &pr)
 	if logV := j.Log.V(5); logV.Enabled() {

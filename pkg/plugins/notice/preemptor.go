@@ -45,9 +45,7 @@ const (
 // Source supplies what a unit read off a ClusterQueue and the Cohorts above it, with the
 // manager's default of it: for the notice's unit, the notice settings and default period. A
 // preemptor given one turns the notice on.
-type Source interface {
-	SettingsPath(f policy.Feature, cq kueue.ClusterQueueReference, parents []kueue.CohortReference) ([]policy.QueueNode, any)
-}
+type Source = policy.PathSource
 
 // Plugin is the notice's part in the preemptor: a preemptor waits on victims under notice
 // instead of searching again, gives notices instead of evicting, and ends a victim's notice with

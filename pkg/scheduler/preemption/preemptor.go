@@ -293,8 +293,10 @@ type search struct {
 	own policy.QueueFacts
 	// question is reused for every policy call: one allocation per search, not per workload.
 	question policy.Input
-	// resolved are the queue facts resolved so far, by victim ClusterQueue.
-	resolved map[kueue.ClusterQueueReference]policy.QueueFacts
+	// resolved are the queue facts resolved so far, by victim ClusterQueue; preemptorParents the
+	// Cohorts above the preemptor's ClusterQueue, read at the first.
+	resolved         map[kueue.ClusterQueueReference]policy.QueueFacts
+	preemptorParents []kueue.CohortReference
 	// protected counts candidates skipped because of a protection.
 	protected protectedTally
 	// judgesOn has bit i set when the preemptor's judges[i] is on, and judgesRead says it was

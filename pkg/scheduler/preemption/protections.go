@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/metrics"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -36,8 +37,11 @@ func (p *Preemptor) queueFacts(s *search, cq *schdcache.ClusterQueueSnapshot, sc
 	if s.resolved == nil {
 		s.resolved = map[kueue.ClusterQueueReference]policy.QueueFacts{}
 	}
+	if s.preemptorParents == nil {
+		s.preemptorParents = cohorttree.Parents(s.cq)
+	}
 	var q policy.QueueFacts
-	units.Resolve(policy.Judging{Sources: p.sources, Log: s.log, Scope: scope, Preemptor: s.cq, Victims: cq}, &q)
+	units.Resolve(policy.Judging{Sources: p.sources, Log: s.log, Scope: scope, Preemptor: s.cq, Victims: cq, PreemptorParents: s.preemptorParents}, &q)
 	s.resolved[cq.Name] = q
 	return q
 }
@@ -46,7 +50,8 @@ func (p *Preemptor) queueFacts(s *search, cq *schdcache.ClusterQueueSnapshot, sc
 // cq itself, as a search would: for the admission estimate.
 func (p *Preemptor) QueueFacts(log logr.Logger, cq *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
 	var q policy.QueueFacts
-	p.unitsOn().Resolve(policy.Judging{Sources: p.sources, Log: log, Scope: policy.SameClusterQueue, Preemptor: cq, Victims: cq}, &q)
+	p.unitsOn().Resolve(policy.Judging{Sources: p.sources, Log: log, Scope: policy.SameClusterQueue, Preemptor: cq, Victims: cq,
+		PreemptorParents: cohorttree.Parents(cq)}, &q)
 	return q
 }
 
