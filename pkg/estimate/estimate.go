@@ -82,6 +82,11 @@ type Queue struct {
 	Notice func(reason string) time.Duration
 	// Handover is how long an eviction and the next admission take.
 	Handover time.Duration
+	// Reclaim is spec.preemption.reclaimWithinCohort, for a walk of the cohort (ComputeCohort).
+	Reclaim kueue.PreemptionPolicy
+	// Against is what the units resolve about another ClusterQueue's workloads against a
+	// preemptor of this one (its reclaimMinRuntime), by ClusterQueue, for a walk of the cohort.
+	Against map[kueue.ClusterQueueReference]*policy.QueueFacts
 }
 
 // turns are the queue's time-sharing settings, as the preemptor resolved them (Resolved).
@@ -121,6 +126,15 @@ type Waiting struct {
 // each holder once per priority among the pending workloads; each admission then scans the line
 // (see docs/admission-estimate.md for the cost).
 func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Estimate {
+	w := start(q, holders, pending, now, nil)
+	w.run()
+	return w.finish()
+}
+
+// start makes the walker of q's holders and pending workloads at now.
+// In a walk of the cohort (co), the ClusterQueue's quota is co's tree's, which counts the holders
+// already.
+func start(q *Queue, holders []Holder, pending []Waiting, now time.Time, co *cohortWalk) *walker {
 	if q.Policy == nil {
 		// No policy given: upstream's rules alone.
 		qc := *q
@@ -128,6 +142,11 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		q = &qc
 	}
 	w := newWalker(q, now, len(holders)+len(pending))
+	if co != nil {
+		for s, fr := range w.frs {
+			w.capacity[s] = co.tree.PotentialAvailable(q.Name, fr)
+		}
+	}
 	pends := make([]*policy.Pending, len(pending))
 	for i := range pending {
 		if pends[i] = pending[i].Pending; pends[i] == nil {
@@ -150,6 +169,9 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		first, ok := w.first[h.Candidate.Priority]
 		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: ok && h.Candidate.QueuedAt.After(first)})
 	}
+	if co != nil {
+		co.join(w)
+	}
 	w.out = make([]Estimate, len(pending))
 	for i := range pending {
 		p := &pending[i]
@@ -157,9 +179,13 @@ func Compute(q *Queue, holders []Holder, pending []Waiting, now time.Time) []Est
 		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: pends[i], cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
 	}
 	w.left = len(pending)
-	w.run()
+	return w
+}
+
+// finish writes the estimates' sentences.
+func (w *walker) finish() []Estimate {
 	for i := range w.out {
-		w.out[i].Sentence = sentence(&w.out[i], q.turns(), now)
+		w.out[i].Sentence = sentence(&w.out[i], w.q.turns(), w.now)
 	}
 	return w.out
 }
@@ -225,6 +251,8 @@ type release struct {
 	// end: only its promised end frees it, no rule lets such a preemptor take it.
 	end bool
 	h   *hold
+	// from is the walker of another ClusterQueue whose hold it is (a reclaim); nil: this one's.
+	from *walker
 }
 
 // freeAt is when the quota r.h leaves is free: after its Pods drain if it is evicted for one
@@ -302,8 +330,15 @@ type walker struct {
 	preemptor policy.Pending
 	// instants is releaseOf's buffer.
 	instants []time.Time
-	// capacity is Queue.Capacity by slot.
+	// capacity is Queue.Capacity by slot; in a walk of the cohort, what the ClusterQueue could
+	// use were nothing else used.
 	capacity []int64
+	// frs are the slots' flavors and resources; used is what the holds use of each slot.
+	frs  []resources.FlavorResource
+	used []int64
+	// co is the walk of the cohort this walker is part of; nil when it walks its ClusterQueue
+	// alone, on Queue.Capacity.
+	co *cohortWalk
 	lines    []*line
 	prios    map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
@@ -327,6 +362,8 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 					w.slots[fr] = len(w.free)
 					w.free = append(w.free, max(q.Capacity[fr], 0))
 					w.capacity = append(w.capacity, max(q.Capacity[fr], 0))
+					w.frs = append(w.frs, fr)
+					w.used = append(w.used, 0)
 				}
 			}
 		}
@@ -358,6 +395,10 @@ func requestsOf(u map[resources.FlavorResource]int64) map[corev1.ResourceName]in
 func (w *walker) hold(h *hold) {
 	for _, a := range h.use {
 		w.free[a.slot] -= a.value
+		w.used[a.slot] += a.value
+	}
+	if w.co != nil {
+		w.co.held(w, h)
 	}
 	w.holds = append(w.holds, h)
 	if !h.ends.IsZero() {
@@ -421,8 +462,13 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 		return true
 	}
 	free := w.scratch[:0]
-	for s, v := range w.capacity {
-		free = append(free, v-bp.stuck[s])
+	for s, v := range w.free {
+		room := v + w.used[s]
+		if w.co != nil && w.reclaims() {
+			// What it lent it may reclaim.
+			room = max(room, w.co.tree.Nominal(w.q.Name, w.frs[s]))
+		}
+		free = append(free, room-bp.stuck[s])
 	}
 	w.scratch = free
 	return w.fits(free, wt)
@@ -652,6 +698,13 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
+	if co := w.co; co != nil && co.fairSharing {
+		co.shared = co.shared || co.borrowing()
+		if co.shared && wt.out >= 0 {
+			w.out[wt.out].When, w.out[wt.out].Unknown = time.Time{}, true
+			w.out[wt.out].Reason = fmt.Sprintf("cohort %s shares its quota by fair sharing, which the estimate does not foresee", co.tree.Cohort)
+		}
+	}
 }
 
 // queuedBefore reports whether a workload of priority prio queued before at waits in line.
@@ -769,6 +822,9 @@ func (w *walker) step() bool {
 			}
 			if wt.least <= most && w.fits(free, wt) {
 				w.take(bp, wt, free, own == 1, newer)
+				return true
+			}
+			if w.co != nil && w.reclaim(bp, wt, own == 1, newer) {
 				return true
 			}
 			wt.checked = [3]int{w.freed, bp.grown, own}
@@ -916,28 +972,47 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 		at = at.Add(w.q.Handover)
 		reason = "when " + last + " leaves"
 	}
+	w.evict(taken, evicted)
+	use, _ := w.fit(w.free, wt)
+	w.admitAt(wt, use, reason, at)
+}
+
+// evict takes the holds of taken off the quota, each from its own ClusterQueue, and puts those
+// that wait again back in line there; evicted is when the last of them is evicted.
+func (w *walker) evict(taken []release, evicted time.Time) {
 	for _, r := range taken {
-		w.leave(r.h)
+		r.owner(w).leave(r.h)
 	}
 	for _, r := range taken {
 		if r.requeue {
-			// In a ClusterQueue that takes turns, one that leaves the quota for any reason waits
-			// from then (preemption.turnTime).
-			back := r.turn || w.q.turns().TakesTurns()
-			cand := r.h.cand
-			if r.own {
-				// Our eviction ends the turn a charge shortened (policy.TurnChargeSpent).
-				cand.TurnCharge = 0
-			}
-			wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
-			w.enqueue(wt)
-			if !back {
-				w.waitsAgain(wt)
-			}
+			r.owner(w).requeue(r, evicted)
 		}
 	}
-	use, _ := w.fit(w.free, wt)
-	w.admitAt(wt, use, reason, at)
+}
+
+// owner is the walker whose hold r.h is, w unless another ClusterQueue's.
+func (r release) owner(w *walker) *walker {
+	if r.from != nil {
+		return r.from
+	}
+	return w
+}
+
+// requeue puts r.h, evicted at evicted, back in line.
+func (w *walker) requeue(r release, evicted time.Time) {
+	// In a ClusterQueue that takes turns, one that leaves the quota for any reason waits
+	// from then (preemption.turnTime).
+	back := r.turn || w.q.turns().TakesTurns()
+	cand := r.h.cand
+	if r.own {
+		// Our eviction ends the turn a charge shortened (policy.TurnChargeSpent).
+		cand.TurnCharge = 0
+	}
+	wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
+	w.enqueue(wt)
+	if !back {
+		w.waitsAgain(wt)
+	}
 }
 
 // leave gives back h's quota and takes it out of every pool.
@@ -945,8 +1020,12 @@ func (w *walker) leave(h *hold) {
 	h.gone = true
 	for _, a := range h.use {
 		w.free[a.slot] += a.value
+		w.used[a.slot] -= a.value
 	}
 	w.freed++
+	if w.co != nil {
+		w.co.left(w, h)
+	}
 	for _, bp := range h.stuckIn {
 		for _, a := range h.use {
 			bp.stuck[a.slot] -= a.value
@@ -1057,6 +1136,9 @@ func (w *walker) heldBy(bp *byPriority) string {
 			return fmt.Sprintf("held by %s, of a higher priority, which declares no runtime", h.name)
 		}
 		return fmt.Sprintf("held by %s, which declares no runtime and has no window", h.name)
+	}
+	if w.co != nil {
+		return fmt.Sprintf("waits for quota that other ClusterQueues of cohort %s hold with no declared runtime, and may not reclaim it", w.co.tree.Cohort)
 	}
 	return "does not fit in what the cohort leaves"
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
 
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate/quotatree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
@@ -44,6 +45,41 @@ type Config struct {
 	// DrainOf is how long a workload's quota stays held after an eviction for one of this
 	// project's reasons (Holder.Drain); nil: none.
 	DrainOf func(*kueue.Workload) time.Duration
+	// Against is what the units resolve about the workloads of victims, another ClusterQueue of
+	// the cohort, against a preemptor of this one (its reclaimMinRuntime), for FromCohort; nil:
+	// nothing.
+	Against func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts
+}
+
+// FromCohort reads a walk of the cohort tree cq belongs to (ComputeCohort): a copy of its quotas
+// and usage, and each of its ClusterQueues, by name, with its pending workloads in turn order
+// (pending) and the Config the manager has for it (config). A ClusterQueue without a Cohort is a
+// walk of itself alone.
+func FromCohort(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, pending func(kueue.ClusterQueueReference) []*workload.Info,
+	config func(*schdcache.ClusterQueueSnapshot) Config) (*quotatree.Tree, []Member) {
+	tree := quotatree.FromSnapshot(cq)
+	names := tree.ClusterQueues()
+	members := make([]Member, 0, len(names))
+	for _, name := range names {
+		m := snap.ClusterQueue(name)
+		if m == nil {
+			continue
+		}
+		c := config(m)
+		q, holders, waiting := FromSnapshot(m, pending(name), c)
+		q.Reclaim = m.Preemption.ReclaimWithinCohort
+		if c.Against != nil && q.Reclaim != kueue.PreemptionPolicyNever && q.Reclaim != "" {
+			q.Against = map[kueue.ClusterQueueReference]*policy.QueueFacts{}
+			for _, other := range names {
+				if v := snap.ClusterQueue(other); other != name && v != nil {
+					facts := c.Against(v)
+					q.Against[other] = &facts
+				}
+			}
+		}
+		members = append(members, Member{Queue: q, Holders: holders, Pending: waiting})
+	}
+	return tree, members
 }
 
 // FromSnapshot reads the walk's input off cq, a ClusterQueue of a scheduler snapshot, and its

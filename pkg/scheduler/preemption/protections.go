@@ -49,8 +49,19 @@ func (p *Preemptor) queueFacts(s *search, cq *schdcache.ClusterQueueSnapshot, sc
 // QueueFacts are what the units that are on resolve about cq's workloads against a preemptor of
 // cq itself, as a search would: for the admission estimate.
 func (p *Preemptor) QueueFacts(log logr.Logger, cq *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+	return p.QueueFactsAgainst(log, cq, cq)
+}
+
+// QueueFactsAgainst are what the units that are on resolve about the workloads of victims, cq or
+// another ClusterQueue of its cohort, against a preemptor of cq, as a search would: for the
+// admission estimate's reclaims.
+func (p *Preemptor) QueueFactsAgainst(log logr.Logger, cq, victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+	scope := policy.SameClusterQueue
+	if victims != cq {
+		scope = policy.OtherClusterQueue
+	}
 	var q policy.QueueFacts
-	p.unitsOn().Resolve(policy.Judging{Sources: p.sources, Log: log, Scope: policy.SameClusterQueue, Preemptor: cq, Victims: cq,
+	p.unitsOn().Resolve(policy.Judging{Sources: p.sources, Log: log, Scope: scope, Preemptor: cq, Victims: victims,
 		PreemptorParents: cohorttree.Parents(cq)}, &q)
 	return q
 }

@@ -1,0 +1,471 @@
+package estimate
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+	"time"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate/quotatree"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+)
+
+// Member is one ClusterQueue of a walk of its cohort: its queue and its workloads, as FromSnapshot
+// reads them (Queue.Capacity is not read: the tree says what it may use).
+type Member struct {
+	Queue   *Queue
+	Holders []Holder
+	Pending []Waiting
+}
+
+// CohortOptions are what a walk of a cohort knows besides its members.
+type CohortOptions struct {
+	// Tree is the cohort tree's quotas and usage, copied from the snapshot the members were read
+	// from; the walk changes it.
+	Tree *quotatree.Tree
+	// FairSharing: the scheduler orders the cohort's admissions and preemptions by fair sharing,
+	// which the walk does not follow: an admission that happens while some ClusterQueue of the
+	// cohort borrows is then unknown.
+	FairSharing bool
+}
+
+// ComputeCohort gives the estimates of each member's pending workloads (in the members' order),
+// walking the ClusterQueues of a cohort together on the quota they share. A ClusterQueue borrows
+// what the tree lets it (upstream's arithmetic of borrowing and lending limits); a workload that
+// does not fit in its own ClusterQueue preempts, as the preemptor reclaims, workloads of other
+// ClusterQueues that borrow, when its ClusterQueue's reclaimWithinCohort and the victim policy let
+// it (reclaimMinRuntime included) and it stays within its nominal quota; the ClusterQueues' heads
+// are taken in the scheduler's order of entries without fair sharing (higher priority, then
+// older).
+func ComputeCohort(o CohortOptions, members []Member, now time.Time) [][]Estimate {
+	co := &cohortWalk{tree: o.Tree, fairSharing: o.FairSharing, limit: now.Add(Horizon)}
+	for _, m := range members {
+		start(m.Queue, m.Holders, m.Pending, now, co)
+	}
+	co.shared = co.fairSharing && co.borrowing()
+	co.run()
+	out := make([][]Estimate, len(co.ws))
+	for i, w := range co.ws {
+		out[i] = w.finish()
+	}
+	return out
+}
+
+// cohortWalk walks the members of a cohort together: one walker each, at one instant, on one
+// tree.
+type cohortWalk struct {
+	tree *quotatree.Tree
+	ws   []*walker
+	// wakes are the instants at which a decision about some hold may change (policy.Changes),
+	// at which a reclaim may become possible.
+	wakes       times
+	limit       time.Time
+	fairSharing bool
+	// shared: under fair sharing, some ClusterQueue borrowed since the walk began.
+	shared bool
+}
+
+// join makes w, whose holders the tree counts already, a member of the walk.
+func (co *cohortWalk) join(w *walker) {
+	w.co = co
+	co.ws = append(co.ws, w)
+	co.sync(w)
+	for _, h := range w.holds {
+		co.wake(w, h)
+	}
+}
+
+// held counts h, which w admitted, in the tree.
+func (co *cohortWalk) held(w *walker, h *hold) {
+	for _, a := range h.use {
+		co.tree.Add(w.q.Name, w.frs[a.slot], a.value)
+	}
+	co.wake(w, h)
+	co.changed()
+}
+
+// left gives back h's quota, which w's hold held, to the tree.
+func (co *cohortWalk) left(w *walker, h *hold) {
+	for _, a := range h.use {
+		co.tree.Remove(w.q.Name, w.frs[a.slot], a.value)
+	}
+	co.changed()
+}
+
+// wake adds the instants at which a decision about h may change.
+func (co *cohortWalk) wake(w *walker, h *hold) {
+	for _, ch := range policy.Changes(&h.cand, w.q.Wake) {
+		if at := ch.Wake(); at.After(w.t) && !at.After(co.limit) {
+			heap.Push(&co.wakes, at)
+		}
+	}
+}
+
+// changed makes every member read the tree again and look again at the workloads that did not
+// fit.
+func (co *cohortWalk) changed() {
+	for _, w := range co.ws {
+		co.sync(w)
+		w.freed++
+	}
+}
+
+// sync sets what w may take of each slot now, borrowing included (negative: what others must
+// give back first).
+func (co *cohortWalk) sync(w *walker) {
+	for s, fr := range w.frs {
+		w.free[s] = co.tree.Room(w.q.Name, fr)
+	}
+}
+
+// borrowing reports whether some member uses more than its nominal quota of some slot.
+func (co *cohortWalk) borrowing() bool {
+	for _, w := range co.ws {
+		for _, fr := range w.frs {
+			if co.tree.Borrowing(w.q.Name, fr) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run walks the members from one instant to the next at which a holder of any of them may leave
+// or a decision about one may change, as walker.run walks one ClusterQueue.
+func (co *cohortWalk) run() {
+	for co.waiting() {
+		if co.endless() {
+			return
+		}
+		for _, w := range co.ws {
+			w.endHolds()
+			if w.left > 0 && w.admissions > w.maxAdmissions {
+				w.giveUp("behind workloads that take turns without end")
+			}
+		}
+		if co.step() {
+			continue
+		}
+		next, ok := co.next()
+		if !ok {
+			for _, w := range co.ws {
+				if w.left > 0 {
+					w.noRelease()
+				}
+			}
+			return
+		}
+		if next.After(co.limit) {
+			for _, w := range co.ws {
+				w.giveUp(fmt.Sprintf("not within %s", Horizon))
+			}
+			return
+		}
+		for _, w := range co.ws {
+			w.t = next
+		}
+		co.changed()
+	}
+}
+
+// endless ends the walk once the cohort admitted more than its members' bounds together (a
+// rotation that never reaches the workloads still waiting, maybe in another ClusterQueue): a
+// member that nothing of its own makes room for waits on its holders, the others behind the turns.
+func (co *cohortWalk) endless() bool {
+	admissions, bound := 0, 0
+	for _, w := range co.ws {
+		admissions, bound = admissions+w.admissions, bound+w.maxAdmissions
+	}
+	if admissions <= bound {
+		return false
+	}
+	for _, w := range co.ws {
+		if w.left == 0 {
+			continue
+		}
+		if _, ok := w.nextRelease(); ok {
+			w.giveUp("behind workloads that take turns without end")
+		} else {
+			w.noRelease()
+		}
+	}
+	return true
+}
+
+// waiting reports whether some member has a pending workload without an answer.
+func (co *cohortWalk) waiting() bool {
+	return slices.ContainsFunc(co.ws, func(w *walker) bool { return w.left > 0 })
+}
+
+// step admits one workload: of the first member that admits one, taking their heads as the
+// scheduler orders its entries without fair sharing (upstream's entryOrdering: one that would
+// not borrow first, then higher priority, then older by the queue's order).
+func (co *cohortWalk) step() bool {
+	type entry struct {
+		w       *walker
+		head    *waiting
+		borrows bool
+	}
+	var entries []entry
+	for _, w := range co.ws {
+		if h := w.head(); h != nil {
+			entries = append(entries, entry{w, h, !w.fitsWithinNominal(h)})
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int {
+		if a.borrows != b.borrows {
+			if a.borrows {
+				return 1
+			}
+			return -1
+		}
+		if c := cmp.Compare(b.head.pend.Priority, a.head.pend.Priority); c != 0 {
+			return c
+		}
+		return a.head.cand.QueuedAt.Compare(b.head.cand.QueuedAt)
+	})
+	// A head that waits for preemption with no victims keeps its room from the heads after it
+	// in the cycle; every cycle does the same while nothing changes.
+	var reserved []reservation
+	defer func() {
+		for i := len(reserved) - 1; i >= 0; i-- {
+			r := reserved[i]
+			co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
+		}
+		if len(reserved) > 0 {
+			co.changed()
+		}
+	}()
+	for _, e := range entries {
+		if e.w.step() {
+			return true
+		}
+		for _, a := range e.w.reserve(e.head) {
+			co.tree.Add(e.w.q.Name, e.w.frs[a.slot], a.value)
+			reserved = append(reserved, reservation{e.w, a})
+		}
+		if len(reserved) > 0 {
+			co.changed()
+		}
+	}
+	return false
+}
+
+type reservation struct {
+	w *walker
+	amount
+}
+
+// reserve is the quota head, which did not fit, keeps from the heads after it in a cycle where
+// its ClusterQueue may not always reclaim (upstream's reserveCapacityForUnreclaimablePreempt):
+// what it asks, within its nominal quota, in the first flavor of each group where its nominal
+// quota could hold it. Nothing when it asks more than that (the flavor assigner's NoFit).
+func (w *walker) reserve(head *waiting) []amount {
+	if w.q.Reclaim == kueue.PreemptionPolicyAny || head == nil || head.done || !head.possible || w.fits(w.free, head) {
+		return nil
+	}
+	tree := w.co.tree
+	var out []amount
+	for _, options := range head.ask {
+		chosen := -1
+		for i, in := range options {
+			if !slices.ContainsFunc(in, func(a amount) bool { return a.value > tree.Nominal(w.q.Name, w.frs[a.slot]) }) {
+				chosen = i
+				break
+			}
+		}
+		if chosen < 0 {
+			return nil
+		}
+		for _, a := range options[chosen] {
+			if r := min(a.value, tree.Nominal(w.q.Name, w.frs[a.slot])-tree.Used(w.q.Name, w.frs[a.slot])); r > 0 {
+				out = append(out, amount{a.slot, r})
+			}
+		}
+	}
+	return out
+}
+
+// next is the first instant after now at which a holder of a member may leave or a decision
+// about one may change.
+func (co *cohortWalk) next() (time.Time, bool) {
+	var next time.Time
+	found := false
+	for _, w := range co.ws {
+		if at, ok := w.nextRelease(); ok && (!found || at.Before(next)) {
+			next, found = at, true
+		}
+	}
+	for co.wakes.Len() > 0 && len(co.ws) > 0 && !co.wakes[0].After(co.ws[0].t) {
+		heap.Pop(&co.wakes)
+	}
+	if co.wakes.Len() > 0 && (!found || co.wakes[0].Before(next)) {
+		next, found = co.wakes[0], true
+	}
+	return next, found
+}
+
+// reclaim admits wt, which does not fit with the holders of its own ClusterQueue that may leave
+// for it, by also preempting workloads that other members hold beyond their nominal quota, as the
+// preemptor reclaims: when reclaimWithinCohort and the victim policy let it (for each victim, as a
+// candidate of another ClusterQueue) and wt's ClusterQueue stays within its nominal quota.
+// Victims are taken in the order of the policy's key table and then minimised, as take does.
+func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release) bool {
+	if !w.reclaims() {
+		return false
+	}
+	tree := w.co.tree
+	candidates := w.candidates[:0]
+	for _, r := range bp.pool[bp.first:] {
+		if !r.h.gone && (turn || !r.turn) {
+			candidates = append(candidates, r)
+		}
+	}
+	candidates = append(candidates, newer...)
+	own := len(candidates)
+	p := w.asPreemptor(wt)
+	for _, o := range w.co.ws {
+		if o == w {
+			continue
+		}
+		for _, h := range o.holds {
+			if h.gone || !w.asks(wt, o, h) || !o.borrowsWith(h) {
+				continue
+			}
+			in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Queue: w.q.Against[o.q.Name], Now: w.t}
+			d := w.q.Policy.Decide(&in)
+			if !d.Eligible {
+				continue
+			}
+			at := w.t
+			if w.q.Notice != nil {
+				at = at.Add(min(max(w.q.Notice(cmp.Or(d.Reason, kueue.InCohortReclamationReason)), 0), Horizon))
+			}
+			candidates = append(candidates, release{at: at, requeue: h.ends.IsZero() || w.t.Before(h.ends), own: policy.IsOwnReason(d.Reason), h: h, from: o})
+		}
+	}
+	w.candidates = candidates
+	if len(candidates) == own {
+		return false
+	}
+	order := &policy.OrderContext{ClusterQueue: w.q.Name, Queue: &w.q.Resolved, Now: w.t}
+	slices.SortStableFunc(candidates, func(a, b release) int { return w.q.Policy.Compare(order, &a.h.cand, &b.h.cand) })
+	saved := tree.Save()
+	var taken []release
+	fits := w.fitsWithinNominal(wt)
+	for _, r := range candidates {
+		if fits {
+			break
+		}
+		// One whose ClusterQueue no longer borrows is no longer a candidate (upstream's
+		// candidateIsValid).
+		if r.from != nil && !r.from.borrowsWith(r.h) {
+			continue
+		}
+		taken = append(taken, r)
+		w.co.take(r.owner(w), r.h, false)
+		fits = w.fitsWithinNominal(wt)
+	}
+	if !fits {
+		tree.Restore(saved)
+		return false
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		w.co.take(taken[i].owner(w), taken[i].h, true)
+		if w.fitsWithinNominal(wt) {
+			taken = slices.Delete(taken, i, i+1)
+			continue
+		}
+		w.co.take(taken[i].owner(w), taken[i].h, false)
+	}
+	tree.Restore(saved)
+	var last time.Time
+	at, name, evicted := w.t, "", w.t
+	for _, r := range taken {
+		if free := r.freeAt(); name == "" || !free.Before(last) {
+			last, name = free, r.h.name
+		}
+		evicted = maxTime(evicted, r.at)
+	}
+	at = maxTime(at, last).Add(w.q.Handover)
+	w.evict(taken, evicted)
+	use, ok := w.fit(w.free, wt)
+	if !ok {
+		// The tree's arithmetic and the slots' disagree; give no answer rather than a wrong one.
+		w.unknown(wt, "needs quota the cohort's arithmetic does not give back")
+		return true
+	}
+	w.admitAt(wt, use, "when "+name+" leaves", at)
+	return true
+}
+
+// reclaims reports whether w's ClusterQueue may reclaim from the cohort.
+func (w *walker) reclaims() bool {
+	switch w.q.Reclaim {
+	case kueue.PreemptionPolicyAny, kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyLowerOrNewerEqualPriority:
+		return true
+	}
+	return false
+}
+
+// take takes h's usage off the tree (back: puts it back), for reclaim's trials.
+func (co *cohortWalk) take(o *walker, h *hold, back bool) {
+	for _, a := range h.use {
+		if back {
+			co.tree.Add(o.q.Name, o.frs[a.slot], a.value)
+		} else {
+			co.tree.Remove(o.q.Name, o.frs[a.slot], a.value)
+		}
+	}
+}
+
+// fitsWithinNominal reports whether wt fits in what the tree leaves its ClusterQueue without
+// borrowing.
+func (w *walker) fitsWithinNominal(wt *waiting) bool {
+	free := w.scratch[:0]
+	for _, fr := range w.frs {
+		room := min(w.co.tree.Available(w.q.Name, fr), max(w.co.tree.Nominal(w.q.Name, fr)-w.co.tree.Used(w.q.Name, fr), 0))
+		free = append(free, room)
+	}
+	w.scratch = free
+	return w.fits(free, wt)
+}
+
+// borrowsWith reports whether h uses a slot of which w's ClusterQueue uses more than its nominal
+// quota.
+func (w *walker) borrowsWith(h *hold) bool {
+	return slices.ContainsFunc(h.use, func(a amount) bool { return w.co.tree.Borrowing(w.q.Name, w.frs[a.slot]) })
+}
+
+// asks reports whether h, a hold of o, uses a flavor and resource that wt may take.
+func (w *walker) asks(wt *waiting, o *walker, h *hold) bool {
+	for _, a := range h.use {
+		if s, ok := w.slots[o.frs[a.slot]]; ok {
+			for _, options := range wt.ask {
+				for _, in := range options {
+					if slices.ContainsFunc(in, func(b amount) bool { return b.slot == s }) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// times is a heap of instants.
+type times []time.Time
+
+func (t times) Len() int           { return len(t) }
+func (t times) Less(i, j int) bool { return t[i].Before(t[j]) }
+func (t times) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
+func (t *times) Push(x any)        { *t = append(*t, x.(time.Time)) }
+func (t *times) Pop() any {
+	old := *t
+	x := old[len(old)-1]
+	*t = old[:len(old)-1]
+	return x
+}

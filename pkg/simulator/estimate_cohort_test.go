@@ -1,0 +1,242 @@
+package simulator
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
+)
+
+var (
+	cohortCases = flag.Int("estimate-cohort-cases", 40, "generated cohort scenarios TestEstimateAccuracyInCohorts runs")
+	cohortSeed  = flag.Int64("estimate-cohort-seed", 7000, "first seed TestEstimateAccuracyInCohorts tries")
+	cohortAlone = flag.Bool("estimate-cohort-alone", false, "TestEstimateAccuracyInCohorts estimates each ClusterQueue alone, as before the cohort walk, for comparison")
+)
+
+// inCohortWithoutArrivals keeps a generated scenario's cohort as it is (borrowing and lending
+// limits, reclaim policies and min-runtimes, fair sharing on or off, windows in some
+// ClusterQueues) and its arrivals, each a second apart from the others (the scheduler breaks ties
+// between equal queue times of different ClusterQueues in no fixed order); one with an expected
+// runtime keeps that promise from each admission, the others run past the horizon. It returns the
+// last arrival, after which nothing arrives.
+func inCohortWithoutArrivals(m *genModel) (*genModel, time.Duration) {
+	var last time.Duration
+	for i := range m.WLs {
+		m.WLs[i].Arrival += time.Duration(i) * time.Second
+		m.WLs[i].Checkpointed = false
+		m.WLs[i].Duration = 2 * m.Until
+		if m.WLs[i].Expected > 0 {
+			m.WLs[i].Duration = m.WLs[i].Expected
+		}
+		last = max(last, m.WLs[i].Arrival)
+	}
+	return m, last
+}
+
+// cohortEstimatesOf computes, from the world as it is, the estimates of every pending workload,
+// walking each cohort tree once (estimate.FromCohort), by workload name.
+func cohortEstimatesOf(w *world, names []string, fairSharing bool, handover time.Duration) (map[string]estimate.Estimate, error) {
+	snap, err := w.cache.Snapshot(w.ctx)
+	if err != nil {
+		return nil, err
+	}
+	var on []policy.Feature
+	var units policy.Table
+	for _, u := range plugins.Units() {
+		if queuesettings.FeatureEnabled(u.Feature) {
+			on = append(on, u.Feature)
+			units = append(units, u)
+		}
+	}
+	pol := policy.New(policy.Options{}, plugins.With(on...))
+	sources := append(policy.Sources{w.settings}, w.sources...)
+	resolve := func(preemptor, victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+		scope := policy.SameClusterQueue
+		if preemptor != victims {
+			scope = policy.OtherClusterQueue
+		}
+		var q policy.QueueFacts
+		units.Resolve(policy.Judging{Sources: sources, Log: logr.Discard(), Scope: scope, Preemptor: preemptor, Victims: victims,
+			PreemptorParents: cohorttree.Parents(preemptor)}, &q)
+		return q
+	}
+	config := func(cq *schdcache.ClusterQueueSnapshot) estimate.Config {
+		resolved := resolve(cq, cq)
+		c := estimate.Config{
+			Log: logr.Discard(), Policy: pol, StrictFIFO: w.settings.StrictFIFO(cq.Name), Resolved: resolved,
+			Wake:     policy.WakeSettings{Queue: w.settings.UnitSettingsOf(cq.Name), Lengths: w.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+			Sources:  w.sources,
+			Handover: handover,
+			Against:  func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts { return resolve(cq, victims) },
+		}
+		if timebased.InQueue(&resolved).TakesTurns() {
+			c.TurnTime = func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) }
+		}
+		return c
+	}
+	pending := func(cq kueue.ClusterQueueReference) []*workload.Info {
+		infos := w.queues.PendingWorkloadsInfo(cq)
+		if s := snap.ClusterQueue(cq); s != nil {
+			if resolved := resolve(s, s); timebased.InQueue(&resolved).TakesTurns() {
+				infos = preemption.TurnOrder(logr.Discard(), infos, workload.Ordering{})
+			}
+		}
+		return infos
+	}
+	out := map[string]estimate.Estimate{}
+	walked := map[kueue.ClusterQueueReference]bool{}
+	for _, name := range names {
+		cq := snap.ClusterQueue(kueue.ClusterQueueReference(name))
+		if cq == nil || walked[cq.Name] {
+			continue
+		}
+		tree, members := estimate.FromCohort(snap, cq, pending, config)
+		for _, m := range tree.ClusterQueues() {
+			walked[m] = true
+		}
+		for _, ests := range estimate.ComputeCohort(estimate.CohortOptions{Tree: tree, FairSharing: fairSharing}, members, w.clock.Now()) {
+			for _, e := range ests {
+				out[e.Workload[strings.Index(e.Workload, "/")+1:]] = e
+			}
+		}
+	}
+	return out, nil
+}
+
+// namesInReason are the workload and queue names a reason carries, so that reasons can be
+// counted by kind.
+var namesInReason = regexp.MustCompile(`\b[a-z0-9-]+/[a-z0-9-]+\b|\b(cq|w)[0-9]+\b|cohort [a-z0-9-]+`)
+
+// TestEstimateAccuracyInCohorts checks the cohort estimates against the simulator: for generated
+// scenarios in a cohort, every estimate made after the last arrival is within one
+// scheduling interval plus the handover of the actual admission, or says why it is unknown. It
+// reports the share that is unknown and each reason's count.
+func TestEstimateAccuracyInCohorts(t *testing.T) {
+	const handover = 0
+	var scenarios, estimates, checked, unknown, unknownAdmitted, beyond int
+	reasons := map[string]int{}
+	var worst time.Duration
+	worstAt := ""
+	cases := *cohortCases
+	if raceDetector && !flagSet("estimate-cohort-cases") {
+		cases = 6
+	}
+	for seed := *cohortSeed; scenarios < cases; seed++ {
+		m := generate(seed)
+		if m.CQs[0].Cohort == "" || len(m.CQs) < 2 {
+			continue
+		}
+		m, last := inCohortWithoutArrivals(m)
+		sc, err := Parse(fmt.Sprintf("generated-%d.yaml", seed), []byte(m.YAML()))
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		var names []string
+		for _, cq := range m.CQs {
+			names = append(names, cq.Name)
+		}
+		var est map[string]estimate.Estimate
+		var start time.Time
+		var seen int
+		var estErr error
+		res, err := Run(context.Background(), sc, Options{observe: func(now time.Duration, w *world) {
+			if os.Getenv("COHORT_TRACE") != "" && now >= last && now < last+10*time.Minute {
+				var wls kueue.WorkloadList
+				_ = w.client.List(w.ctx, &wls)
+				for _, wl := range wls.Items {
+					for _, c := range wl.Status.Conditions {
+						if c.Type == kueue.WorkloadQuotaReserved && c.Status == "False" {
+							t.Logf("at %s %s pending: %s", FormatOffset(now), wl.Name, c.Message)
+						}
+					}
+				}
+			}
+			if est == nil && estErr == nil && now >= last {
+				start, seen = w.start, len(w.events)
+				if *cohortAlone {
+					est, estErr = estimatesOf(w, sc, names, handover)
+				} else {
+					est, estErr = cohortEstimatesOf(w, names, m.FairSharing, handover)
+				}
+			}
+		}})
+		if err != nil || estErr != nil {
+			t.Fatalf("seed %d: %v %v", seed, err, estErr)
+		}
+		scenarios++
+		admitted := map[string]time.Duration{}
+		for _, e := range res.Events[seen:] {
+			if _, ok := admitted[e.Workload]; !ok && e.Kind == EventAdmitted {
+				admitted[e.Workload] = e.At
+			}
+		}
+		tolerance := m.Interval + handover
+		if os.Getenv("COHORT_TRACE") != "" {
+			for _, e := range res.Events {
+				t.Logf("event %s %s %s %s %s by %s", FormatOffset(e.At), e.Workload, e.ClusterQueue, e.Kind, e.Reason, e.By)
+			}
+			for _, name := range slices.Sorted(maps.Keys(est)) {
+				t.Logf("estimate %s: %s", name, est[name].Sentence)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(est)) {
+			e := est[name]
+			estimates++
+			actual, ok := admitted[name]
+			switch {
+			case e.Unknown:
+				unknown++
+				reasons[namesInReason.ReplaceAllString(e.Reason, "…")]++
+				if ok {
+					unknownAdmitted++
+				}
+				if testing.Verbose() {
+					t.Logf("seed %d: %s unknown: %s (admitted: %t at %s)", seed, name, e.Reason, ok, FormatOffset(actual))
+				}
+				continue
+			case e.When.Sub(start) > m.Until-tolerance:
+				beyond++
+				if ok && e.When.Sub(start)-actual > tolerance {
+					t.Errorf("seed %d: %s estimated at %s, beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), FormatOffset(actual))
+				}
+				continue
+			case !ok:
+				t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason)
+				continue
+			}
+			checked++
+			diff := (e.When.Sub(start) - actual).Abs()
+			if diff > worst {
+				worst, worstAt = diff, fmt.Sprintf("seed %d, %s", seed, name)
+			}
+			if diff > tolerance {
+				t.Errorf("seed %d: %s estimated at %s (%s, %d in line), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Position, FormatOffset(actual))
+			}
+		}
+	}
+	t.Logf("%d cohort scenarios, %d estimates: %d checked, %d unknown (%.1f%%; %d of them admitted during the run), %d beyond the horizon; worst error %s (%s)",
+		scenarios, estimates, checked, unknown, 100*float64(unknown)/float64(max(estimates, 1)), unknownAdmitted, beyond, worst, worstAt)
+	for _, r := range slices.SortedFunc(maps.Keys(reasons), func(a, b string) int { return reasons[b] - reasons[a] }) {
+		t.Logf("  unknown %4d: %s", reasons[r], r)
+	}
+}
