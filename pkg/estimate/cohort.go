@@ -45,7 +45,7 @@ func ComputeCohort(o CohortOptions, members []Member, now time.Time) [][]Estimat
 	for _, m := range members {
 		start(m.Queue, m.Holders, m.Pending, now, co)
 	}
-	co.shared = co.fairSharing && co.borrowing()
+	co.shared = co.borrowing()
 	co.run()
 	out := make([][]Estimate, len(co.ws))
 	for i, w := range co.ws {
@@ -64,8 +64,59 @@ type cohortWalk struct {
 	wakes       times
 	limit       time.Time
 	fairSharing bool
-	// shared: under fair sharing, some ClusterQueue borrowed since the walk began.
+	// approx is why the walk became approximate (note), empty while it is not.
+	approx string
+	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
+	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
+	// scheduler's order of heads, reclaims and reservations only approximately.
 	shared bool
+}
+
+// note marks the estimate of wt, which w admitted at the walk's instant taking use, as
+// approximate when the cohort's other ClusterQueues may change it: once some ClusterQueue of the
+// cohort borrowed, or when another one that may borrow waits for the same flavor and resource (the
+// scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, which
+// orders and preempts otherwise, such an estimate, or one that preempts, is unknown.
+func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) {
+	why := co.approx
+	switch {
+	case why != "":
+	case co.shared:
+		why = fmt.Sprintf("ClusterQueues of cohort %s borrow from each other", co.tree.Cohort)
+	case co.contested(w, use):
+		why = fmt.Sprintf("other ClusterQueues of cohort %s wait for the same quota", co.tree.Cohort)
+	case co.fairSharing && preempts:
+		why = "it preempts"
+	}
+	// What follows an approximate admission is approximate too.
+	co.approx = why
+	if wt.out < 0 || why == "" {
+		return
+	}
+	e := &w.out[wt.out]
+	if co.fairSharing {
+		e.When, e.Unknown = time.Time{}, true
+		e.Reason = fmt.Sprintf("cohort %s shares its quota by fair sharing, which the estimate does not foresee (%s)", co.tree.Cohort, why)
+		return
+	}
+	e.Note = "approximate: " + why
+}
+
+// contested reports whether another member, one that may borrow, has a workload waiting for a
+// flavor and resource of use.
+func (co *cohortWalk) contested(w *walker, use []amount) bool {
+	for _, o := range co.ws {
+		if o == w || o.head() == nil {
+			continue
+		}
+		for _, a := range use {
+			fr := w.frs[a.slot]
+			if _, ok := o.slots[fr]; ok && co.tree.PotentialAvailable(o.q.Name, fr) > co.tree.Nominal(o.q.Name, fr) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // join makes w, whose holders the tree counts already, a member of the walk.
@@ -83,6 +134,7 @@ func (co *cohortWalk) held(w *walker, h *hold) {
 	for _, a := range h.use {
 		co.tree.Add(w.q.Name, w.frs[a.slot], a.value)
 	}
+	co.shared = co.shared || co.borrowing()
 	co.wake(w, h)
 	co.changed()
 }
@@ -200,9 +252,10 @@ func (co *cohortWalk) waiting() bool {
 	return slices.ContainsFunc(co.ws, func(w *walker) bool { return w.left > 0 })
 }
 
-// step admits one workload: of the first member that admits one, taking their heads as the
-// scheduler orders its entries without fair sharing (upstream's entryOrdering: one that would
-// not borrow first, then higher priority, then older by the queue's order).
+// step is one scheduling cycle: each member with a workload in line admits at most one, taking
+// their heads as the scheduler orders its entries without fair sharing (upstream's entryOrdering:
+// one that would not borrow first, then higher priority, then older by the queue's order). It
+// reports whether one was admitted.
 func (co *cohortWalk) step() bool {
 	type entry struct {
 		w       *walker
@@ -212,7 +265,7 @@ func (co *cohortWalk) step() bool {
 	var entries []entry
 	for _, w := range co.ws {
 		if h := w.head(); h != nil {
-			entries = append(entries, entry{w, h, !w.fitsWithinNominal(h)})
+			entries = append(entries, entry{w, h, w.borrows(h)})
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
@@ -239,9 +292,11 @@ func (co *cohortWalk) step() bool {
 			co.changed()
 		}
 	}()
+	admitted := false
 	for _, e := range entries {
 		if e.w.step() {
-			return true
+			admitted = true
+			continue
 		}
 		for _, a := range e.w.reserve(e.head) {
 			co.tree.Add(e.w.q.Name, e.w.frs[a.slot], a.value)
@@ -251,7 +306,7 @@ func (co *cohortWalk) step() bool {
 			co.changed()
 		}
 	}
-	return false
+	return admitted
 }
 
 type reservation struct {
@@ -398,7 +453,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		w.unknown(wt, "needs quota the cohort's arithmetic does not give back")
 		return true
 	}
-	w.admitAt(wt, use, "when "+name+" leaves", at)
+	w.admitAt(wt, use, "when "+name+" leaves", at, true)
 	return true
 }
 
@@ -432,6 +487,23 @@ func (w *walker) fitsWithinNominal(wt *waiting) bool {
 	}
 	w.scratch = free
 	return w.fits(free, wt)
+}
+
+// borrows reports whether wt would use more than its ClusterQueue's nominal quota in every
+// flavor it may take, however much is available (the flavor assignment's borrowing, which orders
+// the scheduler's heads).
+func (w *walker) borrows(wt *waiting) bool {
+	tree := w.co.tree
+	for _, options := range wt.ask {
+		if !slices.ContainsFunc(options, func(in []amount) bool {
+			return !slices.ContainsFunc(in, func(a amount) bool {
+				return tree.Used(w.q.Name, w.frs[a.slot])+a.value > tree.Nominal(w.q.Name, w.frs[a.slot])
+			})
+		}) {
+			return true
+		}
+	}
+	return false
 }
 
 // borrowsWith reports whether h uses a slot of which w's ClusterQueue uses more than its nominal

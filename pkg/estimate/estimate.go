@@ -48,6 +48,8 @@ type Estimate struct {
 	Unknown bool
 	// Reason says what it waits for, or why the answer is unknown.
 	Reason string
+	// Note, on a known estimate, says what the walk foresees only approximately.
+	Note string
 	// Sentence is the answer for a person: "expected around 14:05, 3rd in turn order; turns are 1h".
 	Sentence string
 }
@@ -338,9 +340,9 @@ type walker struct {
 	used []int64
 	// co is the walk of the cohort this walker is part of; nil when it walks its ClusterQueue
 	// alone, on Queue.Capacity.
-	co *cohortWalk
-	lines    []*line
-	prios    map[int64]*byPriority
+	co    *cohortWalk
+	lines []*line
+	prios map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
 	// priority.
 	last, first map[int64]time.Time
@@ -671,11 +673,11 @@ func (w *walker) covers(r corev1.ResourceName) bool {
 
 // admit gives wt the quota use at the walk's instant.
 func (w *walker) admit(wt *waiting, use []amount, reason string) {
-	w.admitAt(wt, use, reason, w.t)
+	w.admitAt(wt, use, reason, w.t, false)
 }
 
-// admitAt gives wt the quota use at t.
-func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) {
+// admitAt gives wt the quota use at t; preempts: it preempted for it.
+func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time, preempts bool) {
 	wt.done = true
 	w.admissions++
 	if wt.out >= 0 {
@@ -698,12 +700,8 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time) 
 		h.ends = at.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
-	if co := w.co; co != nil && co.fairSharing {
-		co.shared = co.shared || co.borrowing()
-		if co.shared && wt.out >= 0 {
-			w.out[wt.out].When, w.out[wt.out].Unknown = time.Time{}, true
-			w.out[wt.out].Reason = fmt.Sprintf("cohort %s shares its quota by fair sharing, which the estimate does not foresee", co.tree.Cohort)
-		}
+	if w.co != nil {
+		w.co.note(w, wt, use, preempts)
 	}
 }
 
@@ -974,7 +972,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 	}
 	w.evict(taken, evicted)
 	use, _ := w.fit(w.free, wt)
-	w.admitAt(wt, use, reason, at)
+	w.admitAt(wt, use, reason, at, len(taken) > 0)
 }
 
 // evict takes the holds of taken off the quota, each from its own ClusterQueue, and puts those
@@ -1158,6 +1156,9 @@ func sentence(e *Estimate, s timebased.Settings, now time.Time) string {
 	b = fmt.Appendf(b, ", %s in turn order", ordinal(e.Position))
 	if s.MinAdmitDuration > 0 {
 		b = fmt.Appendf(b, "; turns are %s", shortDuration(s.MinAdmitDuration))
+	}
+	if e.Note != "" && !e.Unknown {
+		b = fmt.Appendf(b, "; %s", e.Note)
 	}
 	return string(b)
 }
