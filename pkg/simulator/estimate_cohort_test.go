@@ -29,10 +29,10 @@ import (
 )
 
 var (
-	cohortCases = flag.Int("estimate-cohort-cases", 40, "generated cohort scenarios TestEstimateAccuracyInCohorts runs")
-	cohortSeed  = flag.Int64("estimate-cohort-seed", 7000, "first seed TestEstimateAccuracyInCohorts tries")
+	cohortCases    = flag.Int("estimate-cohort-cases", 40, "generated cohort scenarios TestEstimateAccuracyInCohorts runs")
+	cohortSeed     = flag.Int64("estimate-cohort-seed", 7000, "first seed TestEstimateAccuracyInCohorts tries")
 	cohortDeclared = flag.Float64("estimate-cohort-declared", 0, "share of the workloads without an expected runtime that TestEstimateAccuracyInCohorts gives one (their generated duration)")
-	cohortAlone = flag.Bool("estimate-cohort-alone", false, "TestEstimateAccuracyInCohorts estimates each ClusterQueue alone, as before the cohort walk, for comparison")
+	cohortAlone    = flag.Bool("estimate-cohort-alone", false, "TestEstimateAccuracyInCohorts estimates each ClusterQueue alone, as before the cohort walk, for comparison")
 )
 
 // inCohortWithoutArrivals keeps a generated scenario's cohort as it is (borrowing and lending
