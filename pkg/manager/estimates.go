@@ -14,6 +14,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/fairsharing"
 	"sigs.k8s.io/kueue/pkg/util/roletracker"
 	"sigs.k8s.io/kueue/pkg/workload"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 	tsvisibility "github.com/kueue-timeshare/kueue-timeshare/pkg/visibility"
 )
 
@@ -216,6 +218,9 @@ type estimator struct {
 	first *firstEstimates
 	// recent is the snapshot reads walk on.
 	recent *recentSnapshot
+	// listed is a ClusterQueue's pending workloads that are estimated (cachedEstimates.listed).
+	listed  func(kueue.ClusterQueueReference) []*workload.Info
+	cohorts cohortWalks
 }
 
 // snapshot is a fresh snapshot of the scheduler cache, nil when none can be taken.
@@ -244,26 +249,117 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 	if cqs == nil {
 		return nil
 	}
-	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
-	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
-	c := estimate.Config{
-		Log: e.log, Policy: p.Policy(), StrictFIFO: e.m.settings.StrictFIFO(cq),
-		Resolved: p.QueueFacts(e.log, cqs),
-		Wake:     policy.WakeSettings{Queue: e.m.settings.UnitSettingsOf(cq), Lengths: e.m.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
-		Sources:  sources,
-		Ordering: ordering,
-		Clock:    policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
-		TurnTime: p.WaitingSince(cq, ordering),
-		Handover: estimateHandover,
-		DrainOf:  scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
-	}
-	q, holders, waiting := estimate.FromSnapshot(cqs, infos, c)
-	out := map[string]estimate.Estimate{}
-	for _, est := range estimate.Compute(q, holders, waiting, e.clock.Now()) {
-		out[est.Workload] = est
+	var out map[string]estimate.Estimate
+	if cqs.HasParent() {
+		out = e.cohorts.walk(snap, cqs, infos, e.listed, func(m *schdcache.ClusterQueueSnapshot) estimate.Config { return e.config(p, m) },
+			fairsharing.Enabled(e.m.cfg.FairSharing), e.clock.Now())
+	} else {
+		q, holders, waiting := estimate.FromSnapshot(cqs, infos, e.config(p, cqs))
+		out = map[string]estimate.Estimate{}
+		for _, est := range estimate.Compute(q, holders, waiting, e.clock.Now()) {
+			out[est.Workload] = est
+		}
 	}
 	e.first.offer(infos, out)
 	return out
+}
+
+// config is what the walk reads of cq besides the snapshot: the preemptor's policy and what it
+// resolves for cq.
+func (e *estimator) config(p *preemption.Preemptor, cq *schdcache.ClusterQueueSnapshot) estimate.Config {
+	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
+	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
+	return estimate.Config{
+		Log: e.log, Policy: p.Policy(), StrictFIFO: e.m.settings.StrictFIFO(cq.Name),
+		Resolved: p.QueueFacts(e.log, cq),
+		Wake:     policy.WakeSettings{Queue: e.m.settings.UnitSettingsOf(cq.Name), Lengths: e.m.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
+		Sources:  sources,
+		Ordering: ordering,
+		Clock:    policy.RuntimeClock(e.m.timeshareCfg.RuntimeClock),
+		TurnTime: p.WaitingSince(cq.Name, ordering),
+		Handover: estimateHandover,
+		DrainOf:  scheduler.DrainWithin(e.m.timeshareCfg.MaxHandoverHold.Duration),
+		Against: func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+			return p.QueueFactsAgainst(e.log, cq, victims)
+		},
+	}
+}
+
+// cohortWalks walks each cohort tree once for all its ClusterQueues: the estimates of one depend
+// on the others' workloads. A walk is kept for the snapshot it was made on while no member's
+// listed workloads changed, so that the members' refreshes and reads on one snapshot share it.
+// Each root Cohort has its own lock, as each ClusterQueue has in cachedEstimates.
+type cohortWalks struct {
+	mu     sync.Mutex
+	byRoot map[kueue.CohortReference]*cohortWalk
+}
+
+type cohortWalk struct {
+	mu   sync.Mutex
+	snap *schdcache.Snapshot
+	// pending is each member's listed workloads when it was walked; out its estimates.
+	pending map[kueue.ClusterQueueReference][]string
+	out     map[kueue.ClusterQueueReference]map[string]estimate.Estimate
+}
+
+func (c *cohortWalks) entry(root kueue.CohortReference) *cohortWalk {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byRoot == nil {
+		c.byRoot = map[kueue.CohortReference]*cohortWalk{}
+	}
+	w, ok := c.byRoot[root]
+	if !ok {
+		w = &cohortWalk{}
+		c.byRoot[root] = w
+	}
+	return w
+}
+
+// walk gives the estimates of cq's workloads infos, walking cq's cohort tree with each other
+// member's listed workloads (listed) unless the last walk on snap saw the same.
+func (c *cohortWalks) walk(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, infos []*workload.Info,
+	listed func(kueue.ClusterQueueReference) []*workload.Info, config func(*schdcache.ClusterQueueSnapshot) estimate.Config,
+	fairSharing bool, now time.Time) map[string]estimate.Estimate {
+	w := c.entry(cq.Parent().Root().Name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	byCQ := map[kueue.ClusterQueueReference][]*workload.Info{}
+	pending := func(m kueue.ClusterQueueReference) []*workload.Info {
+		if m == cq.Name {
+			return infos
+		}
+		if l, ok := byCQ[m]; ok {
+			return l
+		}
+		byCQ[m] = listed(m)
+		return byCQ[m]
+	}
+	if w.snap == snap && w.same(pending) {
+		return w.out[cq.Name]
+	}
+	tree, members := estimate.FromCohort(snap, cq, pending, config)
+	w.snap, w.pending, w.out = snap, map[kueue.ClusterQueueReference][]string{}, map[kueue.ClusterQueueReference]map[string]estimate.Estimate{}
+	for i, ests := range estimate.ComputeCohort(estimate.CohortOptions{Tree: tree, FairSharing: fairSharing}, members, now) {
+		name := members[i].Queue.Name
+		w.pending[name] = keysOf(pending(name))
+		out := make(map[string]estimate.Estimate, len(ests))
+		for _, est := range ests {
+			out[est.Workload] = est
+		}
+		w.out[name] = out
+	}
+	return w.out[cq.Name]
+}
+
+// same reports whether every member's listed workloads are those of the last walk.
+func (w *cohortWalk) same(pending func(kueue.ClusterQueueReference) []*workload.Info) bool {
+	for name, keys := range w.pending {
+		if !slices.Equal(keys, keysOf(pending(name))) {
+			return false
+		}
+	}
+	return w.pending != nil
 }
 
 // setupEstimates builds the estimates the visibility API serves and, on the replica that
@@ -285,6 +381,7 @@ func (m *Manager) setupEstimates() error {
 	e.recent = &recentSnapshot{take: e.snapshot, clock: clock.RealClock{}, maxAge: estimateMinInterval}
 	m.estimateCache = &cachedEstimates{compute: e.compute, pending: m.turnOrdered().PendingWorkloadsInfo, max: maxEstimated,
 		clock: clock.RealClock{}, ttl: estimateTTL, minInterval: estimateMinInterval}
+	e.listed = m.estimateCache.listed
 	interval := m.timeshareCfg.AdmissionEstimates.RefreshInterval.Duration
 	run := func(ctx context.Context) error {
 		return m.runEstimates(ctx, first, interval, clk, e.snapshot, log)
