@@ -1284,6 +1284,12 @@ func (w *walker) endHolds() {
 		if r := heap.Pop(&w.ending).(release); !r.h.gone {
 			w.leave(r.h)
 			w.ended, w.endedAt = r.h.name, w.t
+			if w.co != nil {
+				// Its quota may be what another member admits.
+				for _, o := range w.co.ws {
+					o.ended, o.endedAt = r.h.name, w.t
+				}
+			}
 		}
 	}
 }

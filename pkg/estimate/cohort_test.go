@@ -1,0 +1,186 @@
+package estimate
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
+	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
+	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
+)
+
+// cohortWl is a workload of a cohort test: a holder when admitted is set (that long before t0).
+type cohortWl struct {
+	name, cq string
+	cpu      int
+	prio     int32
+	admitted time.Duration
+	expected time.Duration
+}
+
+func (c cohortWl) obj(i int) *kueue.Workload {
+	w := utiltestingapi.MakeWorkload(c.name, "ns").UID(types.UID("uid-"+c.name)).Queue(kueue.LocalQueueName("lq-"+c.cq)).
+		Priority(c.prio).Creation(t0.Add(-3*time.Hour+time.Duration(i)*time.Second)).Request(corev1.ResourceCPU, strconv.Itoa(c.cpu))
+	if c.expected > 0 {
+		w.Annotation(annotations.ExpectedRuntime, c.expected.String())
+	}
+	if c.admitted > 0 {
+		psa := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f").ResourceUsage(corev1.ResourceCPU, strconv.Itoa(c.cpu))
+		w.ReserveQuotaAt(utiltestingapi.MakeAdmission(kueue.ClusterQueueReference(c.cq)).PodSets(psa.Obj()).Obj(), t0.Add(-c.admitted)).AdmittedAt(true, t0.Add(-c.admitted))
+	}
+	return w.Obj()
+}
+
+// lenderAndBorrower is a cohort of a lender (4 CPUs) and a borrower (2 CPUs).
+func lenderAndBorrower(reclaim kueue.PreemptionPolicy, wls []cohortWl) *snapgen.Scenario {
+	sc := &snapgen.Scenario{Flavors: []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f").Obj()},
+		Cohorts: []*kueue.Cohort{utiltestingapi.MakeCohort("co").Obj()}}
+	for name, nominal := range map[string]string{"lender": "4", "borrower": "2"} {
+		sc.ClusterQueues = append(sc.ClusterQueues, utiltestingapi.MakeClusterQueue(name).Cohort("co").
+			ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f").Resource(corev1.ResourceCPU, nominal).Obj()).
+			Preemption(kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority, ReclaimWithinCohort: reclaim}).Obj())
+	}
+	for i, w := range wls {
+		if w.admitted > 0 {
+			sc.Admitted = append(sc.Admitted, w.obj(i))
+		}
+	}
+	return sc
+}
+
+func TestComputeCohort(t *testing.T) {
+	const reclaimMin = 30 * time.Minute
+	approximate := "approximate: ClusterQueues of cohort co borrow from each other"
+	cases := map[string]struct {
+		reclaim     kueue.PreemptionPolicy
+		fairSharing bool
+		wls         []cohortWl
+		want        []Estimate
+	}{
+		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, When: t0, Reason: "fits now", Note: approximate}},
+		},
+		"the lender reclaims what it lent once the borrower's reclaimMinRuntime ends": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 3, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(20*time.Minute + time.Second), Reason: "when ns/b2 leaves", Note: approximate}},
+		},
+		"reclaimWithinCohort Never: the lender waits for the borrower's promised end": {
+			reclaim: kueue.PreemptionPolicyNever,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 3, admitted: 10 * time.Minute, expected: time.Hour},
+				{name: "a2", cq: "lender", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(50 * time.Minute), Reason: "when ns/b2 leaves", Note: approximate}},
+		},
+		"reclaimWithinCohort LowerPriority does not take a borrower of the same priority": {
+			reclaim: kueue.PreemptionPolicyLowerPriority,
+			wls: []cohortWl{
+				{name: "b1", cq: "borrower", cpu: 5, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, Unknown: true,
+				Reason: "waits for quota that other ClusterQueues of cohort co hold with no declared runtime, and may not reclaim it"}},
+		},
+		"a lower-priority borrower is reclaimed under LowerPriority": {
+			reclaim: kueue.PreemptionPolicyLowerPriority,
+			wls: []cohortWl{
+				{name: "b1", cq: "borrower", cpu: 5, prio: -1, admitted: time.Hour},
+				{name: "a2", cq: "lender", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(time.Second), Reason: "when ns/b1 leaves", Note: approximate}},
+		},
+		"no borrowing and no one else waiting: the walk is the ClusterQueue's own, with no note": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, admitted: 10 * time.Minute, expected: 30 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 4},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(20 * time.Minute), Reason: "when ns/a1 leaves"}},
+		},
+		"under fair sharing, an estimate that depends on borrowing is unknown": {
+			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
+			wls: []cohortWl{
+				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, Unknown: true,
+				Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (ClusterQueues of cohort co borrow from each other)"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := lenderAndBorrower(tc.reclaim, tc.wls)
+			sc.FairSharing = tc.fairSharing
+			ctx := context.Background()
+			cache, err := sc.NewCache(ctx, logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := cache.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending := map[kueue.ClusterQueueReference][]*workload.Info{}
+			for i, w := range tc.wls {
+				if w.admitted == 0 {
+					info := workload.NewInfo(w.obj(i))
+					info.ClusterQueue = kueue.ClusterQueueReference(w.cq)
+					pending[info.ClusterQueue] = append(pending[info.ClusterQueue], info)
+				}
+			}
+			pol := policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...))
+			config := func(*schdcache.ClusterQueueSnapshot) Config {
+				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second,
+					Wake: policy.WakeSettings{Units: plugins.Units(), Lengths: []time.Duration{reclaimMin}},
+					Against: func(*schdcache.ClusterQueueSnapshot) policy.QueueFacts {
+						var q policy.QueueFacts
+						minruntime.Into(&q, minruntime.Protection{MinRuntime: reclaimMin})
+						return q
+					}}
+			}
+			tree, members := FromCohort(snap, snap.ClusterQueue("lender"), func(cq kueue.ClusterQueueReference) []*workload.Info { return pending[cq] }, config)
+			var got []Estimate
+			for _, ests := range ComputeCohort(CohortOptions{Tree: tree, FairSharing: tc.fairSharing}, members, t0) {
+				got = append(got, ests...)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Estimate{}, "Sentence")); diff != "" {
+				t.Errorf("estimates (-want +got):\n%s", diff)
+			}
+			for _, e := range got {
+				if e.Note != "" && !e.Unknown && !strings.Contains(e.Sentence, e.Note) {
+					t.Errorf("%s: the sentence %q does not carry the note %q", e.Workload, e.Sentence, e.Note)
+				}
+			}
+		})
+	}
+}
+
