@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate/quotatree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
@@ -64,6 +67,10 @@ type cohortWalk struct {
 	wakes       times
 	limit       time.Time
 	fairSharing bool
+	// version counts the changes of usage; borrowedBy is what the members borrow of each flavor
+	// and resource at borrowedAt, a version.
+	version, borrowedAt int
+	borrowedBy          map[resources.FlavorResource]int64
 	// approx is why the walk became approximate (note), empty while it is not.
 	approx string
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
@@ -122,6 +129,9 @@ func (co *cohortWalk) contested(w *walker, use []amount) bool {
 // join makes w, whose holders the tree counts already, a member of the walk.
 func (co *cohortWalk) join(w *walker) {
 	w.co = co
+	for _, fr := range w.frs {
+		w.nominal = append(w.nominal, co.tree.Nominal(w.q.Name, fr))
+	}
 	co.ws = append(co.ws, w)
 	co.sync(w)
 	for _, h := range w.holds {
@@ -134,6 +144,7 @@ func (co *cohortWalk) held(w *walker, h *hold) {
 	for _, a := range h.use {
 		co.tree.Add(w.q.Name, w.frs[a.slot], a.value)
 	}
+	co.version++
 	co.shared = co.shared || co.borrowing()
 	co.wake(w, h)
 	co.changed()
@@ -144,6 +155,7 @@ func (co *cohortWalk) left(w *walker, h *hold) {
 	for _, a := range h.use {
 		co.tree.Remove(w.q.Name, w.frs[a.slot], a.value)
 	}
+	co.version++
 	co.changed()
 }
 
@@ -156,21 +168,40 @@ func (co *cohortWalk) wake(w *walker, h *hold) {
 	}
 }
 
-// changed makes every member read the tree again and look again at the workloads that did not
-// fit.
+// changed makes every member read the tree again, and look again at the workloads that did not
+// fit where what it may take grew (less room fits nothing that did not fit).
 func (co *cohortWalk) changed() {
 	for _, w := range co.ws {
-		co.sync(w)
-		w.freed++
+		if co.sync(w) {
+			w.freed++
+		}
 	}
 }
 
 // sync sets what w may take of each slot now, borrowing included (negative: what others must
-// give back first).
-func (co *cohortWalk) sync(w *walker) {
+// give back first); it reports whether that grew.
+func (co *cohortWalk) sync(w *walker) bool {
+	grew := false
 	for s, fr := range w.frs {
-		w.free[s] = co.tree.Room(w.q.Name, fr)
+		if v := co.tree.Room(w.q.Name, fr); v != w.free[s] {
+			grew = grew || v > w.free[s]
+			w.free[s] = v
+		}
 	}
+	return grew
+}
+
+// borrowed is what the members use of fr beyond their nominal quotas, together.
+func (co *cohortWalk) borrowed(fr resources.FlavorResource) int64 {
+	if co.borrowedBy == nil || co.borrowedAt != co.version {
+		co.borrowedBy, co.borrowedAt = map[resources.FlavorResource]int64{}, co.version
+		for _, w := range co.ws {
+			for s, fr := range w.frs {
+				co.borrowedBy[fr] += max(w.used[s]-w.nominal[s], 0)
+			}
+		}
+	}
+	return co.borrowedBy[fr]
 }
 
 // borrowing reports whether some member uses more than its nominal quota of some slot.
@@ -216,10 +247,14 @@ func (co *cohortWalk) run() {
 			}
 			return
 		}
+		// A protection of a borrower may have ended: the members that may reclaim look again.
+		borrowing := co.borrowing()
 		for _, w := range co.ws {
 			w.t = next
+			if borrowing && w.reclaims() {
+				w.freed++
+			}
 		}
-		co.changed()
 	}
 }
 
@@ -373,6 +408,21 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		return false
 	}
 	tree := w.co.tree
+	// It must fit within its nominal quota and in what is free, with every holder of its own that
+	// may leave for it gone and all that the other members borrow given back.
+	free := w.scratch[:0]
+	for s, fr := range w.frs {
+		borrowed := w.co.borrowed(fr) - max(w.used[s]-w.nominal[s], 0)
+		pooled := bp.pooled[s]
+		if !turn {
+			pooled -= bp.turned[s]
+		}
+		free = append(free, min(w.nominal[s]-w.used[s], w.free[s]+borrowed)+pooled)
+	}
+	w.scratch = free
+	if !w.fits(free, wt) || w.failed.covers(w, wt, turn) {
+		return false
+	}
 	candidates := w.candidates[:0]
 	for _, r := range bp.pool[bp.first:] {
 		if !r.h.gone && (turn || !r.turn) {
@@ -383,9 +433,10 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	own := len(candidates)
 	p := w.asPreemptor(wt)
 	for _, o := range w.co.ws {
-		if o == w {
+		if o == w || !o.borrowsAny() {
 			continue
 		}
+		o.compact()
 		for _, h := range o.holds {
 			if h.gone || !w.asks(wt, o, h) || !o.borrowsWith(h) {
 				continue
@@ -426,6 +477,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	}
 	if !fits {
 		tree.Restore(saved)
+		w.failed = failedReclaim{version: w.co.version, at: w.t, prio: wt.pend.Priority, turn: turn, requests: wt.requests}
 		return false
 	}
 	for i := len(taken) - 1; i >= 0; i-- {
@@ -454,6 +506,28 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		return true
 	}
 	w.admitAt(wt, use, "when "+name+" leaves", at, true)
+	return true
+}
+
+// failedReclaim is the last reclaim that found too little: one of no higher priority that asks at
+// least as much of every resource, at the same instant and usage, finds too little too.
+type failedReclaim struct {
+	version  int
+	at       time.Time
+	prio     int64
+	turn     bool
+	requests map[corev1.ResourceName]int64
+}
+
+func (f *failedReclaim) covers(w *walker, wt *waiting, turn bool) bool {
+	if f.requests == nil || f.version != w.co.version || !f.at.Equal(w.t) || wt.pend.Priority > f.prio || turn && !f.turn {
+		return false
+	}
+	for r, v := range f.requests {
+		if wt.requests[r] < v {
+			return false
+		}
+	}
 	return true
 }
 
@@ -504,6 +578,19 @@ func (w *walker) borrows(wt *waiting) bool {
 		}
 	}
 	return false
+}
+
+// borrowsAny reports whether w's ClusterQueue uses more than its nominal quota of some slot.
+func (w *walker) borrowsAny() bool {
+	return slices.ContainsFunc(w.frs, func(fr resources.FlavorResource) bool { return w.co.tree.Borrowing(w.q.Name, fr) })
+}
+
+// compact drops the holds that left from w.holds once they are most of it.
+func (w *walker) compact() {
+	if w.gone*2 > len(w.holds) {
+		w.holds = slices.DeleteFunc(w.holds, func(h *hold) bool { return h.gone })
+		w.gone = 0
+	}
 }
 
 // borrowsWith reports whether h uses a slot of which w's ClusterQueue uses more than its nominal

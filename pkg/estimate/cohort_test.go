@@ -183,4 +183,3 @@ func TestComputeCohort(t *testing.T) {
 		})
 	}
 }
-

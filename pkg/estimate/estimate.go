@@ -324,8 +324,8 @@ type walker struct {
 	endedAt time.Time
 	// candidates is take's buffer.
 	candidates []release
-	// freed counts the holders that left.
-	freed int
+	// freed counts the holders that left; gone those of holds that compact has not dropped.
+	freed, gone int
 	// scratch is preemptFor's buffer, newer newerFor's, preemptor asPreemptor's.
 	scratch   []int64
 	newer     []release
@@ -335,14 +335,16 @@ type walker struct {
 	// capacity is Queue.Capacity by slot; in a walk of the cohort, what the ClusterQueue could
 	// use were nothing else used.
 	capacity []int64
-	// frs are the slots' flavors and resources; used is what the holds use of each slot.
-	frs  []resources.FlavorResource
-	used []int64
+	// frs are the slots' flavors and resources; used is what the holds use of each slot, nominal
+	// the ClusterQueue's nominal quota of it in a walk of the cohort.
+	frs           []resources.FlavorResource
+	used, nominal []int64
 	// co is the walk of the cohort this walker is part of; nil when it walks its ClusterQueue
-	// alone, on Queue.Capacity.
-	co    *cohortWalk
-	lines []*line
-	prios map[int64]*byPriority
+	// alone, on Queue.Capacity. failed is its last reclaim that found too little.
+	co     *cohortWalk
+	failed failedReclaim
+	lines  []*line
+	prios  map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
 	// priority.
 	last, first map[int64]time.Time
@@ -468,7 +470,7 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 		room := v + w.used[s]
 		if w.co != nil && w.reclaims() {
 			// What it lent it may reclaim.
-			room = max(room, w.co.tree.Nominal(w.q.Name, w.frs[s]))
+			room = max(room, w.nominal[s])
 		}
 		free = append(free, room-bp.stuck[s])
 	}
@@ -1021,6 +1023,7 @@ func (w *walker) leave(h *hold) {
 		w.used[a.slot] -= a.value
 	}
 	w.freed++
+	w.gone++
 	if w.co != nil {
 		w.co.left(w, h)
 	}
