@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,7 @@ func TestShortDuration(t *testing.T) {
 		2*time.Hour + 30*time.Minute:    "2h30m",
 		48*time.Hour + 16*time.Second:   "2d16s",
 		time.Hour + 100*time.Nanosecond: "1h0.0000001s",
+		math.MinInt64:                   "-106751d23h47m16.854775807s",
 	}
 	for d, want := range cases {
 		if got := shortDuration(d); got != want {

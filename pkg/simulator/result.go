@@ -266,6 +266,9 @@ func FormatOffset(d time.Duration) string {
 func shortDuration(d time.Duration) string {
 	const day = 24 * time.Hour
 	switch {
+	case d == math.MinInt64:
+		// Its negation overflows: a zero time's offset saturates here.
+		return "-" + shortDuration(math.MaxInt64)
 	case d < 0:
 		return "-" + shortDuration(-d)
 	case d < day:
