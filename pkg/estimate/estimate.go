@@ -1161,10 +1161,20 @@ func sentence(e *Estimate, s timebased.Settings, now time.Time) string {
 		b = fmt.Appendf(b, "; turns are %s", shortDuration(s.MinAdmitDuration))
 	}
 	if e.Note != "" && !e.Unknown {
-		b = fmt.Appendf(b, "; %s", e.Note)
+		b = append(b, noted(e.Note)...)
 	}
 	return string(b)
 }
+
+// Approximate is e with note, in its sentence too; an unknown e is unchanged.
+func Approximate(e Estimate, note string) Estimate {
+	if !e.Unknown && note != "" {
+		e.Note, e.Sentence = note, e.Sentence+noted(note)
+	}
+	return e
+}
+
+func noted(note string) string { return "; " + note }
 
 func ordinal(n int) string {
 	suffix := "th"

@@ -265,10 +265,7 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 		q, holders, waiting := estimate.FromSnapshot(cqs, infos, e.config(p, cqs))
 		out = map[string]estimate.Estimate{}
 		for _, est := range estimate.Compute(q, holders, waiting, e.clock.Now()) {
-			if note != "" && !est.Unknown {
-				est.Note, est.Sentence = note, est.Sentence+"; "+note
-			}
-			out[est.Workload] = est
+			out[est.Workload] = estimate.Approximate(est, note)
 		}
 	}
 	e.first.offer(infos, out)
