@@ -30,8 +30,8 @@ type CohortOptions struct {
 	// from; the walk changes it.
 	Tree *quotatree.Tree
 	// FairSharing: the scheduler orders the cohort's admissions and preemptions by fair sharing,
-	// which the walk does not follow: an admission that happens while some ClusterQueue of the
-	// cohort borrows is then unknown.
+	// which the walk does not follow: an estimate the walk would mark approximate, or one that
+	// preempts, is then unknown (cohortWalk.note).
 	FairSharing bool
 }
 
@@ -41,8 +41,8 @@ type CohortOptions struct {
 // does not fit in its own ClusterQueue preempts, as the preemptor reclaims, workloads of other
 // ClusterQueues that borrow, when its ClusterQueue's reclaimWithinCohort and the victim policy let
 // it (reclaimMinRuntime included) and it stays within its nominal quota; the ClusterQueues' heads
-// are taken in the scheduler's order of entries without fair sharing (higher priority, then
-// older).
+// are taken one per ClusterQueue per cycle, in the scheduler's order of entries without fair
+// sharing (cohortWalk.step). Estimates the cohort may change carry a note (cohortWalk.note).
 func ComputeCohort(o CohortOptions, members []Member, now time.Time) [][]Estimate {
 	co := &cohortWalk{tree: o.Tree, fairSharing: o.FairSharing, limit: now.Add(Horizon)}
 	for _, m := range members {
