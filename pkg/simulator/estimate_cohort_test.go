@@ -1,31 +1,18 @@
 package simulator
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"maps"
 	"math/rand"
-	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
-	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
-	"sigs.k8s.io/kueue/pkg/workload"
 
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/cohorttree"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/queuesettings"
-	"github.com/kueue-timeshare/kueue-timeshare/pkg/scheduler/preemption"
 )
 
 var (
@@ -63,68 +50,23 @@ func inCohortWithoutArrivals(m *genModel, declared float64) (*genModel, time.Dur
 // cohortEstimatesOf computes, from the world as it is, the estimates of every pending workload,
 // walking each cohort tree once (estimate.FromCohort), by workload name.
 func cohortEstimatesOf(w *world, names []string, fairSharing bool, handover time.Duration) (map[string]estimate.Estimate, error) {
-	snap, err := w.cache.Snapshot(w.ctx)
+	e, err := newEstimating(w, handover)
 	if err != nil {
 		return nil, err
-	}
-	var on []policy.Feature
-	var units policy.Table
-	for _, u := range plugins.Units() {
-		if queuesettings.FeatureEnabled(u.Feature) {
-			on = append(on, u.Feature)
-			units = append(units, u)
-		}
-	}
-	pol := policy.New(policy.Options{}, plugins.With(on...))
-	sources := append(policy.Sources{w.settings}, w.sources...)
-	resolve := func(preemptor, victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
-		scope := policy.SameClusterQueue
-		if preemptor != victims {
-			scope = policy.OtherClusterQueue
-		}
-		var q policy.QueueFacts
-		units.Resolve(policy.Judging{Sources: sources, Log: logr.Discard(), Scope: scope, Preemptor: preemptor, Victims: victims,
-			PreemptorParents: cohorttree.Parents(preemptor)}, &q)
-		return q
-	}
-	config := func(cq *schdcache.ClusterQueueSnapshot) estimate.Config {
-		resolved := resolve(cq, cq)
-		c := estimate.Config{
-			Log: logr.Discard(), Policy: pol, StrictFIFO: w.settings.StrictFIFO(cq.Name), Resolved: resolved,
-			Wake:     policy.WakeSettings{Queue: w.settings.UnitSettingsOf(cq.Name), Lengths: w.settings.Lengths(), Enabled: queuesettings.FeatureEnabled},
-			Sources:  w.sources,
-			Handover: handover,
-			Against:  func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts { return resolve(cq, victims) },
-		}
-		if timebased.InQueue(&resolved).TakesTurns() {
-			c.TurnTime = func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) }
-		}
-		return c
-	}
-	pending := func(cq kueue.ClusterQueueReference) []*workload.Info {
-		infos := w.queues.PendingWorkloadsInfo(cq)
-		if s := snap.ClusterQueue(cq); s != nil {
-			if resolved := resolve(s, s); timebased.InQueue(&resolved).TakesTurns() {
-				infos = preemption.TurnOrder(logr.Discard(), infos, workload.Ordering{})
-			}
-		}
-		return infos
 	}
 	out := map[string]estimate.Estimate{}
 	walked := map[kueue.ClusterQueueReference]bool{}
 	for _, name := range names {
-		cq := snap.ClusterQueue(kueue.ClusterQueueReference(name))
+		cq := e.snap.ClusterQueue(kueue.ClusterQueueReference(name))
 		if cq == nil || walked[cq.Name] {
 			continue
 		}
-		tree, members := estimate.FromCohort(snap, cq, pending, config)
+		tree, members := estimate.FromCohort(e.snap, cq, e.pending, e.config)
 		for _, m := range tree.ClusterQueues() {
 			walked[m] = true
 		}
 		for _, ests := range estimate.ComputeCohort(estimate.CohortOptions{Tree: tree, FairSharing: fairSharing}, members, w.clock.Now()) {
-			for _, e := range ests {
-				out[e.Workload[strings.Index(e.Workload, "/")+1:]] = e
-			}
+			byName(out, ests)
 		}
 	}
 	return out, nil
@@ -157,58 +99,14 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 			continue
 		}
 		m, last := inCohortWithoutArrivals(m, *cohortDeclared)
-		sc, err := Parse(fmt.Sprintf("generated-%d.yaml", seed), []byte(m.YAML()))
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		var names []string
-		for _, cq := range m.CQs {
-			names = append(names, cq.Name)
-		}
-		var est map[string]estimate.Estimate
-		var start time.Time
-		var seen int
-		var estErr error
-		res, err := Run(context.Background(), sc, Options{observe: func(now time.Duration, w *world) {
-			if os.Getenv("COHORT_TRACE") != "" && now >= last && now < last+10*time.Minute {
-				var wls kueue.WorkloadList
-				_ = w.client.List(w.ctx, &wls)
-				for _, wl := range wls.Items {
-					for _, c := range wl.Status.Conditions {
-						if c.Type == kueue.WorkloadQuotaReserved && c.Status == "False" {
-							t.Logf("at %s %s pending: %s", FormatOffset(now), wl.Name, c.Message)
-						}
-					}
-				}
+		est, start, admitted := estimatedRun(t, m, last, func(w *world, names []string) (map[string]estimate.Estimate, error) {
+			if *cohortAlone {
+				return estimatesOf(w, names, handover)
 			}
-			if est == nil && estErr == nil && now >= last {
-				start, seen = w.start, len(w.events)
-				if *cohortAlone {
-					est, estErr = estimatesOf(w, sc, names, handover)
-				} else {
-					est, estErr = cohortEstimatesOf(w, names, m.FairSharing, handover)
-				}
-			}
-		}})
-		if err != nil || estErr != nil {
-			t.Fatalf("seed %d: %v %v", seed, err, estErr)
-		}
+			return cohortEstimatesOf(w, names, m.FairSharing, handover)
+		})
 		scenarios++
-		admitted := map[string]time.Duration{}
-		for _, e := range res.Events[seen:] {
-			if _, ok := admitted[e.Workload]; !ok && e.Kind == EventAdmitted {
-				admitted[e.Workload] = e.At
-			}
-		}
 		tolerance := m.Interval + handover
-		if os.Getenv("COHORT_TRACE") != "" {
-			for _, e := range res.Events {
-				t.Logf("event %s %s %s %s %s by %s", FormatOffset(e.At), e.Workload, e.ClusterQueue, e.Kind, e.Reason, e.By)
-			}
-			for _, name := range slices.Sorted(maps.Keys(est)) {
-				t.Logf("estimate %s: %s", name, est[name].Sentence)
-			}
-		}
 		for _, name := range slices.Sorted(maps.Keys(est)) {
 			e := est[name]
 			estimates++

@@ -58,7 +58,7 @@ func TestEstimateDriftWithArrivals(t *testing.T) {
 				return
 			}
 			start = w.start
-			est, err := estimatesOf(w, sc, names, 0)
+			est, err := estimatesOf(w, names, 0)
 			if err != nil {
 				estErr = err
 				return
@@ -166,7 +166,7 @@ workloads:
 			return
 		}
 		start = w.start
-		est, err := estimatesOf(w, sc, []string{"cq"}, 0)
+		est, err := estimatesOf(w, []string{"cq"}, 0)
 		if e, ok := est["waiting"]; ok {
 			first = &e
 		}
