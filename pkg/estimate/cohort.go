@@ -117,8 +117,7 @@ func (co *cohortWalk) contested(w *walker, use []amount) bool {
 			continue
 		}
 		for _, a := range use {
-			fr := w.frs[a.slot]
-			if _, ok := o.slots[fr]; ok && co.tree.PotentialAvailable(o.q.Name, fr) > co.tree.Nominal(o.q.Name, fr) {
+			if s, ok := o.slots[w.frs[a.slot]]; ok && o.capacity[s] > o.nominal[s] {
 				return true
 			}
 		}
@@ -362,7 +361,7 @@ func (w *walker) reserve(head *waiting) []amount {
 	for _, options := range head.ask {
 		chosen := -1
 		for i, in := range options {
-			if !slices.ContainsFunc(in, func(a amount) bool { return a.value > tree.Nominal(w.q.Name, w.frs[a.slot]) }) {
+			if !slices.ContainsFunc(in, func(a amount) bool { return a.value > w.nominal[a.slot] }) {
 				chosen = i
 				break
 			}
@@ -371,7 +370,7 @@ func (w *walker) reserve(head *waiting) []amount {
 			return nil
 		}
 		for _, a := range options[chosen] {
-			if r := min(a.value, tree.Nominal(w.q.Name, w.frs[a.slot])-tree.Used(w.q.Name, w.frs[a.slot])); r > 0 {
+			if r := min(a.value, w.nominal[a.slot]-tree.Used(w.q.Name, w.frs[a.slot])); r > 0 {
 				out = append(out, amount{a.slot, r})
 			}
 		}
@@ -555,9 +554,8 @@ func (co *cohortWalk) take(o *walker, h *hold, back bool) {
 // borrowing.
 func (w *walker) fitsWithinNominal(wt *waiting) bool {
 	free := w.scratch[:0]
-	for _, fr := range w.frs {
-		room := min(w.co.tree.Available(w.q.Name, fr), max(w.co.tree.Nominal(w.q.Name, fr)-w.co.tree.Used(w.q.Name, fr), 0))
-		free = append(free, room)
+	for s, fr := range w.frs {
+		free = append(free, min(w.co.tree.Available(w.q.Name, fr), max(w.nominal[s]-w.co.tree.Used(w.q.Name, fr), 0)))
 	}
 	w.scratch = free
 	return w.fits(free, wt)
@@ -570,9 +568,7 @@ func (w *walker) borrows(wt *waiting) bool {
 	tree := w.co.tree
 	for _, options := range wt.ask {
 		if !slices.ContainsFunc(options, func(in []amount) bool {
-			return !slices.ContainsFunc(in, func(a amount) bool {
-				return tree.Used(w.q.Name, w.frs[a.slot])+a.value > tree.Nominal(w.q.Name, w.frs[a.slot])
-			})
+			return !slices.ContainsFunc(in, func(a amount) bool { return tree.Used(w.q.Name, w.frs[a.slot])+a.value > w.nominal[a.slot] })
 		}) {
 			return true
 		}

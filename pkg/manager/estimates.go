@@ -258,8 +258,10 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 	if cqs.HasParent() {
 		out = e.cohorts.walk(snap, cqs, infos, e.listed, func(m *schdcache.ClusterQueueSnapshot) estimate.Config { return e.config(p, m) },
 			fairsharing.Enabled(e.m.cfg.FairSharing), e.clock.Now(), maxCohortWalked)
-		note = fmt.Sprintf("approximate: cohort %s has more than %d workloads pending, so its ClusterQueue is walked alone, without borrowing or reclaim",
-			cqs.Parent().Root().Name, maxCohortWalked)
+		if out == nil {
+			note = fmt.Sprintf("approximate: cohort %s has more than %d workloads pending, so its ClusterQueue is walked alone, without borrowing or reclaim",
+				cqs.Parent().Root().Name, maxCohortWalked)
+		}
 	}
 	if out == nil {
 		q, holders, waiting := estimate.FromSnapshot(cqs, infos, e.config(p, cqs))

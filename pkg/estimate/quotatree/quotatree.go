@@ -97,9 +97,6 @@ func (t *Tree) newNode(quotas map[resources.FlavorResource]schdcache.ResourceQuo
 // ClusterQueues are the tree's ClusterQueues, by name.
 func (t *Tree) ClusterQueues() []kueue.ClusterQueueReference { return t.names }
 
-// Has reports whether cq is in the tree.
-func (t *Tree) Has(cq kueue.ClusterQueueReference) bool { return t.cqs[cq] != nil }
-
 // Available is what cq may still take of fr, borrowing included (upstream's
 // ClusterQueueSnapshot.Available).
 func (t *Tree) Available(cq kueue.ClusterQueueReference, fr resources.FlavorResource) int64 {
