@@ -104,6 +104,9 @@ type Holder struct {
 	Candidate policy.Candidate
 	// Runtime is the run time it promised (zero: none), counted from when it started to run.
 	Runtime time.Duration
+	// ReadySince is when its Pods were first ready since its admission (zero: not known). Its
+	// Job's own run, and so its end, counts from then, whatever clock the policy counts by.
+	ReadySince time.Time
 	// Drain is how long its quota stays held after an eviction for one of this project's
 	// reasons: its Pods' grace period under HandoverAfterVictimTermination (zero: none).
 	Drain time.Duration
@@ -169,7 +172,7 @@ func start(q *Queue, holders []Holder, pending []Waiting, now time.Time, co *coh
 	for i := range holders {
 		h := &holders[i]
 		first, ok := w.first[h.Candidate.Priority]
-		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: ok && h.Candidate.QueuedAt.After(first)})
+		w.hold(&hold{name: h.Name, cand: h.Candidate, use: w.usage(h.Usage), ends: endsOf(&h.Candidate, h.Runtime, h.ReadySince, now), runtime: h.Runtime, drain: h.Drain, requests: requestsOf(h.Usage), since: now, older: ok && h.Candidate.QueuedAt.After(first)})
 	}
 	if co != nil {
 		co.join(w)
@@ -1089,11 +1092,15 @@ func (w *walker) noRelease() {
 	}
 }
 
-// endsOf is when c, started by its runtime clock, ends by the runtime it promised; zero when it
-// promised none. One whose Pods are not ready yet is counted as starting now.
-func endsOf(c *policy.Candidate, runtime time.Duration, now time.Time) time.Time {
+// endsOf is when c ends by the runtime it promised, counted from its Pods' first readiness when
+// known (ready), else from its runtime clock's start; zero when it promised none. One whose Pods
+// are not ready yet by a PodsReady clock is counted as starting now.
+func endsOf(c *policy.Candidate, runtime time.Duration, ready, now time.Time) time.Time {
 	if runtime <= 0 {
 		return time.Time{}
+	}
+	if !ready.IsZero() {
+		return ready.Add(min(runtime, Horizon))
 	}
 	start := c.RunningSince
 	if start.IsZero() {

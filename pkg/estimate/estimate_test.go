@@ -48,6 +48,8 @@ type wl struct {
 	// queued, when set, is its queue time after t0 (a holder's is otherwise an hour before its
 	// admission).
 	queued time.Duration
+	// ready, when set, is how long after its admission a holder's Pods were first ready.
+	ready time.Duration
 }
 
 type queueCase struct {
@@ -135,7 +137,11 @@ func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
 		if h.inG {
 			usage = map[resources.FlavorResource]int64{{Flavor: "g", Resource: corev1.ResourceCPU}: h.cpu}
 		}
-		hs = append(hs, Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime(), Drain: h.drain})
+		hd := Holder{Name: "ns/" + h.name, Usage: usage, Candidate: h.candidate(q, src), Runtime: h.runtime(), Drain: h.drain}
+		if h.ready > 0 {
+			hd.ReadySince = t0.Add(-h.since + h.ready)
+		}
+		hs = append(hs, hd)
 	}
 	var ws []Waiting
 	for i, p := range pending {
@@ -199,6 +205,16 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "a", cpu: 4}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, When: at(10 * time.Minute), Reason: "when ns/h leaves"},
+			},
+		},
+		// The holder's priority is higher: a may not preempt it once its promise is past, so it
+		// runs to its end.
+		"a promised end counts from the Pods' first readiness when it is known, as the Job's run does": {
+			queue:   queueCase{capacity: 4, window: time.Hour, handover: time.Second},
+			holders: []wl{{name: "h", cpu: 4, prio: 10, since: 20 * time.Minute, expected: 30 * time.Minute, ready: 3 * time.Second}},
+			pending: []wl{{name: "a", cpu: 4}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + 3*time.Second), Reason: "when ns/h leaves"},
 			},
 		},
 		"rotation with room for two: the turns of the holders end in their order": {

@@ -122,6 +122,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 		h.Candidate.CountRuntimeFrom(c.Clock)
 		c.Wake.ReadFacts(&h.Candidate, info.Obj, c.Sources)
 		h.Runtime, _ = units.PromisedRuntime(info.Obj)
+		h.ReadySince = policy.RunningSince(info.Obj, policy.RuntimeClockPodsReady)
 		h.Drain = c.drainOf(info.Obj)
 		holders = append(holders, h)
 	}
