@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -199,4 +200,13 @@ func waitForWebhooks(ctx context.Context, m *manager.Manager, stopped <-chan err
 func (e *Env) Stop() error {
 	e.stopManager()
 	return e.ControlPlane.Stop()
+}
+
+// KeepAhead moves clk up to the real time when it runs behind it. The API server stamps creation
+// times by the real clock, the manager stamps conditions by clk, and the turn order compares the
+// two: behind, a workload rotated out would count as waiting since before others were created.
+func KeepAhead(clk *clocktesting.FakeClock) {
+	if now := time.Now().Truncate(time.Second).Add(time.Second); clk.Now().Before(now) {
+		clk.SetTime(now)
+	}
 }

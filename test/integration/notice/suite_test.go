@@ -51,6 +51,10 @@ var _ = ginkgo.BeforeSuite(func() {
 	gomega.Expect(env.Client.Create(context.Background(), &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default-flavor"}})).To(gomega.Succeed())
 })
 
+// The manager stamps conditions by clk and the API server creation times by the real clock: keep
+// clk ahead, as it would be if both were real.
+var _ = ginkgo.BeforeEach(func() { util.KeepAhead(clk) })
+
 var _ = ginkgo.AfterSuite(func() {
 	if env != nil {
 		gomega.Expect(env.Stop()).To(gomega.Succeed())

@@ -37,6 +37,10 @@ var _ = ginkgo.BeforeSuite(func() {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 })
 
+// The manager stamps conditions by clk and the API server creation times by the real clock: keep
+// clk ahead, as it would be if both were real.
+var _ = ginkgo.BeforeEach(func() { util.KeepAhead(clk) })
+
 var _ = ginkgo.AfterSuite(func() {
 	if env != nil {
 		gomega.Expect(env.Stop()).To(gomega.Succeed())
