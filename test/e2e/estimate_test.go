@@ -9,9 +9,11 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	visibilityclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
@@ -120,3 +122,51 @@ func compareEstimates(reads []estimateRead, ts []turn) {
 		gomega.Expect(c.err).To(gomega.BeNumerically("~", 0, c.tolerance), "%s's estimate %s against its admission %s:\n%s", c.job, c.estimated, c.admission, b.String())
 	}
 }
+
+var _ = ginkgo.Describe("admission estimates in a cohort with Pods", func() {
+	ginkgo.It("estimates when a borrower its lender reclaimed from runs again: when the lender's Job ends", func() {
+		ctx := context.Background()
+		withVisibility()
+		ns := newNamespace(ctx, "cohort")
+		cohort := "estimates-" + ns
+		clusterQueueIn(ctx, ns, "est-lender", "2", cohort, map[string]any{"reclaimWithinCohort": "Any"})
+		clusterQueueIn(ctx, ns, "est-borrower", "2", cohort, map[string]any{"reclaimWithinCohort": "Never"})
+
+		ginkgo.By("running a borrower's Job of 4 CPUs: its own 2 and the lender's 2")
+		borrower := newJob(ns, jobSpec{name: "borrower", queue: "est-borrower", cpu: "4", grace: 10})
+		submit(ctx, borrower)
+		admittedAt(ctx, borrower)
+		expectRunning(ctx, borrower, time.Minute)
+
+		ginkgo.By("reclaiming the lender's 2 CPUs for a Job that declares, and runs, one minute")
+		lender := newJob(ns, jobSpec{name: "lender", queue: "est-lender", cpu: "2", runtime: "1m",
+			annotations: map[string]string{annotations.ExpectedRuntime: "1m"}})
+		submit(ctx, lender)
+		lenderReserved, _ := admittedAt(ctx, lender)
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(holding(workload(g, ctx, borrower))).To(gomega.BeFalse(), "the borrower was reclaimed from")
+		}, time.Minute, interval).Should(gomega.Succeed())
+
+		ginkgo.By("reading the borrower's estimate from its LocalQueue once the lender's Pod is ready")
+		// Its minute counts from its Pod's readiness, as its run does.
+		expectRunning(ctx, lender, time.Minute)
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(apimeta.IsStatusConditionTrue(workload(g, ctx, lender).Status.Conditions, kueue.WorkloadPodsReady)).To(gomega.BeTrue())
+		}, time.Minute, interval).Should(gomega.Succeed())
+		reads := readEstimates(ctx, "est-borrower", 0, borrower)
+
+		ginkgo.By("admitting the borrower again when the lender's Job ends")
+		var admitted time.Time
+		gomega.Eventually(func(g gomega.Gomega) {
+			wl := workload(g, ctx, borrower)
+			g.Expect(holding(wl)).To(gomega.BeTrue())
+			admitted = apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved).LastTransitionTime.Time
+		}, 2*time.Minute, interval).Should(gomega.Succeed())
+		report := fmt.Sprintf("lender reserved %s; borrower's estimate %s (%q), read %s; admitted %s: error %v (tolerance ±%v)",
+			lenderReserved.Format("15:04:05"), reads[0].eta.Format("15:04:05"), reads[0].sentence, reads[0].readAt.Format("15:04:05"),
+			admitted.Format("15:04:05"), admitted.Sub(reads[0].eta), estimateTolerance)
+		ginkgo.GinkgoWriter.Println(report)
+		ginkgo.AddReportEntry("a reclaimed borrower's estimate against its admission", report)
+		gomega.Expect(admitted.Sub(reads[0].eta)).To(gomega.BeNumerically("~", 0, estimateTolerance), report)
+	})
+})

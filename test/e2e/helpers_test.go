@@ -41,7 +41,13 @@ func newNamespace(ctx context.Context, prefix string) string {
 // LocalQueue of the same name in ns.
 func clusterQueue(ctx context.Context, ns, name, cpu string, preemption map[string]any) {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(util.CreateClusterQueue(ctx, k8s, ns, name, cpu, "", preemption)).To(gomega.Succeed())
+	clusterQueueIn(ctx, ns, name, cpu, "", preemption)
+}
+
+// clusterQueueIn is clusterQueue in the Cohort cohort (none: "").
+func clusterQueueIn(ctx context.Context, ns, name, cpu, cohort string, preemption map[string]any) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(util.CreateClusterQueue(ctx, k8s, ns, name, cpu, cohort, preemption)).To(gomega.Succeed())
 	// The scheduler only takes workloads of an active ClusterQueue.
 	gomega.Eventually(func(g gomega.Gomega) {
 		var cq kueue.ClusterQueue
