@@ -349,15 +349,16 @@ type reservation struct {
 }
 
 // reserve is the quota head, which did not fit, keeps from the heads after it in a cycle where
-// its ClusterQueue may not always reclaim (upstream's reserveCapacityForUnreclaimablePreempt):
-// what it asks, within its nominal quota, in the first flavor of each group where its nominal
-// quota could hold it. Nothing when it asks more than that (the flavor assigner's NoFit).
+// its ClusterQueue may not always reclaim (upstream's reserveCapacityForUnreclaimablePreempt), in
+// the first flavor of each group where its nominal quota could hold it (the flavor assigner's
+// Preempt; nothing when there is none, its NoFit): all it asks, up to its borrowing limit, when it
+// would borrow, else what it asks within its nominal quota (upstream's quotaResourcesToReserve).
 func (w *walker) reserve(head *waiting) []amount {
 	if w.q.Reclaim == kueue.PreemptionPolicyAny || head == nil || head.done || !head.possible || w.fits(w.free, head) {
 		return nil
 	}
 	tree := w.co.tree
-	var out []amount
+	var asks []amount
 	for _, options := range head.ask {
 		chosen := -1
 		for i, in := range options {
@@ -369,10 +370,23 @@ func (w *walker) reserve(head *waiting) []amount {
 		if chosen < 0 {
 			return nil
 		}
-		for _, a := range options[chosen] {
-			if r := min(a.value, w.nominal[a.slot]-tree.Used(w.q.Name, w.frs[a.slot])); r > 0 {
-				out = append(out, amount{a.slot, r})
+		asks = append(asks, options[chosen]...)
+	}
+	borrows := slices.ContainsFunc(asks, func(a amount) bool {
+		return tree.Used(w.q.Name, w.frs[a.slot])+a.value > w.nominal[a.slot]
+	})
+	var out []amount
+	for _, a := range asks {
+		fr := w.frs[a.slot]
+		r := min(a.value, w.nominal[a.slot]-tree.Used(w.q.Name, fr))
+		if borrows {
+			r = a.value
+			if limit, ok := tree.BorrowingLimit(w.q.Name, fr); ok {
+				r = min(a.value, w.nominal[a.slot]+limit-tree.Used(w.q.Name, fr))
 			}
+		}
+		if r > 0 {
+			out = append(out, amount{a.slot, r})
 		}
 	}
 	return out
@@ -563,12 +577,25 @@ func (w *walker) fitsWithinNominal(wt *waiting) bool {
 
 // borrows reports whether wt would use more than its ClusterQueue's nominal quota in every
 // flavor it may take, however much is available (the flavor assignment's borrowing, which orders
-// the scheduler's heads).
+// the scheduler's heads): as things are when it fits, else once the holders of its ClusterQueue
+// that may leave for it by now are gone (the assignment's borrowing after its preemptions).
 func (w *walker) borrows(wt *waiting) bool {
 	tree := w.co.tree
+	var gone []int64
+	if !w.fits(w.free, wt) {
+		bp := w.forPriority(wt.pend)
+		w.pool(bp)
+		gone = bp.pooled
+	}
 	for _, options := range wt.ask {
 		if !slices.ContainsFunc(options, func(in []amount) bool {
-			return !slices.ContainsFunc(in, func(a amount) bool { return tree.Used(w.q.Name, w.frs[a.slot])+a.value > w.nominal[a.slot] })
+			return !slices.ContainsFunc(in, func(a amount) bool {
+				used := tree.Used(w.q.Name, w.frs[a.slot])
+				if gone != nil {
+					used -= gone[a.slot]
+				}
+				return used+a.value > w.nominal[a.slot]
+			})
 		}) {
 			return true
 		}

@@ -135,6 +135,16 @@ func (t *Tree) Nominal(cq kueue.ClusterQueueReference, fr resources.FlavorResour
 	return 0
 }
 
+// BorrowingLimit is cq's borrowing limit of fr; false when it has none.
+func (t *Tree) BorrowingLimit(cq kueue.ClusterQueueReference, fr resources.FlavorResource) (int64, bool) {
+	if n := t.cqs[cq]; n != nil {
+		if l := n.ResourceNode.Quotas[fr].BorrowingLimit; l != nil {
+			return l.Int64(), true
+		}
+	}
+	return 0, false
+}
+
 // Used is what cq's workloads use of fr.
 func (t *Tree) Used(cq kueue.ClusterQueueReference, fr resources.FlavorResource) int64 {
 	if n := t.cqs[cq]; n != nil {
