@@ -963,13 +963,16 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
 		}
 	}
-	at, last, evicted := w.t, "", w.t
+	// The last to free its quota names the wait, even one that freed it before now.
+	var latest time.Time
+	last, evicted := "", w.t
 	for _, r := range taken {
-		if free := r.freeAt(); !free.Before(at) {
-			at, last = free, r.h.name
+		if free := r.freeAt(); last == "" || !free.Before(latest) {
+			latest, last = free, r.h.name
 		}
 		evicted = maxTime(evicted, r.at)
 	}
+	at := maxTime(w.t, latest)
 	reason := "fits now"
 	if len(taken) > 0 {
 		at = at.Add(w.q.Handover)

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,9 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 		for _, name := range slices.Sorted(maps.Keys(est)) {
 			e := est[name]
 			estimates++
+			if strings.Contains(e.Reason, "  ") {
+				t.Errorf("seed %d: %s: its reason leaves a name out: %q", seed, name, e.Reason)
+			}
 			actual, ok := admitted[name]
 			switch {
 			case e.Unknown && neverFits.MatchString(e.Reason):
