@@ -289,7 +289,8 @@ func (co *cohortWalk) waiting() bool {
 // step is one scheduling cycle: each member with a workload in line admits at most one, taking
 // their heads as the scheduler orders its entries without fair sharing (upstream's entryOrdering:
 // one that would not borrow first, then higher priority, then older by the queue's order). It
-// reports whether one was admitted.
+// reports whether one was admitted, or whether a head was kept out by one that is parked for the
+// next cycle.
 func (co *cohortWalk) step() bool {
 	type entry struct {
 		w       *walker
@@ -315,7 +316,10 @@ func (co *cohortWalk) step() bool {
 		return a.head.cand.QueuedAt.Compare(b.head.cand.QueuedAt)
 	})
 	// A head that waits for preemption with no victims keeps its room from the heads after it
-	// in the cycle; every cycle does the same while nothing changes.
+	// in the cycle. Under StrictFIFO it stays the head and does so every cycle while nothing
+	// changes; under BestEffortFIFO it is parked as inadmissible until something in the cohort
+	// changes, so it does so once an instant, and the heads it kept out try again at the next
+	// cycle without it.
 	var reserved []reservation
 	defer func() {
 		for i := len(reserved) - 1; i >= 0; i-- {
@@ -326,21 +330,29 @@ func (co *cohortWalk) step() bool {
 			co.changed()
 		}
 	}()
-	admitted := false
+	admitted, parked, retry := false, false, false
 	for _, e := range entries {
 		if e.w.step() {
 			admitted = true
 			continue
 		}
+		retry = retry || parked
+		if !e.w.q.StrictFIFO && e.w.triedAt.Equal(e.w.t) {
+			continue
+		}
+		n := len(reserved)
 		for _, a := range e.w.reserve(e.head) {
 			co.tree.Add(e.w.q.Name, e.w.frs[a.slot], a.value)
 			reserved = append(reserved, reservation{e.w, a})
 		}
-		if len(reserved) > 0 {
+		if len(reserved) > n {
 			co.changed()
+			if !e.w.q.StrictFIFO {
+				e.w.triedAt, parked = e.w.t, true
+			}
 		}
 	}
-	return admitted
+	return admitted || retry
 }
 
 type reservation struct {

@@ -346,8 +346,11 @@ type walker struct {
 	// alone, on Queue.Capacity. failed is its last reclaim that found too little.
 	co     *cohortWalk
 	failed failedReclaim
-	lines  []*line
-	prios  map[int64]*byPriority
+	// triedAt is when its head last kept quota back for itself under BestEffortFIFO (see
+	// cohortWalk.step).
+	triedAt time.Time
+	lines   []*line
+	prios   map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
 	// priority.
 	last, first map[int64]time.Time
