@@ -73,6 +73,8 @@ type cohortWalk struct {
 	borrowedBy          map[resources.FlavorResource]int64
 	// approx is why the walk became approximate (note), empty while it is not.
 	approx string
+	// steppedAt is the instant of the last cycle.
+	steppedAt time.Time
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
 	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
 	// scheduler's order of heads, reclaims and reservations only approximately.
@@ -297,9 +299,19 @@ func (co *cohortWalk) step() bool {
 		head    *waiting
 		borrows bool
 	}
+	// The first cycle after a change in the cohort takes each queue's first workload.
+	first := len(co.ws) > 0 && !co.steppedAt.Equal(co.ws[0].t)
+	if first {
+		co.steppedAt = co.ws[0].t
+	}
 	var entries []entry
+	retry := false
 	for _, w := range co.ws {
 		if h := w.head(); h != nil {
+			if first && w.neverFirst(h) {
+				retry = true
+				continue
+			}
 			entries = append(entries, entry{w, h, w.borrows(h)})
 		}
 	}
@@ -330,7 +342,7 @@ func (co *cohortWalk) step() bool {
 			co.changed()
 		}
 	}()
-	admitted, parked, retry := false, false, false
+	admitted, parked := false, false
 	for _, e := range entries {
 		if e.w.step() {
 			admitted = true
@@ -353,6 +365,19 @@ func (co *cohortWalk) step() bool {
 		}
 	}
 	return admitted || retry
+}
+
+// neverFirst reports whether, under BestEffortFIFO, a workload that never fits comes before head
+// in w's queue (by priority, then queue time): parked as inadmissible, it is requeued with the
+// others at each change in the cohort and takes its ClusterQueue's first cycle after it, in which
+// the other ClusterQueues' heads go alone.
+func (w *walker) neverFirst(head *waiting) bool {
+	if w.q.StrictFIFO {
+		return false
+	}
+	return slices.ContainsFunc(w.nevers, func(n *waiting) bool {
+		return n.pend.Priority > head.pend.Priority || (n.pend.Priority == head.pend.Priority && n.pend.QueuedAt.Before(head.pend.QueuedAt))
+	})
 }
 
 type reservation struct {

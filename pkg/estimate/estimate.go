@@ -347,8 +347,9 @@ type walker struct {
 	co     *cohortWalk
 	failed failedReclaim
 	// triedAt is when its head last kept quota back for itself under BestEffortFIFO (see
-	// cohortWalk.step).
+	// cohortWalk.step); nevers are its pending workloads that never fit (see neverFirst).
 	triedAt time.Time
+	nevers  []*waiting
 	lines   []*line
 	prios   map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
@@ -793,6 +794,7 @@ func (w *walker) step() bool {
 			}
 			if !wt.ever {
 				w.blocked(wt, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
+				w.nevers = append(w.nevers, wt)
 				return true
 			}
 			bp := w.forPriority(wt.pend)
