@@ -148,6 +148,9 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 			case !ok && e.Note != "":
 				noted++
 				notedWrong++
+				if testing.Verbose() {
+					t.Logf("seed %d: %s estimated at %s (%s; %s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note)
+				}
 				continue
 			case !ok:
 				t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason)
