@@ -225,6 +225,31 @@ type estimator struct {
 	// listed is a ClusterQueue's pending workloads that are estimated (cachedEstimates.listed).
 	listed  func(kueue.ClusterQueueReference) []*workload.Info
 	cohorts cohortWalks
+	lists   listMemo
+}
+
+// listMemo keeps the ClusterQueues' listed workloads for one snapshot: each member's refresh of a
+// cohort compares every member's list with the last walk's, which otherwise lists (and sorts)
+// each member's queue once for each member, the square of the cohort's size.
+type listMemo struct {
+	mu    sync.Mutex
+	snap  *schdcache.Snapshot
+	lists map[kueue.ClusterQueueReference][]*workload.Info
+}
+
+// get is cq's listed workloads (listed), read once for snap.
+func (m *listMemo) get(snap *schdcache.Snapshot, cq kueue.ClusterQueueReference, listed func(kueue.ClusterQueueReference) []*workload.Info) []*workload.Info {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.snap != snap {
+		m.snap, m.lists = snap, map[kueue.ClusterQueueReference][]*workload.Info{}
+	}
+	l, ok := m.lists[cq]
+	if !ok {
+		l = listed(cq)
+		m.lists[cq] = l
+	}
+	return l
 }
 
 // snapshot is a fresh snapshot of the scheduler cache, nil when none can be taken.
@@ -256,7 +281,8 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 	var out map[string]estimate.Estimate
 	note := ""
 	if cqs.HasParent() {
-		out = e.cohorts.walk(snap, cqs, infos, e.listed, func(m *schdcache.ClusterQueueSnapshot) estimate.Config { return e.config(p, m) },
+		listed := func(m kueue.ClusterQueueReference) []*workload.Info { return e.lists.get(snap, m, e.listed) }
+		out = e.cohorts.walk(snap, cqs, infos, listed, func(m *schdcache.ClusterQueueSnapshot) estimate.Config { return e.config(p, m) },
 			fairsharing.Enabled(e.m.cfg.FairSharing), e.clock.Now(), maxCohortWalked)
 		if out == nil {
 			note = fmt.Sprintf("approximate: cohort %s has more than %d workloads pending, so its ClusterQueue is walked alone, without borrowing or reclaim",

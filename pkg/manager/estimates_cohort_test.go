@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -85,5 +86,49 @@ func TestCohortWalks(t *testing.T) {
 	}
 	if got := walk(snapshot(), "a", 2); got != nil {
 		t.Errorf("with 3 pending and a bound of 2, got a walk: %v", got)
+	}
+}
+
+func TestListMemo(t *testing.T) {
+	s1, s2 := &schdcache.Snapshot{}, &schdcache.Snapshot{}
+	cases := map[string]struct {
+		reads []struct {
+			snap *schdcache.Snapshot
+			cq   kueue.ClusterQueueReference
+		}
+		wantListed []kueue.ClusterQueueReference
+	}{
+		"each ClusterQueue is listed once for a snapshot": {
+			reads: []struct {
+				snap *schdcache.Snapshot
+				cq   kueue.ClusterQueueReference
+			}{{s1, "a"}, {s1, "b"}, {s1, "a"}, {s1, "b"}, {s1, "a"}},
+			wantListed: []kueue.ClusterQueueReference{"a", "b"},
+		},
+		"a new snapshot lists again": {
+			reads: []struct {
+				snap *schdcache.Snapshot
+				cq   kueue.ClusterQueueReference
+			}{{s1, "a"}, {s2, "a"}, {s2, "a"}, {s1, "a"}},
+			wantListed: []kueue.ClusterQueueReference{"a", "a", "a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var m listMemo
+			var listed []kueue.ClusterQueueReference
+			for _, r := range tc.reads {
+				got := m.get(r.snap, r.cq, func(cq kueue.ClusterQueueReference) []*workload.Info {
+					listed = append(listed, cq)
+					return []*workload.Info{{ClusterQueue: cq}}
+				})
+				if len(got) != 1 || got[0].ClusterQueue != r.cq {
+					t.Errorf("get(%s) = %v, want the list of %s", r.cq, got, r.cq)
+				}
+			}
+			if diff := cmp.Diff(tc.wantListed, listed); diff != "" {
+				t.Errorf("listed (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
