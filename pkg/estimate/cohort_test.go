@@ -47,13 +47,18 @@ func (c cohortWl) obj(i int) *kueue.Workload {
 	return w.Obj()
 }
 
-// lenderAndBorrower is a cohort of a lender (4 CPUs) and a borrower (2 CPUs).
-func lenderAndBorrower(reclaim kueue.PreemptionPolicy, wls []cohortWl) *snapgen.Scenario {
-	sc := &snapgen.Scenario{Flavors: []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f").Obj()},
+// lenderAndBorrower is a cohort of a lender (4 CPUs) and a borrower (2 CPUs), of flavor f; with
+// second, the borrower has 1 CPU of flavor g after f.
+func lenderAndBorrower(reclaim kueue.PreemptionPolicy, second bool, wls []cohortWl) *snapgen.Scenario {
+	sc := &snapgen.Scenario{Flavors: []*kueue.ResourceFlavor{utiltestingapi.MakeResourceFlavor("f").Obj(), utiltestingapi.MakeResourceFlavor("g").Obj()},
 		Cohorts: []*kueue.Cohort{utiltestingapi.MakeCohort("co").Obj()}}
 	for name, nominal := range map[string]string{"lender": "4", "borrower": "2"} {
+		flavors := []kueue.FlavorQuotas{*utiltestingapi.MakeFlavorQuotas("f").Resource(corev1.ResourceCPU, nominal).Obj()}
+		if second && name == "borrower" {
+			flavors = append(flavors, *utiltestingapi.MakeFlavorQuotas("g").Resource(corev1.ResourceCPU, "1").Obj())
+		}
 		sc.ClusterQueues = append(sc.ClusterQueues, utiltestingapi.MakeClusterQueue(name).Cohort("co").
-			ResourceGroup(*utiltestingapi.MakeFlavorQuotas("f").Resource(corev1.ResourceCPU, nominal).Obj()).
+			ResourceGroup(flavors...).
 			Preemption(kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority, ReclaimWithinCohort: reclaim}).Obj())
 	}
 	for i, w := range wls {
@@ -70,8 +75,10 @@ func TestComputeCohort(t *testing.T) {
 	cases := map[string]struct {
 		reclaim     kueue.PreemptionPolicy
 		fairSharing bool
-		wls         []cohortWl
-		want        []Estimate
+		// second gives the borrower a second flavor.
+		second bool
+		wls    []cohortWl
+		want   []Estimate
 	}{
 		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
 			reclaim: kueue.PreemptionPolicyAny,
@@ -126,6 +133,24 @@ func TestComputeCohort(t *testing.T) {
 			},
 			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(20 * time.Minute), Reason: "when ns/a1 leaves"}},
 		},
+		"with two flavors of a resource in the cohort, an estimate that depends on borrowing is unknown": {
+			reclaim: kueue.PreemptionPolicyAny, second: true,
+			wls: []cohortWl{
+				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 3},
+			},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, Unknown: true,
+				Reason: "cohort co has ClusterQueues with more than one flavor of a resource, whose assignment the estimate does not foresee once quota moves between them (ClusterQueues of cohort co borrow from each other)"}},
+		},
+		"with two flavors, an estimate within the ClusterQueue's own quota stays known": {
+			reclaim: kueue.PreemptionPolicyAny, second: true,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute, expected: 30 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 2},
+			},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, When: at(20 * time.Minute), Reason: "when ns/b1 leaves"}},
+		},
 		"under fair sharing, an estimate that depends on borrowing is unknown": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{
@@ -138,7 +163,7 @@ func TestComputeCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc := lenderAndBorrower(tc.reclaim, tc.wls)
+			sc := lenderAndBorrower(tc.reclaim, tc.second, tc.wls)
 			sc.FairSharing = tc.fairSharing
 			ctx := context.Background()
 			cache, err := sc.NewCache(ctx, logr.Discard())
