@@ -84,6 +84,10 @@ func readEstimates(ctx context.Context, lq string, turn int, jobs ...*batchv1.Jo
 // which the estimate counts (HandoverAfterVictimTermination) with one second for the cycle.
 const estimateTolerance = 2 * time.Second
 
+// estimateServedFor is how long the manager serves a ClusterQueue's estimates while its pending
+// list is unchanged (its estimateTTL).
+const estimateServedFor = 5 * time.Second
+
 // compareEstimates checks each estimate against the Job's first admission in ts (its QuotaReserved
 // time), after reporting them all, within estimateTolerance per handover before it.
 func compareEstimates(reads []estimateRead, ts []turn) {
@@ -148,11 +152,18 @@ var _ = ginkgo.Describe("admission estimates in a cohort with Pods", func() {
 		}, time.Minute, interval).Should(gomega.Succeed())
 
 		ginkgo.By("reading the borrower's estimate from its LocalQueue once the lender's Pod is ready")
-		// Its minute counts from its Pod's readiness, as its run does.
+		// Its minute counts from its Pod's readiness, as its run does. The manager serves a
+		// ClusterQueue's estimates for up to estimateTTL (5 s) while its pending list is unchanged,
+		// so the read waits that long after the readiness for an estimate made since.
 		expectRunning(ctx, lender, time.Minute)
+		var ready time.Time
 		gomega.Eventually(func(g gomega.Gomega) {
-			g.Expect(apimeta.IsStatusConditionTrue(workload(g, ctx, lender).Status.Conditions, kueue.WorkloadPodsReady)).To(gomega.BeTrue())
+			c := apimeta.FindStatusCondition(workload(g, ctx, lender).Status.Conditions, kueue.WorkloadPodsReady)
+			g.Expect(c).NotTo(gomega.BeNil())
+			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+			ready = c.LastTransitionTime.Time
 		}, time.Minute, interval).Should(gomega.Succeed())
+		time.Sleep(time.Until(ready.Add(estimateServedFor + time.Second)))
 		reads := readEstimates(ctx, "est-borrower", 0, borrower)
 
 		ginkgo.By("admitting the borrower again when the lender's Job ends")
