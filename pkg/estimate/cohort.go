@@ -400,7 +400,7 @@ type reservation struct {
 // Preempt; nothing when there is none, its NoFit): all it asks, up to its borrowing limit, when it
 // would borrow, else what it asks within its nominal quota (upstream's quotaResourcesToReserve).
 func (w *walker) reserve(head *waiting) []amount {
-	if w.q.Reclaim == kueue.PreemptionPolicyAny || head == nil || head.done || !head.possible || w.fits(w.free, head) {
+	if w.q.Reclaim == kueue.PreemptionPolicyAny || head == nil || head.done || head.backsOff(w.t) || !head.possible || w.fits(w.free, head) {
 		return nil
 	}
 	tree := w.co.tree

@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
@@ -32,6 +34,8 @@ type cohortWl struct {
 	prio     int32
 	admitted time.Duration
 	expected time.Duration
+	// requeueAt, when set, is when a pending workload's requeue backoff ends, after t0.
+	requeueAt time.Duration
 }
 
 func (c cohortWl) obj(i int) *kueue.Workload {
@@ -39,6 +43,9 @@ func (c cohortWl) obj(i int) *kueue.Workload {
 		Priority(c.prio).Creation(t0.Add(-3*time.Hour+time.Duration(i)*time.Second)).Request(corev1.ResourceCPU, strconv.Itoa(c.cpu))
 	if c.expected > 0 {
 		w.Annotation(annotations.ExpectedRuntime, c.expected.String())
+	}
+	if c.requeueAt > 0 {
+		w.RequeueState(ptr.To[int32](1), ptr.To(metav1.NewTime(t0.Add(c.requeueAt))))
 	}
 	if c.admitted > 0 {
 		psa := utiltestingapi.MakePodSetAssignment(kueue.DefaultPodSetName).Count(1).Flavor(corev1.ResourceCPU, "f").ResourceUsage(corev1.ResourceCPU, strconv.Itoa(c.cpu))
@@ -150,6 +157,14 @@ func TestComputeCohort(t *testing.T) {
 				{name: "b2", cq: "borrower", cpu: 2},
 			},
 			want: []Estimate{{Workload: "ns/b2", Position: 1, When: at(20 * time.Minute), Reason: "when ns/b1 leaves"}},
+		},
+		"a workload backing off after an eviction (its RequeueState) is offered when the backoff ends": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 2, admitted: time.Hour},
+				{name: "a2", cq: "lender", cpu: 2, requeueAt: 3 * time.Minute},
+			},
+			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(3 * time.Minute), Reason: "when its requeue backoff ends"}},
 		},
 		"under fair sharing, an estimate that depends on borrowing is unknown": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,

@@ -125,6 +125,9 @@ type Waiting struct {
 	Runtime time.Duration
 	// Drain is Holder.Drain once it holds quota.
 	Drain time.Duration
+	// NotBefore is when its queue offers it to the scheduler again after a requeue backoff
+	// (upstream's RequeueState.RequeueAt); zero: now.
+	NotBefore time.Time
 }
 
 // Compute gives the estimates of pending, given in turn order, at now. The policy is asked about
@@ -181,7 +184,8 @@ func start(q *Queue, holders []Holder, pending []Waiting, now time.Time, co *coh
 	for i := range pending {
 		p := &pending[i]
 		w.out[i] = Estimate{Workload: p.Name, Position: i + 1}
-		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: pends[i], cand: p.Candidate, runtime: p.Runtime, drain: p.Drain})
+		w.enqueue(&waiting{out: i, name: p.Name, requests: p.Requests, pend: pends[i], cand: p.Candidate, runtime: p.Runtime, drain: p.Drain, notBefore: p.NotBefore})
+		w.backoffs = w.backoffs || p.NotBefore.After(now)
 	}
 	w.left = len(pending)
 	return w
@@ -238,6 +242,8 @@ type waiting struct {
 	// least is the smallest amount it asks of any slot; ever: it fits in the whole capacity.
 	least int64
 	ever  bool
+	// notBefore is Waiting.NotBefore: until then its queue does not offer it.
+	notBefore time.Time
 	// ask is what it takes in each group it needs, per flavor (see askOf); possible false when it
 	// asks for a resource the ClusterQueue does not have.
 	ask      [][][]amount
@@ -361,6 +367,8 @@ type walker struct {
 	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
 	// workload.
 	admissions, maxAdmissions int
+	// backoffs: some pending workload waits out a requeue backoff (Waiting.NotBefore).
+	backoffs bool
 }
 
 func newWalker(q *Queue, now time.Time, n int) *walker {
@@ -783,13 +791,13 @@ func (w *walker) step() bool {
 		if held == nil && !w.q.StrictFIFO {
 			if wt := w.oldestFitting(l); wt != nil {
 				use, _ := w.fit(w.free, wt)
-				w.admit(wt, use, w.fitsNow())
+				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
 		}
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
-			if wt.done || (wt.rotated && held != nil && held != wt) {
+			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) {
 				continue
 			}
 			if !wt.ever {
@@ -820,7 +828,7 @@ func (w *walker) step() bool {
 			}
 			w.scratch = free
 			if use, ok := w.fit(w.free, wt); ok {
-				w.admit(wt, use, w.fitsNow())
+				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
 			newer := w.newerFor(bp, wt, free, own == 1, w.newer[:0])
@@ -1058,6 +1066,16 @@ func (w *walker) leave(h *hold) {
 func (w *walker) nextRelease() (time.Time, bool) {
 	var next time.Time
 	found := false
+	if w.backoffs {
+		// The end of a backoff offers a workload again.
+		for _, l := range w.lines {
+			for _, wt := range l.items[l.first:] {
+				if !wt.done && wt.backsOff(w.t) && (!found || wt.notBefore.Before(next)) {
+					next, found = wt.notBefore, true
+				}
+			}
+		}
+	}
 	for w.ending.Len() > 0 && w.ending[0].h.gone {
 		heap.Pop(&w.ending)
 	}
@@ -1295,7 +1313,7 @@ func (w *walker) oldestFitting(l *line) *waiting {
 	}
 	var oldest *waiting
 	for _, wt := range l.items[l.first:] {
-		if wt.done || !w.fits(w.free, wt) {
+		if wt.done || wt.backsOff(w.t) || !w.fits(w.free, wt) {
 			continue
 		}
 		if oldest == nil || wt.cand.QueuedAt.Before(oldest.cand.QueuedAt) ||
@@ -1320,6 +1338,20 @@ func (w *walker) endHolds() {
 			}
 		}
 	}
+}
+
+// backsOff reports whether wt's queue does not offer it at t, its requeue backoff not over.
+func (wt *waiting) backsOff(t time.Time) bool {
+	return wt.notBefore.After(t)
+}
+
+// fitsNowFor is why wt, which fits in the free quota now, is admitted: fitsNow, or the end of its
+// backoff.
+func (w *walker) fitsNowFor(wt *waiting) string {
+	if !wt.notBefore.IsZero() && wt.notBefore.Equal(w.t) {
+		return "when its requeue backoff ends"
+	}
+	return w.fitsNow()
 }
 
 // fitsNow is why a workload that fits in the free quota now is admitted.

@@ -50,6 +50,8 @@ type wl struct {
 	queued time.Duration
 	// ready, when set, is how long after its admission a holder's Pods were first ready.
 	ready time.Duration
+	// backoff, when set, is how long after t0 a pending workload's requeue backoff ends.
+	backoff time.Duration
 }
 
 type queueCase struct {
@@ -153,6 +155,9 @@ func inputs(qc queueCase, holders, pending []wl) (*Queue, []Holder, []Waiting) {
 			Pending:   &policy.Pending{Obj: c.Info.Obj, ClusterQueue: "cq", Priority: p.prio, QueuedAt: c.QueuedAt},
 			Candidate: c, Runtime: p.runtime(), Drain: p.drain,
 		})
+		if p.backoff > 0 {
+			ws[len(ws)-1].NotBefore = t0.Add(p.backoff)
+		}
 	}
 	return q, hs, ws
 }
@@ -215,6 +220,33 @@ func TestCompute(t *testing.T) {
 			pending: []wl{{name: "a", cpu: 4}},
 			want: []Estimate{
 				{Workload: "ns/a", Position: 1, When: at(10*time.Minute + 3*time.Second), Reason: "when ns/h leaves"},
+			},
+		},
+		// Once offered again, a preempts b, of its priority and queued after it.
+		"a workload in its requeue backoff is not offered until it ends; the one behind it fits now": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 2, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2, backoff: 5 * time.Minute}, {name: "b", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(5 * time.Minute), Reason: "when ns/b leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
+			},
+		},
+		"a workload whose backoff ends while quota is free is admitted then": {
+			queue:   queueCase{capacity: 4, window: time.Hour},
+			holders: []wl{{name: "h", cpu: 2, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 2, backoff: 5 * time.Minute}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(5 * time.Minute), Reason: "when its requeue backoff ends"},
+			},
+		},
+		"under StrictFIFO a workload in its backoff does not hold back the next": {
+			queue:   queueCase{capacity: 4, window: time.Hour, strict: true},
+			holders: []wl{{name: "h", cpu: 2, since: 10 * time.Minute}},
+			pending: []wl{{name: "a", cpu: 4, backoff: 5 * time.Minute}, {name: "b", cpu: 2}},
+			want: []Estimate{
+				{Workload: "ns/a", Position: 1, When: at(50*time.Minute + time.Millisecond), Reason: "when ns/h leaves"},
+				{Workload: "ns/b", Position: 2, When: t0, Reason: "fits now"},
 			},
 		},
 		"rotation with room for two: the turns of the holders end in their order": {

@@ -146,6 +146,9 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 		c.Wake.ReadFacts(&wt.Candidate, info.Obj, c.Sources)
 		wt.Runtime, _ = units.PromisedRuntime(info.Obj)
 		wt.Drain = c.drainOf(info.Obj)
+		if rs := info.Obj.Status.RequeueState; rs != nil && rs.RequeueAt != nil {
+			wt.NotBefore = rs.RequeueAt.Time
+		}
 		waiting = append(waiting, wt)
 	}
 	return q, holders, waiting
