@@ -448,13 +448,7 @@ timeshare:
 		urgent := newJob(ns, jobSpec{name: "urgent", queue: ns, cpu: "4", grace: 5, priorityClass: "e2e-clock-high"})
 		submit(ctx, flapping)
 		expectRunning(ctx, flapping, time.Minute)
-		var first time.Time
-		gomega.Eventually(func(g gomega.Gomega) {
-			c := apimeta.FindStatusCondition(workload(g, ctx, flapping).Status.Conditions, kueue.WorkloadPodsReady)
-			g.Expect(c).NotTo(gomega.BeNil())
-			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
-			first = c.LastTransitionTime.Time
-		}, time.Minute, interval).Should(gomega.Succeed())
+		first := readyAt(ctx, flapping)
 		submit(ctx, urgent)
 		ginkgo.By("seeing Kueue's PodsReady flap: False, then True again after the first Ready")
 		var flaps int

@@ -156,14 +156,7 @@ var _ = ginkgo.Describe("admission estimates in a cohort with Pods", func() {
 		// ClusterQueue's estimates for up to estimateTTL (5 s) while its pending list is unchanged,
 		// so the read waits that long after the readiness for an estimate made since.
 		expectRunning(ctx, lender, time.Minute)
-		var ready time.Time
-		gomega.Eventually(func(g gomega.Gomega) {
-			c := apimeta.FindStatusCondition(workload(g, ctx, lender).Status.Conditions, kueue.WorkloadPodsReady)
-			g.Expect(c).NotTo(gomega.BeNil())
-			g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
-			ready = c.LastTransitionTime.Time
-		}, time.Minute, interval).Should(gomega.Succeed())
-		time.Sleep(time.Until(ready.Add(estimateServedFor + time.Second)))
+		time.Sleep(time.Until(readyAt(ctx, lender).Add(estimateServedFor + time.Second)))
 		reads := readEstimates(ctx, "est-borrower", 0, borrower)
 
 		ginkgo.By("admitting the borrower again when the lender's Job ends")

@@ -44,6 +44,19 @@ func clusterQueue(ctx context.Context, ns, name, cpu string, preemption map[stri
 	clusterQueueIn(ctx, ns, name, cpu, "", preemption)
 }
 
+// readyAt waits until j's Workload has PodsReady True and returns when it became so.
+func readyAt(ctx context.Context, j *batchv1.Job) time.Time {
+	ginkgo.GinkgoHelper()
+	var at time.Time
+	gomega.Eventually(func(g gomega.Gomega) {
+		c := apimeta.FindStatusCondition(workload(g, ctx, j).Status.Conditions, kueue.WorkloadPodsReady)
+		g.Expect(c).NotTo(gomega.BeNil())
+		g.Expect(c.Status).To(gomega.Equal(metav1.ConditionTrue))
+		at = c.LastTransitionTime.Time
+	}, time.Minute, interval).Should(gomega.Succeed())
+	return at
+}
+
 // clusterQueueIn is clusterQueue in the Cohort cohort (none: "").
 func clusterQueueIn(ctx context.Context, ns, name, cpu, cohort string, preemption map[string]any) {
 	ginkgo.GinkgoHelper()
