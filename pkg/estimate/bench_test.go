@@ -100,11 +100,7 @@ func benchmarkEstimateCohort(b *testing.B, queues, per int) {
 		info.ClusterQueue = kueue.ClusterQueueReference(w.cq)
 		pending[info.ClusterQueue] = append(pending[info.ClusterQueue], info)
 	}
-	cache, err := sc.NewCache(context.Background(), logr.Discard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap, err := cache.Snapshot(context.Background())
+	snap, err := sc.Snapshot(context.Background(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -216,14 +216,7 @@ func (co *cohortWalk) borrowed(fr resources.FlavorResource) int64 {
 
 // borrowing reports whether some member uses more than its nominal quota of some slot.
 func (co *cohortWalk) borrowing() bool {
-	for _, w := range co.ws {
-		for _, fr := range w.frs {
-			if co.tree.Borrowing(w.q.Name, fr) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(co.ws, (*walker).borrowsAny)
 }
 
 // run walks the members from one instant to the next at which a holder of any of them may leave
@@ -418,17 +411,15 @@ func (w *walker) reserve(head *waiting) []amount {
 		}
 		asks = append(asks, options[chosen]...)
 	}
-	borrows := slices.ContainsFunc(asks, func(a amount) bool {
-		return tree.Used(w.q.Name, w.frs[a.slot])+a.value > w.nominal[a.slot]
-	})
+	used := func(a amount) int64 { return tree.Used(w.q.Name, w.frs[a.slot]) }
+	borrows := slices.ContainsFunc(asks, func(a amount) bool { return used(a)+a.value > w.nominal[a.slot] })
 	var out []amount
 	for _, a := range asks {
-		fr := w.frs[a.slot]
-		r := min(a.value, w.nominal[a.slot]-tree.Used(w.q.Name, fr))
+		r := min(a.value, w.nominal[a.slot]-used(a))
 		if borrows {
 			r = a.value
-			if limit, ok := tree.BorrowingLimit(w.q.Name, fr); ok {
-				r = min(a.value, w.nominal[a.slot]+limit-tree.Used(w.q.Name, fr))
+			if limit, ok := tree.BorrowingLimit(w.q.Name, w.frs[a.slot]); ok {
+				r = min(a.value, w.nominal[a.slot]+limit-used(a))
 			}
 		}
 		if r > 0 {

@@ -181,11 +181,7 @@ func TestComputeCohort(t *testing.T) {
 			sc := lenderAndBorrower(tc.reclaim, tc.second, tc.wls)
 			sc.FairSharing = tc.fairSharing
 			ctx := context.Background()
-			cache, err := sc.NewCache(ctx, logr.Discard())
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, err := cache.Snapshot(ctx)
+			snap, err := sc.Snapshot(ctx, logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}

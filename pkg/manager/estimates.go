@@ -105,17 +105,22 @@ func (c *cachedEstimates) Estimates(cq kueue.ClusterQueueReference) map[string]e
 
 // entry is cq's entry, made on first use.
 func (c *cachedEstimates) entry(cq kueue.ClusterQueueReference) *cqEstimates {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byCQ == nil {
-		c.byCQ = map[kueue.ClusterQueueReference]*cqEstimates{}
+	return entryOf(&c.mu, &c.byCQ, cq)
+}
+
+// entryOf is m's entry for k, made on first use, with mu held.
+func entryOf[K comparable, V any](mu *sync.Mutex, m *map[K]*V, k K) *V {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil {
+		*m = map[K]*V{}
 	}
-	e, ok := c.byCQ[cq]
+	v, ok := (*m)[k]
 	if !ok {
-		e = &cqEstimates{}
-		c.byCQ[cq] = e
+		v = new(V)
+		(*m)[k] = v
 	}
-	return e
+	return v
 }
 
 // listed is the pending workloads of cq that are estimated.
@@ -339,38 +344,23 @@ type cohortWalk struct {
 }
 
 func (c *cohortWalks) entry(root kueue.CohortReference) *cohortWalk {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byRoot == nil {
-		c.byRoot = map[kueue.CohortReference]*cohortWalk{}
-	}
-	w, ok := c.byRoot[root]
-	if !ok {
-		w = &cohortWalk{}
-		c.byRoot[root] = w
-	}
-	return w
+	return entryOf(&c.mu, &c.byRoot, root)
 }
 
 // walk gives the estimates of cq's workloads infos, walking cq's cohort tree with each other
-// member's listed workloads (listed) unless the last walk on snap saw the same; nil when the
-// members have more than most pending together.
+// member's listed workloads (listed, which the caller reads once per snapshot) unless the last
+// walk on snap saw the same; nil when the members have more than most pending together.
 func (c *cohortWalks) walk(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, infos []*workload.Info,
 	listed func(kueue.ClusterQueueReference) []*workload.Info, config func(*schdcache.ClusterQueueSnapshot) estimate.Config,
 	fairSharing bool, now time.Time, most int) map[string]estimate.Estimate {
 	w := c.entry(cq.Parent().Root().Name)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	byCQ := map[kueue.ClusterQueueReference][]*workload.Info{}
 	pending := func(m kueue.ClusterQueueReference) []*workload.Info {
 		if m == cq.Name {
 			return infos
 		}
-		if l, ok := byCQ[m]; ok {
-			return l
-		}
-		byCQ[m] = listed(m)
-		return byCQ[m]
+		return listed(m)
 	}
 	if w.snap == snap && w.same(pending) {
 		return w.out[cq.Name]

@@ -25,11 +25,7 @@ func TestParityWithUpstream(t *testing.T) {
 	checked := 0
 	for seed := uint64(0); seed < seeds; seed++ {
 		sc := snapgen.Generate(seed, snapgen.Small)
-		cache, err := sc.NewCache(context.Background(), logr.Discard())
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap, err := cache.Snapshot(context.Background())
+		snap, err := sc.Snapshot(context.Background(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -243,6 +243,15 @@ func (s *Scenario) NewCache(ctx context.Context, log logr.Logger) (*schdcache.Ca
 	return c, nil
 }
 
+// Snapshot returns a snapshot of a scheduler cache holding the scenario's objects (NewCache).
+func (s *Scenario) Snapshot(ctx context.Context, log logr.Logger) (*schdcache.Snapshot, error) {
+	c, err := s.NewCache(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	return c.Snapshot(ctx)
+}
+
 func (s *Scenario) newCache(ctx context.Context, log logr.Logger) (*schdcache.Cache, error) {
 	c := schdcache.New(utiltesting.NewClientBuilder().Build(), schdcache.WithFairSharing(s.FairSharing))
 	for _, f := range s.Flavors {
