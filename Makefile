@@ -101,7 +101,7 @@ soak: envtest cluster manifests helm-generate $(BIN)/helm ## Soak on the local c
 	SOAK_DURATION=$(SOAK_DURATION) SOAK_KILL_EVERY=$(SOAK_KILL_EVERY) $(GO) test -v -count=1 -timeout 0 ./test/e2e -args -ginkgo.v -ginkgo.label-filter=soak -ginkgo.timeout=$(SOAK_GINKGO_TIMEOUT)
 
 .PHONY: test-e2e
-test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 9 minutes).
+test-e2e: envtest cluster manifests helm-generate $(BIN)/helm ## End-to-end suite on the local cluster with Pods (about 16 minutes).
 	$(GO) test -count=1 -timeout 30m $(GOTEST_FLAGS) ./test/e2e -args -ginkgo.v
 
 # The long form of the reliability checks: every fuzz target for FUZZ_TIME, the preemptor's
