@@ -202,11 +202,13 @@ func (e *Env) Stop() error {
 	return e.ControlPlane.Stop()
 }
 
-// KeepAhead moves clk up to the real time when it runs behind it. The API server stamps creation
-// times by the real clock, the manager stamps conditions by clk, and the turn order compares the
-// two: behind, a workload rotated out would count as waiting since before others were created.
+// KeepAhead moves clk up to a minute past the real time when it runs behind that. The API server
+// stamps creation times by the real clock, the manager stamps conditions by clk, and the turn
+// order compares the two: behind, a workload rotated out would count as waiting since before
+// others were created. The minute covers the objects a spec creates before it steps clk, on a
+// busy machine.
 func KeepAhead(clk *clocktesting.FakeClock) {
-	if now := time.Now().Truncate(time.Second).Add(time.Second); clk.Now().Before(now) {
-		clk.SetTime(now)
+	if ahead := time.Now().Truncate(time.Second).Add(time.Minute); clk.Now().Before(ahead) {
+		clk.SetTime(ahead)
 	}
 }

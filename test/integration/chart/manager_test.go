@@ -160,7 +160,8 @@ func (k *cluster) startManager(ctx context.Context, ns, name string) *runningMan
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		resp.Body.Close()
 		g.Expect(resp.StatusCode).To(gomega.Equal(http.StatusOK))
-	}, timeout, interval).Should(gomega.Succeed())
+		// Starting takes minutes on a busy machine: certificates, informers, leader election.
+	}, 3*timeout, interval).Should(gomega.Succeed())
 	var secret corev1.Secret
 	gomega.Expect(k.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: certSecret}, &secret)).To(gomega.Succeed())
 	m.caBundle = secret.Data["ca.crt"]
