@@ -351,17 +351,23 @@ func (co *cohortWalk) step() bool {
 			continue
 		}
 		retry = retry || parked
-		if !e.w.q.StrictFIFO && e.w.triedAt.Equal(e.w.t) {
+		// One that waits for a protected borrower stays the head and keeps its quota back in
+		// every cycle, whatever its ClusterQueue's reclaimWithinCohort.
+		head, guarded, always := e.head, false, e.w.q.StrictFIFO
+		if g := e.w.guarding; g != nil && g.guarded && !g.done {
+			head, guarded, always = g, true, true
+		}
+		if !always && e.w.triedAt.Equal(e.w.t) {
 			continue
 		}
 		n := len(reserved)
-		for _, a := range e.w.reserve(e.head) {
+		for _, a := range e.w.reserve(head, guarded) {
 			co.tree.Add(e.w.q.Name, e.w.frs[a.slot], a.value)
 			reserved = append(reserved, reservation{e.w, a})
 		}
 		if len(reserved) > n {
 			co.changed()
-			if !e.w.q.StrictFIFO {
+			if !always {
 				e.w.triedAt, parked = e.w.t, true
 			}
 		}
@@ -392,8 +398,10 @@ type reservation struct {
 // the first flavor of each group where its nominal quota could hold it (the flavor assigner's
 // Preempt; nothing when there is none, its NoFit): all it asks, up to its borrowing limit, when it
 // would borrow, else what it asks within its nominal quota (upstream's quotaResourcesToReserve).
-func (w *walker) reserve(head *waiting) []amount {
-	if w.q.Reclaim == kueue.PreemptionPolicyAny || head == nil || head.done || head.backsOff(w.t) || !head.possible || w.fits(w.free, head) {
+// guarded: head waits for a protected borrower, and keeps it back even where its ClusterQueue
+// may always reclaim.
+func (w *walker) reserve(head *waiting, guarded bool) []amount {
+	if (w.q.Reclaim == kueue.PreemptionPolicyAny && !guarded) || head == nil || head.done || head.backsOff(w.t) || !head.possible || w.fits(w.free, head) {
 		return nil
 	}
 	tree := w.co.tree
@@ -454,6 +462,7 @@ func (co *cohortWalk) next() (time.Time, bool) {
 // candidate of another ClusterQueue) and wt's ClusterQueue stays within its nominal quota.
 // Victims are taken in the order of the policy's key table and then minimised, as take does.
 func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release) bool {
+	w.guard(wt, false)
 	if !w.reclaims() {
 		return false
 	}
@@ -470,7 +479,12 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		free = append(free, min(w.nominal[s]-w.used[s], w.free[s]+borrowed)+pooled)
 	}
 	w.scratch = free
-	if !w.fits(free, wt) || w.failed.covers(w, wt, turn) {
+	if !w.fits(free, wt) {
+		w.guard(wt, w.withinNominal(wt) && w.protectedBorrower(wt))
+		return false
+	}
+	if w.failed.covers(w, wt, turn) {
+		w.guard(wt, w.failed.guarded)
 		return false
 	}
 	candidates := w.candidates[:0]
@@ -481,30 +495,22 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	}
 	candidates = append(candidates, newer...)
 	own := len(candidates)
-	p := w.asPreemptor(wt)
-	for _, o := range w.co.ws {
-		if o == w || !o.borrowsAny() {
-			continue
+	guarded := false
+	w.againstBorrowers(wt, func(o *walker, h *hold, d policy.Decision) bool {
+		if !d.Eligible {
+			guarded = guarded || w.q.Policy.Protects(d.Rule)
+			return true
 		}
-		o.compact()
-		for _, h := range o.holds {
-			if h.gone || !w.asks(wt, o, h) || !o.borrowsWith(h) {
-				continue
-			}
-			in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Queue: w.q.Against[o.q.Name], Now: w.t}
-			d := w.q.Policy.Decide(&in)
-			if !d.Eligible {
-				continue
-			}
-			at := w.t
-			if w.q.Notice != nil {
-				at = at.Add(min(max(w.q.Notice(cmp.Or(d.Reason, kueue.InCohortReclamationReason)), 0), Horizon))
-			}
-			candidates = append(candidates, release{at: at, requeue: h.ends.IsZero() || w.t.Before(h.ends), own: policy.IsOwnReason(d.Reason), h: h, from: o})
+		at := w.t
+		if w.q.Notice != nil {
+			at = at.Add(min(max(w.q.Notice(cmp.Or(d.Reason, kueue.InCohortReclamationReason)), 0), Horizon))
 		}
-	}
+		candidates = append(candidates, release{at: at, requeue: h.ends.IsZero() || w.t.Before(h.ends), own: policy.IsOwnReason(d.Reason), h: h, from: o})
+		return true
+	})
 	w.candidates = candidates
 	if len(candidates) == own {
+		w.guard(wt, guarded)
 		return false
 	}
 	order := &policy.OrderContext{ClusterQueue: w.q.Name, Queue: &w.q.Resolved, Now: w.t}
@@ -527,7 +533,8 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	}
 	if !fits {
 		tree.Restore(saved)
-		w.failed = failedReclaim{version: w.co.version, at: w.t, prio: wt.pend.Priority, turn: turn, requests: wt.requests}
+		w.failed = failedReclaim{version: w.co.version, at: w.t, prio: wt.pend.Priority, turn: turn, requests: wt.requests, guarded: guarded}
+		w.guard(wt, guarded)
 		return false
 	}
 	for i := len(taken) - 1; i >= 0; i-- {
@@ -559,6 +566,53 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	return true
 }
 
+// withinNominal reports whether wt fits in its ClusterQueue's nominal quota in some flavor of
+// each group it needs: the flavor assigner's Preempt rather than NoFit, were nothing else used.
+func (w *walker) withinNominal(wt *waiting) bool {
+	for _, options := range wt.ask {
+		if !slices.ContainsFunc(options, func(in []amount) bool {
+			return !slices.ContainsFunc(in, func(a amount) bool { return a.value > w.nominal[a.slot] })
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// protectedBorrower reports whether a workload that another member holds beyond its nominal
+// quota, in a flavor and resource wt may take, is protected from wt for now: the preemptor's
+// protection survey that makes a head with no victims hold its quota (WaitVerdict.HoldQuota).
+func (w *walker) protectedBorrower(wt *waiting) bool {
+	found := false
+	w.againstBorrowers(wt, func(_ *walker, _ *hold, d policy.Decision) bool {
+		found = !d.Eligible && w.q.Policy.Protects(d.Rule)
+		return !found
+	})
+	return found
+}
+
+// againstBorrowers gives yield the policy's decision on each workload that another member holds
+// beyond its nominal quota, in a flavor and resource wt may take, as a candidate of another
+// ClusterQueue for wt (the preemptor's reclaim), until yield returns false.
+func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d policy.Decision) bool) {
+	p := w.asPreemptor(wt)
+	for _, o := range w.co.ws {
+		if o == w || !o.borrowsAny() {
+			continue
+		}
+		o.compact()
+		for _, h := range o.holds {
+			if h.gone || !w.asks(wt, o, h) || !o.borrowsWith(h) {
+				continue
+			}
+			in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Queue: w.q.Against[o.q.Name], Now: w.t}
+			if !yield(o, h, w.q.Policy.Decide(&in)) {
+				return
+			}
+		}
+	}
+}
+
 // failedReclaim is the last reclaim that found too little: one of no higher priority that asks at
 // least as much of every resource, at the same instant and usage, finds too little too.
 type failedReclaim struct {
@@ -567,6 +621,19 @@ type failedReclaim struct {
 	prio     int64
 	turn     bool
 	requests map[corev1.ResourceName]int64
+	// guarded: it found a borrower protected for now.
+	guarded bool
+}
+
+// guard records whether wt's reclaim waits for a protected borrower (walker.guarding).
+func (w *walker) guard(wt *waiting, guarded bool) {
+	wt.guarded = guarded
+	switch {
+	case guarded:
+		w.guarding = wt
+	case w.guarding == wt:
+		w.guarding = nil
+	}
 }
 
 func (f *failedReclaim) covers(w *walker, wt *waiting, turn bool) bool {

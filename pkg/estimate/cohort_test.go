@@ -166,6 +166,32 @@ func TestComputeCohort(t *testing.T) {
 			},
 			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(3 * time.Minute), Reason: "when its requeue backoff ends"}},
 		},
+		"a head that waits for a protected borrower holds its queue and the quota it waits for": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 3, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 3},
+				{name: "a3", cq: "lender", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/a2", Position: 1, When: at(20*time.Minute + time.Second), Reason: "when ns/b1 leaves", Note: approximate},
+				{Workload: "ns/a3", Position: 2, When: at(20 * time.Minute), Reason: "fits now", Note: approximate},
+			},
+		},
+		"a head that could never fit its nominal quota does not hold the ones behind it": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 2, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 3, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 5},
+				{name: "a3", cq: "lender", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/a2", Position: 1, Unknown: true, Reason: "held by ns/a1, which declares no runtime and has no window"},
+				{Workload: "ns/a3", Position: 2, When: t0, Reason: "fits now", Note: approximate},
+			},
+		},
 		"under fair sharing, an estimate that depends on borrowing is unknown": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{

@@ -248,6 +248,8 @@ type waiting struct {
 	// asks for a resource the ClusterQueue does not have.
 	ask      [][][]amount
 	possible bool
+	// guarded: its last reclaim found a borrower protected for now (see walker.guarding).
+	guarded bool
 }
 
 // release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
@@ -356,8 +358,12 @@ type walker struct {
 	// cohortWalk.step); nevers are its pending workloads that never fit (see neverFirst).
 	triedAt time.Time
 	nevers  []*waiting
-	lines   []*line
-	prios   map[int64]*byPriority
+	// guarding is the workload whose reclaim waits for a protected borrower: the preemptor's
+	// Wait verdict (HoldQuota) keeps it the head of its queue and keeps the quota it waits for
+	// back from the cohort in every cycle, until the protection ends or the cohort changes.
+	guarding *waiting
+	lines    []*line
+	prios    map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
 	// priority.
 	last, first map[int64]time.Time
@@ -789,7 +795,7 @@ func (w *walker) step() bool {
 		// Unless the one whose turn it is takes it now, the queue admits what fits in its own
 		// order (by queue time, not turn time: a workload rotated out keeps its place there).
 		if held == nil && !w.q.StrictFIFO {
-			if wt := w.oldestFitting(l); wt != nil {
+			if wt := w.oldestFitting(l); wt != nil && !w.guardedAhead(l, wt) {
 				use, _ := w.fit(w.free, wt)
 				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
@@ -814,7 +820,7 @@ func (w *walker) step() bool {
 			}
 			// Nothing changed for it since it last did not fit.
 			if wt.checked == [3]int{w.freed, bp.grown, own} {
-				if w.q.StrictFIFO {
+				if w.q.StrictFIFO || wt.guarded {
 					return false
 				}
 				continue
@@ -844,7 +850,7 @@ func (w *walker) step() bool {
 				return true
 			}
 			wt.checked = [3]int{w.freed, bp.grown, own}
-			if w.q.StrictFIFO {
+			if w.q.StrictFIFO || wt.guarded {
 				return false
 			}
 		}
@@ -1307,6 +1313,22 @@ func (w *walker) turnNow(l *line) *waiting {
 }
 
 // oldestFitting is the workload of l first in the queue's order that fits in the free quota.
+// guardedAhead reports whether, in a walk of the cohort, the first of l in queue order, queued
+// before wt, waits or would wait for a protected borrower (walker.guarding): then it is tried
+// first, as the head its queue kept.
+func (w *walker) guardedAhead(l *line, wt *waiting) bool {
+	if w.co == nil || !w.reclaims() {
+		return false
+	}
+	var first *waiting
+	for _, o := range l.items[l.first:] {
+		if !o.done && !o.backsOff(w.t) && (first == nil || o.cand.QueuedAt.Before(first.cand.QueuedAt)) {
+			first = o
+		}
+	}
+	return first != wt && (first.guarded || first.possible && w.withinNominal(first) && w.protectedBorrower(first))
+}
+
 func (w *walker) oldestFitting(l *line) *waiting {
 	if !slices.ContainsFunc(w.free, func(v int64) bool { return v > 0 }) {
 		return nil

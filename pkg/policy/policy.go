@@ -11,6 +11,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -295,6 +296,12 @@ func (p *Policy) Decide(in *Input) Decision {
 		return Decision{Eligible: r.Eligible, Rule: r.Name, Reason: r.Reason}
 	}
 	return Decision{Rule: "NoRule"}
+}
+
+// Protects reports whether rule is a protection (WithProtections): a candidate it refused is
+// eligible, but protected for now.
+func (p *Policy) Protects(rule string) bool {
+	return slices.ContainsFunc(p.protections, func(r Rule) bool { return r.Name == rule })
 }
 
 // Explain is Decide with Message filled in.

@@ -101,13 +101,28 @@ func TestExtensionRules(t *testing.T) {
 		Name: "OldEnough", Eligible: true, When: func(in *Input) bool { return in.Now.Sub(in.Candidate.QuotaReservedAt) > time.Hour },
 		Why: func(*Input) string { return "ran long enough" },
 	}
-	p := New(Options{}, WithRulesFirst(protect), WithRulesBefore(RuleNotLower, allowOld))
+	tolerated := Rule{
+		Name: "Tolerated", When: func(in *Input) bool { return in.Candidate.Priority == 8 },
+		Why: func(*Input) string { return "tolerates it" },
+	}
+	p := New(Options{}, WithRulesFirst(protect), WithRulesBefore(RuleNotLower, allowOld), WithProtections(tolerated))
 	cases := map[string]struct {
 		policy    kueue.PreemptionPolicy
 		candidate Candidate
 		wantRule  string
 		eligible  bool
+		// protects: the refusal is a protection of an eligible candidate (Policy.Protects).
+		protects bool
 	}{
+		"a protection vetoes what the table finds eligible, and says it protects": {
+			policy: kueue.PreemptionPolicyLowerPriority, candidate: Candidate{Priority: 8}, wantRule: "Tolerated", protects: true,
+		},
+		"a protection does not apply where the table refuses": {
+			policy: kueue.PreemptionPolicyNever, candidate: Candidate{Priority: 8}, wantRule: RuleNever,
+		},
+		"a refusal of the table is not a protection": {
+			policy: kueue.PreemptionPolicyLowerPriority, candidate: Candidate{Priority: 101, QuotaReservedAt: t0}, wantRule: RuleNotLower,
+		},
 		"a protection vetoes Any": {
 			policy: kueue.PreemptionPolicyAny, candidate: Candidate{Priority: 7}, wantRule: "Protected",
 		},
@@ -127,8 +142,8 @@ func TestExtensionRules(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := p.Decide(&Input{Preemptor: &Pending{Priority: 100, QueuedAt: t0}, Candidate: &tc.candidate, Policy: tc.policy, Now: t0})
-			if d.Rule != tc.wantRule || d.Eligible != tc.eligible {
-				t.Errorf("got rule %s eligible=%t, want %s eligible=%t", d.Rule, d.Eligible, tc.wantRule, tc.eligible)
+			if d.Rule != tc.wantRule || d.Eligible != tc.eligible || p.Protects(d.Rule) != tc.protects {
+				t.Errorf("got rule %s eligible=%t protects=%t, want %s eligible=%t protects=%t", d.Rule, d.Eligible, p.Protects(d.Rule), tc.wantRule, tc.eligible, tc.protects)
 			}
 		})
 	}
