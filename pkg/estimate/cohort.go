@@ -77,6 +77,10 @@ type cohortWalk struct {
 	steppedAt time.Time
 	// flavors: some member has more than one flavor in a resource group.
 	flavors bool
+	// cycle: a step is under way; victims of another member's reclaim then wait in requeues
+	// until it ends (cohortWalk.step).
+	cycle    bool
+	requeues []deferredRequeue
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
 	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
 	// scheduler's order of heads, reclaims and reservations only approximately.
@@ -335,7 +339,13 @@ func (co *cohortWalk) step() bool {
 	// changes, so it does so once an instant, and the heads it kept out try again at the next
 	// cycle without it.
 	var reserved []reservation
+	co.cycle = true
 	defer func() {
+		co.cycle = false
+		for _, r := range co.requeues {
+			r.from.requeue(r.release, r.evicted)
+		}
+		co.requeues = co.requeues[:0]
 		for i := len(reserved) - 1; i >= 0; i-- {
 			r := reserved[i]
 			co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
@@ -386,6 +396,14 @@ func (w *walker) neverFirst(head *waiting) bool {
 	return slices.ContainsFunc(w.nevers, func(n *waiting) bool {
 		return n.pend.Priority > head.pend.Priority || (n.pend.Priority == head.pend.Priority && n.pend.QueuedAt.Before(head.pend.QueuedAt))
 	})
+}
+
+// deferredRequeue is a victim of a reclaim that goes back in its ClusterQueue's line once the
+// cycle ends: evicted in a cycle, it is not that ClusterQueue's head before the next, so the
+// heads the cycle took go first.
+type deferredRequeue struct {
+	release
+	evicted time.Time
 }
 
 type reservation struct {

@@ -82,8 +82,9 @@ func TestComputeCohort(t *testing.T) {
 	cases := map[string]struct {
 		reclaim     kueue.PreemptionPolicy
 		fairSharing bool
-		// second gives the borrower a second flavor.
-		second bool
+		// second gives the borrower a second flavor; strict makes both queues StrictFIFO (as the
+		// settings store reads them: Config.StrictFIFO).
+		second, strict bool
 		wls    []cohortWl
 		want   []Estimate
 	}{
@@ -192,6 +193,20 @@ func TestComputeCohort(t *testing.T) {
 				{Workload: "ns/a3", Position: 2, When: t0, Reason: "fits now", Note: approximate},
 			},
 		},
+		"a borrower evicted by a reclaim is back in its line after the cycle, behind the head that cycle took": {
+			reclaim: kueue.PreemptionPolicyAny, strict: true,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 2, admitted: time.Hour, expected: 70 * time.Minute},
+				{name: "b1", cq: "borrower", cpu: 1, admitted: 2 * time.Hour},
+				{name: "b2", cq: "borrower", cpu: 3, admitted: time.Hour},
+				{name: "a2", cq: "lender", cpu: 4},
+				{name: "b3", cq: "borrower", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/b3", Position: 1, When: at(10 * time.Minute), Reason: "when ns/a1 leaves", Note: approximate},
+				{Workload: "ns/a2", Position: 1, When: at(10*time.Minute + time.Second), Reason: "when ns/b2 leaves", Note: approximate},
+			},
+		},
 		"under fair sharing, an estimate that depends on borrowing is unknown": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{
@@ -221,7 +236,7 @@ func TestComputeCohort(t *testing.T) {
 			}
 			pol := policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...))
 			config := func(*schdcache.ClusterQueueSnapshot) Config {
-				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second,
+				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict,
 					Wake: policy.WakeSettings{Units: plugins.Units(), Lengths: []time.Duration{reclaimMin}},
 					Against: func(*schdcache.ClusterQueueSnapshot) policy.QueueFacts {
 						var q policy.QueueFacts

@@ -1009,7 +1009,11 @@ func (w *walker) evict(taken []release, evicted time.Time) {
 		r.owner(w).leave(r.h)
 	}
 	for _, r := range taken {
-		if r.requeue {
+		switch {
+		case !r.requeue:
+		case r.from != nil && w.co != nil && w.co.cycle:
+			w.co.requeues = append(w.co.requeues, deferredRequeue{r, evicted})
+		default:
 			r.owner(w).requeue(r, evicted)
 		}
 	}
