@@ -85,8 +85,8 @@ func TestComputeCohort(t *testing.T) {
 		// second gives the borrower a second flavor; strict makes both queues StrictFIFO (as the
 		// settings store reads them: Config.StrictFIFO).
 		second, strict bool
-		wls    []cohortWl
-		want   []Estimate
+		wls            []cohortWl
+		want           []Estimate
 	}{
 		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
 			reclaim: kueue.PreemptionPolicyAny,
