@@ -248,6 +248,12 @@ func (co *cohortWalk) run() {
 			}
 			return
 		}
+		if len(co.ws) > 0 && !next.After(co.ws[0].t) {
+			for _, w := range co.ws {
+				w.giveUp(noProgress)
+			}
+			return
+		}
 		if next.After(co.limit) {
 			for _, w := range co.ws {
 				w.giveUp(fmt.Sprintf("not within %s", Horizon))
@@ -481,6 +487,8 @@ func (co *cohortWalk) next() (time.Time, bool) {
 // Victims are taken in the order of the policy's key table and then minimised, as take does.
 func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release) bool {
 	w.guard(wt, false)
+	head := !w.headTried
+	w.headTried = true
 	if !w.reclaims() {
 		return false
 	}
@@ -498,7 +506,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	}
 	w.scratch = free
 	if !w.fits(free, wt) {
-		w.guard(wt, w.withinNominal(wt) && w.protectedBorrower(wt))
+		w.guard(wt, head && w.withinNominal(wt) && w.protectedBorrower(wt))
 		return false
 	}
 	if w.failed.covers(w, wt, turn) {
@@ -600,31 +608,62 @@ func (w *walker) withinNominal(wt *waiting) bool {
 // protectedBorrower reports whether a workload that another member holds beyond its nominal
 // quota, in a flavor and resource wt may take, is protected from wt for now: the preemptor's
 // protection survey that makes a head with no victims hold its quota (WaitVerdict.HoldQuota).
+// The answer holds for every workload of wt's priority that asks the same resources, until the
+// cohort's usage or the instant changes (walker.protected).
 func (w *walker) protectedBorrower(wt *waiting) bool {
+	key := protectedKey{version: w.co.version, at: w.t, prio: wt.pend.Priority, groups: len(wt.ask)}
+	if w.protected.key == key {
+		return w.protected.found
+	}
 	found := false
 	w.againstBorrowers(wt, func(_ *walker, _ *hold, d policy.Decision) bool {
 		found = !d.Eligible && w.q.Policy.Protects(d.Rule)
 		return !found
 	})
+	w.protected = protectedAnswer{key, found}
 	return found
+}
+
+// protectedAnswer is protectedBorrower's last answer, for key.
+type protectedAnswer struct {
+	key   protectedKey
+	found bool
+}
+
+type protectedKey struct {
+	version int
+	at      time.Time
+	prio    int64
+	groups  int
 }
 
 // againstBorrowers gives yield the policy's decision on each workload that another member holds
 // beyond its nominal quota, in a flavor and resource wt may take, as a candidate of another
 // ClusterQueue for wt (the preemptor's reclaim), until yield returns false.
 func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d policy.Decision) bool) {
-	p := w.asPreemptor(wt)
+	in := &w.input
+	*in = policy.Input{Preemptor: w.asPreemptor(wt), Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Now: w.t}
 	for _, o := range w.co.ws {
-		if o == w || !o.borrowsAny() {
+		if o == w {
+			continue
+		}
+		// What o borrows of each slot, read off the tree once for all its holds.
+		borrows := w.borrowsBuf[:0]
+		for _, fr := range o.frs {
+			borrows = append(borrows, w.co.tree.Borrowing(o.q.Name, fr))
+		}
+		w.borrowsBuf = borrows
+		if !slices.Contains(borrows, true) {
 			continue
 		}
 		o.compact()
+		in.Queue = w.q.Against[o.q.Name]
 		for _, h := range o.holds {
-			if h.gone || !w.asks(wt, o, h) || !o.borrowsWith(h) {
+			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || !w.asks(wt, o, h) {
 				continue
 			}
-			in := policy.Input{Preemptor: p, Candidate: &h.cand, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Queue: w.q.Against[o.q.Name], Now: w.t}
-			if !yield(o, h, w.q.Policy.Decide(&in)) {
+			in.Candidate = &h.cand
+			if !yield(o, h, w.q.Policy.Decide(in)) {
 				return
 			}
 		}

@@ -362,8 +362,15 @@ type walker struct {
 	// Wait verdict (HoldQuota) keeps it the head of its queue and keeps the quota it waits for
 	// back from the cohort in every cycle, until the protection ends or the cohort changes.
 	guarding *waiting
-	lines    []*line
-	prios    map[int64]*byPriority
+	// protected is protectedBorrower's last answer; headTried: a workload of this step failed a
+	// reclaim already (only the first, the cycle's head, may hold the queue).
+	protected protectedAnswer
+	headTried bool
+	// input is againstBorrowers' question to the policy, borrowsBuf its buffer.
+	input      policy.Input
+	borrowsBuf []bool
+	lines      []*line
+	prios      map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
 	// priority.
 	last, first map[int64]time.Time
@@ -773,6 +780,10 @@ func (w *walker) run() {
 			w.noRelease()
 			return
 		}
+		if !next.After(w.t) {
+			w.giveUp(noProgress)
+			return
+		}
 		if next.After(w.limit) {
 			w.giveUp(fmt.Sprintf("not within %s", Horizon))
 			return
@@ -781,9 +792,14 @@ func (w *walker) run() {
 	}
 }
 
+// noProgress is the reason given when the walk finds no later instant yet admits nothing now; it
+// stops rather than loop.
+const noProgress = "the estimate's walk stopped: nothing it foresees changes after now"
+
 // step admits the first workload in line, in turn order, that fits in the free quota or once
 // the holders that may leave for it by now have left; false when none does.
 func (w *walker) step() bool {
+	w.headTried = false
 	for _, l := range w.lines {
 		for l.first < len(l.items) && l.items[l.first].done {
 			l.first++
@@ -1099,6 +1115,9 @@ func (w *walker) nextRelease() (time.Time, bool) {
 				continue
 			}
 			bp := w.forPriority(wt.pend)
+			// Releases due by now go to the pool (a head held its queue before this priority's
+			// turn came): the next is after now.
+			w.pool(bp)
 			for bp.heap.Len() > 0 && bp.heap[0].h.gone {
 				heap.Pop(&bp.heap)
 			}
