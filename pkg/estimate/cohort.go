@@ -487,6 +487,7 @@ func (co *cohortWalk) next() (time.Time, bool) {
 // Victims are taken in the order of the policy's key table and then minimised, as take does.
 func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release) bool {
 	w.guard(wt, false)
+	// Only the cycle's head may hold its queue; the others wait behind it.
 	head := !w.headTried
 	w.headTried = true
 	if !w.reclaims() {
@@ -510,7 +511,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		return false
 	}
 	if w.failed.covers(w, wt, turn) {
-		w.guard(wt, w.failed.guarded)
+		w.guard(wt, head && w.failed.guarded)
 		return false
 	}
 	candidates := w.candidates[:0]
@@ -536,7 +537,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	})
 	w.candidates = candidates
 	if len(candidates) == own {
-		w.guard(wt, guarded)
+		w.guard(wt, head && guarded)
 		return false
 	}
 	order := &policy.OrderContext{ClusterQueue: w.q.Name, Queue: &w.q.Resolved, Now: w.t}
@@ -560,7 +561,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 	if !fits {
 		tree.Restore(saved)
 		w.failed = failedReclaim{version: w.co.version, at: w.t, prio: wt.pend.Priority, turn: turn, requests: wt.requests, guarded: guarded}
-		w.guard(wt, guarded)
+		w.guard(wt, head && guarded)
 		return false
 	}
 	for i := len(taken) - 1; i >= 0; i-- {
@@ -608,8 +609,8 @@ func (w *walker) withinNominal(wt *waiting) bool {
 // protectedBorrower reports whether a workload that another member holds beyond its nominal
 // quota, in a flavor and resource wt may take, is protected from wt for now: the preemptor's
 // protection survey that makes a head with no victims hold its quota (WaitVerdict.HoldQuota).
-// The answer holds for every workload of wt's priority that asks the same resources, until the
-// cohort's usage or the instant changes (walker.protected).
+// The answer is kept for the workloads of wt's priority that ask as many resource groups, until
+// the cohort's usage or the instant changes (walker.protected).
 func (w *walker) protectedBorrower(wt *waiting) bool {
 	key := protectedKey{version: w.co.version, at: w.t, prio: wt.pend.Priority, groups: len(wt.ask)}
 	if w.protected.key == key {
