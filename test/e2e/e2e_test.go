@@ -211,7 +211,7 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		ginkgo.GinkgoWriter.Print(report)
 		ginkgo.AddReportEntry("time-sharing handovers with Pods (10 s grace)", report)
 		ginkgo.By("admitting each waiting Job when its estimate said, but for the handovers' grace periods")
-		compareEstimates(estimates, ts)
+		compareEstimates(estimates, ts, 10*time.Second)
 
 		holders := map[string]bool{}
 		for _, t := range ts {

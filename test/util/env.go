@@ -202,6 +202,25 @@ func (e *Env) Stop() error {
 	return e.ControlPlane.Stop()
 }
 
+// FireDue steps clk by nothing every interval until stop is closed. The fake clock fires a timer
+// only when it is stepped, even one set after its end already passed: the manager may set one
+// after the test stepped past it (on a busy machine, late), which then fires at once, as on a
+// real clock, instead of waiting for the test's next step.
+func FireDue(clk *clocktesting.FakeClock, every time.Duration, stop <-chan struct{}) {
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				clk.Step(0)
+			}
+		}
+	}()
+}
+
 // KeepAhead moves clk up to a minute past the real time when it runs behind that. The API server
 // stamps creation times by the real clock, the manager stamps conditions by clk, and the turn
 // order compares the two: behind, a workload rotated out would count as waiting since before

@@ -41,6 +41,9 @@ func TestProtection(t *testing.T) {
 var _ = ginkgo.BeforeSuite(func() {
 	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	stop := make(chan struct{})
+	ginkgo.DeferCleanup(func() { close(stop) })
+	util.FireDue(clk, 100*time.Millisecond, stop)
 	var err error
 	// Kueue's custom metric labels, so that our metrics are seen to carry them as Kueue's do.
 	env, err = util.Start(util.Settings{Log: log, Clock: clk,

@@ -32,6 +32,9 @@ func TestTimeBased(t *testing.T) {
 var _ = ginkgo.BeforeSuite(func() {
 	log := util.SuiteLogger(ginkgo.GinkgoWriter)
 	clk = clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	stop := make(chan struct{})
+	ginkgo.DeferCleanup(func() { close(stop) })
+	util.FireDue(clk, 100*time.Millisecond, stop)
 	var err error
 	env, err = util.Start(util.Settings{Log: log, Clock: clk, Visibility: true})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
