@@ -89,7 +89,8 @@ const estimateTolerance = 2 * time.Second
 const estimateServedFor = 5 * time.Second
 
 // compareEstimates checks each estimate against the Job's first admission in ts (its QuotaReserved
-// time), after reporting them all, within estimateTolerance per handover before it.
+// time), after reporting them all, within estimateTolerance per handover before it; what the
+// victims' Pods took past grace, their grace period, to stop is taken off the admission first.
 func compareEstimates(reads []estimateRead, ts []turn, grace time.Duration) {
 	ginkgo.GinkgoHelper()
 	var b strings.Builder
