@@ -1335,7 +1335,6 @@ func (w *walker) turnNow(l *line) *waiting {
 	return nil
 }
 
-// oldestFitting is the workload of l first in the queue's order that fits in the free quota.
 // guardedAhead reports whether, in a walk of the cohort, the first of l in queue order, queued
 // before wt, waits or would wait for a protected borrower (walker.guarding): then it is tried
 // first, as the head its queue kept.
@@ -1352,6 +1351,7 @@ func (w *walker) guardedAhead(l *line, wt *waiting) bool {
 	return first != wt && (first.guarded || first.possible && w.withinNominal(first) && w.protectedBorrower(first))
 }
 
+// oldestFitting is the workload of l first in the queue's order that fits in the free quota.
 func (w *walker) oldestFitting(l *line) *waiting {
 	if !slices.ContainsFunc(w.free, func(v int64) bool { return v > 0 }) {
 		return nil
