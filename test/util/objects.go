@@ -2,6 +2,9 @@ package util
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -125,4 +128,32 @@ func CompleteJob(g gomega.Gomega, ctx context.Context, c client.Client, j *batch
 		batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now},
 		batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now})
 	g.Expect(c.Status().Update(ctx, &got)).To(gomega.Succeed())
+}
+
+// Describe says, for a failed assertion's message, whether each Job is suspended and its
+// Workload's conditions, as the API server has them then.
+func Describe(ctx context.Context, c client.Client, jobs ...*batchv1.Job) func() string {
+	return func() string {
+		var b strings.Builder
+		for _, j := range jobs {
+			var got batchv1.Job
+			if err := c.Get(ctx, client.ObjectKeyFromObject(j), &got); err != nil {
+				fmt.Fprintf(&b, "Job %s: %v\n", j.Name, err)
+				continue
+			}
+			fmt.Fprintf(&b, "Job %s: suspend=%t active=%d terminating=%d\n", j.Name, ptr.Deref(got.Spec.Suspend, false), got.Status.Active, ptr.Deref(got.Status.Terminating, 0))
+			var list kueue.WorkloadList
+			if err := c.List(ctx, &list, client.InNamespace(j.Namespace)); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				if owner := metav1.GetControllerOf(&list.Items[i]); owner != nil && owner.Name == j.Name {
+					for _, cond := range list.Items[i].Status.Conditions {
+						fmt.Fprintf(&b, "  %s=%s (%s) at %s: %s\n", cond.Type, cond.Status, cond.Reason, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
+					}
+				}
+			}
+		}
+		return b.String()
+	}
 }

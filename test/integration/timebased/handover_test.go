@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-timeshare/kueue-timeshare/test/util"
 )
 
 // No job controller runs on envtest: the spec plays its part, reporting the rotated-out Job's
@@ -66,7 +68,7 @@ var _ = ginkgo.Describe("Handover after the victim's Pods terminate", ginkgo.Ord
 		gomega.Eventually(func(g gomega.Gomega) {
 			g.Expect(unsuspended(g, ctx, second)).To(gomega.BeTrue())
 			g.Expect(unsuspended(g, ctx, first)).To(gomega.BeFalse())
-		}, timeout, interval).Should(gomega.Succeed())
+		}, timeout, interval).Should(gomega.Succeed(), util.Describe(ctx, env.Client, first, second))
 	})
 
 	ginkgo.It("stops holding when the grace period and its margin are over, even if a Pod never goes", func() {
