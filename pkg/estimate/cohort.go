@@ -29,9 +29,9 @@ type CohortOptions struct {
 	// Tree is the cohort tree's quotas and usage, copied from the snapshot the members were read
 	// from; the walk changes it.
 	Tree *quotatree.Tree
-	// FairSharing: the scheduler orders the cohort's admissions and preemptions by fair sharing,
-	// which the walk does not follow: an estimate the walk would mark approximate, or one that
-	// preempts, is then unknown (cohortWalk.note).
+	// FairSharing: the scheduler orders the cohort's admissions and preemptions by fair sharing:
+	// the walk orders the heads of a cycle by it, but does not follow its preemptions, and an
+	// estimate that preempts is then unknown (cohortWalk.note).
 	FairSharing bool
 }
 
@@ -81,29 +81,35 @@ type cohortWalk struct {
 	// until it ends (cohortWalk.step).
 	cycle    bool
 	requeues []deferredRequeue
+	// entrants are the heads of a cycle under fair sharing, in step's order of entries.
+	entrants []quotatree.Entrant
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
 	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
 	// scheduler's order of heads, reclaims and reservations only approximately.
 	shared bool
 }
 
+// fairPreempts is why an estimate under fair sharing is unknown: the walk reclaims as the
+// preemptor does without fair sharing, not by the shares' strategies.
+const fairPreempts = "it preempts"
+
 // note marks the estimate of wt, which w admitted at the walk's instant taking use, as
 // approximate when the cohort's other ClusterQueues may change it: once some ClusterQueue of the
 // cohort borrowed, or when another one that may borrow waits for the same flavor and resource (the
-// scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, which
-// orders and preempts otherwise, such an estimate, or one that preempts, is unknown; so is such an
-// estimate where the flavor assigner chooses between flavors (a fifth to two fifths of them were
+// scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, whose
+// preemptions the walk does not follow, one that preempts, and every one after it, is unknown; so
+// is such an estimate where the flavor assigner chooses between flavors (a fifth to two fifths of them were
 // off by more than one interval in TestEstimateAccuracyInCohorts, against 3 to 10% with one).
 func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) {
 	why := co.approx
 	switch {
+	case co.fairSharing && preempts:
+		why = fairPreempts
 	case why != "":
 	case co.shared:
 		why = fmt.Sprintf("ClusterQueues of cohort %s borrow from each other", co.tree.Cohort)
 	case co.contested(w, use):
 		why = fmt.Sprintf("other ClusterQueues of cohort %s wait for the same quota", co.tree.Cohort)
-	case co.fairSharing && preempts:
-		why = "it preempts"
 	}
 	// What follows an approximate admission is approximate too.
 	co.approx = why
@@ -112,7 +118,7 @@ func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) 
 	}
 	e := &w.out[wt.out]
 	switch {
-	case co.fairSharing:
+	case co.fairSharing && why == fairPreempts:
 		e.When, e.Unknown = time.Time{}, true
 		e.Reason = fmt.Sprintf("cohort %s shares its quota by fair sharing, which the estimate does not foresee (%s)", co.tree.Cohort, why)
 	case co.flavors:
@@ -301,9 +307,9 @@ func (co *cohortWalk) waiting() bool {
 }
 
 // step is one scheduling cycle: each member with a workload in line admits at most one, taking
-// their heads as the scheduler orders its entries without fair sharing (upstream's entryOrdering:
-// one that would not borrow first, then higher priority, then older by the queue's order). It
-// reports whether one was admitted, or whether a head was kept out by one that is parked for the
+// their heads as the scheduler orders its entries: without fair sharing by upstream's
+// entryOrdering (one that would not borrow first, then higher priority, then older by the queue's
+// order), with it by the fair-sharing tournament (quotatree.Tree.First). It reports whether one was admitted, or whether a head was kept out by one that is parked for the
 // next cycle.
 func (co *cohortWalk) step() bool {
 	type entry struct {
@@ -339,6 +345,12 @@ func (co *cohortWalk) step() bool {
 		}
 		return a.head.cand.QueuedAt.Compare(b.head.cand.QueuedAt)
 	})
+	if co.fairSharing {
+		co.entrants = co.entrants[:0]
+		for _, e := range entries {
+			co.entrants = append(co.entrants, e.w.entrant(e.head))
+		}
+	}
 	// A head that waits for preemption with no victims keeps its room from the heads after it
 	// in the cycle. Under StrictFIFO it stays the head and does so every cycle while nothing
 	// changes; under BestEffortFIFO it is parked as inadmissible until something in the cohort
@@ -361,19 +373,34 @@ func (co *cohortWalk) step() bool {
 		}
 	}()
 	admitted, parked := false, false
-	for _, e := range entries {
+	for len(entries) > 0 {
+		// Under fair sharing the next head is the tournament's winner on the usage the heads
+		// before it left (upstream's fairSharingIterator.pop).
+		i := 0
+		if co.fairSharing {
+			i = co.tree.First(co.entrants)
+			co.entrants = slices.Delete(co.entrants, i, i+1)
+		}
+		e := entries[i]
+		entries = slices.Delete(entries, i, i+1)
+		head, spent := e.head, false
 		if e.w.step() {
-			admitted = true
-			continue
+			if !e.w.cycleSpent {
+				admitted = true
+				continue
+			}
+			// The cycle went to a head that did not fit: it keeps its room as any head does.
+			head, spent, retry = e.w.parked, true, true
+			e.w.cycleSpent, e.w.parked = false, nil
 		}
 		retry = retry || parked
 		// One that waits for a protected borrower stays the head and keeps its quota back in
 		// every cycle, whatever its ClusterQueue's reclaimWithinCohort.
-		head, guarded, always := e.head, false, e.w.q.StrictFIFO
+		guarded, always := false, e.w.q.StrictFIFO
 		if g := e.w.guarding; g != nil && g.guarded && !g.done {
 			head, guarded, always = g, true, true
 		}
-		if !always && e.w.triedAt.Equal(e.w.t) {
+		if !always && !spent && e.w.triedAt.Equal(e.w.t) {
 			continue
 		}
 		n := len(reserved)
@@ -389,6 +416,24 @@ func (co *cohortWalk) step() bool {
 		}
 	}
 	return admitted || retry
+}
+
+// entrant is head as the fair-sharing tournament sees it: the quota it takes where it fits now,
+// else in the first flavor of each group (the flavor assigner's choice when it must preempt is
+// not followed).
+func (w *walker) entrant(head *waiting) quotatree.Entrant {
+	e := quotatree.Entrant{ClusterQueue: w.q.Name, Use: resources.FlavorResourceQuantities{}, Priority: head.pend.Priority, QueuedAt: head.cand.QueuedAt}
+	use, ok := w.fit(w.free, head)
+	if !ok {
+		use = use[:0]
+		for _, options := range head.ask {
+			use = append(use, options[0]...)
+		}
+	}
+	for _, a := range use {
+		e.Use[w.frs[a.slot]] = e.Use[w.frs[a.slot]].Add(resources.NewAmount(a.value))
+	}
+	return e
 }
 
 // neverFirst reports whether, under BestEffortFIFO, a workload that never fits comes before head

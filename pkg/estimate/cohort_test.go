@@ -79,6 +79,7 @@ func lenderAndBorrower(reclaim kueue.PreemptionPolicy, second bool, wls []cohort
 func TestComputeCohort(t *testing.T) {
 	const reclaimMin = 30 * time.Minute
 	approximate := "approximate: ClusterQueues of cohort co borrow from each other"
+	contested := "approximate: other ClusterQueues of cohort co wait for the same quota"
 	cases := map[string]struct {
 		reclaim     kueue.PreemptionPolicy
 		fairSharing bool
@@ -207,14 +208,96 @@ func TestComputeCohort(t *testing.T) {
 				{Workload: "ns/a2", Position: 1, When: at(10*time.Minute + time.Second), Reason: "when ns/b2 leaves", Note: approximate},
 			},
 		},
-		"under fair sharing, an estimate that depends on borrowing is unknown": {
+		"a BestEffortFIFO queue's heads take one cycle each, and the other queue's head goes between": {
+			// When a1 leaves, the lender's first cycle goes to a0, which never fits, and the
+			// borrower's to b2, which does not fit now; in the next, a2, which does not borrow,
+			// goes before b3.
+			reclaim: kueue.PreemptionPolicyNever,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, admitted: 30 * time.Minute, expected: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "a0", cq: "lender", cpu: 7},
+				{name: "b2", cq: "borrower", cpu: 5},
+				{name: "b3", cq: "borrower", cpu: 3},
+				{name: "a2", cq: "lender", cpu: 2},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, Unknown: true, Reason: "held by ns/b1, which declares no runtime and has no window"},
+				{Workload: "ns/b3", Position: 2, Unknown: true, Reason: "held by ns/b1, which declares no runtime and has no window"},
+				{Workload: "ns/a0", Position: 1, Unknown: true, Reason: "does not fit in ClusterQueue lender even with every workload gone"},
+				{Workload: "ns/a2", Position: 2, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: contested},
+			},
+		},
+		"a head given its cycle keeps its room from the other queue's head, as any head that does not fit": {
+			// When a1 leaves, 3 CPUs are free: the lender's head a2 does not fit and keeps 4 back
+			// in its cycle, so b2 waits; in the next a3, which does not borrow, goes first.
+			reclaim: kueue.PreemptionPolicyNever,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 2, admitted: 30 * time.Minute, expected: time.Hour},
+				{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "a2", cq: "lender", cpu: 4},
+				{name: "a3", cq: "lender", cpu: 2, expected: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 2},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, When: at(90 * time.Minute), Reason: "when ns/a3 leaves", Note: contested},
+				{Workload: "ns/a2", Position: 1, Unknown: true, Reason: "held by ns/a0, which declares no runtime and has no window"},
+				{Workload: "ns/a3", Position: 2, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: contested},
+			},
+		},
+		"under fair sharing, an estimate that depends on borrowing is approximate": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{
 				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute},
 				{name: "b2", cq: "borrower", cpu: 3},
 			},
-			want: []Estimate{{Workload: "ns/b2", Position: 1, Unknown: true,
-				Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (ClusterQueues of cohort co borrow from each other)"}},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, When: t0, Reason: "fits now", Note: approximate}},
+		},
+		"under fair sharing, an estimate that preempts is unknown, as is every one after it": {
+			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 1, admitted: time.Hour, expected: 2 * time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 3, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 3},
+				{name: "a3", cq: "lender", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/a2", Position: 1, Unknown: true,
+					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it preempts)"},
+				{Workload: "ns/a3", Position: 2, Unknown: true,
+					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it preempts)"},
+			},
+		},
+		"under fair sharing, the head whose side would have the lower share goes first, whatever its priority": {
+			// When b1 leaves, 5 CPUs are free: b2 would borrow 1 of the 6, a2 2; without fair
+			// sharing a2 would go first, by its priority.
+			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
+			wls: []cohortWl{
+				{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 3, expected: time.Hour},
+				{name: "a2", cq: "lender", cpu: 5, prio: 5},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/b1 leaves", Note: approximate},
+				{Workload: "ns/a2", Position: 1, When: at(90 * time.Minute), Reason: "when ns/b2 leaves", Note: approximate},
+			},
+		},
+		"without fair sharing, the same heads go by priority": {
+			reclaim: kueue.PreemptionPolicyAny,
+			wls: []cohortWl{
+				{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+				{name: "b2", cq: "borrower", cpu: 3, expected: time.Hour},
+				{name: "a2", cq: "lender", cpu: 5, prio: 5},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, Unknown: true,
+					Reason: "waits for quota that other ClusterQueues of cohort co hold with no declared runtime, and may not reclaim it"},
+				{Workload: "ns/a2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/b1 leaves", Note: approximate},
+			},
 		},
 	}
 	for name, tc := range cases {

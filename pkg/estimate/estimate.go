@@ -250,6 +250,9 @@ type waiting struct {
 	possible bool
 	// guarded: its last reclaim found a borrower protected for now (see walker.guarding).
 	guarded bool
+	// parkedAt is the instant at which it was its queue's head for a cycle and did not fit
+	// (walker.parkAhead).
+	parkedAt time.Time
 }
 
 // release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
@@ -366,6 +369,10 @@ type walker struct {
 	// reclaim already (only the first, the cycle's head, may hold the queue).
 	protected protectedAnswer
 	headTried bool
+	// cycleSpent: its step gave its cycle to a head that did not fit, parked (parkAhead),
+	// admitting nothing.
+	cycleSpent bool
+	parked     *waiting
 	// input is againstBorrowers' question to the policy, borrowsBuf its buffer.
 	input      policy.Input
 	borrowsBuf []bool
@@ -812,6 +819,9 @@ func (w *walker) step() bool {
 		// order (by queue time, not turn time: a workload rotated out keeps its place there).
 		if held == nil && !w.q.StrictFIFO {
 			if wt := w.oldestFitting(l); wt != nil && !w.guardedAhead(l, wt) {
+				if w.parkAhead(wt) {
+					return true
+				}
 				use, _ := w.fit(w.free, wt)
 				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
@@ -850,6 +860,9 @@ func (w *walker) step() bool {
 			}
 			w.scratch = free
 			if use, ok := w.fit(w.free, wt); ok {
+				if w.parkAhead(wt) {
+					return true
+				}
 				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
@@ -1349,6 +1362,49 @@ func (w *walker) guardedAhead(l *line, wt *waiting) bool {
 		}
 	}
 	return first != wt && (first.guarded || first.possible && w.withinNominal(first) && w.protectedBorrower(first))
+}
+
+// parkAhead reports whether, in a walk of a cohort, a BestEffortFIFO queue's cycle goes to a
+// workload ahead of wt that does not fit: each such is its queue's head for one scheduling cycle,
+// and parked as inadmissible until something changes, before wt is; meanwhile the other
+// ClusterQueues' heads take their cycles. It parks the first such until the next instant
+// (walker.cycleSpent). Ahead is a higher priority, or queued before wt: in the queue's order, or
+// where the queue takes turns in turn order, as the scheduler makes the workload whose turn it is
+// the cycle's head (substituteHeads).
+func (w *walker) parkAhead(wt *waiting) bool {
+	if w.co == nil || len(w.co.ws) < 2 {
+		return false
+	}
+	turns := w.q.turns().TakesTurns()
+	queuedFirst := func(a, b *waiting) bool {
+		if turns {
+			return a.pend.QueuedAt.Before(b.pend.QueuedAt) || (a.pend.QueuedAt.Equal(b.pend.QueuedAt) && uidOf(a.pend) < uidOf(b.pend))
+		}
+		return a.cand.QueuedAt.Before(b.cand.QueuedAt) || (a.cand.QueuedAt.Equal(b.cand.QueuedAt) && uidOf(a.pend) < uidOf(b.pend))
+	}
+	var first *waiting
+	for _, l := range w.lines {
+		if l.priority < wt.pend.Priority {
+			break
+		}
+		for _, o := range l.items[l.first:] {
+			if o == wt || o.done || o.backsOff(w.t) || o.parkedAt.Equal(w.t) ||
+				(l.priority == wt.pend.Priority && !queuedFirst(o, wt)) {
+				continue
+			}
+			if first == nil || (o.pend.Priority == first.pend.Priority && queuedFirst(o, first)) {
+				first = o
+			}
+		}
+		if first != nil {
+			break
+		}
+	}
+	if first == nil {
+		return false
+	}
+	first.parkedAt, w.cycleSpent, w.parked = w.t, true, first
+	return true
 }
 
 // oldestFitting is the workload of l first in the queue's order that fits in the free quota.

@@ -34,6 +34,9 @@ type hierarchicalResourceNode interface {
 type node struct {
 	ResourceNode resourceNode
 	parent       *node
+	// weight is the node's fair-sharing weight; children are a Cohort's Cohorts and ClusterQueues.
+	weight   float64
+	children []*node
 }
 
 func (n *node) getResourceNode() resourceNode { return n.ResourceNode }
@@ -42,12 +45,15 @@ func (n *node) HasParent() bool { return n.parent != nil }
 
 func (n *node) parentHRN() hierarchicalResourceNode { return n.parent }
 
+func (n *node) fairWeight() float64 { return n.weight }
+
 // Tree is the copy of the cohort tree a ClusterQueue belongs to (of the ClusterQueue alone when
 // it has no Cohort).
 type Tree struct {
 	cqs   map[kueue.ClusterQueueReference]*node
 	names []kueue.ClusterQueueReference
 	nodes []*node
+	root  *node
 	// Cohort is the root Cohort's name, empty for a ClusterQueue without one.
 	Cohort kueue.CohortReference
 }
@@ -60,17 +66,20 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot) *Tree {
 	t := &Tree{cqs: map[kueue.ClusterQueueReference]*node{}}
 	if !cq.HasParent() {
 		t.addClusterQueue(cq, nil)
+		t.root = t.nodes[0]
 		return t
 	}
 	root := cq.Parent().Root()
 	t.Cohort = root.Name
 	t.addCohort(root, nil)
+	t.root = t.nodes[0]
 	slices.Sort(t.names)
 	return t
 }
 
 func (t *Tree) addCohort(c *schdcache.CohortSnapshot, parent *node) {
 	n := t.newNode(c.ResourceNode.Quotas, c.ResourceNode.SubtreeQuota, c.ResourceNode.Usage, parent)
+	n.weight = c.FairWeight
 	// The snapshot's children are sets; the copy's order does not matter to the arithmetic.
 	for _, child := range c.ChildCohorts() {
 		t.addCohort(child, n)
@@ -81,7 +90,9 @@ func (t *Tree) addCohort(c *schdcache.CohortSnapshot, parent *node) {
 }
 
 func (t *Tree) addClusterQueue(cq *schdcache.ClusterQueueSnapshot, parent *node) {
-	t.cqs[cq.Name] = t.newNode(cq.ResourceNode.Quotas, cq.ResourceNode.SubtreeQuota, cq.ResourceNode.Usage, parent)
+	n := t.newNode(cq.ResourceNode.Quotas, cq.ResourceNode.SubtreeQuota, cq.ResourceNode.Usage, parent)
+	n.weight = cq.FairWeight
+	t.cqs[cq.Name] = n
 	t.names = append(t.names, cq.Name)
 }
 
@@ -91,6 +102,9 @@ func (t *Tree) newNode(quotas map[resources.FlavorResource]schdcache.ResourceQuo
 		n.ResourceNode.Usage = resources.FlavorResourceQuantities{}
 	}
 	t.nodes = append(t.nodes, n)
+	if parent != nil {
+		parent.children = append(parent.children, n)
+	}
 	return n
 }
 

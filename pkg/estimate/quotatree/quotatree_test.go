@@ -17,7 +17,7 @@ import (
 
 // TestParityWithUpstream holds the copy to upstream's own arithmetic: on generated cohort trees
 // (quotas, borrowing and lending limits, Cohorts with quota of their own, admitted workloads),
-// every ClusterQueue's Available and PotentialAvailable agree with the snapshot's, before and
+// every ClusterQueue's Available, PotentialAvailable and dominant resource share agree with the snapshot's, before and
 // after each of a random sequence of usage added and removed on both, and Restore gives back what
 // Save kept.
 func TestParityWithUpstream(t *testing.T) {
@@ -61,6 +61,10 @@ func TestParityWithUpstream(t *testing.T) {
 						if got, want := tree.Borrowing(m, fr), ms.Borrowing(fr); got != want {
 							t.Fatalf("seed %d, %s: Borrowing(%s, %v) = %t, upstream's %t", seed, step, m, fr, got, want)
 						}
+					}
+					checked++
+					if got, want := tree.Share(m), ms.DominantResourceShare(); got.PreciseWeightedShare() != want.PreciseWeightedShare() || got.IsZero() != want.IsZero() {
+						t.Fatalf("seed %d, %s: Share(%s) = %v, upstream's %v", seed, step, m, got.PreciseWeightedShare(), want.PreciseWeightedShare())
 					}
 				}
 			}
