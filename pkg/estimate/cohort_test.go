@@ -80,6 +80,13 @@ func TestComputeCohort(t *testing.T) {
 	const reclaimMin = 30 * time.Minute
 	approximate := "approximate: ClusterQueues of cohort co borrow from each other"
 	contested := "approximate: other ClusterQueues of cohort co wait for the same quota"
+	// When b1 leaves, 5 CPUs are free: b2 would borrow 1 of the 6, a2 2.
+	sharedHeads := []cohortWl{
+		{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
+		{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+		{name: "b2", cq: "borrower", cpu: 3, expected: time.Hour},
+		{name: "a2", cq: "lender", cpu: 5, prio: 5},
+	}
 	cases := map[string]struct {
 		reclaim     kueue.PreemptionPolicy
 		fairSharing bool
@@ -271,15 +278,9 @@ func TestComputeCohort(t *testing.T) {
 			},
 		},
 		"under fair sharing, the head whose side would have the lower share goes first, whatever its priority": {
-			// When b1 leaves, 5 CPUs are free: b2 would borrow 1 of the 6, a2 2; without fair
-			// sharing a2 would go first, by its priority.
+			// Without fair sharing a2 would go first, by its priority.
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
-			wls: []cohortWl{
-				{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
-				{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
-				{name: "b2", cq: "borrower", cpu: 3, expected: time.Hour},
-				{name: "a2", cq: "lender", cpu: 5, prio: 5},
-			},
+			wls: sharedHeads,
 			want: []Estimate{
 				{Workload: "ns/b2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/b1 leaves", Note: approximate},
 				{Workload: "ns/a2", Position: 1, When: at(90 * time.Minute), Reason: "when ns/b2 leaves", Note: approximate},
@@ -287,12 +288,7 @@ func TestComputeCohort(t *testing.T) {
 		},
 		"without fair sharing, the same heads go by priority": {
 			reclaim: kueue.PreemptionPolicyAny,
-			wls: []cohortWl{
-				{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
-				{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
-				{name: "b2", cq: "borrower", cpu: 3, expected: time.Hour},
-				{name: "a2", cq: "lender", cpu: 5, prio: 5},
-			},
+			wls:     sharedHeads,
 			want: []Estimate{
 				{Workload: "ns/b2", Position: 1, Unknown: true,
 					Reason: "waits for quota that other ClusterQueues of cohort co hold with no declared runtime, and may not reclaim it"},
