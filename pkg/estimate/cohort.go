@@ -383,6 +383,11 @@ func (co *cohortWalk) step() bool {
 		}
 		e := entries[i]
 		entries = slices.Delete(entries, i, i+1)
+		if e.w.admitting {
+			// Its ClusterQueue's cycle admits the workload that preempted in the last.
+			e.w.admitting, retry = false, true
+			continue
+		}
 		head, spent := e.head, false
 		if e.w.step() {
 			if !e.w.cycleSpent {
@@ -635,6 +640,7 @@ func (w *walker) reclaim(bp *byPriority, wt *waiting, turn bool, newer []release
 		return true
 	}
 	w.admitAt(wt, use, "when "+name+" leaves", at, true)
+	w.preempted(true)
 	return true
 }
 

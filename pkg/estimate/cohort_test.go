@@ -253,6 +253,23 @@ func TestComputeCohort(t *testing.T) {
 				{Workload: "ns/a3", Position: 2, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: contested},
 			},
 		},
+		"a workload that preempts is admitted in the next cycle, in which its ClusterQueue offers no other head": {
+			// a2 preempts a1 in the first cycle, in which b2 finds no room; in the second a2 is
+			// admitted and b2, in the borrower, goes before a3, which then finds too little.
+			reclaim: kueue.PreemptionPolicyNever, fairSharing: true,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, prio: -1, admitted: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, admitted: time.Hour},
+				{name: "a2", cq: "lender", cpu: 2, prio: 5, expected: time.Hour},
+				{name: "a3", cq: "lender", cpu: 2, prio: 5},
+				{name: "b2", cq: "borrower", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, When: t0, Reason: "fits now", Note: approximate},
+				{Workload: "ns/a2", Position: 1, When: at(time.Second), Reason: "when ns/a1 leaves", Note: approximate},
+				{Workload: "ns/a3", Position: 2, When: at(time.Hour + time.Second), Reason: "when ns/a2 leaves", Note: approximate},
+			},
+		},
 		"under fair sharing, an estimate that depends on borrowing is approximate": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{

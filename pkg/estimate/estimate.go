@@ -373,6 +373,9 @@ type walker struct {
 	// admitting nothing.
 	cycleSpent bool
 	parked     *waiting
+	// admitting: its last admission preempted, and is the scheduler's in the next cycle
+	// (preempted).
+	admitting bool
 	// input is againstBorrowers' question to the policy, borrowsBuf its buffer.
 	input      policy.Input
 	borrowsBuf []bool
@@ -817,7 +820,9 @@ func (w *walker) step() bool {
 		held := w.turnNow(l)
 		// Unless the one whose turn it is takes it now, the queue admits what fits in its own
 		// order (by queue time, not turn time: a workload rotated out keeps its place there).
-		if held == nil && !w.q.StrictFIFO {
+		// In a walk of a cohort the heads of a queue that takes no turns go in the line's own
+		// order, one a cycle (parkAhead): one ahead may preempt for what it needs.
+		if held == nil && !w.q.StrictFIFO && (!w.oneHeadACycle() || w.q.turns().TakesTurns()) {
 			if wt := w.oldestFitting(l); wt != nil && !w.guardedAhead(l, wt) {
 				if w.parkAhead(wt) {
 					return true
@@ -1028,7 +1033,9 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 	}
 	w.evict(taken, evicted)
 	use, _ := w.fit(w.free, wt)
-	w.admitAt(wt, use, reason, at, len(taken) > 0)
+	// Within its own ClusterQueue fair sharing preempts as without it.
+	w.admitAt(wt, use, reason, at, false)
+	w.preempted(len(taken) > 0)
 }
 
 // evict takes the holds of taken off the quota, each from its own ClusterQueue, and puts those
@@ -1372,7 +1379,7 @@ func (w *walker) guardedAhead(l *line, wt *waiting) bool {
 // where the queue takes turns in turn order, as the scheduler makes the workload whose turn it is
 // the cycle's head (substituteHeads).
 func (w *walker) parkAhead(wt *waiting) bool {
-	if w.co == nil || len(w.co.ws) < 2 {
+	if !w.oneHeadACycle() {
 		return false
 	}
 	turns := w.q.turns().TakesTurns()
@@ -1405,6 +1412,19 @@ func (w *walker) parkAhead(wt *waiting) bool {
 	}
 	first.parkedAt, w.cycleSpent, w.parked = w.t, true, first
 	return true
+}
+
+// preempted notes that the workload just admitted preempted (did, true): the scheduler admits it
+// in a later cycle than the one that evicted its victims, and its ClusterQueue's head in the
+// cycle between is that workload again, so the walk gives that cycle to no other (cycleSpent).
+func (w *walker) preempted(did bool) {
+	w.admitting = did && w.co != nil && len(w.co.ws) > 1
+}
+
+// oneHeadACycle reports whether the cycles in which the queue's heads are tried matter: in a walk
+// of a cohort of several ClusterQueues, under BestEffortFIFO.
+func (w *walker) oneHeadACycle() bool {
+	return w.co != nil && len(w.co.ws) > 1 && !w.q.StrictFIFO
 }
 
 // oldestFitting is the workload of l first in the queue's order that fits in the free quota.

@@ -137,6 +137,9 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 				noted++
 				if ok && e.When.Sub(start)-actual > tolerance {
 					notedWrong++
+					if testing.Verbose() {
+						t.Logf("seed %d: %s estimated at %s (%s; %s), beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note, FormatOffset(actual))
+					}
 				}
 				continue
 			case e.When.Sub(start) > m.Until-tolerance:
