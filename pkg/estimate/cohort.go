@@ -30,8 +30,8 @@ type CohortOptions struct {
 	// from; the walk changes it.
 	Tree *quotatree.Tree
 	// FairSharing: the scheduler orders the cohort's admissions and preemptions by fair sharing:
-	// the walk orders the heads of a cycle by it, but does not follow its preemptions, and an
-	// estimate that preempts is then unknown (cohortWalk.note).
+	// the walk orders the heads of a cycle by it, but does not follow its preemptions across
+	// ClusterQueues, and an estimate that reclaims is then unknown (cohortWalk.note).
 	FairSharing bool
 }
 
@@ -89,16 +89,16 @@ type cohortWalk struct {
 	shared bool
 }
 
-// fairPreempts is why an estimate under fair sharing is unknown: the walk reclaims as the
-// preemptor does without fair sharing, not by the shares' strategies.
-const fairPreempts = "it preempts"
+// fairPreempts is why an estimate under fair sharing is unknown: the walk reclaims from other
+// ClusterQueues as the preemptor does without fair sharing, not by the shares' strategies.
+const fairPreempts = "it reclaims from another ClusterQueue"
 
 // note marks the estimate of wt, which w admitted at the walk's instant taking use, as
 // approximate when the cohort's other ClusterQueues may change it: once some ClusterQueue of the
 // cohort borrowed, or when another one that may borrow waits for the same flavor and resource (the
 // scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, whose
-// preemptions the walk does not follow, one that preempts, and every one after it, is unknown; so
-// is such an estimate where the flavor assigner chooses between flavors (a fifth to two fifths of them were
+// preemptions across ClusterQueues the walk does not follow, one that reclaims, and every one after
+// it, is unknown; so is such an estimate where the flavor assigner chooses between flavors (a fifth to two fifths of them were
 // off by more than one interval in TestEstimateAccuracyInCohorts, against 3 to 10% with one).
 func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) {
 	why := co.approx

@@ -289,9 +289,9 @@ func TestComputeCohort(t *testing.T) {
 			},
 			want: []Estimate{
 				{Workload: "ns/a2", Position: 1, Unknown: true,
-					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it preempts)"},
+					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it reclaims from another ClusterQueue)"},
 				{Workload: "ns/a3", Position: 2, Unknown: true,
-					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it preempts)"},
+					Reason: "cohort co shares its quota by fair sharing, which the estimate does not foresee (it reclaims from another ClusterQueue)"},
 			},
 		},
 		"under fair sharing, the head whose side would have the lower share goes first, whatever its priority": {
