@@ -58,6 +58,10 @@ type ControlPlane struct {
 }
 
 // Start brings up etcd and kube-apiserver. root is the repository root (see FindRoot).
+// StartTimeout bounds the start of etcd and kube-apiserver and the CRDs' serving: envtest's own
+// 20 s and 10 s are too short on a busy two-core machine, where the suites run side by side.
+const StartTimeout = 2 * time.Minute
+
 func Start(root string) (*ControlPlane, error) {
 	return StartWith(root, Options{})
 }
@@ -85,13 +89,14 @@ func StartWith(root string, o Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: bin,
-		CRDDirectoryPaths:     []string{filepath.Join(root, CRDDir)},
-		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory:    bin,
+		CRDDirectoryPaths:        []string{filepath.Join(root, CRDDir)},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: StartTimeout,
 		// envtest points the CRDs of the scheme's convertible kinds at /convert of the local
 		// webhook server, as the chart points them at the manager's Service: every version but
 		// the stored one is served through the manager's conversion webhook.
-		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: convertible},
+		CRDInstallOptions: envtest.CRDInstallOptions{Scheme: convertible, MaxTime: StartTimeout},
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:            []string{filepath.Join(root, WebhookDir)},
 			LocalServingHost: "127.0.0.1",

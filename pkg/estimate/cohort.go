@@ -148,6 +148,7 @@ func (co *cohortWalk) contested(w *walker, use []amount) bool {
 // join makes w, whose holders the tree counts already, a member of the walk.
 func (co *cohortWalk) join(w *walker) {
 	w.co = co
+	w.preemptWhileBorrowing = w.q.BorrowWithinCohort || (co.fairSharing && w.q.Reclaim != kueue.PreemptionPolicyNever)
 	co.flavors = co.flavors || slices.ContainsFunc(w.q.Groups, func(g Group) bool { return len(g.Flavors) > 1 })
 	for _, fr := range w.frs {
 		w.nominal = append(w.nominal, co.tree.Nominal(w.q.Name, fr))

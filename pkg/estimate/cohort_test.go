@@ -270,6 +270,18 @@ func TestComputeCohort(t *testing.T) {
 				{Workload: "ns/a3", Position: 2, When: at(time.Hour + time.Second), Reason: "when ns/a2 leaves", Note: approximate},
 			},
 		},
+		"a workload that would borrow in a flavor does not preempt there": {
+			// b2 asks 3 CPUs of the borrower's nominal 2: the flavor assigner gives it no
+			// preemption there (borrowWithinCohort unset), so it waits for the lender's a1
+			// rather than evicting b1.
+			reclaim: kueue.PreemptionPolicyNever,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 3, admitted: 30 * time.Minute, expected: time.Hour},
+				{name: "b1", cq: "borrower", cpu: 2, prio: -1, admitted: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 3, prio: 5},
+			},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: approximate}},
+		},
 		"under fair sharing, an estimate that depends on borrowing is approximate": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{

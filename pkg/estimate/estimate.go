@@ -86,6 +86,8 @@ type Queue struct {
 	Handover time.Duration
 	// Reclaim is spec.preemption.reclaimWithinCohort, for a walk of the cohort (ComputeCohort).
 	Reclaim kueue.PreemptionPolicy
+	// BorrowWithinCohort: spec.preemption.borrowWithinCohort lets it preempt while borrowing.
+	BorrowWithinCohort bool
 	// Against is what the units resolve about another ClusterQueue's workloads against a
 	// preemptor of this one (its reclaimMinRuntime), by ClusterQueue, for a walk of the cohort.
 	Against map[kueue.ClusterQueueReference]*policy.QueueFacts
@@ -376,6 +378,9 @@ type walker struct {
 	// admitting: its last admission preempted, and is the scheduler's in the next cycle
 	// (preempted).
 	admitting bool
+	// preemptWhileBorrowing: in a walk of the cohort, the flavor assigner lets its workloads
+	// preempt in a flavor where they ask more than the nominal quota (preemptsIn).
+	preemptWhileBorrowing bool
 	// input is againstBorrowers' question to the policy, borrowsBuf its buffer.
 	input      policy.Input
 	borrowsBuf []bool
@@ -668,6 +673,12 @@ func (w *walker) askOf(requests map[corev1.ResourceName]int64) ([][][]amount, bo
 // fit is the quota wt takes in free, in the first flavor of each group where it fits; ok false
 // when it does not fit.
 func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
+	return w.fitWhere(free, wt, false)
+}
+
+// fitWhere is fit; preempting: only in flavors where the flavor assigner lets wt preempt
+// (w.preemptsIn).
+func (w *walker) fitWhere(free []int64, wt *waiting, preempting bool) ([]amount, bool) {
 	if !wt.possible {
 		return nil, false
 	}
@@ -676,7 +687,7 @@ func (w *walker) fit(free []int64, wt *waiting) ([]amount, bool) {
 	for _, options := range wt.ask {
 		pick := -1
 		for i, in := range options {
-			if fitsIn(free, in) {
+			if fitsIn(free, in) && (!preempting || w.preemptsIn(in)) {
 				pick = i
 				break
 			}
@@ -876,7 +887,7 @@ func (w *walker) step() bool {
 			if len(newer) > 0 {
 				most = slices.Max(free)
 			}
-			if wt.least <= most && w.fits(free, wt) {
+			if _, ok := w.fitWhere(free, wt, true); ok && wt.least <= most {
 				w.take(bp, wt, free, own == 1, newer)
 				return true
 			}
@@ -963,7 +974,7 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
 // turns out not to need.
 func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer []release) {
-	target, _ := w.fit(all, wt)
+	target, _ := w.fitWhere(all, wt, true)
 	free := slices.Clone(w.free)
 	var taken []release
 	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
@@ -1316,6 +1327,16 @@ func (w *walker) fits(free []int64, wt *waiting) bool {
 		}
 	}
 	return true
+}
+
+// preemptsIn reports whether the flavor assigner lets a workload that asks in preempt there:
+// in a walk of a cohort, only where the ask is within the ClusterQueue's nominal quota unless
+// it may preempt while borrowing (upstream's fitsResourceQuota and canPreemptWhileBorrowing).
+func (w *walker) preemptsIn(in []amount) bool {
+	if w.co == nil || w.preemptWhileBorrowing {
+		return true
+	}
+	return !slices.ContainsFunc(in, func(a amount) bool { return a.value > w.nominal[a.slot] })
 }
 
 // pooledIn is a pool a hold is in, and whether it leaves it for a turn.

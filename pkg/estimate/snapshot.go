@@ -68,6 +68,7 @@ func FromCohort(snap *schdcache.Snapshot, cq *schdcache.ClusterQueueSnapshot, pe
 		c := config(m)
 		q, holders, waiting := FromSnapshot(m, pending(name), c)
 		q.Reclaim = m.Preemption.ReclaimWithinCohort
+		q.BorrowWithinCohort = m.Preemption.BorrowWithinCohort != nil && m.Preemption.BorrowWithinCohort.Policy != kueue.BorrowWithinCohortPolicyNever
 		if c.Against != nil && q.Reclaim != kueue.PreemptionPolicyNever && q.Reclaim != "" {
 			q.Against = map[kueue.ClusterQueueReference]*policy.QueueFacts{}
 			for _, other := range names {

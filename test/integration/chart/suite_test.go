@@ -208,7 +208,7 @@ type cluster struct {
 
 func startCluster() *cluster {
 	ginkgo.GinkgoHelper()
-	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, controlplane.BinDir)}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, controlplane.BinDir), ControlPlaneStartTimeout: controlplane.StartTimeout}
 	api := env.ControlPlane.GetAPIServer().Configure()
 	// As in pkg/controlplane: no job controller runs, so keep the pre-1.36 rule Kueue relies on.
 	api.Append("feature-gates", "MutableSchedulingDirectivesForSuspendedJobs=false")

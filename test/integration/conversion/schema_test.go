@@ -25,9 +25,11 @@ var _ = ginkgo.Describe("Rules in the CRD schema, with no manager", ginkgo.Order
 	ginkgo.BeforeAll(func() {
 		root := env.ControlPlane.Root
 		apiServer = &envtest.Environment{
-			BinaryAssetsDirectory: filepath.Join(root, controlplane.BinDir),
-			CRDDirectoryPaths:     []string{filepath.Join(root, controlplane.CRDDir)},
-			ErrorIfCRDPathMissing: true,
+			BinaryAssetsDirectory:    filepath.Join(root, controlplane.BinDir),
+			CRDDirectoryPaths:        []string{filepath.Join(root, controlplane.CRDDir)},
+			ErrorIfCRDPathMissing:    true,
+			ControlPlaneStartTimeout: controlplane.StartTimeout,
+			CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: controlplane.StartTimeout},
 		}
 		cfg, err := apiServer.Start()
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())

@@ -263,10 +263,11 @@ func startRestartable() *restartable {
 	convertible, err := controlplane.ConvertibleScheme()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: filepath.Join(root, controlplane.BinDir),
-		CRDDirectoryPaths:     []string{filepath.Join(root, controlplane.CRDDir)},
-		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Scheme: convertible},
+		BinaryAssetsDirectory:    filepath.Join(root, controlplane.BinDir),
+		CRDDirectoryPaths:        []string{filepath.Join(root, controlplane.CRDDir)},
+		ErrorIfCRDPathMissing:    true,
+		CRDInstallOptions:        envtest.CRDInstallOptions{Scheme: convertible, MaxTime: controlplane.StartTimeout},
+		ControlPlaneStartTimeout: controlplane.StartTimeout,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:            []string{filepath.Join(root, controlplane.WebhookDir)},
 			LocalServingHost: "127.0.0.1",
