@@ -97,9 +97,10 @@ const fairPreempts = "it reclaims from another ClusterQueue"
 // approximate when the cohort's other ClusterQueues may change it: once some ClusterQueue of the
 // cohort borrowed, or when another one that may borrow waits for the same flavor and resource (the
 // scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, whose
-// preemptions across ClusterQueues the walk does not follow, one that reclaims, and every one after
-// it, is unknown; so is such an estimate where the flavor assigner chooses between flavors (a fifth to two fifths of them were
-// off by more than one interval in TestEstimateAccuracyInCohorts, against 3 to 10% with one).
+// preemptions across ClusterQueues the walk does not follow, one that reclaims, and every one
+// after it, is unknown; so is such an estimate where the flavor assigner chooses between flavors
+// (a fifth to two fifths of them were off by more than one interval in
+// TestEstimateAccuracyInCohorts, against 3 to 10% with one).
 func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) {
 	why := co.approx
 	switch {
@@ -310,8 +311,8 @@ func (co *cohortWalk) waiting() bool {
 // step is one scheduling cycle: each member with a workload in line admits at most one, taking
 // their heads as the scheduler orders its entries: without fair sharing by upstream's
 // entryOrdering (one that would not borrow first, then higher priority, then older by the queue's
-// order), with it by the fair-sharing tournament (quotatree.Tree.First). It reports whether one was admitted, or whether a head was kept out by one that is parked for the
-// next cycle.
+// order), with it by the fair-sharing tournament (quotatree.Tree.First). It reports whether one
+// was admitted, or whether a head was kept out by one that is parked for the next cycle.
 func (co *cohortWalk) step() bool {
 	type entry struct {
 		w       *walker

@@ -1437,7 +1437,7 @@ func (w *walker) parkAhead(wt *waiting) bool {
 
 // preempted notes that the workload just admitted preempted (did, true): the scheduler admits it
 // in a later cycle than the one that evicted its victims, and its ClusterQueue's head in the
-// cycle between is that workload again, so the walk gives that cycle to no other (cycleSpent).
+// cycle between is that workload again, so the walk gives that cycle to no other (admitting).
 func (w *walker) preempted(did bool) {
 	w.admitting = did && w.co != nil && len(w.co.ws) > 1
 }
