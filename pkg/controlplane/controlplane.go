@@ -123,6 +123,9 @@ func StartWith(root string, o Options) (*ControlPlane, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// A start that failed late (the CRDs not served in time) leaves etcd and kube-apiserver
+		// running, to load the machine for the suites after.
+		_ = env.Stop()
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}

@@ -216,6 +216,9 @@ func startCluster() *cluster {
 	// So that kube-apiserver can proxy the chart's visibility APIService to the manager.
 	gomega.Expect(controlplane.ConfigureFrontProxy(env, ginkgo.GinkgoT().TempDir())).To(gomega.Succeed())
 	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+	}
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting etcd and kube-apiserver (run `make envtest`)")
 	c := &cluster{env: env, cfg: cfg}
 	ginkgo.DeferCleanup(func() { gomega.Expect(env.Stop()).To(gomega.Succeed()) })

@@ -32,6 +32,9 @@ var _ = ginkgo.Describe("Rules in the CRD schema, with no manager", ginkgo.Order
 			CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: controlplane.StartTimeout},
 		}
 		cfg, err := apiServer.Start()
+		if err != nil {
+			_ = apiServer.Stop()
+		}
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		ginkgo.DeferCleanup(apiServer.Stop)
 		c, err = client.New(cfg, client.Options{})

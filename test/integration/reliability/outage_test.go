@@ -299,6 +299,9 @@ func startRestartable() *restartable {
 	api.Err = api.Out
 
 	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+	}
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(func() {
 		gomega.Expect(env.Stop()).To(gomega.Succeed())
