@@ -1406,9 +1406,9 @@ func (w *walker) parkAhead(wt *waiting) bool {
 	turns := w.q.turns().TakesTurns()
 	queuedFirst := func(a, b *waiting) bool {
 		if turns {
-			return a.pend.QueuedAt.Before(b.pend.QueuedAt) || (a.pend.QueuedAt.Equal(b.pend.QueuedAt) && uidOf(a.pend) < uidOf(b.pend))
+			return earlier(a.pend.QueuedAt, b.pend.QueuedAt, a, b)
 		}
-		return a.cand.QueuedAt.Before(b.cand.QueuedAt) || (a.cand.QueuedAt.Equal(b.cand.QueuedAt) && uidOf(a.pend) < uidOf(b.pend))
+		return earlier(a.cand.QueuedAt, b.cand.QueuedAt, a, b)
 	}
 	var first *waiting
 	for _, l := range w.lines {
@@ -1458,12 +1458,17 @@ func (w *walker) oldestFitting(l *line) *waiting {
 		if wt.done || wt.backsOff(w.t) || !w.fits(w.free, wt) {
 			continue
 		}
-		if oldest == nil || wt.cand.QueuedAt.Before(oldest.cand.QueuedAt) ||
-			(wt.cand.QueuedAt.Equal(oldest.cand.QueuedAt) && uidOf(wt.pend) < uidOf(oldest.pend)) {
+		if oldest == nil || earlier(wt.cand.QueuedAt, oldest.cand.QueuedAt, wt, oldest) {
 			oldest = wt
 		}
 	}
 	return oldest
+}
+
+// earlier reports whether a, queued at ta, comes before b, queued at tb: the earlier time, then
+// the smaller UID.
+func earlier(ta, tb time.Time, a, b *waiting) bool {
+	return ta.Before(tb) || (ta.Equal(tb) && uidOf(a.pend) < uidOf(b.pend))
 }
 
 // endHolds gives back the quota of the holds whose promised runtime has ended, whoever waits.
