@@ -70,6 +70,12 @@ type drainHold struct {
 	cq    kueue.ClusterQueueReference
 	usage workload.Usage
 	job   types.NamespacedName
+	// preemptor is the workload the victim was evicted for: once the Pods are gone, the victim
+	// stands aside until it is admitted (handoverWait at most).
+	preemptor    types.NamespacedName
+	preemptorUID types.UID
+	// released is when the Pods were seen gone while the preemptor still waited; zero before.
+	released time.Time
 	// jobUID selects the Job's Pods (batch.kubernetes.io/controller-uid); empty if the Job could
 	// not be read, and then only its status tells when they are gone.
 	jobUID   types.UID
@@ -87,6 +93,12 @@ type drainHold struct {
 	// overstayLook each.
 	lookAfter time.Time
 }
+
+// handoverWait bounds how long a victim whose Pods are gone stands aside for its preemptor. At the
+// same priority the victim is usually the older, ahead in the queue's order: without it, the
+// victim of an expected-runtime requeue took its quota straight back whenever it was a head in the
+// cycle its Pods were seen gone, while its preemptor waited parked for the wake.
+const handoverWait = time.Minute
 
 // overstayLook is how often an overstaying hold is read when nothing about its Pods is heard.
 const overstayLook = 10 * time.Second
@@ -131,12 +143,14 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 		// The tenant's Job sets the grace period: the admin's bound caps how long it holds the quota.
 		grace = min(grace, d.bound)
 		h := &drainHold{
-			uid:      wl.UID,
-			cq:       t.WorkloadInfo.ClusterQueue,
-			usage:    t.WorkloadInfo.Usage(),
-			job:      job,
-			jobUID:   obj.UID,
-			deadline: d.clock.Now().Add(timeutil.Add(grace, drainMargin)),
+			uid:          wl.UID,
+			cq:           t.WorkloadInfo.ClusterQueue,
+			usage:        t.WorkloadInfo.Usage(),
+			job:          job,
+			jobUID:       obj.UID,
+			deadline:     d.clock.Now().Add(timeutil.Add(grace, drainMargin)),
+			preemptor:    client.ObjectKeyFromObject(preemptor.Obj),
+			preemptorUID: preemptor.Obj.UID,
 		}
 		d.mu.Lock()
 		d.holds[client.ObjectKeyFromObject(wl)] = h
@@ -154,10 +168,12 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 type draining map[kueue.ClusterQueueReference]drainingVictims
 
 // drainingVictims are one ClusterQueue's victims still terminating, and when the last of their
-// holds ends at the latest (their grace period, within the bound).
+// holds ends at the latest (their grace period, within the bound), and the victims whose Pods are
+// gone that stand aside for their preemptors (their quota is not held).
 type drainingVictims struct {
-	victims []string
-	until   time.Time
+	victims  []string
+	until    time.Time
+	yielding []string
 }
 
 // apply adds the usage of each victim still draining to the snapshot, drops the holds that are
@@ -186,11 +202,25 @@ func (d *drainHolds) applyLocked(ctx context.Context, snap *schdcache.Snapshot) 
 	var out draining
 	ended := sets.New[kueue.ClusterQueueReference]()
 	for key, h := range d.holds {
+		yieldedBefore := !h.released.IsZero()
 		held, why := d.holding(ctx, key, h)
 		if !held {
 			log.V(3).Info("Stopped holding the quota of a preempted workload", "victim", key, "reason", why)
 			delete(d.holds, key)
 			ended.Insert(h.cq)
+			continue
+		}
+		if why == reasonYielding {
+			if out == nil {
+				out = draining{}
+			}
+			dv := out[h.cq]
+			dv.yielding = append(dv.yielding, key.String())
+			out[h.cq] = dv
+			if !yieldedBefore {
+				// Just released: the preemptor, parked behind the hold, is tried again.
+				ended.Insert(h.cq)
+			}
 			continue
 		}
 		if why != reasonDraining {
@@ -221,6 +251,8 @@ const (
 	reasonDraining = "its Pods are terminating"
 	// reasonOverstaying: the hold is over, its Pods still run, and the time they take is charged.
 	reasonOverstaying = "its Pods outlive the hold"
+	// reasonYielding: the Pods are gone and the victim stands aside until its preemptor is admitted.
+	reasonYielding = "its Pods are gone; it stands aside for the workload it was preempted for"
 )
 
 // holding says whether the hold on key still applies and why; reasonDraining means the victim's
@@ -234,6 +266,8 @@ func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *d
 	}
 	wl, over, why := d.over(ctx, key, h)
 	switch {
+	case over && !h.overstaying && d.yielding(ctx, wl, h, now):
+		return true, reasonYielding
 	case over && !h.overstaying:
 		return false, why
 	case over:
@@ -252,6 +286,39 @@ func (d *drainHolds) holding(ctx context.Context, key types.NamespacedName, h *d
 	}
 	h.lookAfter = now.Add(overstayLook)
 	return true, reasonOverstaying
+}
+
+// yielding says whether the victim wl, whose hold is otherwise over, still stands aside for its
+// preemptor: the victim does not hold quota, and the preemptor is the same workload, still active
+// and pending, for at most handoverWait since the victim's Pods were seen gone. A preemptor that
+// was deleted, deactivated or admitted, or that waits longer, ends it.
+func (d *drainHolds) yielding(ctx context.Context, wl *kueue.Workload, h *drainHold, now time.Time) bool {
+	if wl == nil || workload.HasQuotaReservation(wl) || h.preemptorUID == "" {
+		return false
+	}
+	if !h.released.IsZero() && now.Sub(h.released) >= handoverWait {
+		return false
+	}
+	var p kueue.Workload
+	if err := d.client.Get(ctx, h.preemptor, &p); err != nil || p.UID != h.preemptorUID ||
+		workload.HasQuotaReservation(&p) || !workload.IsActive(&p) || apimeta.IsStatusConditionTrue(p.Status.Conditions, kueue.WorkloadFinished) {
+		return false
+	}
+	if h.released.IsZero() {
+		h.released = now
+		// The victim parked behind its preemptor is tried again once the wait is over.
+		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
+			cq := h.cq
+			after.AfterFunc(handoverWait, func() { d.wake(context.WithoutCancel(ctx), cq) })
+		}
+	}
+	return true
+}
+
+// yieldsToPreemptor says whether head (key) is a victim whose Pods are gone and that stands aside
+// for its preemptor in this cycle.
+func (dv drainingVictims) yieldsToPreemptor(key string) bool {
+	return slices.Contains(dv.yielding, key)
 }
 
 // overstayOver says whether an overstay is watched no longer: a minute past its Pods' deletion

@@ -640,3 +640,100 @@ func TestDrainOverstayIsReadEveryOverstayLook(t *testing.T) {
 		t.Errorf("reads of the workload per ten one-second cycles, then after a Pod event (-want +got):\n%s", diff)
 	}
 }
+
+// A victim whose Pods are gone stands aside for the workload it was preempted for while that one
+// is pending, so that, older in the queue's order, it does not take its quota straight back; the
+// first cycle that sees it wakes the ClusterQueue once, and anything that makes the preemptor's
+// wait pointless ends it.
+func TestDrainVictimYieldsToItsPreemptor(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	cond := func(typ string, status metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: "Test", LastTransitionTime: metav1.NewTime(now)}
+	}
+	victim := func(reserved metav1.ConditionStatus) *kueue.Workload {
+		return &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "victim-uid"}, Status: kueue.WorkloadStatus{Conditions: []metav1.Condition{
+			cond(kueue.WorkloadQuotaReserved, reserved), cond(kueue.WorkloadEvicted, metav1.ConditionFalse)}}}
+	}
+	preemptor := func(edit func(*kueue.Workload)) *kueue.Workload {
+		w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "preemptor", UID: "preemptor-uid"}, Spec: kueue.WorkloadSpec{Active: ptr.To(true)}}
+		if edit != nil {
+			edit(w)
+		}
+		return w
+	}
+	podsGone := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job-uid"}}
+	cases := map[string]struct {
+		objs []client.Object
+		// cycles are the clock's steps before each cycle after the first.
+		cycles       []time.Duration
+		wantYielding []string
+		wantWoken    int
+		wantHeld     bool
+	}{
+		"the preemptor is pending: the victim stands aside, and the first cycle wakes the queue": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(nil)}, cycles: []time.Duration{time.Second},
+			wantYielding: []string{"ns/victim"}, wantWoken: 1, wantHeld: true,
+		},
+		"the preemptor waits past handoverWait: the victim stands aside no longer": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(nil)}, cycles: []time.Duration{handoverWait},
+			// at the release, at handoverWait's timer (the parked victim), and at the end
+			wantWoken: 3,
+		},
+		"the preemptor was admitted": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(func(w *kueue.Workload) {
+				w.Status.Conditions = []metav1.Condition{cond(kueue.WorkloadQuotaReserved, metav1.ConditionTrue)}
+			})},
+			wantWoken: 1,
+		},
+		"the preemptor was deactivated": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(func(w *kueue.Workload) { w.Spec.Active = ptr.To(false) })}, wantWoken: 1,
+		},
+		"the preemptor finished": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(func(w *kueue.Workload) {
+				w.Status.Conditions = []metav1.Condition{cond(kueue.WorkloadFinished, metav1.ConditionTrue)}
+			})},
+			wantWoken: 1,
+		},
+		"the preemptor was deleted and created again under its name": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone, preemptor(func(w *kueue.Workload) { w.UID = "another-uid" })}, wantWoken: 1,
+		},
+		"the preemptor is gone": {
+			objs: []client.Object{victim(metav1.ConditionFalse), podsGone}, wantWoken: 1,
+		},
+		"the victim holds quota again": {
+			objs: []client.Object{victim(metav1.ConditionTrue), podsGone, preemptor(nil)}, wantWoken: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			clk := testingclock.NewFakeClock(now)
+			c := utiltesting.NewClientBuilder().WithObjects(tc.objs...).Build()
+			woken := 0
+			d := newDrainHolds(c, clk, func(context.Context, kueue.ClusterQueueReference) { woken++ }, tsconfig.DefaultMaxHandoverHold, nil)
+			key := types.NamespacedName{Namespace: "ns", Name: "victim"}
+			d.holds[key] = &drainHold{uid: "victim-uid", cq: "cq", job: types.NamespacedName{Namespace: "ns", Name: "job"}, jobUID: "job-uid",
+				deadline: now.Add(time.Minute), preemptor: types.NamespacedName{Namespace: "other", Name: "preemptor"}, preemptorUID: "preemptor-uid"}
+			got := d.apply(ctx, &schdcache.Snapshot{})
+			for _, step := range tc.cycles {
+				clk.Step(step)
+				got = d.apply(ctx, &schdcache.Snapshot{})
+			}
+			if diff := cmp.Diff(tc.wantYielding, got["cq"].yielding); diff != "" {
+				t.Errorf("victims standing aside (-want +got):\n%s", diff)
+			}
+			if got["cq"].yieldsToPreemptor("ns/victim") != (len(tc.wantYielding) > 0) {
+				t.Errorf("yieldsToPreemptor disagrees with the list %v", got["cq"].yielding)
+			}
+			if len(got["cq"].victims) != 0 {
+				t.Errorf("victims whose quota is held: %v, want none (the Pods are gone)", got["cq"].victims)
+			}
+			if woken != tc.wantWoken {
+				t.Errorf("woken %d times, want %d", woken, tc.wantWoken)
+			}
+			if _, held := d.holds[key]; held != tc.wantHeld {
+				t.Errorf("hold kept = %v, want %v", held, tc.wantHeld)
+			}
+		})
+	}
+}

@@ -42,6 +42,13 @@ func (s *Scheduler) vetoAdmission(ctx context.Context, e *entry, snapshot *schdc
 	if mode != flavorassigner.Fit {
 		return false
 	}
+	if s.draining[e.ClusterQueue].yieldsToPreemptor(string(workload.Key(e.Obj))) {
+		// Its preemptor may be of another namespace: not named.
+		e.inadmissibleMsg = "waiting for the workload it was preempted for to be admitted before taking quota again"
+		e.requeueReason = qcache.RequeueReasonGeneric
+		e.quotaReservedReason = kueue.WorkloadQuotaReservedReasonWaitingForQuota
+		return true
+	}
 	msg := s.admissionVeto(ctx, e, snapshot)
 	if msg == "" {
 		return false

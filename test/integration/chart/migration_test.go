@@ -209,12 +209,15 @@ var _ = ginkgo.Describe("Replacing an upstream Kueue v0.19.2 install, and back",
 		ginkgo.By("using kueue-timeshare's fields on the existing ClusterQueue")
 		raw := &unstructured.Unstructured{}
 		raw.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind("ClusterQueue"))
-		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: queueName}, raw)).To(gomega.Succeed())
-		gomega.Expect(unstructured.SetNestedMap(raw.Object, map[string]any{
-			"withinClusterQueue":       "LowerOrNewerEqualPriority",
-			"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"},
-		}, "spec", "preemption")).To(gomega.Succeed())
-		gomega.Expect(k.client.Update(ctx, raw)).To(gomega.Succeed())
+		// The manager writes the ClusterQueue's status meanwhile: a conflict is read again.
+		gomega.Eventually(func(g gomega.Gomega) {
+			g.Expect(k.client.Get(ctx, client.ObjectKey{Name: queueName}, raw)).To(gomega.Succeed())
+			g.Expect(unstructured.SetNestedMap(raw.Object, map[string]any{
+				"withinClusterQueue":       "LowerOrNewerEqualPriority",
+				"withinClusterQueueConfig": map[string]any{"minAdmitDuration": "1h"},
+			}, "spec", "preemption")).To(gomega.Succeed())
+			g.Expect(k.client.Update(ctx, raw)).To(gomega.Succeed())
+		}, timeout, interval).Should(gomega.Succeed())
 		gomega.Expect(k.client.Get(ctx, client.ObjectKey{Name: queueName}, raw)).To(gomega.Succeed())
 		got, _, _ := unstructured.NestedString(raw.Object, "spec", "preemption", "withinClusterQueueConfig", "minAdmitDuration")
 		gomega.Expect(got).To(gomega.Equal("1h"))

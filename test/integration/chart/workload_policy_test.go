@@ -251,10 +251,13 @@ var _ = ginkgo.Describe("The Workload admission policy on the API server, withou
 
 		ginkgo.By("editing other annotations with a patch, and with a whole-object update")
 		gomega.Expect(annotate(tenant, wl, map[string]any{"team/owner": "bob", annotations.CheckpointDone: "true"})).To(gomega.Succeed())
-		var latest kueue.Workload
-		gomega.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
-		delete(latest.Annotations, "team/owner")
-		gomega.Expect(tenant.Update(ctx, &latest)).To(gomega.Succeed())
+		// The manager may write the Workload's status between the read and the update.
+		gomega.Eventually(func(g gomega.Gomega) {
+			var latest kueue.Workload
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(wl), &latest)).To(gomega.Succeed())
+			delete(latest.Annotations, "team/owner")
+			g.Expect(tenant.Update(ctx, &latest)).To(gomega.Succeed())
+		}, timeout, interval).Should(gomega.Succeed())
 
 		var got kueue.Workload
 		gomega.Expect(k.client.Get(ctx, client.ObjectKeyFromObject(wl), &got)).To(gomega.Succeed())
