@@ -7,11 +7,13 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -72,5 +74,18 @@ func timeSharingQueue(ctx context.Context, cq, lq, window, strategy string) stri
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: lq},
 		Spec:       kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)},
 	})).To(gomega.Succeed())
+	ginkgo.DeferCleanup(retire, ctx, ns.Name, cq)
 	return ns.Name
+}
+
+// retire deletes a spec's Jobs, Workloads and queues once it is done. Left behind, their turns
+// went on at every step of the shared clock, and each later spec's manager had more to do: on a
+// loaded machine the last specs ran out of time. No namespace controller or garbage collector
+// runs on envtest, so each kind is deleted by hand.
+func retire(ctx context.Context, ns, cq string) {
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	gomega.Expect(env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), background)).To(gomega.Succeed())
+	gomega.Expect(env.Client.DeleteAllOf(ctx, &kueue.Workload{}, client.InNamespace(ns))).To(gomega.Succeed())
+	gomega.Expect(env.Client.DeleteAllOf(ctx, &kueue.LocalQueue{}, client.InNamespace(ns))).To(gomega.Succeed())
+	gomega.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: cq}}))).To(gomega.Succeed())
 }
