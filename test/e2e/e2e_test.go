@@ -226,8 +226,10 @@ var _ = ginkgo.Describe("time-sharing with Pods", func() {
 		ginkgo.By("handing over only once the victim's Pods are gone (HandoverAfterVictimTermination)")
 		gomega.Expect(over).To(gomega.BeZero(), "no Pods beyond the ClusterQueue's quota:\n%s", report)
 		for _, t := range ts[1:] {
-			// The reservation time has one-second resolution.
-			gomega.Expect(t.reserved).To(gomega.BeTemporally(">=", t.prevGone.Add(-time.Second)), "%s got the quota only after %s's Pods were gone:\n%s", t.holder, t.previous, report)
+			// The reservation time has one-second resolution; the Pods were last seen at
+			// prevLastAlive, and seen gone by a read that may have come much later.
+			gomega.Expect(t.reserved).To(gomega.BeTemporally(">=", t.prevLastAlive.Add(-time.Second)), "%s got the quota only after %s's Pods were gone (last seen %s):\n%s",
+				t.holder, t.previous, t.prevLastAlive.Format("15:04:05.000"), report)
 			gomega.Expect(t.running.Sub(t.reserved)).To(gomega.BeNumerically("<", 10*time.Second), "%s's turn is not spent waiting for %s's grace period:\n%s", t.holder, t.previous, report)
 		}
 	})

@@ -347,8 +347,11 @@ type turn struct {
 	// reserved is the holder's QuotaReserved time; evictedPrev the previous holder's Evicted time.
 	reserved, evictedPrev time.Time
 	// seenEvicted is when the previous holder was first seen without quota; prevGone when its
-	// Pods were first seen all stopped; running when the holder's Pods were first seen running.
-	seenEvicted, prevGone, running time.Time
+	// Pods were first seen all stopped, and prevLastAlive the sample before, the last in which
+	// one of them was seen (a sample reads the API after its time: on a loaded machine its read
+	// may come seconds after, so the Pods were gone between the two); running when the holder's
+	// Pods were first seen running.
+	seenEvicted, prevGone, prevLastAlive, running time.Time
 }
 
 // turns splits samples into turns: a turn starts when a Job is seen holding quota after another.
@@ -367,9 +370,12 @@ func turns(samples []sample, jobs []*batchv1.Job) []turn {
 					t.seenEvicted = samples[k].at
 				}
 				t.evictedPrev = x.evicted[current]
-				for _, y := range samples[i:] {
-					if y.alive[current] == 0 {
-						t.prevGone = y.at
+				for k := i; k < len(samples); k++ {
+					if samples[k].alive[current] == 0 {
+						t.prevGone = samples[k].at
+						if k > 0 {
+							t.prevLastAlive = samples[k-1].at
+						}
 						break
 					}
 				}
