@@ -42,7 +42,9 @@ func (s *Scheduler) vetoAdmission(ctx context.Context, e *entry, snapshot *schdc
 	if mode != flavorassigner.Fit {
 		return false
 	}
-	if s.draining[e.ClusterQueue].yieldsToPreemptor(string(workload.Key(e.Obj))) {
+	// A StrictFIFO queue gives its head back at once: one standing aside there would hold the
+	// whole queue, its preemptor included, so its strict order is kept.
+	if s.draining[e.ClusterQueue].yieldsToPreemptor(string(workload.Key(e.Obj))) && !s.retriedEveryCycle(ctx, e.ClusterQueue) {
 		// Its preemptor may be of another namespace: not named.
 		e.inadmissibleMsg = "waiting for the workload it was preempted for to be admitted before taking quota again"
 		e.requeueReason = qcache.RequeueReasonGeneric
