@@ -22,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/scheduler/flavorassigner"
 	"sigs.k8s.io/kueue/pkg/scheduler/preemption"
 	utiltesting "sigs.k8s.io/kueue/pkg/util/testing"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -733,6 +735,47 @@ func TestDrainVictimYieldsToItsPreemptor(t *testing.T) {
 			}
 			if _, held := d.holds[key]; held != tc.wantHeld {
 				t.Errorf("hold kept = %v, want %v", held, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// A head that stands aside for its preemptor is held back, as inadmissible, in a BestEffortFIFO
+// ClusterQueue; a StrictFIFO one keeps its order (its head would come back every cycle and hold
+// the whole queue), and a head that stands aside for nothing is not held.
+func TestVetoAdmissionOfAVictimStandingAside(t *testing.T) {
+	cq := func(name string, strategy kueue.QueueingStrategy) *kueue.ClusterQueue {
+		return &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{QueueingStrategy: strategy}}
+	}
+	victim := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim", UID: "victim-uid"}}
+	cases := map[string]struct {
+		cq       kueue.ClusterQueueReference
+		yielding []string
+		mode     flavorassigner.FlavorAssignmentMode
+		wantHeld bool
+	}{
+		"BestEffortFIFO, standing aside":       {cq: "best-effort", yielding: []string{"ns/victim"}, mode: flavorassigner.Fit, wantHeld: true},
+		"StrictFIFO, standing aside":           {cq: "strict", yielding: []string{"ns/victim"}, mode: flavorassigner.Fit},
+		"BestEffortFIFO, another stands aside": {cq: "best-effort", yielding: []string{"ns/other"}, mode: flavorassigner.Fit},
+		"BestEffortFIFO, needs to preempt":     {cq: "best-effort", yielding: []string{"ns/victim"}, mode: flavorassigner.Preempt},
+		"BestEffortFIFO, nobody stands aside":  {cq: "best-effort", mode: flavorassigner.Fit},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, _ := utiltesting.ContextWithLog(t)
+			c := utiltesting.NewClientBuilder().WithObjects(cq("best-effort", kueue.BestEffortFIFO), cq("strict", kueue.StrictFIFO)).Build()
+			s := &Scheduler{client: c, draining: draining{tc.cq: {yielding: tc.yielding}}}
+			e := &entry{Head: qcache.Head{Info: workload.Info{Obj: victim, ClusterQueue: tc.cq}}}
+			held := s.vetoAdmission(ctx, e, &schdcache.Snapshot{}, tc.mode)
+			if held != tc.wantHeld {
+				t.Fatalf("held back = %v, want %v", held, tc.wantHeld)
+			}
+			want := ""
+			if tc.wantHeld {
+				want = "waiting for the workload it was preempted for to be admitted before taking quota again"
+			}
+			if diff := cmp.Diff(want, e.inadmissibleMsg); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
 			}
 		})
 	}
