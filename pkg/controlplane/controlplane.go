@@ -66,6 +66,17 @@ func Start(root string) (*ControlPlane, error) {
 	return StartWith(root, Options{})
 }
 
+// StartEnv starts env, and stops it again if the start failed: a start that failed late (the
+// CRDs not served in time) leaves etcd and kube-apiserver running, to load the machine for the
+// suites after.
+func StartEnv(env *envtest.Environment) (*rest.Config, error) {
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+	}
+	return cfg, err
+}
+
 // StartWith brings up the control plane with the parts o asks for.
 func StartWith(root string, o Options) (*ControlPlane, error) {
 	if o.Pods != nil {
@@ -121,11 +132,8 @@ func StartWith(root string, o Options) (*ControlPlane, error) {
 		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
-	cfg, err := env.Start()
+	cfg, err := StartEnv(env)
 	if err != nil {
-		// A start that failed late (the CRDs not served in time) leaves etcd and kube-apiserver
-		// running, to load the machine for the suites after.
-		_ = env.Stop()
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}

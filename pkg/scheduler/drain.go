@@ -156,10 +156,7 @@ func (d *drainHolds) record(ctx context.Context, preemptor *workload.Info, targe
 		d.holds[client.ObjectKeyFromObject(wl)] = h
 		d.mu.Unlock()
 		log.V(3).Info("Holding the quota of a preempted workload until its Pods are gone", "victim", klog.KObj(wl), "preemptor", klog.KObj(preemptor.Obj), "job", job, "until", h.deadline)
-		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
-			cq := h.cq
-			after.AfterFunc(timeutil.Delay(d.clock.Now(), h.deadline, time.Millisecond), func() { d.wake(context.WithoutCancel(ctx), cq) })
-		}
+		d.wakeAfter(ctx, h.cq, timeutil.Delay(d.clock.Now(), h.deadline, time.Millisecond))
 	}
 }
 
@@ -307,10 +304,7 @@ func (d *drainHolds) yielding(ctx context.Context, wl *kueue.Workload, h *drainH
 	if h.released.IsZero() {
 		h.released = now
 		// The victim parked behind its preemptor is tried again once the wait is over.
-		if after, ok := d.clock.(clock.WithDelayedExecution); ok {
-			cq := h.cq
-			after.AfterFunc(handoverWait, func() { d.wake(context.WithoutCancel(ctx), cq) })
-		}
+		d.wakeAfter(ctx, h.cq, handoverWait)
 	}
 	return true
 }
@@ -462,8 +456,7 @@ func (d *drainHolds) podsLeft(ctx context.Context, h *drainHold) (int, time.Time
 // its whole grace period is removed at that time, and the retry then lands just after it rather
 // than a batch period after the event. Pods that stop earlier wake it by their events.
 func (d *drainHolds) wakeBefore(ctx context.Context, h *drainHold, due time.Time) {
-	after, ok := d.clock.(clock.WithDelayedExecution)
-	if !ok || d.lead <= 0 || due.IsZero() || due.Equal(h.preWake) {
+	if d.lead <= 0 || due.IsZero() || due.Equal(h.preWake) {
 		return
 	}
 	h.preWake = due
@@ -471,8 +464,15 @@ func (d *drainHolds) wakeBefore(ctx context.Context, h *drainHold, due time.Time
 	if !at.After(d.clock.Now()) {
 		return
 	}
-	cq := h.cq
-	after.AfterFunc(timeutil.Until(d.clock.Now(), at), func() { d.wake(context.WithoutCancel(ctx), cq) })
+	d.wakeAfter(ctx, h.cq, timeutil.Until(d.clock.Now(), at))
+}
+
+// wakeAfter wakes cq after delay, on a clock that can run a function later (the real one and
+// the tests' fake one can); on one that cannot, the cycles' own checks end the holds.
+func (d *drainHolds) wakeAfter(ctx context.Context, cq kueue.ClusterQueueReference, delay time.Duration) {
+	if after, ok := d.clock.(clock.WithDelayedExecution); ok {
+		after.AfterFunc(delay, func() { d.wake(context.WithoutCancel(ctx), cq) })
+	}
 }
 
 func later(a, b time.Time) time.Time {

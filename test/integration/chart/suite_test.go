@@ -215,10 +215,7 @@ func startCluster() *cluster {
 	api.Set("enable-aggregator-routing", "true")
 	// So that kube-apiserver can proxy the chart's visibility APIService to the manager.
 	gomega.Expect(controlplane.ConfigureFrontProxy(env, ginkgo.GinkgoT().TempDir())).To(gomega.Succeed())
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-	}
+	cfg, err := controlplane.StartEnv(env)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting etcd and kube-apiserver (run `make envtest`)")
 	c := &cluster{env: env, cfg: cfg}
 	ginkgo.DeferCleanup(func() { gomega.Expect(env.Stop()).To(gomega.Succeed()) })

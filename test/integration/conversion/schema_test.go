@@ -31,10 +31,7 @@ var _ = ginkgo.Describe("Rules in the CRD schema, with no manager", ginkgo.Order
 			ControlPlaneStartTimeout: controlplane.StartTimeout,
 			CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: controlplane.StartTimeout},
 		}
-		cfg, err := apiServer.Start()
-		if err != nil {
-			_ = apiServer.Stop()
-		}
+		cfg, err := controlplane.StartEnv(apiServer)
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
 		ginkgo.DeferCleanup(apiServer.Stop)
 		c, err = client.New(cfg, client.Options{})

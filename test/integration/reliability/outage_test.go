@@ -298,10 +298,7 @@ func startRestartable() *restartable {
 	api.Out = logTo("kube-apiserver.log")
 	api.Err = api.Out
 
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-	}
+	cfg, err := controlplane.StartEnv(env)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(func() {
 		gomega.Expect(env.Stop()).To(gomega.Succeed())
