@@ -75,14 +75,18 @@ type cohortWalk struct {
 	approx string
 	// steppedAt is the instant of the last cycle.
 	steppedAt time.Time
-	// flavors: some member has more than one flavor in a resource group.
-	flavors bool
+	// flavors: some member has more than one flavor in a resource group; switched: once quota
+	// moved between members, the walk admitted some workload in a flavor after the first of its
+	// group.
+	flavors, switched bool
 	// cycle: a step is under way; victims of another member's reclaim then wait in requeues
 	// until it ends (cohortWalk.step).
 	cycle    bool
 	requeues []deferredRequeue
 	// entrants are the heads of a cycle under fair sharing, in step's order of entries.
 	entrants []quotatree.Entrant
+	// reserved is the room the heads of the cycle under way kept back (walker.reserve).
+	reserved []reservation
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
 	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
 	// scheduler's order of heads, reclaims and reservations only approximately.
@@ -98,9 +102,9 @@ const fairPreempts = "it reclaims from another ClusterQueue"
 // cohort borrowed, or when another one that may borrow waits for the same flavor and resource (the
 // scheduler's cycles, not the walk's order, then say who gets it first). Under fair sharing, whose
 // preemptions across ClusterQueues the walk does not follow, one that reclaims, and every one
-// after it, is unknown; so is such an estimate where the flavor assigner chooses between flavors
-// (a fifth to two fifths of them were off by more than one interval in
-// TestEstimateAccuracyInCohorts, against 3 to 10% with one).
+// after it, is unknown; so is, in a cohort with more than one flavor of a resource, an
+// approximate one admitted in a flavor after the first of its group, and every one after it: which
+// flavor the assigner picks as quota moves is what the walk follows least (TestEstimateAccuracyInCohorts).
 func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) {
 	why := co.approx
 	switch {
@@ -114,6 +118,7 @@ func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) 
 	}
 	// What follows an approximate admission is approximate too.
 	co.approx = why
+	co.switched = co.switched || (why != "" && co.flavors && !inFirstFlavors(wt, use))
 	if wt.out < 0 || why == "" {
 		return
 	}
@@ -122,12 +127,24 @@ func (co *cohortWalk) note(w *walker, wt *waiting, use []amount, preempts bool) 
 	case co.fairSharing && why == fairPreempts:
 		e.When, e.Unknown = time.Time{}, true
 		e.Reason = fmt.Sprintf("cohort %s shares its quota by fair sharing, which the estimate does not foresee (%s)", co.tree.Cohort, why)
-	case co.flavors:
+	case co.switched:
 		e.When, e.Unknown = time.Time{}, true
 		e.Reason = fmt.Sprintf("cohort %s has ClusterQueues with more than one flavor of a resource, whose assignment the estimate does not foresee once quota moves between them (%s)", co.tree.Cohort, why)
 	default:
 		e.Note = "approximate: " + why
 	}
+}
+
+// inFirstFlavors reports whether use, wt's quota, is in the first flavor of each of its groups.
+func inFirstFlavors(wt *waiting, use []amount) bool {
+	n := 0
+	for _, options := range wt.ask {
+		if len(options) > 1 && !slices.ContainsFunc(use, func(a amount) bool { return a.slot == options[0][0].slot }) {
+			return false
+		}
+		n += len(options[0])
+	}
+	return n == len(use)
 }
 
 // contested reports whether another member, one that may borrow, has a workload waiting for a
@@ -358,7 +375,6 @@ func (co *cohortWalk) step() bool {
 	// changes; under BestEffortFIFO it is parked as inadmissible until something in the cohort
 	// changes, so it does so once an instant, and the heads it kept out try again at the next
 	// cycle without it.
-	var reserved []reservation
 	co.cycle = true
 	defer func() {
 		co.cycle = false
@@ -366,11 +382,12 @@ func (co *cohortWalk) step() bool {
 			r.from.requeue(r.release, r.evicted)
 		}
 		co.requeues = co.requeues[:0]
-		for i := len(reserved) - 1; i >= 0; i-- {
-			r := reserved[i]
+		for i := len(co.reserved) - 1; i >= 0; i-- {
+			r := co.reserved[i]
 			co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
 		}
-		if len(reserved) > 0 {
+		if len(co.reserved) > 0 {
+			co.reserved = co.reserved[:0]
 			co.changed()
 		}
 	}()
@@ -401,6 +418,12 @@ func (co *cohortWalk) step() bool {
 			e.w.cycleSpent, e.w.parked = false, nil
 		}
 		retry = retry || parked
+		if e.w.declined {
+			// Its preemption no longer fits beside the room the heads before it kept: the
+			// scheduler skips it for this cycle, and it keeps nothing back.
+			e.w.declined = false
+			continue
+		}
 		// One that waits for a protected borrower stays the head and keeps its quota back in
 		// every cycle, whatever its ClusterQueue's reclaimWithinCohort.
 		guarded, always := false, e.w.q.StrictFIFO
@@ -410,12 +433,12 @@ func (co *cohortWalk) step() bool {
 		if !always && !spent && e.w.triedAt.Equal(e.w.t) {
 			continue
 		}
-		n := len(reserved)
+		n := len(co.reserved)
 		for _, a := range e.w.reserve(head, guarded) {
 			co.tree.Add(e.w.q.Name, e.w.frs[a.slot], a.value)
-			reserved = append(reserved, reservation{e.w, a})
+			co.reserved = append(co.reserved, reservation{e.w, a})
 		}
-		if len(reserved) > n {
+		if len(co.reserved) > n {
 			co.changed()
 			if !always {
 				e.w.triedAt, parked = e.w.t, true
@@ -511,6 +534,28 @@ func (w *walker) reserve(head *waiting, guarded bool) []amount {
 		}
 	}
 	return out
+}
+
+// nominatedRoom is what w may take of each slot as the scheduler sees it when it nominates the
+// heads of a cycle, before any of them kept room back: it chooses a head's victims there, and
+// checks only when it reaches that head whether they still make room beside the reservations
+// (upstream's schedule, "no longer fits"). It is w.free while no head kept room back.
+func (co *cohortWalk) nominatedRoom(w *walker) []int64 {
+	if len(co.reserved) == 0 {
+		return w.free
+	}
+	for i := len(co.reserved) - 1; i >= 0; i-- {
+		r := co.reserved[i]
+		co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
+	}
+	room := make([]int64, len(w.frs))
+	for s, fr := range w.frs {
+		room[s] = co.tree.Room(w.q.Name, fr)
+	}
+	for _, r := range co.reserved {
+		co.tree.Add(r.w.q.Name, r.w.frs[r.slot], r.value)
+	}
+	return room
 }
 
 // next is the first instant after now at which a holder of a member may leave or a decision

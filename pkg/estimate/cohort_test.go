@@ -80,6 +80,7 @@ func TestComputeCohort(t *testing.T) {
 	const reclaimMin = 30 * time.Minute
 	approximate := "approximate: ClusterQueues of cohort co borrow from each other"
 	contested := "approximate: other ClusterQueues of cohort co wait for the same quota"
+	flavorsUnknown := "cohort co has ClusterQueues with more than one flavor of a resource, whose assignment the estimate does not foresee once quota moves between them (ClusterQueues of cohort co borrow from each other)"
 	// When b1 leaves, 5 CPUs are free: b2 would borrow 1 of the 6, a2 2.
 	sharedHeads := []cohortWl{
 		{name: "a0", cq: "lender", cpu: 1, admitted: time.Hour},
@@ -149,14 +150,28 @@ func TestComputeCohort(t *testing.T) {
 			},
 			want: []Estimate{{Workload: "ns/a2", Position: 1, When: at(20 * time.Minute), Reason: "when ns/a1 leaves"}},
 		},
-		"with two flavors of a resource in the cohort, an estimate that depends on borrowing is unknown": {
+		"with two flavors of a resource in the cohort, borrowing in the first flavor is approximate": {
 			reclaim: kueue.PreemptionPolicyAny, second: true,
 			wls: []cohortWl{
 				{name: "b1", cq: "borrower", cpu: 2, admitted: 10 * time.Minute},
 				{name: "b2", cq: "borrower", cpu: 3},
 			},
-			want: []Estimate{{Workload: "ns/b2", Position: 1, Unknown: true,
-				Reason: "cohort co has ClusterQueues with more than one flavor of a resource, whose assignment the estimate does not foresee once quota moves between them (ClusterQueues of cohort co borrow from each other)"}},
+			want: []Estimate{{Workload: "ns/b2", Position: 1, When: t0, Reason: "fits now", Note: approximate}},
+		},
+		"with two flavors, once quota moved, an admission in a later flavor is unknown, and every one after it": {
+			// f is full, b1 borrowing: b2 takes the borrower's g, which the flavor assigner may
+			// not choose where the scheduler's cycles differ from the walk's.
+			reclaim: kueue.PreemptionPolicyAny, second: true,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 3, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+				{name: "b1", cq: "borrower", cpu: 3, admitted: time.Hour},
+				{name: "b2", cq: "borrower", cpu: 1},
+				{name: "b3", cq: "borrower", cpu: 2},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, Unknown: true, Reason: flavorsUnknown},
+				{Workload: "ns/b3", Position: 2, Unknown: true, Reason: flavorsUnknown},
+			},
 		},
 		"with two flavors, an estimate within the ClusterQueue's own quota stays known": {
 			reclaim: kueue.PreemptionPolicyAny, second: true,

@@ -378,6 +378,8 @@ type walker struct {
 	// admitting: its last admission preempted, and is the scheduler's in the next cycle
 	// (preempted).
 	admitting bool
+	// declined: its head's preemption no longer fit in this cycle of a cohort (take).
+	declined bool
 	// preemptWhileBorrowing: in a walk of the cohort, the flavor assigner lets its workloads
 	// preempt in a flavor where they ask more than the nominal quota (preemptsIn).
 	preemptWhileBorrowing bool
@@ -869,7 +871,11 @@ func (w *walker) step() bool {
 			}
 			free := w.scratch[:0]
 			most := int64(0)
-			for s, v := range w.free {
+			room := w.free
+			if w.co != nil {
+				room = w.co.nominatedRoom(w)
+			}
+			for s, v := range room {
 				v += bp.pooled[s] - (1-int64(own))*bp.turned[s]
 				free = append(free, v)
 				most = max(most, v)
@@ -888,8 +894,11 @@ func (w *walker) step() bool {
 				most = slices.Max(free)
 			}
 			if _, ok := w.fitWhere(free, wt, true); ok && wt.least <= most {
-				w.take(bp, wt, free, own == 1, newer)
-				return true
+				if w.take(bp, wt, room, free, own == 1, newer) {
+					return true
+				}
+				w.declined = true
+				return false
 			}
 			if w.co != nil && w.reclaim(bp, wt, own == 1, newer) {
 				return true
@@ -973,9 +982,9 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 // take admits wt after the pooled holders it needs have left: those in the flavors it would
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
 // turns out not to need.
-func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer []release) {
+func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) bool {
 	target, _ := w.fitWhere(all, wt, true)
-	free := slices.Clone(w.free)
+	free := slices.Clone(room)
 	var taken []release
 	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
 		bp.first++
@@ -1016,6 +1025,9 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 			free[a.slot] += a.value
 		}
 	}
+	if len(room) > 0 && &room[0] != &w.free[0] && !w.makeRoom(taken, target) {
+		return false
+	}
 	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
 	// before a turn, so it waits again at its queue time.
 	for i, r := range taken {
@@ -1047,6 +1059,18 @@ func (w *walker) take(bp *byPriority, wt *waiting, all []int64, turn bool, newer
 	// Within its own ClusterQueue fair sharing preempts as without it.
 	w.admitAt(wt, use, reason, at, false)
 	w.preempted(len(taken) > 0)
+	return true
+}
+
+// makeRoom reports whether target fits in the free quota once taken have left.
+func (w *walker) makeRoom(taken []release, target []amount) bool {
+	free := slices.Clone(w.free)
+	for _, r := range taken {
+		for _, a := range r.h.use {
+			free[a.slot] += a.value
+		}
+	}
+	return fitsIn(free, target)
 }
 
 // evict takes the holds of taken off the quota, each from its own ClusterQueue, and puts those

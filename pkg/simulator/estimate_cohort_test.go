@@ -80,109 +80,142 @@ var namesInReason = regexp.MustCompile(`\b[a-z0-9-]+/[a-z0-9-]+\b|\b(cq|w)[0-9]+
 // neverFits are the reasons that say a workload will never be admitted: an answer, not an unknown.
 var neverFits = regexp.MustCompile(`^(behind \S+ in turn order \()?does not fit in ClusterQueue \S+ even with every workload gone`)
 
+// cohortTally counts the estimates of cohort scenarios by outcome.
+type cohortTally struct {
+	scenarios, estimates, checked, unknown, unknownAdmitted, beyond, noted, notedWrong, never int
+	reasons                                                                                   map[string]int
+	worst                                                                                     time.Duration
+	worstAt                                                                                   string
+}
+
+// checkCohortScenario runs the cohort scenario generated from seed, with declared the share of
+// workloads that declare a runtime, estimates every pending workload after the last arrival, and
+// counts each estimate against the simulated admission: an error for a known estimate without a
+// note that is off by more than one interval, or for one that never fits and is admitted. It
+// reports false when seed makes no cohort scenario.
+func checkCohortScenario(t *testing.T, seed int64, declared float64, c *cohortTally) bool {
+	const handover = 0
+	m := generate(seed)
+	if m.CQs[0].Cohort == "" || len(m.CQs) < 2 {
+		return false
+	}
+	m, last := inCohortWithoutArrivals(m, declared)
+	est, start, admitted := estimatedRun(t, m, last, func(w *world, names []string) (map[string]estimate.Estimate, error) {
+		if *cohortAlone {
+			return estimatesOf(w, names, handover)
+		}
+		return cohortEstimatesOf(w, names, m.FairSharing, handover)
+	})
+	c.scenarios++
+	tolerance := m.Interval + handover
+	for _, name := range slices.Sorted(maps.Keys(est)) {
+		e := est[name]
+		c.estimates++
+		if strings.Contains(e.Reason, "  ") {
+			t.Errorf("seed %d: %s: its reason leaves a name out: %q", seed, name, e.Reason)
+		}
+		actual, ok := admitted[name]
+		switch {
+		case e.Unknown && neverFits.MatchString(e.Reason):
+			c.never++
+			if ok {
+				t.Errorf("seed %d: %s estimated never to fit (%s), admitted at %s", seed, name, e.Reason, FormatOffset(actual))
+			}
+			continue
+		case e.Unknown:
+			c.unknown++
+			c.reasons[namesInReason.ReplaceAllString(e.Reason, "…")]++
+			if ok {
+				c.unknownAdmitted++
+			}
+			if testing.Verbose() {
+				t.Logf("seed %d: %s unknown: %s (admitted: %t at %s)", seed, name, e.Reason, ok, FormatOffset(actual))
+			}
+			continue
+		case e.When.Sub(start) > m.Until-tolerance && e.Note != "":
+			c.beyond++
+			c.noted++
+			if ok && e.When.Sub(start)-actual > tolerance {
+				c.notedWrong++
+				if testing.Verbose() {
+					t.Logf("seed %d: %s estimated at %s (%s; %s), beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note, FormatOffset(actual))
+				}
+			}
+			continue
+		case e.When.Sub(start) > m.Until-tolerance:
+			c.beyond++
+			if ok && e.When.Sub(start)-actual > tolerance {
+				t.Errorf("seed %d: %s estimated at %s, beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), FormatOffset(actual))
+			}
+			continue
+		case !ok && e.Note != "":
+			c.noted++
+			c.notedWrong++
+			if testing.Verbose() {
+				t.Logf("seed %d: %s estimated at %s (%s; %s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note)
+			}
+			continue
+		case !ok:
+			t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason)
+			continue
+		}
+		c.checked++
+		diff := (e.When.Sub(start) - actual).Abs()
+		if e.Note != "" {
+			c.noted++
+			if diff > tolerance {
+				c.notedWrong++
+				if testing.Verbose() {
+					t.Logf("seed %d: %s estimated at %s (%s; %s), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note, FormatOffset(actual))
+				}
+			}
+			continue
+		}
+		if diff > c.worst {
+			c.worst, c.worstAt = diff, fmt.Sprintf("seed %d, %s", seed, name)
+		}
+		if diff > tolerance {
+			t.Errorf("seed %d: %s estimated at %s (%s, %d in line), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Position, FormatOffset(actual))
+		}
+	}
+	return true
+}
+
 // TestEstimateAccuracyInCohorts checks the cohort estimates against the simulator: for generated
 // scenarios in a cohort, every estimate made after the last arrival is within one
 // scheduling interval plus the handover of the actual admission, or says why it is unknown. It
 // reports the share that is unknown and each reason's count.
 func TestEstimateAccuracyInCohorts(t *testing.T) {
-	const handover = 0
-	var scenarios, estimates, checked, unknown, unknownAdmitted, beyond, noted, notedWrong, never int
-	reasons := map[string]int{}
-	var worst time.Duration
-	worstAt := ""
+	c := &cohortTally{reasons: map[string]int{}}
 	cases := *cohortCases
 	if raceDetector && !flagSet("estimate-cohort-cases") {
 		cases = 6
 	}
-	for seed := *cohortSeed; scenarios < cases; seed++ {
-		m := generate(seed)
-		if m.CQs[0].Cohort == "" || len(m.CQs) < 2 {
-			continue
-		}
-		m, last := inCohortWithoutArrivals(m, *cohortDeclared)
-		est, start, admitted := estimatedRun(t, m, last, func(w *world, names []string) (map[string]estimate.Estimate, error) {
-			if *cohortAlone {
-				return estimatesOf(w, names, handover)
-			}
-			return cohortEstimatesOf(w, names, m.FairSharing, handover)
-		})
-		scenarios++
-		tolerance := m.Interval + handover
-		for _, name := range slices.Sorted(maps.Keys(est)) {
-			e := est[name]
-			estimates++
-			if strings.Contains(e.Reason, "  ") {
-				t.Errorf("seed %d: %s: its reason leaves a name out: %q", seed, name, e.Reason)
-			}
-			actual, ok := admitted[name]
-			switch {
-			case e.Unknown && neverFits.MatchString(e.Reason):
-				never++
-				if ok {
-					t.Errorf("seed %d: %s estimated never to fit (%s), admitted at %s", seed, name, e.Reason, FormatOffset(actual))
-				}
-				continue
-			case e.Unknown:
-				unknown++
-				reasons[namesInReason.ReplaceAllString(e.Reason, "…")]++
-				if ok {
-					unknownAdmitted++
-				}
-				if testing.Verbose() {
-					t.Logf("seed %d: %s unknown: %s (admitted: %t at %s)", seed, name, e.Reason, ok, FormatOffset(actual))
-				}
-				continue
-			case e.When.Sub(start) > m.Until-tolerance && e.Note != "":
-				beyond++
-				noted++
-				if ok && e.When.Sub(start)-actual > tolerance {
-					notedWrong++
-					if testing.Verbose() {
-						t.Logf("seed %d: %s estimated at %s (%s; %s), beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note, FormatOffset(actual))
-					}
-				}
-				continue
-			case e.When.Sub(start) > m.Until-tolerance:
-				beyond++
-				if ok && e.When.Sub(start)-actual > tolerance {
-					t.Errorf("seed %d: %s estimated at %s, beyond the horizon, admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), FormatOffset(actual))
-				}
-				continue
-			case !ok && e.Note != "":
-				noted++
-				notedWrong++
-				if testing.Verbose() {
-					t.Logf("seed %d: %s estimated at %s (%s; %s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note)
-				}
-				continue
-			case !ok:
-				t.Errorf("seed %d: %s estimated at %s (%s), never admitted", seed, name, FormatOffset(e.When.Sub(start)), e.Reason)
-				continue
-			}
-			checked++
-			diff := (e.When.Sub(start) - actual).Abs()
-			if e.Note != "" {
-				noted++
-				if diff > tolerance {
-					notedWrong++
-					if testing.Verbose() {
-						t.Logf("seed %d: %s estimated at %s (%s; %s), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Note, FormatOffset(actual))
-					}
-				}
-				continue
-			}
-			if diff > worst {
-				worst, worstAt = diff, fmt.Sprintf("seed %d, %s", seed, name)
-			}
-			if diff > tolerance {
-				t.Errorf("seed %d: %s estimated at %s (%s, %d in line), admitted at %s", seed, name, FormatOffset(e.When.Sub(start)), e.Reason, e.Position, FormatOffset(actual))
-			}
-		}
+	for seed := *cohortSeed; c.scenarios < cases; seed++ {
+		checkCohortScenario(t, seed, *cohortDeclared, c)
 	}
 	t.Logf("%d cohort scenarios, %d estimates: %d known (%d without a note, worst error %s at %s; %d with a note, %d of them beyond one interval), %d unknown (%.1f%%; %d of them admitted during the run), %d beyond the horizon",
-		scenarios, estimates, checked, checked-noted, worst, worstAt, noted, notedWrong, unknown, 100*float64(unknown)/float64(max(estimates, 1)), unknownAdmitted, beyond)
-	t.Logf("%d never fit (their ClusterQueue's most, or behind such a head under StrictFIFO), none admitted", never)
-	for _, r := range slices.SortedFunc(maps.Keys(reasons), func(a, b string) int { return reasons[b] - reasons[a] }) {
-		t.Logf("  unknown %4d: %s", reasons[r], r)
+		c.scenarios, c.estimates, c.checked, c.checked-c.noted, c.worst, c.worstAt, c.noted, c.notedWrong, c.unknown, 100*float64(c.unknown)/float64(max(c.estimates, 1)), c.unknownAdmitted, c.beyond)
+	t.Logf("%d never fit (their ClusterQueue's most, or behind such a head under StrictFIFO), none admitted", c.never)
+	for _, r := range slices.SortedFunc(maps.Keys(c.reasons), func(a, b string) int { return c.reasons[b] - c.reasons[a] }) {
+		t.Logf("  unknown %4d: %s", c.reasons[r], r)
+	}
+}
+
+// TestEstimateInCohortsOnceWrong runs the generated cohort scenarios whose approximate estimates
+// were once off by more than one interval, with nine in ten workloads declaring a runtime, and
+// fails if one is again.
+func TestEstimateInCohortsOnceWrong(t *testing.T) {
+	for seed, was := range map[int64]string{
+		7588: "a head's victims were chosen after the heads before it in the cycle kept room back",
+		7375: "a walk that moved quota between ClusterQueues chose a later flavor",
+	} {
+		c := &cohortTally{reasons: map[string]int{}}
+		if !checkCohortScenario(t, seed, 0.9, c) {
+			t.Fatalf("seed %d makes no cohort scenario", seed)
+		}
+		if c.notedWrong > 0 {
+			t.Errorf("seed %d: %d of %d approximate estimates off by more than one interval (it was: %s)", seed, c.notedWrong, c.noted, was)
+		}
 	}
 }
