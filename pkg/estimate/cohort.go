@@ -409,6 +409,11 @@ func (co *cohortWalk) step() bool {
 		}
 		head, spent := e.head, false
 		if e.w.step() {
+			if e.w.admitting {
+				// Its victims' eviction requeues the cohort's parked workloads: in the next
+				// cycle one that never fits takes its queue's cycle again (neverFirst).
+				co.steppedAt = time.Time{}
+			}
 			if !e.w.cycleSpent {
 				admitted = true
 				continue

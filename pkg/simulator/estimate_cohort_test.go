@@ -213,6 +213,7 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 	for seed, was := range map[int64]string{
 		7588: "a head's victims were chosen after the heads before it in the cycle kept room back",
 		7375: "a walk that moved quota between ClusterQueues chose a later flavor",
+		9194: "a workload that never fits did not take its queue's cycle after a preemption's eviction",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
