@@ -479,9 +479,21 @@ func (w *walker) neverFirst(head *waiting) bool {
 	if w.q.StrictFIFO {
 		return false
 	}
-	return slices.ContainsFunc(w.nevers, func(n *waiting) bool {
-		return n.pend.Priority > head.pend.Priority || (n.pend.Priority == head.pend.Priority && n.pend.QueuedAt.Before(head.pend.QueuedAt))
-	})
+	var first *waiting
+	for _, n := range w.nevers {
+		if n.pend.Priority > head.pend.Priority || (n.pend.Priority == head.pend.Priority && n.pend.QueuedAt.Before(head.pend.QueuedAt)) {
+			if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && n.pend.QueuedAt.Before(first.pend.QueuedAt)) {
+				first = n
+			}
+		}
+	}
+	if first == nil {
+		return false
+	}
+	// It has had its cycle at this instant (walker.parkAhead).
+	first.parkedAt = w.t
+	w.parkEquivalents(first)
+	return true
 }
 
 // deferredRequeue is a victim of a reclaim that goes back in its ClusterQueue's line once the

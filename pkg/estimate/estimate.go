@@ -25,6 +25,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	tsapi "github.com/kueue-timeshare/kueue-timeshare/apis/kueue/v1beta2"
@@ -1452,11 +1453,52 @@ func (w *walker) parkAhead(wt *waiting) bool {
 			break
 		}
 	}
+	// One that never fits takes its cycle in the queue's order too, keeping nothing back.
+	for _, n := range w.nevers {
+		if n.parkedAt.Equal(w.t) || n.backsOff(w.t) || n.pend.Priority < wt.pend.Priority ||
+			(n.pend.Priority == wt.pend.Priority && !queuedFirst(n, wt)) {
+			continue
+		}
+		if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && queuedFirst(n, first)) {
+			first = n
+		}
+	}
 	if first == nil {
 		return false
 	}
 	first.parkedAt, w.cycleSpent, w.parked = w.t, true, first
+	w.parkEquivalents(first)
 	return true
+}
+
+// parkEquivalents parks, with first, the workloads of its scheduling equivalence class: the
+// queue sets them aside as inadmissible with it, untried (upstream's
+// SchedulingEquivalenceHashing, handleInadmissibleHash), until the cohort next changes.
+func (w *walker) parkEquivalents(first *waiting) {
+	h := schedulingHash(first)
+	if h == "" {
+		return
+	}
+	for _, l := range w.lines {
+		for _, o := range l.items[l.first:] {
+			if !o.done && schedulingHash(o) == h {
+				o.parkedAt = w.t
+			}
+		}
+	}
+	for _, n := range w.nevers {
+		if schedulingHash(n) == h {
+			n.parkedAt = w.t
+		}
+	}
+}
+
+// schedulingHash is wt's scheduling equivalence class, empty when it is not known.
+func schedulingHash(wt *waiting) workload.EquivalenceHash {
+	if wt.cand.Info == nil || wt.cand.Info.SchedulingHash == workload.SchedulingHashUnknown {
+		return ""
+	}
+	return wt.cand.Info.SchedulingHash
 }
 
 // preempted notes that the workload just admitted preempted (did, true): the scheduler admits it

@@ -214,6 +214,7 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		7588: "a head's victims were chosen after the heads before it in the cycle kept room back",
 		7375: "a walk that moved quota between ClusterQueues chose a later flavor",
 		9194: "a workload that never fits did not take its queue's cycle after a preemption's eviction",
+		9484: "workloads of one scheduling equivalence class took a cycle each, and one that never fits none",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
