@@ -982,7 +982,9 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 
 // take admits wt after the pooled holders it needs have left: those in the flavors it would
 // take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
-// turns out not to need.
+// turns out not to need. It chooses them on room, the quota as the scheduler nominated wt
+// (cohortWalk.nominatedRoom), and reports false, taking nothing, when they no longer make room
+// beside what the cycle's heads before it kept back.
 func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) bool {
 	target, _ := w.fitWhere(all, wt, true)
 	free := slices.Clone(room)
@@ -1026,7 +1028,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool,
 			free[a.slot] += a.value
 		}
 	}
-	if len(room) > 0 && &room[0] != &w.free[0] && !w.makeRoom(taken, target) {
+	if w.co != nil && len(w.co.reserved) > 0 && !w.makeRoom(taken, target) {
 		return false
 	}
 	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
