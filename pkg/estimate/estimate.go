@@ -1475,10 +1475,11 @@ func (w *walker) parkAhead(wt *waiting) bool {
 
 // parkEquivalents parks, with first, the workloads of its scheduling equivalence class: the
 // queue sets them aside as inadmissible with it, untried (upstream's
-// SchedulingEquivalenceHashing, handleInadmissibleHash), until the cohort next changes.
+// SchedulingEquivalenceHashing, handleInadmissibleHash), until the cohort next changes. Not
+// where the queue takes turns: there the manager parks each alone (RefusalsDependOnWorkload).
 func (w *walker) parkEquivalents(first *waiting) {
 	h := schedulingHash(first)
-	if h == "" {
+	if h == "" || w.q.turns().TakesTurns() {
 		return
 	}
 	for _, l := range w.lines {
