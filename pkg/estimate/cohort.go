@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/features"
 	"sigs.k8s.io/kueue/pkg/resources"
 
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/estimate/quotatree"
@@ -335,6 +336,8 @@ func (co *cohortWalk) step() bool {
 		w       *walker
 		head    *waiting
 		borrows bool
+		// preemptor: head is its queue's active preemptor, which goes first.
+		preemptor bool
 	}
 	// The first cycle after a change in the cohort takes each queue's first workload.
 	first := len(co.ws) > 0 && !co.steppedAt.Equal(co.ws[0].t)
@@ -349,10 +352,16 @@ func (co *cohortWalk) step() bool {
 				retry = true
 				continue
 			}
-			entries = append(entries, entry{w, h, w.borrows(h)})
+			entries = append(entries, entry{w, h, w.borrows(h), preemptorsFirst() && w.isPreemptor(h, true)})
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
+		if a.preemptor != b.preemptor {
+			if a.preemptor {
+				return -1
+			}
+			return 1
+		}
 		if a.borrows != b.borrows {
 			if a.borrows {
 				return 1
@@ -457,7 +466,8 @@ func (co *cohortWalk) step() bool {
 // else in the first flavor of each group (the flavor assigner's choice when it must preempt is
 // not followed).
 func (w *walker) entrant(head *waiting) quotatree.Entrant {
-	e := quotatree.Entrant{ClusterQueue: w.q.Name, Use: resources.FlavorResourceQuantities{}, Priority: head.pend.Priority, QueuedAt: head.cand.QueuedAt}
+	e := quotatree.Entrant{ClusterQueue: w.q.Name, Use: resources.FlavorResourceQuantities{}, Priority: head.pend.Priority, QueuedAt: head.cand.QueuedAt,
+		Preemptor: preemptorsFirst() && w.isPreemptor(head, true)}
 	use, ok := w.fit(w.free, head)
 	if !ok {
 		use = use[:0]
@@ -476,7 +486,7 @@ func (w *walker) entrant(head *waiting) quotatree.Entrant {
 // others at each change in the cohort and takes its ClusterQueue's first cycle after it, in which
 // the other ClusterQueues' heads go alone.
 func (w *walker) neverFirst(head *waiting) bool {
-	if w.q.StrictFIFO {
+	if w.q.StrictFIFO || head == w.stickyHead() {
 		return false
 	}
 	var first *waiting
@@ -517,6 +527,10 @@ type reservation struct {
 // guarded: head waits for a protected borrower, and keeps it back even where its ClusterQueue
 // may always reclaim.
 func (w *walker) reserve(head *waiting, guarded bool) []amount {
+	if head != nil && preemptorsFirst() && w.isPreemptor(head, true) {
+		// An active preemptor keeps its room back whatever its queue may reclaim.
+		guarded = true
+	}
 	if (w.q.Reclaim == kueue.PreemptionPolicyAny && !guarded) || head == nil || head.done || head.backsOff(w.t) || !head.possible || w.fits(w.free, head) {
 		return nil
 	}
@@ -551,6 +565,12 @@ func (w *walker) reserve(head *waiting, guarded bool) []amount {
 		}
 	}
 	return out
+}
+
+// preemptorsFirst reports whether a ClusterQueue's active preemptor goes first among a cycle's
+// heads and keeps its room back (the manager turns PrioritizePreemptorWorkloads on).
+func preemptorsFirst() bool {
+	return features.Enabled(features.PrioritizePreemptorWorkloads)
 }
 
 // nominatedRoom is what w may take of each slot as the scheduler sees it when it nominates the

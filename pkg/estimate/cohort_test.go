@@ -17,6 +17,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/features"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
 
@@ -94,8 +95,10 @@ func TestComputeCohort(t *testing.T) {
 		// second gives the borrower a second flavor; strict makes both queues StrictFIFO (as the
 		// settings store reads them: Config.StrictFIFO).
 		second, strict bool
-		wls            []cohortWl
-		want           []Estimate
+		// preemptor names the lender's active preemptor (Config.Preemptor).
+		preemptor string
+		wls       []cohortWl
+		want      []Estimate
 	}{
 		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
 			reclaim: kueue.PreemptionPolicyAny,
@@ -297,6 +300,20 @@ func TestComputeCohort(t *testing.T) {
 			},
 			want: []Estimate{{Workload: "ns/b2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: approximate}},
 		},
+		"a ClusterQueue's active preemptor goes first and keeps its room back, whatever its queue may reclaim": {
+			// a2 preempted before and is pending again: it goes before b2, which would not
+			// borrow, and keeps 3 CPUs back in every cycle (StrictFIFO), so b2 waits for a1.
+			reclaim: kueue.PreemptionPolicyAny, strict: true, preemptor: "a2",
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 3},
+				{name: "b2", cq: "borrower", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: contested},
+				{Workload: "ns/a2", Position: 1, When: at(30 * time.Minute), Reason: "when ns/a1 leaves", Note: contested},
+			},
+		},
 		"under fair sharing, an estimate that depends on borrowing is approximate": {
 			reclaim: kueue.PreemptionPolicyAny, fairSharing: true,
 			wls: []cohortWl{
@@ -342,6 +359,10 @@ func TestComputeCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.preemptor != "" {
+				// As the manager runs it.
+				features.SetFeatureGateDuringTest(t, features.PrioritizePreemptorWorkloads, true)
+			}
 			sc := lenderAndBorrower(tc.reclaim, tc.second, tc.wls)
 			sc.FairSharing = tc.fairSharing
 			ctx := context.Background()
@@ -358,8 +379,12 @@ func TestComputeCohort(t *testing.T) {
 				}
 			}
 			pol := policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...))
-			config := func(*schdcache.ClusterQueueSnapshot) Config {
-				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict,
+			config := func(cq *schdcache.ClusterQueueSnapshot) Config {
+				var active Preemptor
+				if tc.preemptor != "" && cq.Name == "lender" {
+					active = Preemptor{UID: types.UID("uid-" + tc.preemptor), At: t0.Add(-time.Minute)}
+				}
+				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict, Preemptor: active,
 					Wake: policy.WakeSettings{Units: plugins.Units(), Lengths: []time.Duration{reclaimMin}},
 					Against: func(*schdcache.ClusterQueueSnapshot) policy.QueueFacts {
 						var q policy.QueueFacts

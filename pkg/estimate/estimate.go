@@ -92,6 +92,8 @@ type Queue struct {
 	// Against is what the units resolve about another ClusterQueue's workloads against a
 	// preemptor of this one (its reclaimMinRuntime), by ClusterQueue, for a walk of the cohort.
 	Against map[kueue.ClusterQueueReference]*policy.QueueFacts
+	// Preemptor is its active preemptor when the walk begins; zero: none.
+	Preemptor Preemptor
 }
 
 // turns are the queue's time-sharing settings, as the preemptor resolved them (Resolved).
@@ -381,6 +383,10 @@ type walker struct {
 	admitting bool
 	// declined: its head's preemption no longer fit in this cycle of a cohort (take).
 	declined bool
+	// active is the queue's active preemptor (Queue.Preemptor, then the last workload the walk
+	// admitted by preempting), preempting the pending workload that is it, if any.
+	active     Preemptor
+	preempting *waiting
 	// preemptWhileBorrowing: in a walk of the cohort, the flavor assigner lets its workloads
 	// preempt in a flavor where they ask more than the nominal quota (preemptsIn).
 	preemptWhileBorrowing bool
@@ -419,7 +425,28 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 		}
 	}
 	w.maxAdmissions = 4*n + 16
+	w.active = q.Preemptor
 	return w
+}
+
+// isPreemptor reports whether wt is the queue's active preemptor; strict: at the generation it
+// preempted with, as the cycle's order and reservations ask (upstream's ClusterQueue.IsPreemptor);
+// not strict: as the queue's order asks.
+func (w *walker) isPreemptor(wt *waiting, strict bool) bool {
+	if w.active.UID == "" || wt.pend.Obj == nil || wt.pend.Obj.UID != w.active.UID || wt.out < 0 || admittedSince(wt.pend.Obj, w.active.At) {
+		return false
+	}
+	return !strict || wt.pend.Obj.Generation == w.active.Generation
+}
+
+// stickyHead is the active preemptor, pending, where the queue keeps it at its head
+// (BestEffortFIFO) and it has not had its cycle at this instant; nil otherwise.
+func (w *walker) stickyHead() *waiting {
+	p := w.preempting
+	if p == nil || w.q.StrictFIFO || p.done || p.backsOff(w.t) || p.parkedAt.Equal(w.t) || !w.isPreemptor(p, false) {
+		return nil
+	}
+	return p
 }
 
 func (w *walker) usage(u map[resources.FlavorResource]int64) []amount {
@@ -590,6 +617,9 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 
 // enqueue puts wt at the end of its priority's line.
 func (w *walker) enqueue(wt *waiting) {
+	if w.isPreemptor(wt, false) {
+		w.preempting = wt
+	}
 	wt.ask, wt.possible = w.askOf(wt.requests)
 	wt.least = math.MaxInt64
 	for _, options := range wt.ask {
@@ -632,6 +662,9 @@ func uidOf(p *policy.Pending) string {
 
 // head is the first workload in line, or nil.
 func (w *walker) head() *waiting {
+	if p := w.stickyHead(); p != nil {
+		return p
+	}
 	for _, l := range w.lines {
 		for l.first < len(l.items) && l.items[l.first].done {
 			l.first++
@@ -732,6 +765,10 @@ func (w *walker) admit(wt *waiting, use []amount, reason string) {
 
 // admitAt gives wt the quota use at t; preempts: it preempted for it.
 func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time, preempts bool) {
+	if wt == w.preempting {
+		// Admitted, it leaves the queue, which forgets it as its preemptor.
+		w.active, w.preempting = Preemptor{}, nil
+	}
 	wt.done = true
 	w.admissions++
 	if wt.out >= 0 {
@@ -1437,6 +1474,11 @@ func (w *walker) parkAhead(wt *waiting) bool {
 		}
 		return earlier(a.cand.QueuedAt, b.cand.QueuedAt, a, b)
 	}
+	// The queue keeps its active preemptor at its head, whatever its priority.
+	if p := w.stickyHead(); p != nil && p != wt {
+		p.parkedAt, w.cycleSpent, w.parked = w.t, true, p
+		return true
+	}
 	var first *waiting
 	for _, l := range w.lines {
 		if l.priority < wt.pend.Priority {
@@ -1509,6 +1551,11 @@ func schedulingHash(wt *waiting) workload.EquivalenceHash {
 // cycle between is that workload again, so the walk gives that cycle to no other (admitting).
 func (w *walker) preempted(did bool) {
 	w.admitting = did && w.co != nil && len(w.co.ws) > 1
+	if did {
+		// The queue keeps the last to preempt, which the walk admits at once (upstream's pw.set,
+		// then its delete on admission).
+		w.active, w.preempting = Preemptor{}, nil
+	}
 }
 
 // oneHeadACycle reports whether the cycles in which the queue's heads are tried matter: in a walk
@@ -1521,6 +1568,9 @@ func (w *walker) oneHeadACycle() bool {
 func (w *walker) oldestFitting(l *line) *waiting {
 	if !slices.ContainsFunc(w.free, func(v int64) bool { return v > 0 }) {
 		return nil
+	}
+	if p := w.stickyHead(); p != nil && p.pend.Priority == l.priority && w.fits(w.free, p) {
+		return p
 	}
 	var oldest *waiting
 	for _, wt := range l.items[l.first:] {

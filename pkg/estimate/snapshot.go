@@ -2,6 +2,8 @@ package estimate
 
 import (
 	"cmp"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"slices"
 	"time"
 
@@ -49,6 +51,26 @@ type Config struct {
 	// the cohort, against a preemptor of this one (its reclaimMinRuntime), for FromCohort; nil:
 	// nothing.
 	Against func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts
+	// Preemptor is the ClusterQueue's active preemptor (Queue.Preemptor); zero: none.
+	Preemptor Preemptor
+}
+
+// Preemptor is the workload Kueue's queue manager keeps as a ClusterQueue's preemptor: the last
+// one requeued there waiting for its preemptions, at At, with the generation it had then, until
+// it is admitted. While it is pending it is its queue's head under BestEffortFIFO and, at that
+// generation, goes first among a cycle's heads and keeps its room back
+// (PrioritizePreemptorWorkloads).
+type Preemptor struct {
+	UID        types.UID
+	Generation int64
+	At         time.Time
+}
+
+// admittedSince reports whether wl had its quota reserved, and lost it again, after at: the
+// queue then no longer keeps it as its preemptor.
+func admittedSince(wl *kueue.Workload, at time.Time) bool {
+	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
+	return c != nil && c.LastTransitionTime.After(at.Truncate(time.Second))
 }
 
 // FromCohort reads a walk of the cohort tree cq belongs to (ComputeCohort): a copy of its quotas
@@ -92,7 +114,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot, pending []*workload.Info, 
 	q := &Queue{
 		Name: cq.Name, Capacity: map[resources.FlavorResource]int64{}, Policy: c.Policy,
 		Within: cq.Preemption.WithinClusterQueue, StrictFIFO: c.StrictFIFO, Resolved: c.Resolved,
-		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover,
+		Wake: c.Wake, Notice: c.Notice, Handover: c.Handover, Preemptor: c.Preemptor,
 	}
 	for _, rg := range cq.ResourceGroups {
 		g := Group{Resources: sortedResources(rg.CoveredResources.UnsortedList()), Flavors: rg.Flavors}

@@ -310,6 +310,12 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 func (e *estimator) config(p *preemption.Preemptor, cq *schdcache.ClusterQueueSnapshot) estimate.Config {
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
 	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
+	var active estimate.Preemptor
+	if s := e.m.scheduler.Load(); s != nil {
+		if a, ok := s.ActivePreemptor(cq.Name); ok {
+			active = estimate.Preemptor{UID: a.UID, Generation: a.Generation, At: a.At}
+		}
+	}
 	return estimate.Config{
 		Log: e.log, Policy: p.Policy(), StrictFIFO: e.m.settings.StrictFIFO(cq.Name),
 		Resolved: p.QueueFacts(e.log, cq),
@@ -323,6 +329,7 @@ func (e *estimator) config(p *preemption.Preemptor, cq *schdcache.ClusterQueueSn
 		Against: func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts {
 			return p.QueueFactsAgainst(e.log, cq, victims)
 		},
+		Preemptor: active,
 	}
 }
 

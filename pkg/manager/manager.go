@@ -151,6 +151,8 @@ type Manager struct {
 	workloadIndex *preemption.WorkloadIndex
 	// preemptor is the scheduler's, once built, for the admission estimate.
 	preemptor atomic.Pointer[preemption.Preemptor]
+	// scheduler is the loop, once built; the estimates read its ClusterQueues' active preemptors.
+	scheduler atomic.Pointer[scheduler.Scheduler]
 	// estimateCache is the admission estimates, nil under upstream's scheduler.
 	estimateCache *cachedEstimates
 }
@@ -691,6 +693,7 @@ func (m *Manager) setupScheduler() error {
 			}, queuesettings.RequeueBatchPeriod()),
 		}
 		sched := scheduler.New(queues, cache, cl, recorder, opts...)
+		m.scheduler.Store(sched)
 		if plugins.Units().Marking(policy.GateOn) {
 			if err := m.Add(nonLeaderRunnable(m.watchMarks)); err != nil {
 				return fmt.Errorf("adding the marked-workload watch of the preemptor: %w", err)

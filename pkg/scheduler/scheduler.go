@@ -104,6 +104,8 @@ type Scheduler struct {
 	headCursors headCursors
 	// pendingStatus writes the status of heads that wait (WithPendingStatusWriters).
 	pendingStatus *pendingStatusWriter
+	// preemptors are the ClusterQueues' active preemptors (ActivePreemptor).
+	preemptors activePreemptors
 }
 
 // usageOp says whether updateEntryPenalty charges a penalty or takes it back.
@@ -1188,6 +1190,12 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 		return
 	}
 	added := s.queues.RequeueWorkload(ctx, &e.Info, e.requeueReason, qcache.QuotaReservedReason(e.quotaReservedReason))
+	// timeshare: what the queue now keeps as its preemptor, for the admission estimates.
+	if keptAsPreemptor(e.requeueReason) {
+		if cq, ok := s.queues.ClusterQueueForWorkload(e.Obj); ok {
+			s.preemptors.set(cq, &e.Info, s.clock.Now())
+		}
+	}
 	log.V(2).
 		Info("Workload re-queued", "workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)), "queue", klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName)), "requeueReason", e.requeueReason, "added", added, "status", e.status)
 	if e.status == notNominated || e.status == skipped || e.status == preemptionGated {

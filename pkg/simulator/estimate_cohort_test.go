@@ -211,10 +211,12 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 // fails if one is again.
 func TestEstimateInCohortsOnceWrong(t *testing.T) {
 	for seed, was := range map[int64]string{
-		7588: "a head's victims were chosen after the heads before it in the cycle kept room back",
-		7375: "a walk that moved quota between ClusterQueues chose a later flavor",
-		9194: "a workload that never fits did not take its queue's cycle after a preemption's eviction",
-		9484: "workloads of one scheduling equivalence class took a cycle each, and one that never fits none",
+		7588:  "a head's victims were chosen after the heads before it in the cycle kept room back",
+		7375:  "a walk that moved quota between ClusterQueues chose a later flavor",
+		9194:  "a workload that never fits did not take its queue's cycle after a preemption's eviction",
+		9484:  "workloads of one scheduling equivalence class took a cycle each, and one that never fits none",
+		9659:  "a ClusterQueue's active preemptor did not go first nor keep its room back",
+		11004: "a ClusterQueue's active preemptor was not its queue's head",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {

@@ -147,6 +147,9 @@ type Entrant struct {
 	Use          resources.FlavorResourceQuantities
 	Priority     int64
 	QueuedAt     time.Time
+	// Preemptor: it is its ClusterQueue's active preemptor, which goes first
+	// (PrioritizePreemptorWorkloads).
+	Preemptor bool
 }
 
 // First is which of es, heads of this tree's ClusterQueues (one each), upstream's fair-sharing
@@ -187,6 +190,9 @@ func (t *Tree) First(es []Entrant) int {
 		}
 	}
 	less := func(a, b int, parent *node) bool {
+		if features.Enabled(features.PrioritizePreemptorWorkloads) && es[a].Preemptor != es[b].Preemptor {
+			return es[a].Preemptor
+		}
 		sa, sb := shares[key{parent, a}], shares[key{parent, b}]
 		if features.Enabled(features.FairSharingPrioritizeNonBorrowing) {
 			if ba, bb := sa.IsBorrowingOn(es[a].Use), sb.IsBorrowingOn(es[b].Use); ba != bb {

@@ -1,0 +1,56 @@
+package scheduler
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
+	"sigs.k8s.io/kueue/pkg/workload"
+)
+
+// ActivePreemptor is the workload Kueue's queue manager keeps as a ClusterQueue's preemptor: the
+// last one requeued there waiting for its preemptions (or a migration), with the generation the
+// queue evaluated it at. While it is pending it is its queue's head under BestEffortFIFO and, at
+// that generation, goes first among a cycle's heads and keeps its room back
+// (PrioritizePreemptorWorkloads). The queue manager shows it only on a cycle's heads; the
+// admission estimates need it between cycles.
+type ActivePreemptor struct {
+	UID        types.UID
+	Generation int64
+	// At is when it was requeued so; the queue forgets it once it is admitted.
+	At time.Time
+}
+
+// activePreemptors follows what the queue manager sets (upstream's ClusterQueue.requeueIfNotPresent,
+// pw.set), per ClusterQueue. The queue clears it when the workload leaves the queue, admitted or
+// deleted (ClusterQueue.delete); a reader tells that from the workload (admitted since At).
+type activePreemptors struct {
+	mu   sync.Mutex
+	byCQ map[kueue.ClusterQueueReference]ActivePreemptor
+}
+
+// keptAsPreemptor reports whether the queue keeps a workload requeued for reason as its
+// preemptor.
+func keptAsPreemptor(reason qcache.RequeueReason) bool {
+	return reason == qcache.RequeueReasonPendingPreemption || reason == qcache.RequeueReasonPendingMigration
+}
+
+// set notes that info is cq's preemptor since at.
+func (a *activePreemptors) set(cq kueue.ClusterQueueReference, info *workload.Info, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.byCQ == nil {
+		a.byCQ = map[kueue.ClusterQueueReference]ActivePreemptor{}
+	}
+	a.byCQ[cq] = ActivePreemptor{UID: info.Obj.UID, Generation: info.LastEvaluatedGeneration, At: at}
+}
+
+// ActivePreemptor is cq's active preemptor; false when it has none.
+func (s *Scheduler) ActivePreemptor(cq kueue.ClusterQueueReference) (ActivePreemptor, bool) {
+	s.preemptors.mu.Lock()
+	defer s.preemptors.mu.Unlock()
+	p, ok := s.preemptors.byCQ[cq]
+	return p, ok
+}
