@@ -383,8 +383,8 @@ type walker struct {
 	admitting bool
 	// declined: its head's preemption no longer fit in this cycle of a cohort (take).
 	declined bool
-	// active is the queue's active preemptor (Queue.Preemptor, then the last workload the walk
-	// admitted by preempting), preempting the pending workload that is it, if any.
+	// active is the queue's active preemptor (Queue.Preemptor) until the walk admits it or
+	// another workload that preempts; preempting is the pending workload that is it, if any.
 	active     Preemptor
 	preempting *waiting
 	// preemptWhileBorrowing: in a walk of the cohort, the flavor assigner lets its workloads
