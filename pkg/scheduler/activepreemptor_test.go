@@ -57,7 +57,7 @@ func TestActivePreemptorIsTheLastRequeuedForItsPreemptions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := &Scheduler{}
 			for _, r := range tc.requeues {
-				info := workload.NewInfo(utiltestingapi.MakeWorkload(r.name, "ns").UID(types.UID("uid-"+r.name)).Generation(2).Obj())
+				info := workload.NewInfo(utiltestingapi.MakeWorkload(r.name, "ns").UID(types.UID("uid-" + r.name)).Generation(2).Obj())
 				info.LastEvaluatedGeneration = 2
 				if keptAsPreemptor(r.reason) {
 					s.preemptors.set(r.cq, info, t0)
