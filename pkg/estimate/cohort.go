@@ -491,10 +491,8 @@ func (w *walker) neverFirst(head *waiting) bool {
 	}
 	var first *waiting
 	for _, n := range w.nevers {
-		if n.pend.Priority > head.pend.Priority || (n.pend.Priority == head.pend.Priority && n.pend.QueuedAt.Before(head.pend.QueuedAt)) {
-			if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && n.pend.QueuedAt.Before(first.pend.QueuedAt)) {
-				first = n
-			}
+		if queuedAhead(n, head) && (first == nil || queuedAhead(n, first)) {
+			first = n
 		}
 	}
 	if first == nil {
@@ -504,6 +502,11 @@ func (w *walker) neverFirst(head *waiting) bool {
 	first.parkedAt = w.t
 	w.parkEquivalents(first)
 	return true
+}
+
+// queuedAhead reports whether a comes before b in its queue by priority, then queue time.
+func queuedAhead(a, b *waiting) bool {
+	return a.pend.Priority > b.pend.Priority || (a.pend.Priority == b.pend.Priority && a.pend.QueuedAt.Before(b.pend.QueuedAt))
 }
 
 // deferredRequeue is a victim of a reclaim that goes back in its ClusterQueue's line once the

@@ -32,14 +32,12 @@ type activePreemptors struct {
 	byCQ map[kueue.ClusterQueueReference]ActivePreemptor
 }
 
-// keptAsPreemptor reports whether the queue keeps a workload requeued for reason as its
-// preemptor.
-func keptAsPreemptor(reason qcache.RequeueReason) bool {
-	return reason == qcache.RequeueReasonPendingPreemption || reason == qcache.RequeueReasonPendingMigration
-}
-
-// set notes that info is cq's preemptor since at.
-func (a *activePreemptors) set(cq kueue.ClusterQueueReference, info *workload.Info, at time.Time) {
+// requeued notes info, requeued in cq at at for reason, as cq's preemptor when the queue keeps it
+// so: waiting for its preemptions or a migration.
+func (a *activePreemptors) requeued(cq kueue.ClusterQueueReference, info *workload.Info, reason qcache.RequeueReason, at time.Time) {
+	if reason != qcache.RequeueReasonPendingPreemption && reason != qcache.RequeueReasonPendingMigration {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.byCQ == nil {

@@ -60,9 +60,7 @@ func TestActivePreemptorIsTheLastRequeuedForItsPreemptions(t *testing.T) {
 			for _, r := range tc.requeues {
 				info := workload.NewInfo(utiltestingapi.MakeWorkload(r.name, "ns").UID(types.UID("uid-" + r.name)).Generation(2).Obj())
 				info.LastEvaluatedGeneration = 2
-				if keptAsPreemptor(r.reason) {
-					s.preemptors.set(r.cq, info, t0)
-				}
+				s.preemptors.requeued(r.cq, info, r.reason, t0)
 			}
 			got := map[kueue.ClusterQueueReference]ActivePreemptor{}
 			for _, cq := range []kueue.ClusterQueueReference{"cq", "other"} {

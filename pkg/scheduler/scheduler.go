@@ -1191,10 +1191,8 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	}
 	added := s.queues.RequeueWorkload(ctx, &e.Info, e.requeueReason, qcache.QuotaReservedReason(e.quotaReservedReason))
 	// timeshare: what the queue now keeps as its preemptor, for the admission estimates.
-	if keptAsPreemptor(e.requeueReason) {
-		if cq, ok := s.queues.ClusterQueueForWorkload(e.Obj); ok {
-			s.preemptors.set(cq, &e.Info, s.clock.Now())
-		}
+	if e.clusterQueueSnapshot != nil {
+		s.preemptors.requeued(e.clusterQueueSnapshot.Name, &e.Info, e.requeueReason, s.clock.Now())
 	}
 	log.V(2).
 		Info("Workload re-queued", "workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)), "queue", klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName)), "requeueReason", e.requeueReason, "added", added, "status", e.status)
