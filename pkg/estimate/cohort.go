@@ -335,7 +335,7 @@ func (co *cohortWalk) step() bool {
 	type entry struct {
 		w       *walker
 		head    *waiting
-		borrows bool
+		borrows int
 		// preemptor: head is its queue's active preemptor, which goes first.
 		preemptor bool
 	}
@@ -362,11 +362,8 @@ func (co *cohortWalk) step() bool {
 			}
 			return 1
 		}
-		if a.borrows != b.borrows {
-			if a.borrows {
-				return 1
-			}
-			return -1
+		if c := cmp.Compare(a.borrows, b.borrows); c != 0 {
+			return c
 		}
 		if c := cmp.Compare(b.head.pend.Priority, a.head.pend.Priority); c != 0 {
 			return c
@@ -875,32 +872,51 @@ func (w *walker) fitsWithinNominal(wt *waiting) bool {
 	return w.fits(free, wt)
 }
 
-// borrows reports whether wt would use more than its ClusterQueue's nominal quota in every
-// flavor it may take, however much is available (the flavor assignment's borrowing, which orders
-// the scheduler's heads): as things are when it fits, else once the holders of its ClusterQueue
-// that may leave for it by now are gone (the assignment's borrowing after its preemptions).
-func (w *walker) borrows(wt *waiting) bool {
+// borrows is how far up the cohort tree wt borrows, 0 within its ClusterQueue's nominal quota
+// (the borrowing level of upstream's flavor assignment, which orders the scheduler's heads), in
+// the flavors that borrow least: as things are when it fits, else once the victims its
+// preemption would choose are gone (upstream's borrowAfterPreemptions), or every holder of its
+// ClusterQueue that may leave for it by now when those do not make room.
+func (w *walker) borrows(wt *waiting) int {
 	tree := w.co.tree
-	var gone []int64
+	var gone []release
 	if !w.fits(w.free, wt) {
 		bp := w.forPriority(wt.pend)
 		w.pool(bp)
-		gone = bp.pooled
-	}
-	for _, options := range wt.ask {
-		if !slices.ContainsFunc(options, func(in []amount) bool {
-			return !slices.ContainsFunc(in, func(a amount) bool {
-				used := tree.Used(w.q.Name, w.frs[a.slot])
-				if gone != nil {
-					used -= gone[a.slot]
-				}
-				return used+a.value > w.nominal[a.slot]
-			})
-		}) {
-			return true
+		turn := w.canUseTurn(bp, wt)
+		if room, all, newer := w.preemptionRoom(bp, wt, turn); w.fits(all, wt) {
+			gone, _ = w.victims(bp, wt, room, all, turn, newer)
+		} else {
+			gone = slices.DeleteFunc(slices.Clone(bp.pool[bp.first:]), func(r release) bool { return r.h.gone })
 		}
 	}
-	return false
+	for _, r := range gone {
+		o := r.owner(w)
+		for _, a := range r.h.use {
+			tree.Remove(o.q.Name, o.frs[a.slot], a.value)
+		}
+	}
+	level := 0
+	for _, options := range wt.ask {
+		least := -1
+		for _, in := range options {
+			most := 0
+			for _, a := range in {
+				most = max(most, tree.FindHeightOfLowestSubtreeThatFits(w.q.Name, w.frs[a.slot], a.value))
+			}
+			if least < 0 || most < least {
+				least = most
+			}
+		}
+		level = max(level, least)
+	}
+	for i := len(gone) - 1; i >= 0; i-- {
+		o := gone[i].owner(w)
+		for _, a := range gone[i].h.use {
+			tree.Add(o.q.Name, o.frs[a.slot], a.value)
+		}
+	}
+	return level
 }
 
 // borrowsAny reports whether w's ClusterQueue uses more than its nominal quota of some slot.

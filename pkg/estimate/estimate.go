@@ -907,18 +907,6 @@ func (w *walker) step() bool {
 				}
 				continue
 			}
-			free := w.scratch[:0]
-			most := int64(0)
-			room := w.free
-			if w.co != nil {
-				room = w.co.nominatedRoom(w)
-			}
-			for s, v := range room {
-				v += bp.pooled[s] - (1-int64(own))*bp.turned[s]
-				free = append(free, v)
-				most = max(most, v)
-			}
-			w.scratch = free
 			if use, ok := w.fit(w.free, wt); ok {
 				if w.parkAhead(wt) {
 					return true
@@ -926,10 +914,10 @@ func (w *walker) step() bool {
 				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
-			newer := w.newerFor(bp, wt, free, own == 1, w.newer[:0])
-			w.newer = newer
-			if len(newer) > 0 {
-				most = slices.Max(free)
+			room, free, newer := w.preemptionRoom(bp, wt, own == 1)
+			most := int64(0)
+			for _, v := range free {
+				most = max(most, v)
 			}
 			if _, ok := w.fitWhere(free, wt, true); ok && wt.least <= most {
 				if w.take(bp, wt, room, free, own == 1, newer) {
@@ -948,6 +936,28 @@ func (w *walker) step() bool {
 		}
 	}
 	return false
+}
+
+// preemptionRoom is, for wt, the room the scheduler nominates it (cohortWalk.nominatedRoom) and
+// all, the quota there once the holders that may leave for it by now have left (those that leave
+// only for a turn if turn), with newer, the holders queued after it that it may take as well.
+func (w *walker) preemptionRoom(bp *byPriority, wt *waiting, turn bool) (room, all []int64, newer []release) {
+	room = w.free
+	if w.co != nil {
+		room = w.co.nominatedRoom(w)
+	}
+	all = w.scratch[:0]
+	for s, v := range room {
+		v += bp.pooled[s]
+		if !turn {
+			v -= bp.turned[s]
+		}
+		all = append(all, v)
+	}
+	w.scratch = all
+	newer = w.newerFor(bp, wt, all, turn, w.newer[:0])
+	w.newer = newer
+	return room, all, newer
 }
 
 // pool moves into bp's pool the holders that may leave for its preemptors by now.
@@ -1017,15 +1027,55 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 	return out
 }
 
-// take admits wt after the pooled holders it needs have left: those in the flavors it would
-// take, soonest first, then, as upstream's preemptor minimises, without any whose quota it
-// turns out not to need. It chooses them on room, the quota as the scheduler nominated wt
-// (cohortWalk.nominatedRoom), and reports false, taking nothing, when they no longer make room
-// beside what the cycle's heads before it kept back.
+// take admits wt after the pooled holders it needs have left (victims). It chooses them on room,
+// the quota as the scheduler nominated wt (cohortWalk.nominatedRoom), and reports false, taking
+// nothing, when they no longer make room beside what the cycle's heads before it kept back.
 func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) bool {
-	target, _ := w.fitWhere(all, wt, true)
+	taken, target := w.victims(bp, wt, room, all, turn, newer)
+	if w.co != nil && len(w.co.reserved) > 0 && !w.makeRoom(taken, target) {
+		return false
+	}
+	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
+	// before a turn, so it waits again at its queue time.
+	for i, r := range taken {
+		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
+			continue
+		}
+		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Queue: &w.q.Resolved, Now: w.t}
+		if d := w.q.Policy.Decide(&in); d.Eligible {
+			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
+		}
+	}
+	// The last to free its quota names the wait, even one that freed it before now.
+	var latest time.Time
+	last, evicted := "", w.t
+	for _, r := range taken {
+		if free := r.freeAt(); last == "" || !free.Before(latest) {
+			latest, last = free, r.h.name
+		}
+		evicted = maxTime(evicted, r.at)
+	}
+	at := maxTime(w.t, latest)
+	reason := "fits now"
+	if len(taken) > 0 {
+		at = at.Add(w.q.Handover)
+		reason = "when " + last + " leaves"
+	}
+	w.evict(taken, evicted)
+	use, _ := w.fit(w.free, wt)
+	// Within its own ClusterQueue fair sharing preempts as without it.
+	w.admitAt(wt, use, reason, at, false)
+	w.preempted(len(taken) > 0)
+	return true
+}
+
+// victims is what wt's preemption takes: the pooled holders (and newer, those queued after it)
+// in the flavors it would take, in the order the preemptor removes them, then, as upstream's
+// preemptor minimises, without any whose quota it turns out not to need; target is what wt
+// takes where all is free.
+func (w *walker) victims(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) (taken []release, target []amount) {
+	target, _ = w.fitWhere(all, wt, true)
 	free := slices.Clone(room)
-	var taken []release
 	for bp.first < len(bp.pool) && bp.pool[bp.first].h.gone {
 		bp.first++
 	}
@@ -1065,41 +1115,7 @@ func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool,
 			free[a.slot] += a.value
 		}
 	}
-	if w.co != nil && len(w.co.reserved) > 0 && !w.makeRoom(taken, target) {
-		return false
-	}
-	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
-	// before a turn, so it waits again at its queue time.
-	for i, r := range taken {
-		if r.h.cand.Priority != wt.pend.Priority || !r.h.cand.QueuedAt.After(wt.pend.QueuedAt) {
-			continue
-		}
-		in := policy.Input{Preemptor: w.asPreemptor(wt), Candidate: &r.h.cand, Scope: policy.SameClusterQueue, Policy: w.q.Within, Queue: &w.q.Resolved, Now: w.t}
-		if d := w.q.Policy.Decide(&in); d.Eligible {
-			taken[i].turn, taken[i].own = d.Reason == tsapi.TimeBasedReason, policy.IsOwnReason(d.Reason)
-		}
-	}
-	// The last to free its quota names the wait, even one that freed it before now.
-	var latest time.Time
-	last, evicted := "", w.t
-	for _, r := range taken {
-		if free := r.freeAt(); last == "" || !free.Before(latest) {
-			latest, last = free, r.h.name
-		}
-		evicted = maxTime(evicted, r.at)
-	}
-	at := maxTime(w.t, latest)
-	reason := "fits now"
-	if len(taken) > 0 {
-		at = at.Add(w.q.Handover)
-		reason = "when " + last + " leaves"
-	}
-	w.evict(taken, evicted)
-	use, _ := w.fit(w.free, wt)
-	// Within its own ClusterQueue fair sharing preempts as without it.
-	w.admitAt(wt, use, reason, at, false)
-	w.preempted(len(taken) > 0)
-	return true
+	return taken, target
 }
 
 // makeRoom reports whether target fits in the free quota once taken have left.

@@ -217,6 +217,8 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		9484:  "workloads of one scheduling equivalence class took a cycle each, and one that never fits none",
 		9659:  "a ClusterQueue's active preemptor did not go first nor keep its room back",
 		11004: "a ClusterQueue's active preemptor was not its queue's head",
+		11290: "a preemptor's borrowing was judged with every holder it may take gone, not the victims it chooses",
+		7415:  "with a preemptor's borrowing judged on its victims, heads that both borrow were not ordered by how far up the cohort tree they borrow",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {

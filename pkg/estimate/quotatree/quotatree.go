@@ -37,6 +37,7 @@ type node struct {
 	// weight is the node's fair-sharing weight; children are a Cohort's Cohorts and ClusterQueues.
 	weight   float64
 	children []*node
+	cohort   bool
 }
 
 func (n *node) getResourceNode() resourceNode { return n.ResourceNode }
@@ -79,7 +80,7 @@ func FromSnapshot(cq *schdcache.ClusterQueueSnapshot) *Tree {
 
 func (t *Tree) addCohort(c *schdcache.CohortSnapshot, parent *node) {
 	n := t.newNode(c.ResourceNode.Quotas, c.ResourceNode.SubtreeQuota, c.ResourceNode.Usage, parent)
-	n.weight = c.FairWeight
+	n.weight, n.cohort = c.FairWeight, true
 	// The snapshot's children are sets; the copy's order does not matter to the arithmetic.
 	for _, child := range c.ChildCohorts() {
 		t.addCohort(child, n)
@@ -170,6 +171,57 @@ func (t *Tree) Used(cq kueue.ClusterQueueReference, fr resources.FlavorResource)
 // Borrowing reports whether cq uses more of fr than its nominal quota.
 func (t *Tree) Borrowing(cq kueue.ClusterQueueReference, fr resources.FlavorResource) bool {
 	return t.Used(cq, fr) > t.Nominal(cq, fr)
+}
+
+// FindHeightOfLowestSubtreeThatFits is how far up the tree cq goes for v more of fr: 0 within
+// its nominal quota, else the height of the lowest Cohort whose subtree has room for it, or the
+// root's when none has (the borrowing level of upstream's flavor assignment, which orders a
+// cycle's heads).
+func (t *Tree) FindHeightOfLowestSubtreeThatFits(cq kueue.ClusterQueueReference, fr resources.FlavorResource, v int64) int {
+	n := t.cqs[cq]
+	if n == nil {
+		return 0
+	}
+	return findHeightOfLowestSubtreeThatFits(n, fr, resources.NewAmount(v))
+}
+
+// Upstream's original: FindHeightOfLowestSubtreeThatFits in
+// sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
+func findHeightOfLowestSubtreeThatFits(c *node, fr resources.FlavorResource, val resources.Amount) int {
+	if !c.borrowingWith(fr, val) || !c.HasParent() {
+		return 0
+	}
+	remaining := val.Sub(LocalAvailable(c, fr))
+	root := c
+	for n := c.parent; n != nil; n = n.parent {
+		if !n.borrowingWith(fr, remaining) {
+			return getNodeHeight(n)
+		}
+		remaining = remaining.Sub(LocalAvailable(n, fr))
+		root = n
+	}
+	return getNodeHeight(root)
+}
+
+// borrowingWith reports whether val more of fr takes n beyond its quota: a ClusterQueue's
+// nominal, a Cohort's subtree (upstream's BorrowingWith of either snapshot).
+func (n *node) borrowingWith(fr resources.FlavorResource, val resources.Amount) bool {
+	quota := n.ResourceNode.SubtreeQuota[fr]
+	if !n.cohort {
+		quota = n.ResourceNode.Quotas[fr].Nominal
+	}
+	return quota.Cmp(n.ResourceNode.Usage[fr].Add(val)) < 0
+}
+
+// Upstream's original: getNodeHeight in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
+func getNodeHeight(n *node) int {
+	maxHeight := min(len(n.children), 1)
+	for _, child := range n.children {
+		if child.cohort {
+			maxHeight = max(maxHeight, getNodeHeight(child)+1)
+		}
+	}
+	return maxHeight
 }
 
 // Add counts v more of fr used by cq.

@@ -10,6 +10,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
+	"sigs.k8s.io/kueue/pkg/scheduler/preemption/classical"
 	"sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
@@ -17,12 +18,13 @@ import (
 
 // TestParityWithUpstream holds the copy to upstream's own arithmetic: on generated cohort trees
 // (quotas, borrowing and lending limits, Cohorts with quota of their own, admitted workloads),
-// every ClusterQueue's Available, PotentialAvailable and dominant resource share agree with the snapshot's, before and
-// after each of a random sequence of usage added and removed on both, and Restore gives back what
-// Save kept.
+// every ClusterQueue's Available, PotentialAvailable, borrowing level and dominant resource share
+// agree with the snapshot's, before and after each of a random sequence of usage added and
+// removed on both, and Restore gives back what Save kept.
 func TestParityWithUpstream(t *testing.T) {
 	const seeds = 300
 	checked := 0
+	heights := map[int]int{}
 	for seed := uint64(0); seed < seeds; seed++ {
 		sc := snapgen.Generate(seed, snapgen.Small)
 		snap, err := sc.Snapshot(context.Background(), logr.Discard())
@@ -60,6 +62,13 @@ func TestParityWithUpstream(t *testing.T) {
 						}
 						if got, want := tree.Borrowing(m, fr), ms.Borrowing(fr); got != want {
 							t.Fatalf("seed %d, %s: Borrowing(%s, %v) = %t, upstream's %t", seed, step, m, fr, got, want)
+						}
+						for _, v := range []int64{1, 1500, 6000} {
+							want, _ := classical.FindHeightOfLowestSubtreeThatFits(ms, fr, resources.NewAmount(v))
+							if got := tree.FindHeightOfLowestSubtreeThatFits(m, fr, v); got != want {
+								t.Fatalf("seed %d, %s: FindHeightOfLowestSubtreeThatFits(%s, %v, %d) = %d, upstream's %d", seed, step, m, fr, v, got, want)
+							}
+							heights[want]++
 						}
 					}
 					checked++
@@ -104,5 +113,12 @@ func TestParityWithUpstream(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("nothing compared")
 	}
-	t.Logf("%d comparisons over %d seeds", checked, seeds)
+	// The borrowing levels compared include staying within nominal and each of the first two
+	// heights up a tree.
+	for h := range 3 {
+		if heights[h] == 0 {
+			t.Errorf("no borrowing level %d compared: %v", h, heights)
+		}
+	}
+	t.Logf("%d comparisons over %d seeds, borrowing levels %v", checked, seeds, heights)
 }
