@@ -68,6 +68,10 @@ type cohortWalk struct {
 	wakes       times
 	limit       time.Time
 	fairSharing bool
+	// started: the tree is as the cycle started (beforeAdmitting).
+	started bool
+	// gen counts the cycles that requeue the parked workloads (walker.parkedNow).
+	gen int
 	// version counts the changes of usage; borrowedBy is what the members borrow of each flavor
 	// and resource at borrowedAt, a version.
 	version, borrowedAt int
@@ -338,23 +342,33 @@ func (co *cohortWalk) step() bool {
 		borrows int
 		// preemptor: head is its queue's active preemptor, which goes first.
 		preemptor bool
+		// fits: head fits in the free quota as the cycle starts (the flavor assigner's Fit).
+		fits bool
 	}
 	// The first cycle after a change in the cohort takes each queue's first workload.
 	first := len(co.ws) > 0 && !co.steppedAt.Equal(co.ws[0].t)
 	if first {
 		co.steppedAt = co.ws[0].t
+		co.gen++
 	}
 	var entries []entry
 	retry := false
 	for _, w := range co.ws {
-		if h := w.head(); h != nil {
+		if h := w.cycleHead(); h != nil {
 			if first && w.neverFirst(h) {
 				retry = true
 				continue
 			}
-			entries = append(entries, entry{w, h, w.borrows(h), preemptorsFirst() && w.isPreemptor(h, true)})
+			entries = append(entries, entry{w, h, w.borrows(h), preemptorsFirst() && w.isPreemptor(h, true), false})
 		}
 	}
+	co.beforeAdmitting(func() {
+		for i := range entries {
+			w := entries[i].w
+			w.startRoom = append(w.startRoom[:0], co.startRoom(w)...)
+			entries[i].fits = w.fits(w.startRoom, entries[i].head)
+		}
+	})
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if a.preemptor != b.preemptor {
 			if a.preemptor {
@@ -384,6 +398,9 @@ func (co *cohortWalk) step() bool {
 	co.cycle = true
 	defer func() {
 		co.cycle = false
+		for _, w := range co.ws {
+			w.startRoom = w.startRoom[:0]
+		}
 		for _, r := range co.requeues {
 			r.from.requeue(r.release, r.evicted)
 		}
@@ -411,6 +428,14 @@ func (co *cohortWalk) step() bool {
 		if e.w.admitting {
 			// Its ClusterQueue's cycle admits the workload that preempted in the last.
 			e.w.admitting, retry = false, true
+			continue
+		}
+		if e.fits && !e.w.fits(e.w.free, e.head) {
+			// Nominated to fit, it no longer does beside what the heads before it took or kept
+			// back: the scheduler skips it for the cycle, and in the next it may preempt. Skipped
+			// again at this instant, only what is kept back each cycle is in its way.
+			retry = retry || !e.head.skippedAt.Equal(e.w.t)
+			e.head.skippedAt = e.w.t
 			continue
 		}
 		head, spent := e.head, false
@@ -486,6 +511,10 @@ func (w *walker) neverFirst(head *waiting) bool {
 	if w.q.StrictFIFO || head == w.stickyHead() {
 		return false
 	}
+	if w.q.turns().TakesTurns() {
+		// The walk's lines are in turn order there; the queue pops in its own.
+		head = w.queueHead(head)
+	}
 	var first *waiting
 	for _, n := range w.nevers {
 		if queuedAhead(n, head) && (first == nil || queuedAhead(n, first)) {
@@ -496,14 +525,84 @@ func (w *walker) neverFirst(head *waiting) bool {
 		return false
 	}
 	// It has had its cycle at this instant (walker.parkAhead).
-	first.parkedAt = w.t
+	w.park(first)
 	w.parkEquivalents(first)
 	return true
 }
 
-// queuedAhead reports whether a comes before b in its queue by priority, then queue time.
+// beforeAdmitting runs f on the quota as a cycle starts, when the scheduler nominates its heads:
+// without the workloads that preempted in the last cycle, which it admits in this one
+// (walker.admitting).
+func (co *cohortWalk) beforeAdmitting(f func()) {
+	var admitting []*walker
+	for _, w := range co.ws {
+		if w.admitting {
+			admitting = append(admitting, w)
+			for _, a := range w.admittingUse {
+				co.tree.Remove(w.q.Name, w.frs[a.slot], a.value)
+			}
+		}
+	}
+	co.started = len(admitting) > 0
+	f()
+	co.started = false
+	for i := len(admitting) - 1; i >= 0; i-- {
+		w := admitting[i]
+		for _, a := range w.admittingUse {
+			co.tree.Add(w.q.Name, w.frs[a.slot], a.value)
+		}
+	}
+}
+
+// startRoom is what w may take as the cycle starts (beforeAdmitting), w.free unless a workload
+// that preempted is admitted in it.
+func (co *cohortWalk) startRoom(w *walker) []int64 {
+	if !co.started {
+		return w.free
+	}
+	room := make([]int64, len(w.frs))
+	for s, fr := range w.frs {
+		room[s] = co.tree.Room(w.q.Name, fr)
+	}
+	return room
+}
+
+// cycleHead is the head w offers a cycle: its first in line that has not had a cycle at this
+// instant (parked, walker.parkAhead), or nil when every one has.
+func (w *walker) cycleHead() *waiting {
+	if p := w.stickyHead(); p != nil {
+		return p
+	}
+	for _, l := range w.lines {
+		for _, wt := range l.items[l.first:] {
+			if !wt.done && !w.parkedNow(wt) && !wt.backsOff(w.t) {
+				return wt
+			}
+		}
+	}
+	return nil
+}
+
+// queueHead is the first of w's waiting workloads in its queue's order, head unless one comes
+// before it.
+func (w *walker) queueHead(head *waiting) *waiting {
+	for _, l := range w.lines {
+		if l.priority < head.pend.Priority {
+			break
+		}
+		for _, wt := range l.items[l.first:] {
+			if !wt.done && !wt.backsOff(w.t) && queuedAhead(wt, head) {
+				head = wt
+			}
+		}
+	}
+	return head
+}
+
+// queuedAhead reports whether a comes before b in its queue by priority, then queue time (not
+// the turn time where the queue takes turns).
 func queuedAhead(a, b *waiting) bool {
-	return a.pend.Priority > b.pend.Priority || (a.pend.Priority == b.pend.Priority && a.pend.QueuedAt.Before(b.pend.QueuedAt))
+	return a.pend.Priority > b.pend.Priority || (a.pend.Priority == b.pend.Priority && a.cand.QueuedAt.Before(b.cand.QueuedAt))
 }
 
 // deferredRequeue is a victim of a reclaim that goes back in its ClusterQueue's line once the
@@ -574,25 +673,15 @@ func preemptorsFirst() bool {
 }
 
 // nominatedRoom is what w may take of each slot as the scheduler sees it when it nominates the
-// heads of a cycle, before any of them kept room back: it chooses a head's victims there, and
-// checks only when it reaches that head whether they still make room beside the reservations
-// (upstream's schedule, "no longer fits"). It is w.free while no head kept room back.
+// heads of a cycle, as the cycle starts (walker.startRoom): before the heads ahead of w's took or
+// kept back any room, and before the workloads that preempted in the last are admitted. It
+// chooses a head's victims there, and checks only when it reaches that head whether they still
+// make room (upstream's schedule, "no longer fits"). Outside a cycle it is w.free.
 func (co *cohortWalk) nominatedRoom(w *walker) []int64 {
-	if len(co.reserved) == 0 {
-		return w.free
+	if co.cycle && len(w.startRoom) > 0 {
+		return w.startRoom
 	}
-	for i := len(co.reserved) - 1; i >= 0; i-- {
-		r := co.reserved[i]
-		co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
-	}
-	room := make([]int64, len(w.frs))
-	for s, fr := range w.frs {
-		room[s] = co.tree.Room(w.q.Name, fr)
-	}
-	for _, r := range co.reserved {
-		co.tree.Add(r.w.q.Name, r.w.frs[r.slot], r.value)
-	}
-	return room
+	return w.free
 }
 
 // next is the first instant after now at which a holder of a member may leave or a decision

@@ -256,8 +256,13 @@ type waiting struct {
 	// guarded: its last reclaim found a borrower protected for now (see walker.guarding).
 	guarded bool
 	// parkedAt is the instant at which it was its queue's head for a cycle and did not fit
-	// (walker.parkAhead).
-	parkedAt time.Time
+	// (walker.parkAhead), parkedGen the cohort's requeue of its parked workloads then
+	// (walker.parkedNow).
+	parkedAt  time.Time
+	parkedGen int
+	// skippedAt is the last instant at which a cycle skipped it: nominated to fit, it no longer
+	// did when its turn in the cycle came (cohortWalk.step).
+	skippedAt time.Time
 }
 
 // release is when a hold leaves for a preemptor of one priority: at is the instant its quota is
@@ -379,8 +384,12 @@ type walker struct {
 	cycleSpent bool
 	parked     *waiting
 	// admitting: its last admission preempted, and is the scheduler's in the next cycle
-	// (preempted).
-	admitting bool
+	// (preempted); admittingUse is what that admission takes.
+	admitting    bool
+	admittingUse []amount
+	// startRoom is what it may take as a cycle of its cohort started, when the scheduler
+	// nominated the cycle's heads (cohortWalk.nominatedRoom); empty outside a cycle.
+	startRoom []int64
 	// declined: its head's preemption no longer fit in this cycle of a cohort (take).
 	declined bool
 	// active is the queue's active preemptor (Queue.Preemptor) until the walk admits it or
@@ -433,7 +442,7 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 // preempted with, as the cycle's order and reservations ask (upstream's ClusterQueue.IsPreemptor);
 // not strict: as the queue's order asks.
 func (w *walker) isPreemptor(wt *waiting, strict bool) bool {
-	if w.active.UID == "" || wt.pend.Obj == nil || wt.pend.Obj.UID != w.active.UID || wt.out < 0 || admittedSince(wt.pend.Obj, w.active.At) {
+	if w.active.UID == "" || wt.pend.Obj == nil || wt.pend.Obj.UID != w.active.UID || wt.out < 0 || policy.QuotaReservedSince(wt.pend.Obj, w.active.At) {
 		return false
 	}
 	return !strict || wt.pend.Obj.Generation == w.active.Generation
@@ -443,7 +452,7 @@ func (w *walker) isPreemptor(wt *waiting, strict bool) bool {
 // (BestEffortFIFO) and it has not had its cycle at this instant; nil otherwise.
 func (w *walker) stickyHead() *waiting {
 	p := w.preempting
-	if p == nil || w.q.StrictFIFO || p.done || p.backsOff(w.t) || p.parkedAt.Equal(w.t) || !w.isPreemptor(p, false) {
+	if p == nil || w.q.StrictFIFO || p.done || p.backsOff(w.t) || w.parkedNow(p) || !w.isPreemptor(p, false) {
 		return nil
 	}
 	return p
@@ -907,10 +916,11 @@ func (w *walker) step() bool {
 				}
 				continue
 			}
+			// A queue offers one head a cycle: one ahead that did not fit had this one.
+			if w.parkAhead(wt) {
+				return true
+			}
 			if use, ok := w.fit(w.free, wt); ok {
-				if w.parkAhead(wt) {
-					return true
-				}
 				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
@@ -1029,10 +1039,10 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 
 // take admits wt after the pooled holders it needs have left (victims). It chooses them on room,
 // the quota as the scheduler nominated wt (cohortWalk.nominatedRoom), and reports false, taking
-// nothing, when they no longer make room beside what the cycle's heads before it kept back.
+// nothing, when they no longer make room beside what the cycle's heads before it took or kept back.
 func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) bool {
 	taken, target := w.victims(bp, wt, room, all, turn, newer)
-	if w.co != nil && len(w.co.reserved) > 0 && !w.makeRoom(taken, target) {
+	if w.co != nil && w.co.cycle && !w.makeRoom(taken, target) {
 		return false
 	}
 	// One queued after wt leaves for the reason wt gets: upstream's newer equal priority comes
@@ -1492,7 +1502,8 @@ func (w *walker) parkAhead(wt *waiting) bool {
 	}
 	// The queue keeps its active preemptor at its head, whatever its priority.
 	if p := w.stickyHead(); p != nil && p != wt {
-		p.parkedAt, w.cycleSpent, w.parked = w.t, true, p
+		w.park(p)
+		w.cycleSpent, w.parked = true, p
 		return true
 	}
 	var first *waiting
@@ -1501,7 +1512,7 @@ func (w *walker) parkAhead(wt *waiting) bool {
 			break
 		}
 		for _, o := range l.items[l.first:] {
-			if o == wt || o.done || o.backsOff(w.t) || o.parkedAt.Equal(w.t) ||
+			if o == wt || o.done || o.backsOff(w.t) || w.parkedNow(o) ||
 				(l.priority == wt.pend.Priority && !queuedFirst(o, wt)) {
 				continue
 			}
@@ -1513,22 +1524,39 @@ func (w *walker) parkAhead(wt *waiting) bool {
 			break
 		}
 	}
-	// One that never fits takes its cycle in the queue's order too, keeping nothing back.
+	// One that never fits takes its cycle in the queue's order too, keeping nothing back; by
+	// queue time even where the queue takes turns, as it never holds a turn to be put first for.
 	for _, n := range w.nevers {
-		if n.parkedAt.Equal(w.t) || n.backsOff(w.t) || n.pend.Priority < wt.pend.Priority ||
-			(n.pend.Priority == wt.pend.Priority && !queuedFirst(n, wt)) {
+		if w.parkedNow(n) || n.backsOff(w.t) || n.pend.Priority < wt.pend.Priority ||
+			(n.pend.Priority == wt.pend.Priority && !queuedAhead(n, wt)) {
 			continue
 		}
-		if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && queuedFirst(n, first)) {
+		if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && queuedAhead(n, first)) {
 			first = n
 		}
 	}
 	if first == nil {
 		return false
 	}
-	first.parkedAt, w.cycleSpent, w.parked = w.t, true, first
+	w.park(first)
+	w.cycleSpent, w.parked = true, first
 	w.parkEquivalents(first)
 	return true
+}
+
+// park notes that wt had its cycle at this instant and did not fit: its queue sets it aside as
+// inadmissible until the cohort requeues its parked workloads.
+func (w *walker) park(wt *waiting) {
+	wt.parkedAt = w.t
+	if w.co != nil {
+		wt.parkedGen = w.co.gen
+	}
+}
+
+// parkedNow reports whether wt is set aside (park) since the cohort last requeued its parked
+// workloads: at each instant, and after a preemption's eviction (cohortWalk.step's first cycle).
+func (w *walker) parkedNow(wt *waiting) bool {
+	return wt.parkedAt.Equal(w.t) && (w.co == nil || wt.parkedGen == w.co.gen)
 }
 
 // parkEquivalents parks, with first, the workloads of its scheduling equivalence class: the
@@ -1543,13 +1571,13 @@ func (w *walker) parkEquivalents(first *waiting) {
 	for _, l := range w.lines {
 		for _, o := range l.items[l.first:] {
 			if !o.done && schedulingHash(o) == h {
-				o.parkedAt = w.t
+				w.park(o)
 			}
 		}
 	}
 	for _, n := range w.nevers {
 		if schedulingHash(n) == h {
-			n.parkedAt = w.t
+			w.park(n)
 		}
 	}
 }
@@ -1567,6 +1595,10 @@ func schedulingHash(wt *waiting) workload.EquivalenceHash {
 // cycle between is that workload again, so the walk gives that cycle to no other (admitting).
 func (w *walker) preempted(did bool) {
 	w.admitting = did && w.co != nil && len(w.co.ws) > 1
+	if w.admitting {
+		// admitAt has just held it.
+		w.admittingUse = w.holds[len(w.holds)-1].use
+	}
 	if did {
 		// The queue keeps the last to preempt, which the walk admits at once (upstream's pw.set,
 		// then its delete on admission).

@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -64,13 +63,6 @@ type Preemptor struct {
 	UID        types.UID
 	Generation int64
 	At         time.Time
-}
-
-// admittedSince reports whether wl had its quota reserved, and lost it again, after at: the
-// queue then no longer keeps it as its preemptor.
-func admittedSince(wl *kueue.Workload, at time.Time) bool {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
-	return c != nil && c.LastTransitionTime.After(at.Truncate(time.Second))
 }
 
 // FromCohort reads a walk of the cohort tree cq belongs to (ComputeCohort): a copy of its quotas

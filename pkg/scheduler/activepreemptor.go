@@ -9,6 +9,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // ActivePreemptor is the workload Kueue's queue manager keeps as a ClusterQueue's preemptor: the
@@ -44,6 +46,13 @@ func (a *activePreemptors) requeued(cq kueue.ClusterQueueReference, info *worklo
 		a.byCQ = map[kueue.ClusterQueueReference]ActivePreemptor{}
 	}
 	a.byCQ[cq] = ActivePreemptor{UID: info.Obj.UID, Generation: info.LastEvaluatedGeneration, At: at}
+}
+
+// Is reports whether the queue keeps info as its preemptor at its generation (upstream's
+// ClusterQueue.IsPreemptor): the same workload, at the generation it was evaluated at, not
+// admitted since (the queue forgets it then).
+func (p ActivePreemptor) Is(info *workload.Info) bool {
+	return p.UID != "" && info.Obj.UID == p.UID && info.Obj.Generation == p.Generation && !policy.QuotaReservedSince(info.Obj, p.At)
 }
 
 // ActivePreemptor is cq's active preemptor; false when it has none.

@@ -37,7 +37,10 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 		steppedAside.Insert(cq)
 		info := *turn
 		info.ClusterQueue = cq
-		*h = qcache.Head{Info: info}
+		// The queue marks only the heads it pops as its preemptor; the one taken in its place
+		// keeps that standing, and goes first among the cycle's heads with it.
+		p, _ := s.ActivePreemptor(cq)
+		*h = qcache.Head{Info: info, IsPreemptor: p.Is(&info)}
 	}
 	return heads
 }

@@ -9,10 +9,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	testingwrappers "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -285,6 +287,61 @@ func TestMoreHeadsTakeTurns(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("reserved after one cycle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A head that steps aside for the workload whose turn it is hands it the standing the queue gives
+// its active preemptor (the queue marks only the heads it pops): the workload goes first among the
+// cycle's heads, as it would had the queue popped it.
+func TestStepAsideKeepsPreemptorStanding(t *testing.T) {
+	cases := map[string]struct {
+		// preemptor is the workload noted as the ClusterQueue's active preemptor, "" for none.
+		preemptor string
+		// admitted: the turn's workload had its quota reserved after it was noted.
+		admitted bool
+		want     bool
+	}{
+		"the turn goes to the active preemptor":                     {preemptor: "w-4", want: true},
+		"the turn goes to another workload":                         {preemptor: "w-5", want: false},
+		"the ClusterQueue has no active preemptor":                  {want: false},
+		"the preemptor was admitted since, and the queue forgot it": {preemptor: "w-4", admitted: true, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var wls []*kueue.Workload
+			for i := 1; i <= 5; i++ {
+				name := fmt.Sprintf("w-%d", i)
+				wl := cpuWorkload(name, "cq", "1").Creation(t0.Add(time.Duration(i) * time.Second)).UID(types.UID("uid-" + name)).Obj()
+				if tc.admitted && name == "w-4" {
+					apimeta.SetStatusCondition(&wl.Status.Conditions, metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse,
+						Reason: "Pending", LastTransitionTime: metav1.NewTime(t0.Add(time.Minute))})
+				}
+				wls = append(wls, wl)
+			}
+			w := newWorld(t, worldObjects{clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "10").Obj()}, workloads: wls})
+			pending := map[string]*workload.Info{}
+			for _, info := range w.queues.PendingWorkloadsInfo("cq") {
+				// As the queue gives its heads.
+				info.ClusterQueue = "cq"
+				pending[info.Obj.Name] = info
+			}
+			s, _ := w.scheduler(WithPreemptor(func(c PreemptorConfig) Preemptor {
+				return turnTaker{Preemptor: NewUpstreamPreemptor(c), turns: map[string]string{"w-2": "w-4"}, pending: pending}
+			}))
+			if tc.preemptor != "" {
+				// As the cycle that found its targets evaluated it.
+				evaluated := *pending[tc.preemptor]
+				evaluated.LastEvaluatedGeneration = evaluated.Obj.Generation
+				s.preemptors.requeued("cq", &evaluated, qcache.RequeueReasonPendingPreemption, t0)
+			}
+			heads := s.substituteHeads(w.ctx, []qcache.Head{{Info: *pending["w-2"]}}, nil, sets.New[kueue.ClusterQueueReference]())
+			if got := heads[0].Obj.Name; got != "w-4" {
+				t.Fatalf("head after stepping aside: %s, want w-4", got)
+			}
+			if got := heads[0].IsPreemptor; got != tc.want {
+				t.Errorf("IsPreemptor = %t, want %t", got, tc.want)
 			}
 		})
 	}

@@ -219,6 +219,10 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		11004: "a ClusterQueue's active preemptor was not its queue's head",
 		11290: "a preemptor's borrowing was judged with every holder it may take gone, not the victims it chooses",
 		7415:  "with a preemptor's borrowing judged on its victims, heads that both borrow were not ordered by how far up the cohort tree they borrow",
+		9160:  "a head chose its victims after the cycle's earlier preemptions, not on the quota as the cycle started",
+		9246:  "a queue offered a second head in the cycle its first head did not fit",
+		9434:  "the workload a head stepped aside for lost its standing as its queue's active preemptor",
+		11536: "a workload that never fits was its queue's first head by turn order, not queue order",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
