@@ -70,8 +70,9 @@ type cohortWalk struct {
 	fairSharing bool
 	// started: the tree is as the cycle started (beforeAdmitting).
 	started bool
-	// gen counts the cycles that requeue the parked workloads (walker.parkedNow).
-	gen int
+	// gen counts the cycles that requeue the parked workloads (walker.parkedNow); cycles those
+	// at the walk's instant.
+	gen, cycles int
 	// version counts the changes of usage; borrowedBy is what the members borrow of each flavor
 	// and resource at borrowedAt, a version.
 	version, borrowedAt int
@@ -248,6 +249,15 @@ func (co *cohortWalk) borrowed(fr resources.FlavorResource) int64 {
 	return co.borrowedBy[fr]
 }
 
+// cycleBound is the most cycles one instant takes: a few for each workload still waiting.
+func (co *cohortWalk) cycleBound() int {
+	n := 16
+	for _, w := range co.ws {
+		n += 4 * (w.left + 1)
+	}
+	return n
+}
+
 // borrowing reports whether some member uses more than its nominal quota of some slot.
 func (co *cohortWalk) borrowing() bool {
 	return slices.ContainsFunc(co.ws, (*walker).borrowsAny)
@@ -267,6 +277,14 @@ func (co *cohortWalk) run() {
 			}
 		}
 		if co.step() {
+			// Each cycle admits, parks or skips a head: more cycles at one instant than that
+			// allows is a loop of the walk's, not of the scheduler's.
+			if co.cycles++; co.cycles > co.cycleBound() {
+				for _, w := range co.ws {
+					w.giveUp(noProgress)
+				}
+				return
+			}
 			continue
 		}
 		next, ok := co.next()
@@ -290,6 +308,7 @@ func (co *cohortWalk) run() {
 			}
 			return
 		}
+		co.cycles = 0
 		// A protection of a borrower may have ended: the members that may reclaim look again.
 		borrowing := co.borrowing()
 		for _, w := range co.ws {

@@ -870,6 +870,8 @@ const noProgress = "the estimate's walk stopped: nothing it foresees changes aft
 // the holders that may leave for it by now have left; false when none does.
 func (w *walker) step() bool {
 	w.headTried = false
+	// failed is the first workload this step tried that did not fit.
+	var failed *waiting
 	for _, l := range w.lines {
 		for l.first < len(l.items) && l.items[l.first].done {
 			l.first++
@@ -894,7 +896,7 @@ func (w *walker) step() bool {
 		}
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
-			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) {
+			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) || w.parkedNow(wt) {
 				continue
 			}
 			if !wt.ever {
@@ -916,12 +918,19 @@ func (w *walker) step() bool {
 				}
 				continue
 			}
-			// A queue offers one head a cycle: one ahead that did not fit had this one.
-			if w.parkAhead(wt) {
+			if use, ok := w.fit(w.free, wt); ok {
+				if w.parkAhead(wt) {
+					return true
+				}
+				w.admit(wt, use, w.fitsNowFor(wt))
 				return true
 			}
-			if use, ok := w.fit(w.free, wt); ok {
-				w.admit(wt, use, w.fitsNowFor(wt))
+			// A queue offers one head a cycle: one before it that did not fit had this one, and
+			// it comes in the next, without what the heads of this one keep back.
+			if failed != nil && w.oneHeadACycle() && len(w.co.reserved) > 0 {
+				w.park(failed)
+				w.parkEquivalents(failed)
+				w.cycleSpent, w.parked = true, failed
 				return true
 			}
 			room, free, newer := w.preemptionRoom(bp, wt, own == 1)
@@ -942,6 +951,9 @@ func (w *walker) step() bool {
 			wt.checked = [3]int{w.freed, bp.grown, own}
 			if w.q.StrictFIFO || wt.guarded {
 				return false
+			}
+			if failed == nil {
+				failed = wt
 			}
 		}
 	}
