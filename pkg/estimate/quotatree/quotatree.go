@@ -5,6 +5,7 @@
 package quotatree
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -182,30 +183,40 @@ func (t *Tree) FindHeightOfLowestSubtreeThatFits(cq kueue.ClusterQueueReference,
 	if n == nil {
 		return 0
 	}
-	return findHeightOfLowestSubtreeThatFits(n, fr, resources.NewAmount(v))
+	height, _ := findHeightOfLowestSubtreeThatFits(n, fr, resources.NewAmount(v))
+	return height
 }
 
-// Upstream's original: FindHeightOfLowestSubtreeThatFits in
-// sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func findHeightOfLowestSubtreeThatFits(c *node, fr resources.FlavorResource, val resources.Amount) int {
-	if !c.borrowingWith(fr, val) || !c.HasParent() {
-		return 0
+// Upstream's original: FindHeightOfLowestSubtreeThatFits in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
+// timeshare: over this package's copy of the tree, its nodes and LocalAvailable.
+func findHeightOfLowestSubtreeThatFits(c *node, fr resources.FlavorResource, val resources.Amount) (int, bool) {
+	if !c.BorrowingWith(fr, val) || !c.HasParent() {
+		return 0, c.HasParent()
 	}
-	remaining := val.Sub(LocalAvailable(c, fr))
-	root := c
-	for n := c.parent; n != nil; n = n.parent {
-		if !n.borrowingWith(fr, remaining) {
-			return getNodeHeight(n)
+	remaining := val.Sub(LocalAvailable(c, fr)) // timeshare: this package's LocalAvailable.
+	for trackingNode := range c.PathParentToRoot() {
+		if !trackingNode.BorrowingWith(fr, remaining) {
+			return getNodeHeight(trackingNode), trackingNode.HasParent()
 		}
-		remaining = remaining.Sub(LocalAvailable(n, fr))
-		root = n
+		remaining = remaining.Sub(LocalAvailable(trackingNode, fr)) // timeshare: this package's LocalAvailable.
 	}
-	return getNodeHeight(root)
+	// no fit found
+	return getNodeHeight(c.Parent().Root()), false
 }
 
-// borrowingWith reports whether val more of fr takes n beyond its quota: a ClusterQueue's
+// Upstream's original: getNodeHeight in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
+// timeshare: over this package's copy of the tree.
+func getNodeHeight(node *node) int {
+	maxHeight := min(node.ChildCount(), 1)
+	for _, childCohort := range node.ChildCohorts() {
+		maxHeight = max(maxHeight, getNodeHeight(childCohort)+1)
+	}
+	return maxHeight
+}
+
+// BorrowingWith reports whether val more of fr takes n beyond its quota: a ClusterQueue's
 // nominal, a Cohort's subtree (upstream's BorrowingWith of either snapshot).
-func (n *node) borrowingWith(fr resources.FlavorResource, val resources.Amount) bool {
+func (n *node) BorrowingWith(fr resources.FlavorResource, val resources.Amount) bool {
 	quota := n.ResourceNode.SubtreeQuota[fr]
 	if !n.cohort {
 		quota = n.ResourceNode.Quotas[fr].Nominal
@@ -213,15 +224,40 @@ func (n *node) borrowingWith(fr resources.FlavorResource, val resources.Amount) 
 	return quota.Cmp(n.ResourceNode.Usage[fr].Add(val)) < 0
 }
 
-// Upstream's original: getNodeHeight in sigs.k8s.io/kueue/pkg/scheduler/preemption/classical.
-func getNodeHeight(n *node) int {
-	maxHeight := min(len(n.children), 1)
-	for _, child := range n.children {
-		if child.cohort {
-			maxHeight = max(maxHeight, getNodeHeight(child)+1)
+// PathParentToRoot yields n's Cohorts from its parent up to the root.
+func (n *node) PathParentToRoot() iter.Seq[*node] {
+	return func(yield func(*node) bool) {
+		for a := n.parent; a != nil; a = a.parent {
+			if !yield(a) {
+				return
+			}
 		}
 	}
-	return maxHeight
+}
+
+// Parent is the Cohort n is in, nil at the root.
+func (n *node) Parent() *node { return n.parent }
+
+// Root is the root of the tree n is in.
+func (n *node) Root() *node {
+	for n.parent != nil {
+		n = n.parent
+	}
+	return n
+}
+
+// ChildCount counts n's children, Cohorts and ClusterQueues.
+func (n *node) ChildCount() int { return len(n.children) }
+
+// ChildCohorts are n's children that are Cohorts.
+func (n *node) ChildCohorts() []*node {
+	var out []*node
+	for _, c := range n.children {
+		if c.cohort {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Add counts v more of fr used by cq.
