@@ -547,8 +547,13 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 	if w.q.StrictFIFO {
 		return true
 	}
+	// Whose turn it is the preemptor decides when the cycle starts, before its heads keep room.
+	start := w.free
+	if w.co != nil {
+		start = w.co.nominatedRoom(w)
+	}
 	free := w.scratch[:0]
-	for s, v := range w.free {
+	for s, v := range start {
 		room := v + w.used[s]
 		if w.co != nil && w.reclaims() {
 			// What it lent it may reclaim.
@@ -933,6 +938,7 @@ func (w *walker) step() bool {
 				w.cycleSpent, w.parked = true, failed
 				return true
 			}
+
 			room, free, newer := w.preemptionRoom(bp, wt, own == 1)
 			most := int64(0)
 			for _, v := range free {
@@ -954,6 +960,11 @@ func (w *walker) step() bool {
 			}
 			if failed == nil {
 				failed = wt
+				if w.co != nil && w.co.cycle && len(w.co.reserved) == 0 {
+					// Those after it are tried in this cycle for the next, which the scheduler
+					// starts with the quota as it is now.
+					w.startRoom = append(w.startRoom[:0], w.free...)
+				}
 			}
 		}
 	}
