@@ -938,7 +938,6 @@ func (w *walker) step() bool {
 				w.cycleSpent, w.parked = true, failed
 				return true
 			}
-
 			room, free, newer := w.preemptionRoom(bp, wt, own == 1)
 			most := int64(0)
 			for _, v := range free {
@@ -1060,9 +1059,10 @@ func (w *walker) newerFor(bp *byPriority, wt *waiting, free []int64, turn bool, 
 	return out
 }
 
-// take admits wt after the pooled holders it needs have left (victims). It chooses them on room,
-// the quota as the scheduler nominated wt (cohortWalk.nominatedRoom), and reports false, taking
-// nothing, when they no longer make room beside what the cycle's heads before it took or kept back.
+// take admits wt after the pooled holders it needs have left (victims). It chooses them on
+// room, the quota as the scheduler nominated wt (cohortWalk.nominatedRoom), and reports false,
+// taking nothing, when they no longer make room beside what the cycle's heads before it took or
+// kept back.
 func (w *walker) take(bp *byPriority, wt *waiting, room, all []int64, turn bool, newer []release) bool {
 	taken, target := w.victims(bp, wt, room, all, turn, newer)
 	if w.co != nil && w.co.cycle && !w.makeRoom(taken, target) {
