@@ -223,6 +223,8 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		9246:  "a queue offered a second head in the cycle its first head did not fit",
 		9434:  "the workload a head stepped aside for lost its standing as its queue's active preemptor",
 		11536: "a workload that never fits was its queue's first head by turn order, not queue order",
+		11389: "whose turn it was was judged on the quota after the cycle's heads kept room back",
+		7048:  "a workload tried after its queue's failed head had its turn judged on the cycle's start, not the next's",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
