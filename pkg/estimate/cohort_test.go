@@ -380,9 +380,9 @@ func TestComputeCohort(t *testing.T) {
 			}
 			pol := policy.New(policy.Options{}, plugins.With(plugins.Units().Features()...))
 			config := func(cq *schdcache.ClusterQueueSnapshot) Config {
-				var active Preemptor
+				var active policy.ActivePreemptor
 				if tc.preemptor != "" && cq.Name == "lender" {
-					active = Preemptor{UID: types.UID("uid-" + tc.preemptor), At: t0.Add(-time.Minute)}
+					active = policy.ActivePreemptor{UID: types.UID("uid-" + tc.preemptor), At: t0.Add(-time.Minute)}
 				}
 				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict, Preemptor: active,
 					Wake: policy.WakeSettings{Units: plugins.Units(), Lengths: []time.Duration{reclaimMin}},

@@ -93,7 +93,7 @@ type Queue struct {
 	// preemptor of this one (its reclaimMinRuntime), by ClusterQueue, for a walk of the cohort.
 	Against map[kueue.ClusterQueueReference]*policy.QueueFacts
 	// Preemptor is its active preemptor when the walk begins; zero: none.
-	Preemptor Preemptor
+	Preemptor policy.ActivePreemptor
 }
 
 // turns are the queue's time-sharing settings, as the preemptor resolved them (Resolved).
@@ -394,7 +394,7 @@ type walker struct {
 	declined bool
 	// active is the queue's active preemptor (Queue.Preemptor) until the walk admits it or
 	// another workload that preempts; preempting is the pending workload that is it, if any.
-	active     Preemptor
+	active     policy.ActivePreemptor
 	preempting *waiting
 	// preemptWhileBorrowing: in a walk of the cohort, the flavor assigner lets its workloads
 	// preempt in a flavor where they ask more than the nominal quota (preemptsIn).
@@ -442,10 +442,13 @@ func newWalker(q *Queue, now time.Time, n int) *walker {
 // preempted with, as the cycle's order and reservations ask (upstream's ClusterQueue.IsPreemptor);
 // not strict: as the queue's order asks.
 func (w *walker) isPreemptor(wt *waiting, strict bool) bool {
-	if w.active.UID == "" || wt.pend.Obj == nil || wt.pend.Obj.UID != w.active.UID || wt.out < 0 || policy.QuotaReservedSince(wt.pend.Obj, w.active.At) {
+	if wt.out < 0 {
 		return false
 	}
-	return !strict || wt.pend.Obj.Generation == w.active.Generation
+	if strict {
+		return w.active.Is(wt.pend.Obj)
+	}
+	return w.active.Holds(wt.pend.Obj)
 }
 
 // stickyHead is the active preemptor, pending, where the queue keeps it at its head
@@ -781,7 +784,7 @@ func (w *walker) admit(wt *waiting, use []amount, reason string) {
 func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time, preempts bool) {
 	if wt == w.preempting {
 		// Admitted, it leaves the queue, which forgets it as its preemptor.
-		w.active, w.preempting = Preemptor{}, nil
+		w.active, w.preempting = policy.ActivePreemptor{}, nil
 	}
 	wt.done = true
 	w.admissions++
@@ -1625,7 +1628,7 @@ func (w *walker) preempted(did bool) {
 	if did {
 		// The queue keeps the last to preempt, which the walk admits at once (upstream's pw.set,
 		// then its delete on admission).
-		w.active, w.preempting = Preemptor{}, nil
+		w.active, w.preempting = policy.ActivePreemptor{}, nil
 	}
 }
 

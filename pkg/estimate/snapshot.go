@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -51,18 +50,7 @@ type Config struct {
 	// nothing.
 	Against func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts
 	// Preemptor is the ClusterQueue's active preemptor (Queue.Preemptor); zero: none.
-	Preemptor Preemptor
-}
-
-// Preemptor is the workload Kueue's queue manager keeps as a ClusterQueue's preemptor: the last
-// one requeued there waiting for its preemptions, at At, with the generation it had then, until
-// it is admitted. While it is pending it is its queue's head under BestEffortFIFO and, at that
-// generation, goes first among a cycle's heads and keeps its room back
-// (PrioritizePreemptorWorkloads).
-type Preemptor struct {
-	UID        types.UID
-	Generation int64
-	At         time.Time
+	Preemptor policy.ActivePreemptor
 }
 
 // FromCohort reads a walk of the cohort tree cq belongs to (ComputeCohort): a copy of its quotas

@@ -310,11 +310,9 @@ func (e *estimator) compute(cq kueue.ClusterQueueReference, infos []*workload.In
 func (e *estimator) config(p *preemption.Preemptor, cq *schdcache.ClusterQueueSnapshot) estimate.Config {
 	ordering := workload.Ordering{PodsReadyRequeuingTimestamp: requeuingTimestamp(&e.m.cfg)}
 	sources := append(policy.Sources{e.m.settings}, e.m.sources...)
-	var active estimate.Preemptor
+	var active policy.ActivePreemptor
 	if s := e.m.scheduler.Load(); s != nil {
-		if a, ok := s.ActivePreemptor(cq.Name); ok {
-			active = estimate.Preemptor{UID: a.UID, Generation: a.Generation, At: a.At}
-		}
+		active, _ = s.ActivePreemptor(cq.Name)
 	}
 	return estimate.Config{
 		Log: e.log, Policy: p.Policy(), StrictFIFO: e.m.settings.StrictFIFO(cq.Name),

@@ -434,13 +434,6 @@ const (
 	RuntimeClockPodsReady RuntimeClock = "PodsReady"
 )
 
-// QuotaReservedSince reports whether wl's QuotaReserved condition changed after at, to the second
-// the API keeps: it was admitted, and maybe evicted again, since.
-func QuotaReservedSince(wl *kueue.Workload, at time.Time) bool {
-	c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)
-	return c != nil && c.LastTransitionTime.After(at.Truncate(time.Second))
-}
-
 // RunningSince is when wl's running time began by clock; zero if it has not begun.
 func RunningSince(wl *kueue.Workload, clock RuntimeClock) time.Time {
 	admitted := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadAdmitted)

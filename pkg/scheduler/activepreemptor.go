@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -13,18 +11,9 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
-// ActivePreemptor is the workload Kueue's queue manager keeps as a ClusterQueue's preemptor: the
-// last one requeued there waiting for its preemptions (or a migration), with the generation the
-// queue evaluated it at. While it is pending it is its queue's head under BestEffortFIFO and, at
-// that generation, goes first among a cycle's heads and keeps its room back
-// (PrioritizePreemptorWorkloads). The queue manager shows it only on a cycle's heads; the
-// admission estimates need it between cycles.
-type ActivePreemptor struct {
-	UID        types.UID
-	Generation int64
-	// At is when it was requeued so; the queue forgets it once it is admitted.
-	At time.Time
-}
+// ActivePreemptor is a ClusterQueue's preemptor as the queue manager keeps it. The queue manager
+// shows it only on a cycle's heads; the admission estimates need it between cycles.
+type ActivePreemptor = policy.ActivePreemptor
 
 // activePreemptors follows what the queue manager sets (upstream's ClusterQueue.requeueIfNotPresent,
 // pw.set), per ClusterQueue. The queue clears it when the workload leaves the queue, admitted or
@@ -46,13 +35,6 @@ func (a *activePreemptors) requeued(cq kueue.ClusterQueueReference, info *worklo
 		a.byCQ = map[kueue.ClusterQueueReference]ActivePreemptor{}
 	}
 	a.byCQ[cq] = ActivePreemptor{UID: info.Obj.UID, Generation: info.LastEvaluatedGeneration, At: at}
-}
-
-// Is reports whether the queue keeps info as its preemptor at its generation (upstream's
-// ClusterQueue.IsPreemptor): the same workload, at the generation it was evaluated at, not
-// admitted since (the queue forgets it then).
-func (p ActivePreemptor) Is(info *workload.Info) bool {
-	return p.UID != "" && info.Obj.UID == p.UID && info.Obj.Generation == p.Generation && !policy.QuotaReservedSince(info.Obj, p.At)
 }
 
 // ActivePreemptor is cq's active preemptor; false when it has none.

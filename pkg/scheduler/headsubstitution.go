@@ -40,7 +40,7 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 		// The queue marks only the heads it pops as its preemptor; the one taken in its place
 		// keeps that standing, and goes first among the cycle's heads with it.
 		p, _ := s.ActivePreemptor(cq)
-		*h = qcache.Head{Info: info, IsPreemptor: p.Is(&info)}
+		*h = qcache.Head{Info: info, IsPreemptor: p.Is(info.Obj)}
 	}
 	return heads
 }

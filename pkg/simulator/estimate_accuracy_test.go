@@ -106,9 +106,7 @@ func (e *estimating) config(cq *schdcache.ClusterQueueSnapshot) estimate.Config 
 		Handover: e.handover,
 		Against:  func(victims *schdcache.ClusterQueueSnapshot) policy.QueueFacts { return e.resolve(cq, victims) },
 	}
-	if a, ok := e.w.sched.ActivePreemptor(cq.Name); ok {
-		c.Preemptor = estimate.Preemptor{UID: a.UID, Generation: a.Generation, At: a.At}
-	}
+	c.Preemptor, _ = e.w.sched.ActivePreemptor(cq.Name)
 	if timebased.InQueue(&resolved).TakesTurns() {
 		// As the manager gives it: a workload rotated out waits since its eviction.
 		c.TurnTime = func(wl *kueue.Workload) time.Time { return preemption.TurnTime(wl, workload.Ordering{}) }
