@@ -904,7 +904,15 @@ func (w *walker) step() bool {
 		}
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
-			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) || w.parkedNow(wt) {
+			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) {
+				continue
+			}
+			if w.parkedNow(wt) {
+				// Not offered in this cycle, it still holds the turn: the preemptor's line
+				// lists every pending workload.
+				if turn == 1 && wt.ever && w.canUseTurn(w.forPriority(wt.pend), wt) {
+					turn = 0
+				}
 				continue
 			}
 			if !wt.ever {
