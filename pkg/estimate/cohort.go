@@ -887,6 +887,12 @@ type protectedKey struct {
 func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d policy.Decision) bool) {
 	in := &w.input
 	*in = policy.Input{Preemptor: w.asPreemptor(wt), Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Now: w.t}
+	w.borrowersAgainst(in, func(o *walker, h *hold) bool { return w.asks(wt, o, h) }, yield)
+}
+
+// borrowersAgainst asks the policy, with in, about each holder of the other members that borrow
+// that uses a slot they borrow and that asks accepts, until yield returns false.
+func (w *walker) borrowersAgainst(in *policy.Input, asks func(o *walker, h *hold) bool, yield func(o *walker, h *hold, d policy.Decision) bool) {
 	for _, o := range w.co.ws {
 		if o == w {
 			continue
@@ -903,7 +909,7 @@ func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d 
 		o.compact()
 		in.Queue = w.q.Against[o.q.Name]
 		for _, h := range o.holds {
-			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || !w.asks(wt, o, h) {
+			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || !asks(o, h) {
 				continue
 			}
 			in.Candidate = &h.cand
@@ -912,6 +918,29 @@ func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d 
 			}
 		}
 	}
+}
+
+// reclaimable is, per slot, what the holders of the other members that borrow hold and a
+// preemptor like bp's may ever reclaim from them (the policy asked at policy.TimelessFuture), as
+// the preemptor asks whether a workload could use a turn; kept while the cohort's usage is the same.
+func (w *walker) reclaimable(bp *byPriority) []int64 {
+	if bp.reclaimableAt == w.co.version && bp.reclaimable != nil {
+		return bp.reclaimable
+	}
+	out := append(bp.reclaimable[:0], make([]int64, len(w.free))...)
+	in := policy.Input{Preemptor: bp.rep, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Now: w.t.Add(policy.TimelessFuture)}
+	w.borrowersAgainst(&in, func(*walker, *hold) bool { return true }, func(o *walker, h *hold, d policy.Decision) bool {
+		if d.Eligible {
+			for _, a := range h.use {
+				if s, ok := w.slots[o.frs[a.slot]]; ok {
+					out[s] += a.value
+				}
+			}
+		}
+		return true
+	})
+	bp.reclaimable, bp.reclaimableAt = out, w.co.version
+	return out
 }
 
 // failedReclaim is the last reclaim that found too little: one of no higher priority that asks at

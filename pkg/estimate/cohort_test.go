@@ -24,6 +24,7 @@ import (
 	"github.com/kueue-timeshare/kueue-timeshare/apis/annotations"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/minruntime"
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/plugins/timebased"
 	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 	"github.com/kueue-timeshare/kueue-timeshare/test/util/snapgen"
 )
@@ -97,8 +98,11 @@ func TestComputeCohort(t *testing.T) {
 		second, strict bool
 		// preemptor names the lender's active preemptor (Config.Preemptor).
 		preemptor string
-		wls       []cohortWl
-		want      []Estimate
+		// window makes the lender take turns (LowerOrNewerEqualPriority within, minAdmitDuration
+		// window).
+		window time.Duration
+		wls    []cohortWl
+		want   []Estimate
 	}{
 		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
 			reclaim: kueue.PreemptionPolicyAny,
@@ -347,6 +351,19 @@ func TestComputeCohort(t *testing.T) {
 				{Workload: "ns/a2", Position: 1, When: at(90 * time.Minute), Reason: "when ns/b2 leaves", Note: approximate},
 			},
 		},
+		"a workload that may reclaim its lent quota only from lower priorities cannot use a turn while its own priority borrows it: the next in line takes the turn": {
+			reclaim: kueue.PreemptionPolicyLowerPriority, window: time.Hour,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 2, admitted: 30 * time.Minute, expected: 3 * time.Hour},
+				{name: "b1", cq: "borrower", cpu: 4, admitted: 10 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 4},
+				{name: "a3", cq: "lender", cpu: 2},
+			},
+			want: []Estimate{
+				{Workload: "ns/a2", Position: 1, Unknown: true, Reason: "behind workloads that take turns without end"},
+				{Workload: "ns/a3", Position: 2, When: at(30*time.Minute + time.Second + time.Millisecond), Reason: "when ns/a1 leaves", Note: approximate},
+			},
+		},
 		"without fair sharing, the same heads go by priority": {
 			reclaim: kueue.PreemptionPolicyAny,
 			wls:     sharedHeads,
@@ -364,6 +381,12 @@ func TestComputeCohort(t *testing.T) {
 				features.SetFeatureGateDuringTest(t, features.PrioritizePreemptorWorkloads, true)
 			}
 			sc := lenderAndBorrower(tc.reclaim, tc.second, tc.wls)
+			turns := timebased.Settings{MinAdmitDuration: tc.window}
+			for _, cq := range sc.ClusterQueues {
+				if tc.window > 0 && cq.Name == "lender" {
+					cq.Spec.Preemption.WithinClusterQueue = kueue.PreemptionPolicyLowerOrNewerEqualPriority
+				}
+			}
 			sc.FairSharing = tc.fairSharing
 			ctx := context.Background()
 			snap, err := sc.Snapshot(ctx, logr.Discard())
@@ -384,13 +407,18 @@ func TestComputeCohort(t *testing.T) {
 				if tc.preemptor != "" && cq.Name == "lender" {
 					active = policy.ActivePreemptor{UID: types.UID("uid-" + tc.preemptor), At: t0.Add(-time.Minute)}
 				}
-				return Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict, Preemptor: active,
+				c := Config{Log: logr.Discard(), Policy: pol, Handover: time.Second, StrictFIFO: tc.strict, Preemptor: active,
 					Wake: policy.WakeSettings{Units: plugins.Units(), Lengths: []time.Duration{reclaimMin}},
 					Against: func(*schdcache.ClusterQueueSnapshot) policy.QueueFacts {
 						var q policy.QueueFacts
 						minruntime.Into(&q, minruntime.Protection{MinRuntime: reclaimMin})
 						return q
 					}}
+				if tc.window > 0 && cq.Name == "lender" {
+					c.Resolved = *timebased.Resolved(turns)
+					c.Wake.Queue = map[policy.Feature]any{timebased.Feature: turns}
+				}
+				return c
 			}
 			tree, members := FromCohort(snap, snap.ClusterQueue("lender"), func(cq kueue.ClusterQueueReference) []*workload.Info { return pending[cq] }, config)
 			var got []Estimate

@@ -211,11 +211,13 @@ type hold struct {
 	use      []amount
 	requests map[corev1.ResourceName]int64
 	// since is when the walk saw it take the quota (now for the holders given).
-	since   time.Time
-	ends    time.Time
-	runtime time.Duration
-	drain   time.Duration
-	gone    bool
+	since time.Time
+	// ends is when it ends by its runtime as the rules see it, counted from the second the API
+	// keeps; finish is when it does end, from the instant the walk admitted it.
+	ends, finish time.Time
+	runtime      time.Duration
+	drain        time.Duration
+	gone         bool
 	// older: a workload of its priority queued before it may wait while it holds.
 	older bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
@@ -325,6 +327,9 @@ type byPriority struct {
 	older     *policy.Pending
 	newerHeap releases
 	newer     []release
+	// reclaimable is walker.reclaimable at the cohort's version reclaimableAt.
+	reclaimable   []int64
+	reclaimableAt int
 }
 
 // line is the pending workloads of one priority, in turn order; rotated-out ones join its end.
@@ -490,8 +495,11 @@ func (w *walker) hold(h *hold) {
 		w.co.held(w, h)
 	}
 	w.holds = append(w.holds, h)
-	if !h.ends.IsZero() {
-		heap.Push(&w.ending, release{at: h.ends, h: h})
+	if h.finish.IsZero() {
+		h.finish = h.ends
+	}
+	if !h.finish.IsZero() {
+		heap.Push(&w.ending, release{at: h.finish, h: h})
 	}
 	for _, bp := range w.prios {
 		w.sortIn(bp, h)
@@ -552,15 +560,19 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 	}
 	// Whose turn it is the preemptor decides when the cycle starts, before its heads keep room.
 	start := w.free
+	var reclaimable []int64
 	if w.co != nil {
 		start = w.co.nominatedRoom(w)
+		if w.reclaims() {
+			reclaimable = w.reclaimable(bp)
+		}
 	}
 	free := w.scratch[:0]
 	for s, v := range start {
 		room := v + w.used[s]
-		if w.co != nil && w.reclaims() {
-			// What it lent it may reclaim.
-			room = max(room, w.nominal[s])
+		if reclaimable != nil {
+			// What it lent it may reclaim from those its rules will ever let it.
+			room = max(room, min(w.nominal[s], room+reclaimable[s]))
 		}
 		free = append(free, room-bp.stuck[s])
 	}
@@ -622,12 +634,16 @@ func (w *walker) releaseOf(h *hold, p *policy.Pending) (release, bool) {
 				at = at.Add(min(max(w.q.Notice(reason), 0), Horizon))
 			}
 			// Preempted before its promised end, it waits again; at that end it is done (an
-			// expected runtime is nominated just as it ends).
-			return release{at: at, requeue: h.ends.IsZero() || in.Now.Before(h.ends), turn: d.Reason == tsapi.TimeBasedReason, own: policy.IsOwnReason(d.Reason), h: h}, true
+			// expected runtime is nominated just as it ends), and goes when it does.
+			requeue := h.ends.IsZero() || in.Now.Before(h.ends)
+			if !requeue {
+				at = maxTime(at, h.finish)
+			}
+			return release{at: at, requeue: requeue, turn: d.Reason == tsapi.TimeBasedReason, own: policy.IsOwnReason(d.Reason), h: h}, true
 		}
 	}
-	if !h.ends.IsZero() {
-		return release{at: h.ends, end: true, h: h}, true
+	if !h.finish.IsZero() {
+		return release{at: h.finish, end: true, h: h}, true
 	}
 	return release{}, false
 }
@@ -805,7 +821,7 @@ func (w *walker) admitAt(wt *waiting, use []amount, reason string, t time.Time, 
 	c.QuotaReservedAt, c.AdmittedAt, c.Admitted, c.Evicted, c.RunningSince, c.NotStarted = at, at, true, false, time.Time{}, false
 	h := &hold{name: wt.name, cand: c, use: use, requests: wt.requests, since: t, runtime: wt.runtime, drain: wt.drain, older: w.queuedBefore(c.Priority, c.QueuedAt)}
 	if wt.runtime > 0 {
-		h.ends = at.Add(min(wt.runtime, Horizon))
+		h.ends, h.finish = at.Add(min(wt.runtime, Horizon)), t.Add(min(wt.runtime, Horizon))
 	}
 	w.hold(h)
 	if w.co != nil {

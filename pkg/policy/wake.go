@@ -14,6 +14,11 @@ import (
 // instant (a minAdmitDuration counts only once strictly passed) is woken this much later.
 const WakePrecision = time.Millisecond
 
+// TimelessFuture is how far ahead a question about what a workload could ever take looks (whether
+// it can use a time-sharing turn): every window, min-runtime and finite toleration has ended by
+// then.
+const TimelessFuture = 100 * 365 * 24 * time.Hour
+
 // WakeSettings are what the features read, besides a running candidate, to say when their
 // decisions about it can change.
 type WakeSettings struct {

@@ -226,6 +226,7 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		11389: "whose turn it was was judged on the quota after the cycle's heads kept room back",
 		7048:  "a workload tried after its queue's failed head had its turn judged on the cycle's start, not the next's",
 		11093: "a head parked for the cycle gave up its turn to the next workload in line",
+		11414: "holders that end in one second left together, not at the instants the walk admitted them",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {

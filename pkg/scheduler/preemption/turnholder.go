@@ -14,6 +14,8 @@ import (
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/resources"
 	"sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-timeshare/kueue-timeshare/pkg/policy"
 )
 
 // turnUse says whether a pending workload could use a time-sharing turn if it had it.
@@ -30,10 +32,6 @@ const (
 	// turnNow: it fits now, or after evicting candidates the rules allow now.
 	turnNow
 )
-
-// timelessFuture is how far ahead the "later" question looks: every window, min-runtime and
-// finite toleration has ended by then.
-const timelessFuture = 100 * 365 * 24 * time.Hour
 
 // turnUseOf answers for info on snapshot, once per workload and scheduling cycle.
 func (p *Preemptor) turnUseOf(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) turnUse {
@@ -128,7 +126,7 @@ func (p *Preemptor) flavorTurnUse(ctx context.Context, info *workload.Info, snap
 	for _, use := range []turnUse{turnNow, turnLater} {
 		s := p.newSearchFor(ctx, info, snapshot, contested, workload.Usage{Quota: quota}, false)
 		if use == turnLater {
-			s.now = s.now.Add(timelessFuture)
+			s.now = s.now.Add(policy.TimelessFuture)
 		}
 		if s.workloadFits(true) || len(p.targets(s)) > 0 {
 			return use
