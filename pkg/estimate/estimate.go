@@ -1611,11 +1611,12 @@ func (w *walker) parkedNow(wt *waiting) bool {
 
 // parkEquivalents parks, with first, the workloads of its scheduling equivalence class: the
 // queue sets them aside as inadmissible with it, untried (upstream's
-// SchedulingEquivalenceHashing, handleInadmissibleHash), until the cohort next changes. Not
-// where the queue takes turns: there the manager parks each alone (RefusalsDependOnWorkload).
+// SchedulingEquivalenceHashing, handleInadmissibleHash), until the cohort next changes. Where
+// the queue takes turns, only when first can never use one: otherwise the manager parks each
+// alone (RefusalsDependOnWorkload).
 func (w *walker) parkEquivalents(first *waiting) {
 	h := schedulingHash(first)
-	if h == "" || w.q.turns().TakesTurns() {
+	if h == "" || w.q.turns().TakesTurns() && first.ever && w.canUseTurn(w.forPriority(first.pend), first) {
 		return
 	}
 	for _, l := range w.lines {

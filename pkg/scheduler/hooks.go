@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schdcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
 	"sigs.k8s.io/kueue/pkg/workload"
 )
@@ -25,12 +24,11 @@ type Hooks struct {
 	// Wait gives the preemptor's verdict on a head that found no victims: see WaitVerdict.
 	Wait func(ctx context.Context, wl *workload.Info, snapshot *schdcache.Snapshot) WaitVerdict
 
-	// RefusalsDependOnWorkload reports whether the preemptor's refusal to find victims in cq can
+	// RefusalsDependOnWorkload reports whether the preemptor's refusal of wl in this cycle can
 	// depend on the pending workload itself, not only on its shape (with time-based preemption,
-	// on whose turn it is). For such ClusterQueues the queue must not park workloads of the same
-	// shape along with a refused one, as it does for NoFit and PreemptionNoCandidates
-	// (SchedulingEquivalenceHashing).
-	RefusalsDependOnWorkload func(cq kueue.ClusterQueueReference) bool
+	// on whose turn it is). Then the queue must not park workloads of the same shape along with
+	// it, as it does for NoFit and PreemptionNoCandidates (SchedulingEquivalenceHashing).
+	RefusalsDependOnWorkload func(wl *workload.Info) bool
 }
 
 // WaitVerdict is what the preemptor says of a head that found no victims.

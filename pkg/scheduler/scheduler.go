@@ -1182,7 +1182,7 @@ func (s *Scheduler) requeueAndUpdate(ctx context.Context, e entry) {
 	}
 	// timeshare: the preemptor's refusals may depend on the workload, not only on its
 	// equivalence class.
-	e.requeueReason = s.withoutEquivalenceParking(e.requeueReason, e.ClusterQueue)
+	e.requeueReason = s.withoutEquivalenceParking(e.requeueReason, &e.Info)
 	if s.queues.QueueSecondPassIfNeeded(ctx, e.Obj, e.SecondPassIteration) {
 		log.V(2).
 			Info("Workload re-queued for second pass", "workload", klog.KObj(e.Obj), "clusterQueue", klog.KRef("", string(e.ClusterQueue)), "queue", klog.KRef(e.Obj.Namespace, string(e.Obj.Spec.QueueName)), "requeueReason", e.requeueReason, "status", e.status)

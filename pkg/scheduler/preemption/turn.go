@@ -350,10 +350,15 @@ func (p *Preemptor) takesTurnNow(ctx context.Context, snapshot *schdcache.Snapsh
 	return p.turnUseOf(ctx, &o, snapshot) == turnNow
 }
 
-// RefusalsDependOnWorkload reports whether, in cq, two pending workloads of the same shape can get
-// different answers: they can when turns are taken there.
-func (p *Preemptor) RefusalsDependOnWorkload(cq kueue.ClusterQueueReference) bool {
-	return p.pending != nil && p.settings(cq).TakesTurns()
+// RefusalsDependOnWorkload reports whether another pending workload of info's shape and priority
+// in its ClusterQueue could get an answer other than the one info got in this cycle: it can when
+// turns are taken there (whose turn it is), unless info was found unable to use a turn at all,
+// an answer that depends only on its shape, priority and queue (uselessFor).
+func (p *Preemptor) RefusalsDependOnWorkload(info *workload.Info) bool {
+	if p.pending == nil || !p.settings(info.ClusterQueue).TakesTurns() {
+		return false
+	}
+	return !p.foundUseless(info)
 }
 
 // Wait is the preemptor's verdict on a workload that found no victims (scheduler.WaitVerdict):

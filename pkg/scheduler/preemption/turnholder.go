@@ -176,6 +176,23 @@ func (p *Preemptor) uselessFor(ctx context.Context, info *workload.Info, snapsho
 	return useless
 }
 
+// foundUseless reports whether this cycle found that info cannot use a turn, by its own search
+// or by uselessFor's memory for the queue's state in this cycle.
+func (p *Preemptor) foundUseless(info *workload.Info) bool {
+	c := &p.pendingCycle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if use, ok := c.use[info.Obj.UID]; ok {
+		return use == turnUseless
+	}
+	state, ok := c.states[info.ClusterQueue]
+	if !ok {
+		return false
+	}
+	e, ok := c.useless.entries[info.Obj.UID]
+	return ok && e.useless && e.state == state && e.resourceVersion == info.Obj.ResourceVersion
+}
+
 // queueState is a fingerprint of what uselessFor's answers in cq depend on: its quota generation,
 // its preemption policy and settings, and its admitted workloads with their versions.
 // It is computed once per cycle.

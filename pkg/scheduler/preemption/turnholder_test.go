@@ -284,3 +284,45 @@ func TestLargeTurnLineHoldersAreKeptWithTheLine(t *testing.T) {
 		})
 	}
 }
+
+// Kueue parks the workloads of a refused one's shape with it (SchedulingEquivalenceHashing). Where
+// turns are taken a refusal may depend on whose turn it is, so the queue must not, except for a
+// workload found unable to use a turn at all: that answer is the same for its whole shape, and a
+// flood of such workloads is then parked at once instead of one per cycle.
+func TestRefusalsDependOnWorkload(t *testing.T) {
+	ctx := ctrllog.IntoContext(context.Background(), logr.Discard())
+	cases := map[string]struct {
+		cpus   string
+		window time.Duration
+		// asked: the cycle asked about the workload's turn before it was refused.
+		asked bool
+		want  bool
+	}{
+		"it can use a turn: its shape may get another answer":    {cpus: "1", window: time.Hour, asked: true, want: true},
+		"it can never use a turn: its whole shape is refused":    {cpus: "4", window: time.Hour, asked: true, want: false},
+		"not asked in this cycle: its shape may get another one": {cpus: "4", window: time.Hour, want: true},
+		"no turns taken: upstream's parking":                     {cpus: "1", want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := timeSharingScenario("1")
+			waiting := utiltestingapi.MakeWorkload("waiting", "ns").UID("uid-waiting").Priority(10).
+				Request(corev1.ResourceCPU, tc.cpus).Creation(snapgen.Epoch.Add(30 * time.Minute)).Obj()
+			opts := timeSharingOptions(tc.window, []*kueue.Workload{waiting})
+			if tc.window == 0 {
+				opts[0] = queueSettings(func(kueue.ClusterQueueReference) timebased.Settings { return timebased.Settings{} })
+			}
+			p := New(nil, workload.Ordering{PodsReadyRequeuingTimestamp: configapi.EvictionTimestamp}, nil, nil, false,
+				clocktesting.NewFakeClock(sc.Now), nil, preemptexpectations.New(), nil, opts...)
+			info := workload.NewInfo(waiting)
+			info.ClusterQueue = "cq"
+			snap := snapshotOf(t, ctx, sc)
+			if tc.asked {
+				p.ExplainWait(ctx, info, snap)
+			}
+			if got := p.RefusalsDependOnWorkload(info); got != tc.want {
+				t.Errorf("RefusalsDependOnWorkload = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
