@@ -560,23 +560,23 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 	}
 	// Whose turn it is the preemptor decides when the cycle starts, before its heads keep room.
 	start := w.free
-	var reclaimable []int64
 	if w.co != nil {
 		start = w.co.nominatedRoom(w)
-		if w.reclaims() {
-			reclaimable = w.reclaimable(bp)
-		}
 	}
 	free := w.scratch[:0]
 	for s, v := range start {
-		room := v + w.used[s]
-		if reclaimable != nil {
-			// What it lent it may reclaim from those its rules will ever let it.
-			room = max(room, min(w.nominal[s], room+reclaimable[s]))
-		}
-		free = append(free, room-bp.stuck[s])
+		free = append(free, v+w.used[s]-bp.stuck[s])
 	}
 	w.scratch = free
+	if w.fits(free, wt) || w.co == nil || !w.reclaims() {
+		return w.fits(free, wt)
+	}
+	// What it lent it may reclaim from those its rules will ever let it.
+	reclaimable := w.reclaimable(bp)
+	for s, v := range start {
+		room := v + w.used[s]
+		free[s] = max(room, min(w.nominal[s], room+reclaimable[s])) - bp.stuck[s]
+	}
 	return w.fits(free, wt)
 }
 
