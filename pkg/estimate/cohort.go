@@ -485,7 +485,7 @@ func (co *cohortWalk) step() bool {
 		if g := e.w.guarding; g != nil && g.guarded && !g.done {
 			head, guarded, always = g, true, true
 		}
-		if !always && !spent && e.w.triedAt.Equal(e.w.t) {
+		if !always && !spent && e.w.triedAt.Equal(e.w.t) && e.w.triedGen == co.gen {
 			continue
 		}
 		n := len(co.reserved)
@@ -496,7 +496,7 @@ func (co *cohortWalk) step() bool {
 		if len(co.reserved) > n {
 			co.changed()
 			if !always {
-				e.w.triedAt, parked = e.w.t, true
+				e.w.triedAt, e.w.triedGen, parked = e.w.t, co.gen, true
 			}
 		}
 	}

@@ -372,10 +372,12 @@ type walker struct {
 	// alone, on Queue.Capacity. failed is its last reclaim that found too little.
 	co     *cohortWalk
 	failed failedReclaim
-	// triedAt is when its head last kept quota back for itself under BestEffortFIFO (see
-	// cohortWalk.step); nevers are its pending workloads that never fit (see neverFirst).
-	triedAt time.Time
-	nevers  []*waiting
+	// triedAt is when its head last kept quota back for itself under BestEffortFIFO, until the
+	// cohort's parked workloads are requeued (triedGen, cohortWalk.gen; see cohortWalk.step);
+	// nevers are its pending workloads that never fit (see neverFirst).
+	triedAt  time.Time
+	triedGen int
+	nevers   []*waiting
 	// guarding is the workload whose reclaim waits for a protected borrower: the preemptor's
 	// Wait verdict (HoldQuota) keeps it the head of its queue and keeps the quota it waits for
 	// back from the cohort in every cycle, until the protection ends or the cohort changes.
