@@ -43,6 +43,7 @@ func (p timesharePreemptor) Hooks() scheduler.Hooks {
 		VetoAdmission:            p.VetoAdmission,
 		Wait:                     p.wait,
 		RefusalsDependOnWorkload: p.RefusalsDependOnWorkload,
+		CannotUseTurn:            p.CannotUseTurn,
 	}
 }
 

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +37,10 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 		s.queues.DeleteWorkload(log, workload.Key(turn.Obj))
 		log.V(3).Info("Queue head steps aside for the workload whose turn it is", "head", klog.KObj(h.Obj), "turn", klog.KObj(turn.Obj), "clusterQueue", cq)
 		steppedAside.Insert(cq)
+		if s.steppedAsideFor == nil {
+			s.steppedAsideFor = map[kueue.ClusterQueueReference]types.UID{}
+		}
+		s.steppedAsideFor[cq] = turn.Obj.UID
 		info := *turn
 		info.ClusterQueue = cq
 		// The queue marks only the heads it pops as its preemptor; the one taken in its place
@@ -47,12 +53,25 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 
 // retryAfterTurns wakes the workloads parked in ClusterQueues where a workload stepped aside or
 // was held back for the one whose turn it was, once that one is admitted: nothing else would wake
-// them (an admission frees no quota), and a workload held back may fit in what is left.
-func (s *Scheduler) retryAfterTurns(waited sets.Set[kueue.ClusterQueueReference], admitted []entry) {
+// them (an admission frees no quota), and a workload held back may fit in what is left. It wakes
+// them too when the one a head stepped aside for is found unable to use the turn after all (the
+// quota it counted on went elsewhere): the turn passes it over, and the head that stepped aside
+// may fit now.
+func (s *Scheduler) retryAfterTurns(waited sets.Set[kueue.ClusterQueueReference], entries, inadmissible []entry) {
 	wake := sets.New[kueue.ClusterQueueReference]()
-	for i := range admitted {
-		if admitted[i].status == assumed && waited.Has(admitted[i].ClusterQueue) {
-			wake.Insert(admitted[i].ClusterQueue)
+	for _, e := range slices.Concat(entries, inadmissible) {
+		uid, ok := s.steppedAsideFor[e.ClusterQueue]
+		stood := ok && uid == e.Obj.UID
+		switch {
+		case e.status == assumed && (waited.Has(e.ClusterQueue) || stood):
+			wake.Insert(e.ClusterQueue)
+		case stood && s.hooks.CannotUseTurn != nil && s.hooks.CannotUseTurn(&e.Info):
+			wake.Insert(e.ClusterQueue)
+		default:
+			continue
+		}
+		if stood {
+			delete(s.steppedAsideFor, e.ClusterQueue)
 		}
 	}
 	if wake.Len() > 0 {

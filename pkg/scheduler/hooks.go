@@ -29,6 +29,10 @@ type Hooks struct {
 	// on whose turn it is). Then the queue must not park workloads of the same shape along with
 	// it, as it does for NoFit and PreemptionNoCandidates (SchedulingEquivalenceHashing).
 	RefusalsDependOnWorkload func(wl *workload.Info) bool
+
+	// CannotUseTurn reports whether this cycle found that wl, refused, could not use a turn even
+	// if it had one: a head that stepped aside for it then gets its place back at once.
+	CannotUseTurn func(wl *workload.Info) bool
 }
 
 // WaitVerdict is what the preemptor says of a head that found no victims.

@@ -420,3 +420,71 @@ func TestHeadCursorsNext(t *testing.T) {
 		})
 	}
 }
+
+// oneTurnTaker substitutes the turn workload for the head once, and says whether the turn
+// workload could use a turn (CannotUseTurn).
+type oneTurnTaker struct {
+	Preemptor
+	turn     *workload.Info
+	cannot   bool
+	substits *int
+}
+
+func (p oneTurnTaker) Hooks() Hooks {
+	return Hooks{
+		SubstituteHead: func(_ context.Context, head *workload.Info, _ *schdcache.Snapshot) *workload.Info {
+			if *p.substits > 0 || head.Obj.UID == p.turn.Obj.UID {
+				return nil
+			}
+			*p.substits++
+			return p.turn
+		},
+		CannotUseTurn: func(wl *workload.Info) bool { return p.cannot && wl.Obj.UID == p.turn.Obj.UID },
+	}
+}
+
+// A head that stepped aside for the workload whose turn it was gets its place back as soon as that
+// workload is found unable to use the turn after all, instead of waiting parked for the next
+// change in its cohort (a workload that fits waited minutes in generated scenarios); while the
+// turn's workload only waits for its turn, the queue is left alone.
+func TestStepAsideForOneThatCannotUseTheTurn(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cannot bool
+		// woken: the ClusterQueue's parked workloads are requeued after the cycle.
+		woken bool
+	}{
+		"the turn's workload cannot use the turn: the queue is woken": {cannot: true, woken: true},
+		"the turn's workload waits for its turn: the queue is not":    {cannot: false, woken: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			head := cpuWorkload("head", "cq", "1").UID("uid-head").Obj()
+			big := cpuWorkload("big", "cq", "3").Creation(t0.Add(time.Second)).UID("uid-big").Obj()
+			w := newWorld(t, worldObjects{clusterQueues: []*kueue.ClusterQueue{cpuQueue("cq", "2").Obj()}, workloads: []*kueue.Workload{head, big}})
+			pending := map[string]*workload.Info{}
+			for _, info := range w.queues.PendingWorkloadsInfo("cq") {
+				info.ClusterQueue = "cq"
+				pending[info.Obj.Name] = info
+			}
+			substits := 0
+			s, _ := w.scheduler(WithPreemptor(func(c PreemptorConfig) Preemptor {
+				return oneTurnTaker{Preemptor: NewUpstreamPreemptor(c), turn: pending["big"], cannot: tc.cannot, substits: &substits}
+			}))
+			w.requeuer.ProcessRequeues(w.ctx)
+			// The cycle: the queue gives its head, which steps aside and is parked, and the turn's
+			// workload is refused.
+			heads := w.queues.Heads(w.ctx)
+			if len(heads) != 1 || heads[0].Obj.Name != "head" {
+				t.Fatalf("the queue's heads: %v, want head", heads)
+			}
+			waited := sets.New[kueue.ClusterQueueReference]()
+			heads = s.substituteHeads(w.ctx, heads, nil, waited)
+			if got := heads[0].Obj.Name; got != "big" {
+				t.Fatalf("head after stepping aside: %s, want big", got)
+			}
+			s.retryAfterTurns(waited, []entry{{Head: heads[0], status: notNominated}}, nil)
+			if got := w.requeuer.ProcessRequeues(w.ctx) > 0; got != tc.woken {
+				t.Errorf("queue woken: %t, want %t", got, tc.woken)
+			}
+		})
+	}
+}

@@ -95,6 +95,9 @@ type Scheduler struct {
 	// waitedForTurn are this cycle's ClusterQueues where a head stepped aside or was held back
 	// for the workload whose turn it was.
 	waitedForTurn sets.Set[kueue.ClusterQueueReference]
+	// steppedAsideFor is, per ClusterQueue, the workload a head last stepped aside for, until it
+	// is admitted or found unable to use the turn (retryAfterTurns).
+	steppedAsideFor map[kueue.ClusterQueueReference]types.UID
 	// headsPerCycle is how many workloads of one ClusterQueue a cycle may take (WithHeadsPerCycle).
 	headsPerCycle int
 	// takenInCycle are the workloads this cycle took out of the queues after its heads, with
@@ -438,7 +441,7 @@ func (s *Scheduler) schedule(ctx context.Context) wait.SpeedSignal {
 	}
 	// timeshare: workloads parked behind the one whose turn it was get another chance once it
 	// is admitted.
-	s.retryAfterTurns(s.waitedForTurn, entries)
+	s.retryAfterTurns(s.waitedForTurn, entries, inadmissibleEntries)
 	log.V(2).Info("Workload processing done", "duration", s.clock.Since(phaseStartTime))
 	s.reportSkippedPreemptions(skippedPreemptions)
 	metrics.AdmissionAttempt(result, s.clock.Since(startTime), s.roleTracker)

@@ -127,6 +127,8 @@ type pendingCycle struct {
 	use map[types.UID]turnUse
 	// states is, per ClusterQueue, its queueState in this cycle.
 	states map[kueue.ClusterQueueReference]uint64
+	// rooms is, per ClusterQueue, its cohortRoom in this cycle.
+	rooms map[kueue.ClusterQueueReference]*cohortRoom
 	// useless remembers, beyond the cycle, which pending workloads cannot use a turn, for as long
 	// as neither they nor their ClusterQueue change (see uselessFor).
 	useless uselessMemo
@@ -348,6 +350,11 @@ func (p *Preemptor) takesTurnNow(ctx context.Context, snapshot *schdcache.Snapsh
 	o := *first
 	o.ClusterQueue = wl.ClusterQueue
 	return p.turnUseOf(ctx, &o, snapshot) == turnNow
+}
+
+// CannotUseTurn reports whether this cycle found that info cannot use a turn (turnUse).
+func (p *Preemptor) CannotUseTurn(info *workload.Info) bool {
+	return p.pending != nil && p.settings(info.ClusterQueue).TakesTurns() && p.foundUseless(info)
 }
 
 // RefusalsDependOnWorkload reports whether another pending workload of info's shape and priority

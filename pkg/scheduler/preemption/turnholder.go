@@ -157,23 +157,66 @@ func (p *Preemptor) canHoldTurn(ctx context.Context, snapshot *schdcache.Snapsho
 // not depend on the time, since the "later" question looks past every window and protection, but
 // only on the workload and its ClusterQueue's quota, settings and admitted workloads: it is kept
 // across cycles while none of them changes, so that a flood of workloads that can never use a turn
-// costs its searches once per change of their queue, not at every cycle. A change elsewhere in the
-// cohort (quota lent or reclaimed) is seen at the next change of the queue itself; until then a
-// workload that could now borrow is passed over, and keeps its place in line.
+// costs its searches once per change of their queue, not at every cycle. The rest of the cohort
+// counts through the room it leaves the queue (cohortRoom): "cannot" holds while the cohort leaves
+// no more, "can" while it leaves no less.
 func (p *Preemptor) uselessFor(ctx context.Context, info *workload.Info, snapshot *schdcache.Snapshot) bool {
 	state := p.queueState(snapshot, info.ClusterQueue)
+	room := p.cohortRoomOf(snapshot, info.ClusterQueue)
 	c := &p.pendingCycle
 	c.mu.Lock()
-	useless, ok := c.useless.get(info.Obj, state, p.clock.Now())
+	useless, ok := c.useless.get(info.Obj, state, room, p.clock.Now())
 	c.mu.Unlock()
 	if ok {
 		return useless
 	}
 	useless = p.turnUseOf(ctx, info, snapshot) == turnUseless
 	c.mu.Lock()
-	c.useless.put(info.Obj, state, useless, p.clock.Now())
+	c.useless.put(info.Obj, state, room, useless, p.clock.Now())
 	c.mu.Unlock()
 	return useless
+}
+
+// cohortRoom is what a ClusterQueue may take of each of its flavors and resources as its cohort
+// stands in one cycle (ClusterQueueSnapshot.Available), read once per cycle and shared by the
+// answers found in it.
+type cohortRoom struct {
+	available map[resources.FlavorResource]int64
+}
+
+// cohortRoomOf is cq's cohortRoom in snapshot's cycle.
+func (p *Preemptor) cohortRoomOf(snapshot *schdcache.Snapshot, cq kueue.ClusterQueueReference) *cohortRoom {
+	c := &p.pendingCycle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snapshot != snapshot {
+		c.reset(snapshot, p.clock.Now())
+	}
+	if r, ok := c.rooms[cq]; ok {
+		return r
+	}
+	r := &cohortRoom{available: map[resources.FlavorResource]int64{}}
+	if cqs := snapshot.ClusterQueue(cq); cqs != nil {
+		for fr := range cqs.ResourceNode.Quotas {
+			r.available[fr] = cqs.Available(fr).Int64()
+		}
+	}
+	c.rooms[cq] = r
+	return r
+}
+
+// keeps reports whether an answer found with room r still holds with now: one that could not use
+// a turn while the cohort leaves no more room, one that could while it leaves no less.
+func (r *cohortRoom) keeps(now *cohortRoom, useless bool) bool {
+	if r == now {
+		return true
+	}
+	for fr, v := range now.available {
+		if was := r.available[fr]; (useless && v > was) || (!useless && v < was) {
+			return false
+		}
+	}
+	return true
 }
 
 // foundUseless reports whether this cycle found that info cannot use a turn, by its own search
@@ -186,11 +229,12 @@ func (p *Preemptor) foundUseless(info *workload.Info) bool {
 		return use == turnUseless
 	}
 	state, ok := c.states[info.ClusterQueue]
-	if !ok {
+	room, rok := c.rooms[info.ClusterQueue]
+	if !ok || !rok {
 		return false
 	}
 	e, ok := c.useless.entries[info.Obj.UID]
-	return ok && e.useless && e.state == state && e.resourceVersion == info.Obj.ResourceVersion
+	return ok && e.useless && e.state == state && e.resourceVersion == info.Obj.ResourceVersion && e.room.keeps(room, true)
 }
 
 // queueState is a fingerprint of what uselessFor's answers in cq depend on: its quota generation,
@@ -254,15 +298,16 @@ type uselessMemo struct {
 type uselessEntry struct {
 	resourceVersion string
 	state           uint64
+	room            *cohortRoom
 	useless         bool
 	used            time.Time
 }
 
 const forgetAfter = 10 * time.Minute
 
-func (m *uselessMemo) get(wl *kueue.Workload, state uint64, now time.Time) (bool, bool) {
+func (m *uselessMemo) get(wl *kueue.Workload, state uint64, room *cohortRoom, now time.Time) (bool, bool) {
 	e, ok := m.entries[wl.UID]
-	if !ok || e.resourceVersion != wl.ResourceVersion || e.state != state {
+	if !ok || e.resourceVersion != wl.ResourceVersion || e.state != state || !e.room.keeps(room, e.useless) {
 		return false, false
 	}
 	e.used = now
@@ -270,11 +315,11 @@ func (m *uselessMemo) get(wl *kueue.Workload, state uint64, now time.Time) (bool
 	return e.useless, true
 }
 
-func (m *uselessMemo) put(wl *kueue.Workload, state uint64, useless bool, now time.Time) {
+func (m *uselessMemo) put(wl *kueue.Workload, state uint64, room *cohortRoom, useless bool, now time.Time) {
 	if m.entries == nil {
 		m.entries = map[types.UID]uselessEntry{}
 	}
-	m.entries[wl.UID] = uselessEntry{resourceVersion: wl.ResourceVersion, state: state, useless: useless, used: now}
+	m.entries[wl.UID] = uselessEntry{resourceVersion: wl.ResourceVersion, state: state, room: room, useless: useless, used: now}
 }
 
 // nextCycle starts a cycle; every hundred cycles it drops the entries unused for forgetAfter.
@@ -308,5 +353,6 @@ func (c *pendingCycle) reset(snapshot *schdcache.Snapshot, now time.Time) {
 	}
 	c.use = map[types.UID]turnUse{}
 	c.states = map[kueue.ClusterQueueReference]uint64{}
+	c.rooms = map[kueue.ClusterQueueReference]*cohortRoom{}
 	c.useless.nextCycle(now)
 }

@@ -16,6 +16,7 @@ import (
 
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 	utiltestingapi "sigs.k8s.io/kueue/pkg/util/testing/v1beta2"
 	"sigs.k8s.io/kueue/pkg/workload"
@@ -322,6 +323,36 @@ func TestRefusalsDependOnWorkload(t *testing.T) {
 			}
 			if got := p.RefusalsDependOnWorkload(info); got != tc.want {
 				t.Errorf("RefusalsDependOnWorkload = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
+
+// Whether a pending workload can use a turn is remembered beyond the cycle; the rest of the
+// cohort counts through the room it leaves the workload's ClusterQueue. "Cannot" is kept while the
+// cohort leaves no more room (more room may let it borrow); "can" while it leaves no less.
+func TestUselessMemoKeepsWithTheCohortsRoom(t *testing.T) {
+	fr := resources.FlavorResource{Flavor: "f0", Resource: corev1.ResourceCPU}
+	room := func(v int64) *cohortRoom { return &cohortRoom{available: map[resources.FlavorResource]int64{fr: v}} }
+	wl := utiltestingapi.MakeWorkload("w", "ns").UID("uid-w").ResourceVersion("1").Obj()
+	cases := map[string]struct {
+		useless bool
+		now     int64
+		want    bool
+	}{
+		"cannot, the cohort leaves less room: kept":        {useless: true, now: 1, want: true},
+		"cannot, the same room: kept":                      {useless: true, now: 2, want: true},
+		"cannot, the cohort leaves more room: asked again": {useless: true, now: 3, want: false},
+		"can, the cohort leaves more room: kept":           {useless: false, now: 3, want: true},
+		"can, the cohort leaves less room: asked again":    {useless: false, now: 1, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var m uselessMemo
+			m.put(wl, 7, room(2), tc.useless, snapgen.Epoch)
+			_, kept := m.get(wl, 7, room(tc.now), snapgen.Epoch)
+			if kept != tc.want {
+				t.Errorf("kept = %t, want %t", kept, tc.want)
 			}
 		})
 	}
