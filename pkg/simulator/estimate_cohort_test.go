@@ -227,6 +227,8 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		7048:  "a workload tried after its queue's failed head had its turn judged on the cycle's start, not the next's",
 		11093: "a head parked for the cycle gave up its turn to the next workload in line",
 		11414: "holders that end in one second left together, not at the instants the walk admitted them",
+		13491: "a head that kept its room back once an instant did not keep it again after an eviction requeued the cohort",
+		13476: "the scheduler passed over for a turn a workload that could now borrow, and left parked a head that stepped aside for one that could not use the turn",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
