@@ -485,7 +485,7 @@ func (co *cohortWalk) step() bool {
 		if g := e.w.guarding; g != nil && g.guarded && !g.done {
 			head, guarded, always = g, true, true
 		}
-		if !always && !spent && e.w.triedAt.Equal(e.w.t) && e.w.triedGen == co.gen {
+		if !always && !spent && e.w.triedGen == co.gen {
 			continue
 		}
 		n := len(co.reserved)
@@ -496,7 +496,7 @@ func (co *cohortWalk) step() bool {
 		if len(co.reserved) > n {
 			co.changed()
 			if !always {
-				e.w.triedAt, e.w.triedGen, parked = e.w.t, co.gen, true
+				e.w.triedGen, parked = co.gen, true
 			}
 		}
 	}
@@ -891,7 +891,7 @@ func (w *walker) againstBorrowers(wt *waiting, yield func(o *walker, h *hold, d 
 }
 
 // borrowersAgainst asks the policy, with in, about each holder of the other members that borrow
-// that uses a slot they borrow and that asks accepts, until yield returns false.
+// that uses a slot they borrow and that asks accepts (nil: every one), until yield returns false.
 func (w *walker) borrowersAgainst(in *policy.Input, asks func(o *walker, h *hold) bool, yield func(o *walker, h *hold, d policy.Decision) bool) {
 	for _, o := range w.co.ws {
 		if o == w {
@@ -909,7 +909,7 @@ func (w *walker) borrowersAgainst(in *policy.Input, asks func(o *walker, h *hold
 		o.compact()
 		in.Queue = w.q.Against[o.q.Name]
 		for _, h := range o.holds {
-			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || !asks(o, h) {
+			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || (asks != nil && !asks(o, h)) {
 				continue
 			}
 			in.Candidate = &h.cand
@@ -929,7 +929,7 @@ func (w *walker) reclaimable(bp *byPriority) []int64 {
 	}
 	out := append(bp.reclaimable[:0], make([]int64, len(w.free))...)
 	in := policy.Input{Preemptor: bp.rep, Scope: policy.OtherClusterQueue, Policy: w.q.Reclaim, Now: w.t.Add(policy.TimelessFuture)}
-	w.borrowersAgainst(&in, func(*walker, *hold) bool { return true }, func(o *walker, h *hold, d policy.Decision) bool {
+	w.borrowersAgainst(&in, nil, func(o *walker, h *hold, d policy.Decision) bool {
 		if d.Eligible {
 			for _, a := range h.use {
 				if s, ok := w.slots[o.frs[a.slot]]; ok {

@@ -372,10 +372,9 @@ type walker struct {
 	// alone, on Queue.Capacity. failed is its last reclaim that found too little.
 	co     *cohortWalk
 	failed failedReclaim
-	// triedAt is when its head last kept quota back for itself under BestEffortFIFO, until the
-	// cohort's parked workloads are requeued (triedGen, cohortWalk.gen; see cohortWalk.step);
-	// nevers are its pending workloads that never fit (see neverFirst).
-	triedAt  time.Time
+	// triedGen is the cohort's requeue of parked workloads (cohortWalk.gen, which a new instant
+	// starts too) in which its head last kept quota back for itself under BestEffortFIFO (see
+	// cohortWalk.step); nevers are its pending workloads that never fit (see neverFirst).
 	triedGen int
 	nevers   []*waiting
 	// guarding is the workload whose reclaim waits for a protected borrower: the preemptor's
@@ -570,8 +569,8 @@ func (w *walker) canUseTurn(bp *byPriority, wt *waiting) bool {
 		free = append(free, v+w.used[s]-bp.stuck[s])
 	}
 	w.scratch = free
-	if w.fits(free, wt) || w.co == nil || !w.reclaims() {
-		return w.fits(free, wt)
+	if fits := w.fits(free, wt); fits || w.co == nil || !w.reclaims() {
+		return fits
 	}
 	// What it lent it may reclaim from those its rules will ever let it.
 	reclaimable := w.reclaimable(bp)

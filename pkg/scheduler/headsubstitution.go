@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -59,22 +58,27 @@ func (s *Scheduler) substituteHeads(ctx context.Context, heads []qcache.Head, sn
 // may fit now.
 func (s *Scheduler) retryAfterTurns(waited sets.Set[kueue.ClusterQueueReference], entries, inadmissible []entry) {
 	wake := sets.New[kueue.ClusterQueueReference]()
-	for _, e := range slices.Concat(entries, inadmissible) {
-		uid, ok := s.steppedAsideFor[e.ClusterQueue]
-		stood := ok && uid == e.Obj.UID
-		switch {
-		case e.status == assumed && (waited.Has(e.ClusterQueue) || stood):
+	for _, list := range [][]entry{entries, inadmissible} {
+		for i := range list {
+			e := &list[i]
+			uid, ok := s.steppedAsideFor[e.ClusterQueue]
+			stood := ok && uid == e.Obj.UID
+			admitted := e.status == assumed
+			if !(admitted && waited.Has(e.ClusterQueue)) && !(stood && (admitted || s.cannotUseTurn(&e.Info))) {
+				continue
+			}
 			wake.Insert(e.ClusterQueue)
-		case stood && s.hooks.CannotUseTurn != nil && s.hooks.CannotUseTurn(&e.Info):
-			wake.Insert(e.ClusterQueue)
-		default:
-			continue
-		}
-		if stood {
-			delete(s.steppedAsideFor, e.ClusterQueue)
+			if stood {
+				delete(s.steppedAsideFor, e.ClusterQueue)
+			}
 		}
 	}
 	if wake.Len() > 0 {
 		qcache.NotifyRetryInadmissible(s.queues, wake)
 	}
+}
+
+// cannotUseTurn asks the preemptor whether this cycle found wl unable to use a turn.
+func (s *Scheduler) cannotUseTurn(wl *workload.Info) bool {
+	return s.hooks.CannotUseTurn != nil && s.hooks.CannotUseTurn(wl)
 }

@@ -233,8 +233,8 @@ func (p *Preemptor) foundUseless(info *workload.Info) bool {
 	if !ok || !rok {
 		return false
 	}
-	e, ok := c.useless.entries[info.Obj.UID]
-	return ok && e.useless && e.state == state && e.resourceVersion == info.Obj.ResourceVersion && e.room.keeps(room, true)
+	useless, ok := c.useless.get(info.Obj, state, room, p.clock.Now())
+	return ok && useless
 }
 
 // queueState is a fingerprint of what uselessFor's answers in cq depend on: its quota generation,
