@@ -93,6 +93,11 @@ type cohortWalk struct {
 	entrants []quotatree.Entrant
 	// reserved is the room the heads of the cycle under way kept back (walker.reserve).
 	reserved []reservation
+	// narrowed are the members whose room the cycle under way narrowed.
+	narrowed []narrowed
+	// work is the walk's work so far, against walkBudget: for each step of a member, the
+	// workloads in the lines it scans, and for each survey of the borrowers, their holders.
+	work int
 	// shared: some ClusterQueue borrowed since the walk began. Until then each ClusterQueue of
 	// the cohort uses only its own quota and its walk is its own; after, the walk follows the
 	// scheduler's order of heads, reclaims and reservations only approximately.
@@ -249,6 +254,11 @@ func (co *cohortWalk) borrowed(fr resources.FlavorResource) int64 {
 	return co.borrowedBy[fr]
 }
 
+// walkBudget bounds the work of one walk of a cohort (cohortWalk.work; about three seconds of a
+// core): the cycles of an instant grow with the workloads waiting, and so does each cycle, so
+// that a walk of 10,000 pending would otherwise take minutes (BenchmarkEstimateCohort).
+var walkBudget = 50_000_000
+
 // cycleBound is the most cycles one instant takes: a few for each workload still waiting.
 func (co *cohortWalk) cycleBound() int {
 	n := 16
@@ -268,6 +278,12 @@ func (co *cohortWalk) borrowing() bool {
 func (co *cohortWalk) run() {
 	for co.waiting() {
 		if co.endless() {
+			return
+		}
+		if co.work > walkBudget {
+			for _, w := range co.ws {
+				w.giveUp(fmt.Sprintf("the walk of cohort %s stopped at its bound of work", co.tree.Cohort))
+			}
 			return
 		}
 		for _, w := range co.ws {
@@ -388,6 +404,12 @@ func (co *cohortWalk) step() bool {
 			entries[i].fits = w.fits(w.startRoom, entries[i].head)
 		}
 	})
+	// One with no other head in this cycle admits its preemptor in it all the same.
+	for _, w := range co.ws {
+		if w.admitting && !slices.ContainsFunc(entries, func(e entry) bool { return e.w == w }) {
+			w.admitting, retry = false, true
+		}
+	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if a.preemptor != b.preemptor {
 			if a.preemptor {
@@ -424,6 +446,15 @@ func (co *cohortWalk) step() bool {
 			r.from.requeue(r.release, r.evicted)
 		}
 		co.requeues = co.requeues[:0]
+		for _, n := range co.narrowed {
+			// From the narrowed room, so that what the cycle freed counts as freed.
+			copy(n.free, n.w.free)
+			n.w.free = n.free
+			if co.sync(n.w) {
+				n.w.freed++
+			}
+		}
+		co.narrowed = co.narrowed[:0]
 		for i := len(co.reserved) - 1; i >= 0; i-- {
 			r := co.reserved[i]
 			co.tree.Remove(r.w.q.Name, r.w.frs[r.slot], r.value)
@@ -458,6 +489,12 @@ func (co *cohortWalk) step() bool {
 			continue
 		}
 		head, spent := e.head, false
+		// Nominated not to fit, it does not fit in this cycle in what the heads before it freed
+		// by preempting, nor keeps less back for it: their victims leave once the cycle ends
+		// (upstream's Preempt mode).
+		if saved := e.w.withoutFreedInCycle(e.fits); saved != nil {
+			co.narrowed = append(co.narrowed, narrowed{e.w, saved})
+		}
 		if e.w.step() {
 			if e.w.admitting {
 				// Its victims' eviction requeues the cohort's parked workloads: in the next
@@ -501,6 +538,29 @@ func (co *cohortWalk) step() bool {
 		}
 	}
 	return admitted || retry
+}
+
+// withoutFreedInCycle makes w's room, for a head that did not fit as the cycle started, no more
+// than it was then; it returns the room to restore once the cycle ends, nil when unchanged.
+func (w *walker) withoutFreedInCycle(fits bool) []int64 {
+	if fits || len(w.startRoom) == 0 {
+		return nil
+	}
+	var room []int64
+	for s, v := range w.free {
+		if v > w.startRoom[s] {
+			if room == nil {
+				room = slices.Clone(w.free)
+			}
+			room[s] = w.startRoom[s]
+		}
+	}
+	if room == nil {
+		return nil
+	}
+	saved := w.free
+	w.free = room
+	return saved
 }
 
 // entrant is head as the fair-sharing tournament sees it: the quota it takes where it fits now,
@@ -630,6 +690,13 @@ func queuedAhead(a, b *waiting) bool {
 type deferredRequeue struct {
 	release
 	evicted time.Time
+}
+
+// narrowed is a walker whose room a cycle narrowed (walker.withoutFreedInCycle), and the room
+// it had.
+type narrowed struct {
+	w    *walker
+	free []int64
 }
 
 type reservation struct {
@@ -908,6 +975,7 @@ func (w *walker) borrowersAgainst(in *policy.Input, asks func(o *walker, h *hold
 		}
 		o.compact()
 		in.Queue = w.q.Against[o.q.Name]
+		w.co.work += len(o.holds)
 		for _, h := range o.holds {
 			if h.gone || !slices.ContainsFunc(h.use, func(a amount) bool { return borrows[a.slot] }) || (asks != nil && !asks(o, h)) {
 				continue

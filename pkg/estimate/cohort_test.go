@@ -101,9 +101,23 @@ func TestComputeCohort(t *testing.T) {
 		// window makes the lender take turns (LowerOrNewerEqualPriority within, minAdmitDuration
 		// window).
 		window time.Duration
+		// budget, when set, replaces walkBudget.
+		budget int
 		wls    []cohortWl
 		want   []Estimate
 	}{
+		"a walk past its bound of work answers the workloads still waiting unknown, naming the bound": {
+			reclaim: kueue.PreemptionPolicyAny, budget: 1,
+			wls: []cohortWl{
+				{name: "a1", cq: "lender", cpu: 4, admitted: 10 * time.Minute, expected: 40 * time.Minute},
+				{name: "a2", cq: "lender", cpu: 4},
+				{name: "b2", cq: "borrower", cpu: 1},
+			},
+			want: []Estimate{
+				{Workload: "ns/b2", Position: 1, When: t0, Reason: "fits now", Note: contested},
+				{Workload: "ns/a2", Position: 1, Unknown: true, Reason: "the walk of cohort co stopped at its bound of work"},
+			},
+		},
 		"a ClusterQueue borrows what the lender leaves idle, and says the estimate is approximate": {
 			reclaim: kueue.PreemptionPolicyAny,
 			wls: []cohortWl{
@@ -376,6 +390,10 @@ func TestComputeCohort(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if tc.budget > 0 {
+				defer func(b int) { walkBudget = b }(walkBudget)
+				walkBudget = tc.budget
+			}
 			if tc.preemptor != "" {
 				// As the manager runs it.
 				features.SetFeatureGateDuringTest(t, features.PrioritizePreemptorWorkloads, true)

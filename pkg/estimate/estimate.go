@@ -411,11 +411,11 @@ type walker struct {
 	lines      []*line
 	prios      map[int64]*byPriority
 	// last and first are the latest and earliest queue times of the pending workloads of each
-	// priority.
-	last, first map[int64]time.Time
-	holds       []*hold
-	out         []Estimate
-	left        int
+	// priority, newest the latest of its holders.
+	last, first, newest map[int64]time.Time
+	holds               []*hold
+	out                 []Estimate
+	left                int
 	// admissions counts the walk's admissions, to stop a rotation that never reaches a pending
 	// workload.
 	admissions, maxAdmissions int
@@ -424,7 +424,7 @@ type walker struct {
 }
 
 func newWalker(q *Queue, now time.Time, n int) *walker {
-	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}, first: map[int64]time.Time{}}
+	w := &walker{q: q, now: now, t: now, limit: now.Add(Horizon), slots: map[resources.FlavorResource]int{}, prios: map[int64]*byPriority{}, last: map[int64]time.Time{}, first: map[int64]time.Time{}, newest: map[int64]time.Time{}}
 	for _, g := range q.Groups {
 		for _, f := range g.Flavors {
 			for _, r := range g.Resources {
@@ -494,6 +494,9 @@ func (w *walker) hold(h *hold) {
 	}
 	if w.co != nil {
 		w.co.held(w, h)
+	}
+	if p := h.cand.Priority; h.cand.QueuedAt.After(w.newest[p]) {
+		w.newest[p] = h.cand.QueuedAt
 	}
 	w.holds = append(w.holds, h)
 	if h.finish.IsZero() {
@@ -919,6 +922,9 @@ func (w *walker) step() bool {
 				return true
 			}
 		}
+		if w.co != nil {
+			w.co.work += len(l.items) - l.first
+		}
 		for i := l.first; i < len(l.items); i++ {
 			wt := l.items[i]
 			if wt.done || (wt.rotated && held != nil && held != wt) || wt.backsOff(w.t) {
@@ -1226,6 +1232,14 @@ func (w *walker) requeue(r release, evicted time.Time) {
 		cand.TurnCharge = 0
 	}
 	wt := &waiting{out: -1, name: r.h.name, requests: r.h.requests, pend: w.pendingOf(r.h, evicted, back), cand: cand, runtime: r.h.runtime, drain: r.h.drain, rotated: back}
+	if p := wt.pend.Priority; wt.pend.QueuedAt.After(w.last[p]) {
+		// Back in line after every other workload of its priority, it is the last the walk
+		// asks as (forPriority): a holder queued between is no longer newer.
+		if w.newest[p].After(w.last[p]) {
+			delete(w.prios, p)
+		}
+		w.last[p] = wt.pend.QueuedAt
+	}
 	w.enqueue(wt)
 	if !back {
 		w.waitsAgain(wt)

@@ -229,6 +229,10 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		11414: "holders that end in one second left together, not at the instants the walk admitted them",
 		13491: "a head that kept its room back once an instant did not keep it again after an eviction requeued the cohort",
 		13476: "the scheduler passed over for a turn a workload that could now borrow, and left parked a head that stepped aside for one that could not use the turn",
+		15419: "a head nominated not to fit was admitted in its cycle in the quota an earlier head's preemption freed",
+		15510: "a workload back in line after a turn's eviction preempted, as newer, holders queued before it",
+		19135: "quota a cycle's preemption freed, hidden from a head nominated not to fit, did not count as freed once the cycle ended",
+		19071: "a ClusterQueue whose preemptor was admitted in a cycle it had no other head in kept that preemptor's quota out of every later nomination",
 	} {
 		c := &cohortTally{reasons: map[string]int{}}
 		if !checkCohortScenario(t, seed, 0.9, c) {
