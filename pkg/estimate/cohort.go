@@ -390,7 +390,11 @@ func (co *cohortWalk) step() bool {
 	retry := false
 	for _, w := range co.ws {
 		if h := w.cycleHead(); h != nil {
-			if first && w.neverFirst(h) {
+			// The cycle that admits its preemptor comes before the one a workload that never
+			// fits takes.
+			due := first || w.neverDue
+			w.neverDue = due && w.admitting
+			if due && !w.admitting && w.neverFirst(h) {
 				retry = true
 				continue
 			}

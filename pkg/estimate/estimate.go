@@ -393,6 +393,9 @@ type walker struct {
 	// (preempted); admittingUse is what that admission takes.
 	admitting    bool
 	admittingUse []amount
+	// neverDue: a workload that never fits is due its cycle (neverFirst) after the one that
+	// admits the preemptor.
+	neverDue bool
 	// startRoom is what it may take as a cycle of its cohort started, when the scheduler
 	// nominated the cycle's heads (cohortWalk.nominatedRoom); empty outside a cycle.
 	startRoom []int64
@@ -941,6 +944,10 @@ func (w *walker) step() bool {
 			if !wt.ever {
 				w.blocked(wt, fmt.Sprintf("does not fit in ClusterQueue %s even with every workload gone", w.q.Name))
 				w.nevers = append(w.nevers, wt)
+				if w.oneHeadACycle() && w.q.turns().TakesTurns() && w.poppedBefore(wt) {
+					// First in turn order, it is not its queue's head: the cycle goes on.
+					continue
+				}
 				return true
 			}
 			bp := w.forPriority(wt.pend)
@@ -1593,7 +1600,7 @@ func (w *walker) parkAhead(wt *waiting) bool {
 	// queue time even where the queue takes turns, as it never holds a turn to be put first for.
 	for _, n := range w.nevers {
 		if w.parkedNow(n) || n.backsOff(w.t) || n.pend.Priority < wt.pend.Priority ||
-			(n.pend.Priority == wt.pend.Priority && !queuedAhead(n, wt)) {
+			(n.pend.Priority == wt.pend.Priority && !queuedAhead(n, wt)) || (turns && w.poppedBefore(n)) {
 			continue
 		}
 		if first == nil || n.pend.Priority > first.pend.Priority || (n.pend.Priority == first.pend.Priority && queuedAhead(n, first)) {
@@ -1607,6 +1614,25 @@ func (w *walker) parkAhead(wt *waiting) bool {
 	w.cycleSpent, w.parked = true, first
 	w.parkEquivalents(first)
 	return true
+}
+
+// poppedBefore reports whether, in a queue that takes turns, another workload waiting in it comes
+// before n in the queue's own order (priority, then creation): the queue pops that one, which
+// steps aside for the workload whose turn it is if it held quota before (SubstituteHead), and n,
+// which never did, gets no cycle of its own then.
+func (w *walker) poppedBefore(n *waiting) bool {
+	for _, l := range w.lines {
+		if l.priority < n.pend.Priority {
+			break
+		}
+		for _, o := range l.items[l.first:] {
+			if o != n && !o.done && !o.backsOff(w.t) && !w.parkedNow(o) &&
+				(o.pend.Priority > n.pend.Priority || o.cand.QueuedAt.Before(n.cand.QueuedAt)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // park notes that wt had its cycle at this instant and did not fit: its queue sets it aside as

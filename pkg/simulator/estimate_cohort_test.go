@@ -207,8 +207,8 @@ func TestEstimateAccuracyInCohorts(t *testing.T) {
 }
 
 // TestEstimateInCohortsOnceWrong runs the generated cohort scenarios whose approximate estimates
-// were once off by more than one interval, with nine in ten workloads declaring a runtime, and
-// fails if one is again.
+// were once off by more than one interval, with nine in ten workloads declaring a runtime or the
+// generator's share, and fails if one is again.
 func TestEstimateInCohortsOnceWrong(t *testing.T) {
 	for seed, was := range map[int64]string{
 		7588:  "a head's victims were chosen after the heads before it in the cycle kept room back",
@@ -234,12 +234,23 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		19135: "quota a cycle's preemption freed, hidden from a head nominated not to fit, did not count as freed once the cycle ended",
 		19071: "a ClusterQueue whose preemptor was admitted in a cycle it had no other head in kept that preemptor's quota out of every later nomination",
 	} {
-		c := &cohortTally{reasons: map[string]int{}}
-		if !checkCohortScenario(t, seed, 0.9, c) {
-			t.Fatalf("seed %d makes no cohort scenario", seed)
-		}
-		if c.notedWrong > 0 {
-			t.Errorf("seed %d: %d of %d approximate estimates off by more than one interval (it was: %s)", seed, c.notedWrong, c.noted, was)
-		}
+		checkOnceWrong(t, seed, 0.9, was)
+	}
+	// With the generator's share declaring.
+	for seed, was := range map[int64]string{
+		7243: "a workload that never fits took its queue's cycle in the one that admitted the queue's preemptor, and ahead of one before it in the queue's order",
+	} {
+		checkOnceWrong(t, seed, 0, was)
+	}
+}
+
+func checkOnceWrong(t *testing.T, seed int64, declared float64, was string) {
+	t.Helper()
+	c := &cohortTally{reasons: map[string]int{}}
+	if !checkCohortScenario(t, seed, declared, c) {
+		t.Fatalf("seed %d makes no cohort scenario", seed)
+	}
+	if c.notedWrong > 0 {
+		t.Errorf("seed %d: %d of %d approximate estimates off by more than one interval (it was: %s)", seed, c.notedWrong, c.noted, was)
 	}
 }
