@@ -70,6 +70,8 @@ type cohortWalk struct {
 	fairSharing bool
 	// started: the tree is as the cycle started (beforeAdmitting).
 	started bool
+	// steps counts the cycles (step).
+	steps int
 	// gen counts the cycles that requeue the parked workloads (walker.parkedNow); cycles those
 	// at the walk's instant.
 	gen, cycles int
@@ -380,6 +382,7 @@ func (co *cohortWalk) step() bool {
 		// fits: head fits in the free quota as the cycle starts (the flavor assigner's Fit).
 		fits bool
 	}
+	co.steps++
 	// The first cycle after a change in the cohort takes each queue's first workload.
 	first := len(co.ws) > 0 && !co.steppedAt.Equal(co.ws[0].t)
 	if first {
@@ -923,15 +926,20 @@ func (w *walker) withinNominal(wt *waiting) bool {
 // protectedBorrower reports whether a workload that another member holds beyond its nominal
 // quota, in a flavor and resource wt may take, is protected from wt for now: the preemptor's
 // protection survey that makes a head with no victims hold its quota (WaitVerdict.HoldQuota).
+// A borrower the cycle under way admitted does not count: the scheduler nominated wt before it.
 // The answer is kept for the workloads of wt's priority that ask as many resource groups, until
-// the cohort's usage or the instant changes (walker.protected).
+// the cohort's usage, the cycle or the instant changes (walker.protected).
 func (w *walker) protectedBorrower(wt *waiting) bool {
-	key := protectedKey{version: w.co.version, at: w.t, prio: wt.pend.Priority, groups: len(wt.ask)}
+	key := protectedKey{version: w.co.version, step: w.co.steps, at: w.t, prio: wt.pend.Priority, groups: len(wt.ask)}
 	if w.protected.key == key {
 		return w.protected.found
 	}
 	found := false
-	w.againstBorrowers(wt, func(_ *walker, _ *hold, d policy.Decision) bool {
+	w.againstBorrowers(wt, func(_ *walker, h *hold, d policy.Decision) bool {
+		if w.co.cycle && h.step == w.co.steps {
+			// Admitted in this cycle, it was not there when the scheduler nominated wt.
+			return true
+		}
 		found = !d.Eligible && w.q.Policy.Protects(d.Rule)
 		return !found
 	})
@@ -946,10 +954,10 @@ type protectedAnswer struct {
 }
 
 type protectedKey struct {
-	version int
-	at      time.Time
-	prio    int64
-	groups  int
+	version, step int
+	at            time.Time
+	prio          int64
+	groups        int
 }
 
 // againstBorrowers gives yield the policy's decision on each workload that another member holds

@@ -218,6 +218,8 @@ type hold struct {
 	runtime      time.Duration
 	drain        time.Duration
 	gone         bool
+	// step is the cycle of its cohort's walk that admitted it (cohortWalk.steps).
+	step int
 	// older: a workload of its priority queued before it may wait while it holds.
 	older bool
 	// pools are the pools it is in; stuckIn the priorities for which nothing makes it leave.
@@ -496,6 +498,7 @@ func (w *walker) hold(h *hold) {
 		w.used[a.slot] += a.value
 	}
 	if w.co != nil {
+		h.step = w.co.steps
 		w.co.held(w, h)
 	}
 	if p := h.cand.Priority; h.cand.QueuedAt.After(w.newest[p]) {

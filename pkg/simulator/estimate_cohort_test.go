@@ -233,6 +233,7 @@ func TestEstimateInCohortsOnceWrong(t *testing.T) {
 		15510: "a workload back in line after a turn's eviction preempted, as newer, holders queued before it",
 		19135: "quota a cycle's preemption freed, hidden from a head nominated not to fit, did not count as freed once the cycle ended",
 		19071: "a ClusterQueue whose preemptor was admitted in a cycle it had no other head in kept that preemptor's quota out of every later nomination",
+		21260: "a head held its queue for a borrower the cycle had admitted after the scheduler nominated it",
 	} {
 		checkOnceWrong(t, seed, 0.9, was)
 	}
