@@ -391,18 +391,25 @@ func (co *cohortWalk) step() bool {
 	}
 	var entries []entry
 	retry := false
+	// idle: members with a preemptor to admit and no head in this cycle.
+	var idle []*walker
 	for _, w := range co.ws {
-		if h := w.cycleHead(); h != nil {
-			// The cycle that admits its preemptor comes before the one a workload that never
-			// fits takes.
-			due := first || w.neverDue
-			w.neverDue = due && w.admitting
-			if due && !w.admitting && w.neverFirst(h) {
-				retry = true
-				continue
+		h := w.cycleHead()
+		if h == nil {
+			if w.admitting {
+				idle = append(idle, w)
 			}
-			entries = append(entries, entry{w, h, w.borrows(h), preemptorsFirst() && w.isPreemptor(h, true), false})
+			continue
 		}
+		// The cycle that admits its preemptor comes before the one a workload that never fits
+		// takes.
+		due := first || w.neverDue
+		w.neverDue = due && w.admitting
+		if due && !w.admitting && w.neverFirst(h) {
+			retry = true
+			continue
+		}
+		entries = append(entries, entry{w, h, w.borrows(h), preemptorsFirst() && w.isPreemptor(h, true), false})
 	}
 	co.beforeAdmitting(func() {
 		for i := range entries {
@@ -412,10 +419,8 @@ func (co *cohortWalk) step() bool {
 		}
 	})
 	// One with no other head in this cycle admits its preemptor in it all the same.
-	for _, w := range co.ws {
-		if w.admitting && !slices.ContainsFunc(entries, func(e entry) bool { return e.w == w }) {
-			w.admitting, retry = false, true
-		}
+	for _, w := range idle {
+		w.admitting, retry = false, true
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
 		if a.preemptor != b.preemptor {
